@@ -1,0 +1,64 @@
+"""`paradise info`: what a trace holds (source, PEs, events by kind, time span, steps)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from paradise.engines.duckdb_engine import DuckDBEngine
+from paradise.store import open_trace
+
+INFO_SQL = """
+SELECT kind, count(*) AS events, min(t0) AS t_min, max(coalesce(t1, t0)) AS t_max,
+       min(step) AS step_min, max(step) AS step_max, count(DISTINCT pe) AS pes
+FROM events GROUP BY kind ORDER BY events DESC
+"""
+
+
+def trace_info(path: Path) -> dict:
+    trace = open_trace(path)
+    with DuckDBEngine(trace) as eng:
+        rows = eng.sql(INFO_SQL).to_pylist()
+    kinds = {r["kind"]: r["events"] for r in rows}
+    t_min = min((r["t_min"] for r in rows if r["t_min"] is not None), default=None)
+    t_max = max((r["t_max"] for r in rows if r["t_max"] is not None), default=None)
+    steps = [r for r in rows if r["step_min"] is not None]
+    meta = trace.metadata
+    return {
+        "path": str(trace.path),
+        "files": len(trace.files),
+        "source": trace.source,
+        "program": trace.program,
+        "pes": meta.get("pes") or len(meta.get("pes_seen", [])) or None,
+        "pes_seen": meta.get("pes_seen"),
+        "complete": trace.complete,
+        "rows": trace.num_rows,
+        "events_by_kind": kinds,
+        "span_ns": (t_max - t_min) if t_min is not None and t_max is not None else 0,
+        "steps": {
+            "min": min(r["step_min"] for r in steps),
+            "max": max(r["step_max"] for r in steps),
+        }
+        if steps
+        else None,
+        "format_version": meta.get("format_version"),
+        "fingerprint": trace.fingerprint,
+    }
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("info")
+    def info_cmd(
+        trace: Path = typer.Argument(..., help="Trace file or directory."),
+        as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    ) -> None:
+        """Show what a trace holds: source, PEs/ranks, events by kind, time span, steps."""
+        info = trace_info(trace)
+        if as_json:
+            typer.echo(json.dumps(info, indent=2, sort_keys=True))
+            return
+        from paradise.report.console import print_info
+
+        print_info(info)

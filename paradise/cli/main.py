@@ -1,0 +1,67 @@
+"""The `paradise` command: commands are assembled here, one module per command.
+
+This is the only place that turns ParadiseError into a one-line message and exit code 2.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from paradise.errors import ParadiseError
+
+app = typer.Typer(
+    name="paradise",
+    help="Post-mortem trace analysis and optimization hints for parallel programs.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+    add_completion=False,
+)
+
+
+def _register() -> None:
+    from paradise.cli import (
+        analyze,
+        compare,
+        demo,
+        import_cmd,
+        info,
+        merge,
+        policy,
+        trace_cmd,
+        whatif,
+    )
+
+    app.add_typer(import_cmd.app, name="import")
+    app.add_typer(trace_cmd.app, name="trace")
+    for module in (info, analyze, merge, whatif, compare, policy, demo):
+        module.register(app)
+
+
+_register()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        rc = app(standalone_mode=False)
+        sys.exit(rc if isinstance(rc, int) else 0)
+    except ParadiseError as exc:
+        print(f"paradise: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        print("paradise: aborted", file=sys.stderr)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        print("paradise: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except Exception as exc:  # click usage errors arrive as ClickException
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise

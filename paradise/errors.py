@@ -1,0 +1,48 @@
+"""User-facing failures. Each message names the file and the problem; the CLI prints it on one line."""
+
+from __future__ import annotations
+
+
+class ParadiseError(Exception):
+    """Base of every error the CLI reports as one line with exit code 2."""
+
+
+class TraceNotFound(ParadiseError):
+    """A path that does not exist or holds no trace files."""
+
+
+class NotAParadiseTrace(ParadiseError):
+    """A file that is not Parquet, or Parquet without paradise metadata or columns."""
+
+
+class TruncatedTrace(ParadiseError):
+    """A file cut short (a killed writer's tmp file, a truncated .gz)."""
+
+
+class SchemaVersionError(ParadiseError):
+    """A trace or hint file of a format version this paradise does not read."""
+
+
+class ImportFormatError(ParadiseError):
+    """Input to an importer that is not of the format it reads."""
+
+
+class OutputExists(ParadiseError):
+    """An output that would be overwritten without --force."""
+
+
+class HintMismatch(ParadiseError):
+    """A hint file made for another program, PE count or trace, or a damaged one."""
+
+
+class EngineUnavailable(ParadiseError):
+    """An engine that cannot start (e.g. an unreachable Dask scheduler)."""
+
+
+def require_new_output(path, force: bool) -> None:
+    """Refuses to overwrite an existing output unless forced."""
+    from pathlib import Path
+
+    p = Path(path)
+    if p.exists() and not force:
+        raise OutputExists(f"{p}: already exists; pass --force to overwrite it")

@@ -1,0 +1,151 @@
+"""The paradise trace schema: the one module that tracers, importers and hints share.
+
+Needs only pyarrow. Documented column by column in docs/trace-format.md (a test checks
+that every column here is documented there).
+"""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+from typing import Any
+
+import pyarrow as pa
+
+FORMAT_VERSION = "1.0"
+"""Major.minor. Readers accept every minor of the majors they know."""
+
+SUPPORTED_MAJORS = ("1",)
+
+META_KEY = b"paradise"
+"""Parquet key-value metadata key holding the JSON trace metadata."""
+
+OUTPUTS_FILE = "outputs.parquet"
+"""Model outputs for distance metrics live beside the event files under this name."""
+
+
+class Kind(str, Enum):
+    """Event kinds; the value is what the `kind` column holds."""
+
+    EXEC = "exec"
+    IDLE = "idle"
+    SEND = "send"
+    RECV = "recv"
+    CREATE = "create"
+    MIGRATE = "migrate"
+    COLLECTIVE = "collective"
+    STEP = "step"
+    PHASE = "phase"
+    CHECKPOINT = "checkpoint"
+    RESTORE = "restore"
+    FAILURE = "failure"
+    RESTART = "restart"
+    MARK = "mark"
+
+
+def _dict_str() -> pa.DataType:
+    return pa.dictionary(pa.int32(), pa.string())
+
+
+# (name, type, meaning). Order is the on-disk column order.
+COLUMNS: tuple[tuple[str, pa.DataType, str], ...] = (
+    ("kind", _dict_str(), "event kind, one of Kind"),
+    ("pe", pa.int32(), "processor: Charm PE or PyTorch global rank"),
+    ("t0", pa.int64(), "start, ns since the run's start, clock offsets applied"),
+    ("t1", pa.int64(), "end, ns (null for instants)"),
+    ("active", pa.int64(), "ns actually running within [t0, t1] (coroutines: suspended time excluded)"),
+    ("tid", pa.int64(), "thread id (Kineto) or 0"),
+    ("cat", _dict_str(), "source category: Kineto cat (cpu_op, kernel, ...), Charm chare kind, ..."),
+    ("coll", _dict_str(), "object collection: chare class + creation ordinal (e.g. 'Cell#0'), process group"),
+    ("obj", pa.int64(), "object index within coll, packed (see pack_index)"),
+    ("index", _dict_str(), "object index as JSON list text, e.g. '[3,4]'"),
+    ("name", _dict_str(), "entry method / op / kernel / collective / step / checkpoint name"),
+    ("msg", pa.int64(), "id linking a cause to its effects: send -> exec(s), launch -> kernel"),
+    ("peer_pe", pa.int32(), "the other side's PE of a message"),
+    ("peer_coll", _dict_str(), "the other side's collection"),
+    ("peer_obj", pa.int64(), "the other side's packed object index"),
+    ("bytes", pa.int64(), "payload bytes"),
+    ("step", pa.int32(), "iteration number where known"),
+    ("stream", pa.int32(), "device stream"),
+    ("prio", pa.int32(), "message priority"),
+    ("group", _dict_str(), "process group name or description (collectives)"),
+    ("group_size", pa.int32(), "process group size (collectives)"),
+    ("dtype", _dict_str(), "element type (collectives)"),
+    ("args", pa.string(), "other attributes as JSON object text (sparse)"),
+)
+
+SCHEMA = pa.schema([pa.field(n, t) for n, t, _ in COLUMNS])
+COLUMN_NAMES = tuple(n for n, _, _ in COLUMNS)
+REQUIRED_COLUMNS = ("kind", "pe", "t0", "t1")
+
+# Metadata keys (JSON object stored under META_KEY) and their meaning.
+METADATA_FIELDS: dict[str, str] = {
+    "format_version": "trace format version, FORMAT_VERSION of the writer",
+    "source": "charm4py | torch | kineto | projections | synthetic",
+    "program": "program name (script stem or .sts name)",
+    "pes": "number of PEs / world size of the run",
+    "world_size": "PyTorch world size (same as pes for torch traces)",
+    "pe": "the PE this file holds (per-PE files), else null",
+    "hosts": "host name per PE when known",
+    "clock": "{method, residual_ns}: how per-PE clocks were aligned",
+    "origin_ns": "Unix time (ns) of t0 == 0",
+    "complete": "true when the writer closed cleanly (the run reached its end)",
+    "names": "name tables needed to read the rest (e.g. chare types), free form",
+    "extra": "source-specific extras",
+}
+
+INDEX_BITS = 21
+"""Bits per dimension when packing an N-D index (up to 3 dims of 2M each) into `obj`."""
+
+
+def pack_index(index: tuple[int, ...] | list[int] | int) -> int:
+    """Packs an object index into one int64 so joins on objects stay integer joins."""
+    if isinstance(index, int):
+        return index
+    if len(index) == 1:
+        return int(index[0])
+    value = 0
+    for i in index:
+        value = (value << INDEX_BITS) | (int(i) & ((1 << INDEX_BITS) - 1))
+    return value
+
+
+def index_text(index: tuple[int, ...] | list[int] | int) -> str:
+    """The canonical text of an index, as stored in `index` and keyed in mapping.json."""
+    if isinstance(index, int):
+        index = (index,)
+    return "[" + ",".join(str(int(i)) for i in index) + "]"
+
+
+def make_metadata(**fields: Any) -> dict[bytes, bytes]:
+    """Parquet key-value metadata for a trace file; unknown keys are refused."""
+    unknown = set(fields) - set(METADATA_FIELDS)
+    if unknown:
+        raise ValueError(f"unknown trace metadata fields: {sorted(unknown)}")
+    meta = {"format_version": FORMAT_VERSION, **fields}
+    return {META_KEY: json.dumps(meta, sort_keys=True).encode()}
+
+
+def read_metadata(schema_metadata: dict[bytes, bytes] | None) -> dict[str, Any] | None:
+    """The JSON trace metadata of a Parquet schema, or None when it is not a paradise file."""
+    if not schema_metadata or META_KEY not in schema_metadata:
+        return None
+    return json.loads(schema_metadata[META_KEY])
+
+
+def empty_table() -> pa.Table:
+    return SCHEMA.empty_table()
+
+
+def conform(table: pa.Table) -> pa.Table:
+    """Adds missing columns as nulls and casts to SCHEMA (importers build partial tables)."""
+    cols = []
+    for name, typ, _ in COLUMNS:
+        if name in table.column_names:
+            col = table.column(name)
+            if col.type != typ:
+                col = col.cast(typ)
+        else:
+            col = pa.nulls(table.num_rows, typ)
+        cols.append(col)
+    return pa.Table.from_arrays(cols, schema=SCHEMA)

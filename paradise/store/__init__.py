@@ -1,0 +1,127 @@
+"""Opening traces: one Parquet file or a directory of per-PE (part) files, checked before use."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from paradise.errors import NotAParadiseTrace, SchemaVersionError, TraceNotFound, TruncatedTrace
+from paradise.format import OUTPUTS_FILE, REQUIRED_COLUMNS, SUPPORTED_MAJORS, read_metadata
+
+_PART_RE = re.compile(r"^(?P<stem>.+?)\.part-(?P<seq>\d+)\.parquet$")
+
+
+@dataclass(frozen=True)
+class TraceHandle:
+    """A validated, read-only view of a trace's files. No analysis methods, ever."""
+
+    path: Path
+    files: tuple[Path, ...]
+    metadata: dict[str, Any]
+    """Merged metadata: that of the first file, plus `pes_seen` and `complete` over all files."""
+    file_metadata: tuple[dict[str, Any], ...] = field(repr=False)
+    num_rows: int = 0
+
+    @property
+    def source(self) -> str:
+        return str(self.metadata.get("source", "unknown"))
+
+    @property
+    def program(self) -> str:
+        return str(self.metadata.get("program", ""))
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.metadata.get("complete"))
+
+    @property
+    def outputs(self) -> Path | None:
+        """The model-outputs table beside the events, when there is one."""
+        candidate = (self.path if self.path.is_dir() else self.path.parent) / OUTPUTS_FILE
+        return candidate if candidate.exists() else None
+
+    @property
+    def fingerprint(self) -> str:
+        """Stable id of the trace content: file names, sizes and row counts (not paths)."""
+        h = hashlib.sha256()
+        for f, m in zip(self.files, self.file_metadata):
+            h.update(f.name.encode())
+            h.update(str(m.get("_rows")).encode())
+            h.update(str(m.get("program")).encode())
+        return h.hexdigest()[:16]
+
+    def sql_files(self) -> list[str]:
+        return [str(f) for f in self.files]
+
+
+def _trace_files(path: Path) -> list[Path]:
+    """Event files of a directory: final per-PE files, plus parts of PEs that never closed."""
+    files = sorted(p for p in path.glob("*.parquet") if p.name != OUTPUTS_FILE and not p.name.startswith("."))
+    finals = {p.stem for p in files if not _PART_RE.match(p.name)}
+    chosen = []
+    for p in files:
+        m = _PART_RE.match(p.name)
+        if m and m.group("stem") in finals:
+            continue  # a crash during compaction left parts beside the final file
+        chosen.append(p)
+    return chosen
+
+
+def _check_file(f: Path) -> tuple[dict[str, Any], int]:
+    if f.stat().st_size == 0:
+        raise NotAParadiseTrace(f"{f}: empty file, not a Parquet trace")
+    try:
+        pf = pq.ParquetFile(f)
+    except Exception as exc:  # pyarrow raises ArrowInvalid/OSError with long texts
+        with open(f, "rb") as fh:
+            head = fh.read(4)
+        if head == b"PAR1":
+            raise TruncatedTrace(f"{f}: truncated Parquet file (no valid footer)") from exc
+        raise NotAParadiseTrace(f"{f}: not a Parquet file") from exc
+    schema = pf.schema_arrow
+    meta = read_metadata(schema.metadata)
+    if meta is None:
+        raise NotAParadiseTrace(f"{f}: Parquet file without paradise trace metadata (not a paradise trace)")
+    version = str(meta.get("format_version", ""))
+    if version.split(".")[0] not in SUPPORTED_MAJORS:
+        raise SchemaVersionError(
+            f"{f}: trace format version {version or '?'} is not supported (this paradise reads "
+            f"{', '.join(m + '.x' for m in SUPPORTED_MAJORS)})"
+        )
+    missing = [c for c in REQUIRED_COLUMNS if c not in schema.names]
+    if missing:
+        raise NotAParadiseTrace(f"{f}: missing required column(s) {', '.join(missing)}")
+    meta["_rows"] = pf.metadata.num_rows
+    return meta, pf.metadata.num_rows
+
+
+def open_trace(path: str | Path) -> TraceHandle:
+    """Validates a trace file or directory and returns its handle."""
+    p = Path(path)
+    if not p.exists():
+        raise TraceNotFound(f"{p}: no such file or directory")
+    if p.is_dir():
+        files = _trace_files(p)
+        if not files:
+            raise TraceNotFound(f"{p}: directory holds no paradise trace files (*.parquet)")
+    else:
+        files = [p]
+    metas, rows = [], 0
+    for f in files:
+        m, n = _check_file(f)
+        metas.append(m)
+        rows += n
+    merged = dict(metas[0])
+    merged.pop("_rows", None)
+    merged.pop("pe", None)
+    parts_left = any(_PART_RE.match(f.name) for f in files)
+    merged["complete"] = all(bool(m.get("complete")) for m in metas) and not parts_left
+    pes = sorted({m["pe"] for m in metas if m.get("pe") is not None})
+    if pes:
+        merged["pes_seen"] = pes
+    return TraceHandle(path=p, files=tuple(files), metadata=merged, file_metadata=tuple(metas), num_rows=rows)

@@ -1,0 +1,43 @@
+"""Shared fixtures: real third-party traces from ../shared/data/real, fresh temp dirs, CLI runner."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+REAL_DATA = Path(os.environ.get("PARADISE_REAL_DATA", ROOT.parent / "shared" / "data" / "real"))
+VENV_BIN = Path(sys.executable).parent
+
+
+@pytest.fixture(scope="session")
+def real_data() -> Path:
+    """The real-trace folder; tests that need it skip (naming the path) when it is absent."""
+    if not REAL_DATA.is_dir():
+        pytest.skip(f"real traces not found at {REAL_DATA} (a user's clone without ../shared)")
+    return REAL_DATA
+
+
+def bin_path(name: str) -> str:
+    """A console script of this interpreter's environment (paradise, charmrun, torchrun)."""
+    candidate = VENV_BIN / name
+    return str(candidate) if candidate.exists() else (shutil.which(name) or name)
+
+
+@pytest.fixture
+def cli():
+    """Runs the paradise CLI in-process and returns (exit_code, stdout, stderr)."""
+
+    def run(*args: str) -> tuple[int, str, str]:
+        import subprocess
+
+        proc = subprocess.run(
+            [bin_path("paradise"), *map(str, args)], capture_output=True, text=True, timeout=600
+        )
+        return proc.returncode, proc.stdout, proc.stderr
+
+    return run
