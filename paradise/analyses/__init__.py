@@ -1,0 +1,13 @@
+"""Analyses, one module per characteristic family. The CLI iterates ANALYSES in this order.
+
+Contract of each module `paradise.analyses.<name>`:
+    applies(trace: TraceHandle) -> bool
+    analyze(engine: Engine, trace: TraceHandle, config: AnalysisConfig) -> AnalysisResult
+Pure: no printing, no file writes. Stage-1 SQL lives in analyses/sql/<analysis>_<what>.sql.
+Rendering lives in paradise/report/<name>.py as render(console, result_dict).
+"""
+
+from __future__ import annotations
+
+ANALYSES: tuple[str, ...] = ("overview",)
+"""Module names under paradise.analyses, in report order. Owners append theirs."""

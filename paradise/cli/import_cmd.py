@@ -4,4 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from paradise.cli import import_kineto, import_projections
+
 app = typer.Typer(help="Import foreign traces into paradise Parquet.", no_args_is_help=True)
+import_projections.register(app)
+import_kineto.register(app)

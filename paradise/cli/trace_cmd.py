@@ -4,4 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from paradise.cli import trace_charm, trace_torch
+
 app = typer.Typer(help="Run a program with tracing on.", no_args_is_help=True)
+trace_charm.register(app)
+trace_torch.register(app)

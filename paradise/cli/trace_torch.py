@@ -1,0 +1,9 @@
+"""`paradise trace torch`."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Adds the `torch` subcommand to `paradise trace` (filled in by the tracer's owner)."""

@@ -1,0 +1,53 @@
+"""Progress bars that appear only when work takes longer than a second (rich, on stderr)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
+
+SHOW_AFTER_S = 1.0
+"""Short imports stay silent; a bar appears once work has run this long."""
+
+
+class _LazyBar:
+    def __init__(self, description: str, total: float | None) -> None:
+        self.description = description
+        self.total = total
+        self.done = 0.0
+        self.start = time.monotonic()
+        self.progress: Progress | None = None
+        self.task = None
+
+    def advance(self, amount: float = 1.0) -> None:
+        self.done += amount
+        if self.progress is None and time.monotonic() - self.start > SHOW_AFTER_S:
+            self.progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TaskProgressColumn(),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            self.progress.start()
+            self.task = self.progress.add_task(self.description, total=self.total, completed=self.done)
+        elif self.progress is not None:
+            self.progress.update(self.task, completed=self.done)
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+
+@contextmanager
+def progress_bar(description: str, total: float | None) -> Iterator[_LazyBar]:
+    """Yields an object with advance(n); the bar shows only after SHOW_AFTER_S."""
+    bar = _LazyBar(description, total)
+    try:
+        yield bar
+    finally:
+        bar.close()
