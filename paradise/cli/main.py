@@ -61,7 +61,11 @@ def main() -> None:
     except Exception as exc:  # click usage errors arrive as ClickException
         import click
 
-        if isinstance(exc, click.ClickException):
+        try:  # typer >= 0.25 vendors click; its usage errors are not click.ClickException
+            from typer._click.exceptions import ClickException as TyperClickException
+        except ImportError:  # pragma: no cover - older typer
+            TyperClickException = click.ClickException
+        if isinstance(exc, (click.ClickException, TyperClickException)):
             exc.show()
             sys.exit(exc.exit_code)
         raise

@@ -29,6 +29,7 @@ class DuckDBEngine:
     def __init__(self, trace: TraceHandle, files: list[str] | None = None, threads: int | None = None) -> None:
         self.trace = trace
         self.con = duckdb.connect(":memory:")
+        self.con.execute("SET enable_progress_bar = false")
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
         self.con.execute(events_view_sql(files if files is not None else trace.sql_files()))

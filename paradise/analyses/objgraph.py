@@ -1,0 +1,226 @@
+"""The object communication graph (stage 2) and the heuristics that name its pattern.
+
+Built from the stage-1 aggregate `communication_edges` (one row per object pair and entry
+method), never from events. Nodes are (collection, index text); objects outside any
+collection (main, runtime) are ("", "pe<N>"). Graphs are plain networkx graphs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from enum import Enum
+from typing import Any
+
+import networkx as nx
+import pandas as pd
+
+GRID_EDGE_SHARE = 0.9
+"""Share of edges that must join lattice neighbours (Manhattan distance 1) to call it a grid."""
+ALL_TO_ALL_DENSITY = 0.8
+"""Directed density (edges / n(n-1)) above which a phase is all-to-all; 1 is a complete graph."""
+HUB_EDGE_SHARE = 0.8
+"""Share of edges touching one node above which the phase is hub-shaped (star or tree)."""
+ONE_WAY_RECIPROCITY = 0.1
+"""Lattice phases with fewer reciprocated edges than this flow one way: a pipeline (chain)."""
+BCAST_SHARE = 0.5
+"""Share of a hub's deliveries that came from broadcasts above which the fan-out is a tree."""
+MIN_NODES = 3
+"""Below this many objects no pattern is meaningful."""
+
+
+class Pattern(str, Enum):
+    """Communication patterns; the value is the JSON string."""
+
+    GRID = "grid"
+    ALL_TO_ALL = "all-to-all"
+    TREE = "tree"
+    STAR = "star"
+    CHAIN = "chain"
+    IRREGULAR = "irregular"
+
+
+Node = tuple[str, str]
+
+
+def parse_index(text: Any) -> tuple[int, ...] | None:
+    """'[3,4]' -> (3, 4); None when there is no index."""
+    if text is None or (isinstance(text, float) and pd.isna(text)):
+        return None
+    try:
+        v = json.loads(str(text))
+    except json.JSONDecodeError:
+        return None
+    return tuple(int(i) for i in v) if isinstance(v, list) else (int(v),)
+
+
+def _node(coll: Any, index: Any, pe: Any) -> Node:
+    if coll is None or (isinstance(coll, float) and pd.isna(coll)) or index is None or pd.isna(index):
+        return ("", f"pe{int(pe) if pe is not None and not pd.isna(pe) else -1}")
+    return (str(coll), str(index))
+
+
+def clean_edges(edges: pd.DataFrame) -> pd.DataFrame:
+    """Edges with both ends known, with `src`/`dst` node columns added."""
+    e = edges[edges["dst_pe"].notna() | edges["dst_coll"].notna()].copy()
+    e = e[e["dst_coll"].notna() | e["dst_pe"].notna()]
+    e["src"] = [_node(c, i, p) for c, i, p in zip(e["src_coll"], e["src_index"], e["src_pe"])]
+    e["dst"] = [_node(c, i, p) for c, i, p in zip(e["dst_coll"], e["dst_index"], e["dst_pe"])]
+    return e.reset_index(drop=True)
+
+
+def object_graph(edges: pd.DataFrame, loads: dict[Node, float] | None = None,
+                 placement: dict[Node, int] | None = None) -> nx.Graph:
+    """Undirected object graph: edge weights bytes and msgs summed over both directions."""
+    g = nx.Graph()
+    for node, load in (loads or {}).items():
+        g.add_node(node, load_ns=float(load), pe=(placement or {}).get(node))
+    e = clean_edges(edges)
+    agg = e.groupby(["src", "dst"], sort=True)[["msgs", "bytes"]].sum()
+    for (s, d), row in agg.iterrows():
+        if s == d:
+            continue
+        if g.has_edge(s, d):
+            g[s][d]["bytes"] += int(row["bytes"])
+            g[s][d]["msgs"] += int(row["msgs"])
+        else:
+            g.add_edge(s, d, bytes=int(row["bytes"]), msgs=int(row["msgs"]))
+    return g
+
+
+def phase_digraph(e: pd.DataFrame) -> nx.DiGraph:
+    """Directed graph of one phase's edges (src/dst node columns), weights msgs and bytes."""
+    g = nx.DiGraph()
+    for s, d, m, b, bc in zip(e["src"], e["dst"], e["msgs"], e["bytes"], e["bcast_msgs"]):
+        if s == d:
+            continue
+        if g.has_edge(s, d):
+            g[s][d]["msgs"] += int(m)
+            g[s][d]["bcast"] += int(bc)
+        else:
+            g.add_edge(s, d, msgs=int(m), bytes=int(b), bcast=int(bc))
+    return g
+
+
+def _lattice(g: nx.DiGraph) -> dict[str, Any] | None:
+    """Lattice statistics when every node is an object of one collection with same-rank indices."""
+    idx = {n: parse_index(n[1]) for n in g.nodes}
+    colls = {n[0] for n in g.nodes}
+    dims = {len(v) for v in idx.values() if v is not None}
+    if len(colls) != 1 or "" in colls or len(dims) != 1 or any(v is None for v in idx.values()):
+        return None
+    ndim = dims.pop()
+    ext = [max(v[k] for v in idx.values()) + 1 for k in range(ndim)]
+
+    def dist(a: tuple[int, ...], b: tuple[int, ...], wrap: bool) -> int:
+        total = 0
+        for k in range(ndim):
+            d = abs(a[k] - b[k])
+            total += min(d, ext[k] - d) if wrap else d
+        return total
+
+    edges = list(g.edges)
+    near = sum(1 for s, d in edges if dist(idx[s], idx[d], False) == 1)
+    near_wrap = sum(1 for s, d in edges if dist(idx[s], idx[d], True) == 1)
+    periodic = near_wrap > near
+    present = set(idx.values())
+    und = g.to_undirected()
+    match = 0
+    for n in g.nodes:
+        expect = 0
+        for k in range(ndim):
+            for step in (-1, 1):
+                c = list(idx[n])
+                c[k] += step
+                if periodic:
+                    c[k] %= ext[k]
+                if tuple(c) in present and tuple(c) != idx[n]:
+                    expect += 1
+        match += und.degree(n) == expect
+    recip = sum(1 for s, d in edges if g.has_edge(d, s)) / max(len(edges), 1)
+    return {"ndim": ndim, "extents": ext, "periodic": periodic,
+            "near_share": (near_wrap if periodic else near) / max(len(edges), 1),
+            "degree_match": match / max(g.number_of_nodes(), 1), "reciprocity": recip}
+
+
+def _tree_depth(und: nx.Graph) -> int:
+    root = max(und.degree, key=lambda kv: (kv[1], kv[0]))[0]
+    return max(nx.single_source_shortest_path_length(und, root).values())
+
+
+def classify(g: nx.DiGraph, fanout_hubs: set[Node] | None = None) -> tuple[Pattern, float, dict[str, Any]]:
+    """The pattern of one phase's directed graph, a confidence in [0, 1], and the numbers behind it.
+
+    `fanout_hubs` are nodes that send point-to-point (non-broadcast) messages to many objects in
+    some phase of the run: fan-in to such a hub is a master-worker reply (star), else a reduction.
+    """
+    n, m = g.number_of_nodes(), g.number_of_edges()
+    ev: dict[str, Any] = {"objects": n, "edges": m}
+    if n < MIN_NODES or m == 0:
+        return Pattern.IRREGULAR, 0.0, ev
+    density = m / (n * (n - 1))
+    ev["density"] = round(density, 4)
+    if density >= ALL_TO_ALL_DENSITY and len({x[0] for x in g.nodes}) == 1:
+        return Pattern.ALL_TO_ALL, min(1.0, density), ev
+    lat = _lattice(g)
+    if lat is not None and lat["near_share"] >= GRID_EDGE_SHARE:
+        ev.update({k: (round(v, 4) if isinstance(v, float) else v) for k, v in lat.items()})
+        if lat["reciprocity"] <= ONE_WAY_RECIPROCITY:
+            return Pattern.CHAIN, lat["near_share"], ev
+        return Pattern.GRID, (lat["near_share"] + lat["degree_match"]) / 2, ev
+    und = g.to_undirected()
+    hub, hub_deg = max(und.degree, key=lambda kv: (kv[1], kv[0]))
+    share = hub_deg / max(und.number_of_edges(), 1)
+    ev["hub"] = list(hub)
+    ev["hub_edge_share"] = round(share, 4)
+    if share >= HUB_EDGE_SHARE:
+        out_msgs = sum(d["msgs"] for _, _, d in g.out_edges(hub, data=True))
+        out_bcast = sum(d["bcast"] for _, _, d in g.out_edges(hub, data=True))
+        in_msgs = sum(d["msgs"] for _, _, d in g.in_edges(hub, data=True))
+        ev.update({"hub_out_msgs": out_msgs, "hub_in_msgs": in_msgs, "hub_bcast_msgs": out_bcast})
+        if out_msgs >= in_msgs:
+            if out_msgs and out_bcast / out_msgs >= BCAST_SHARE:
+                return Pattern.TREE, share, ev  # broadcast from a root
+            return Pattern.STAR, share, ev  # point-to-point dispatch from a master
+        if hub in (fanout_hubs or set()):
+            return Pattern.STAR, share, ev  # replies to a master that dispatched work
+        return Pattern.TREE, share, ev  # fan-in to a root: a reduction
+    if nx.is_connected(und) and nx.is_tree(und):
+        if max(d for _, d in und.degree) <= 2:
+            return Pattern.CHAIN, 1.0, ev
+        ev["depth"] = _tree_depth(und)
+        return Pattern.TREE, 0.9, ev
+    return Pattern.IRREGULAR, 1.0 - max(density, share), ev
+
+
+def fanout_hubs(e: pd.DataFrame) -> set[Node]:
+    """Nodes that send point-to-point messages to at least MIN_NODES distinct objects in a phase."""
+    p2p = e[(e["bcast_msgs"] < e["msgs"]) & (e["src"] != e["dst"])]
+    counts = p2p.groupby(["src", "entry"])["dst"].nunique()
+    return {s for (s, _), k in counts.items() if k >= MIN_NODES}
+
+
+def collection_patterns(edges: pd.DataFrame) -> dict[str, list[dict[str, Any]]]:
+    """Per receiving collection, the pattern of each phase (one phase = one entry method)."""
+    e = clean_edges(edges)
+    if e.empty:
+        return {}
+    e["dst_coll_s"] = [d[0] or "(pe)" for d in e["dst"]]
+    hubs = fanout_hubs(e)
+    out: dict[str, list[dict[str, Any]]] = {}
+    for (coll, entry), part in e.groupby(["dst_coll_s", "entry"], sort=True):
+        g = phase_digraph(part)
+        pattern, conf, ev = classify(g, hubs)
+        if g.number_of_nodes() < MIN_NODES:
+            continue
+        ev["msgs"] = int(part["msgs"].sum())
+        ev["bytes"] = int(part["bytes"].sum())
+        out.setdefault(coll, []).append(
+            {"pattern": pattern.value, "phase": str(entry), "confidence": round(float(conf), 3),
+             "evidence": ev})
+    return out
+
+
+def pattern_set(patterns: Iterable[dict[str, Any]]) -> set[str]:
+    """The distinct pattern names of a list of phase results."""
+    return {p["pattern"] for p in patterns}

@@ -1,0 +1,206 @@
+"""Overview: where each PE's time went, which entry methods / ops cost most, who talked to whom.
+
+Stage 1 (analyses/sql/overview_*.sql): per-PE time accounting, union busy time where rows nest,
+per-entry time, point-to-point volume and collectives. Stage 2 (here, pandas on those small
+tables): busy share per PE, load imbalance (max / mean busy), top entries. Docs:
+docs/analyses/overview.md.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
+from paradise.engines import Engine
+from paradise.store import TraceHandle
+
+IMBALANCE_THRESHOLD = 1.10
+"""max/mean PE busy above which load is called imbalanced: under 10 % lost to the slowest PE,
+moving objects rarely repays its own cost (a heuristic; the placement analysis refines it)."""
+CONCURRENT_SOURCES = ("kineto", "torch")
+"""Sources whose exec rows nest (CPU ops in ops) or run concurrently (threads, GPU streams) on
+one rank: busy is the union of their intervals. Other sources run one entry method at a time
+per PE (Charm scheduler; coroutine suspension is excluded through `active`): busy is the sum."""
+DEFAULT_TOP = 10
+"""Entries shown in top_entries unless --top says otherwise."""
+COMM_MATRIX_MAX_EDGES = 10_000
+"""Largest number of PE pairs kept in comm_matrix (by bytes); the totals always count all."""
+BUSY_MODES = ("auto", "sum", "union")
+
+
+def applies(trace: TraceHandle) -> bool:
+    """Every trace has PEs and times, so the overview always applies."""
+    return True
+
+
+def _py(v: Any) -> Any:
+    """A JSON-safe Python scalar (numpy ints/floats, NaN/NA -> None)."""
+    if v is None or v is pd.NA:
+        return None
+    if hasattr(v, "item"):
+        v = v.item()
+    if isinstance(v, float):
+        return None if not math.isfinite(v) else round(v, 6)
+    return v
+
+
+def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    return [{k: _py(v) for k, v in row.items()} for row in df.to_dict("records")]
+
+
+def _busy(engine: Engine, trace: TraceHandle, pe: pd.DataFrame, mode: str) -> tuple[pd.Series, str]:
+    """Busy ns per PE and the method used: the sum of exec time, or the union of intervals.
+
+    auto: union for CONCURRENT_SOURCES, and wherever the sum exceeds a PE's span (rows overlap
+    even though the source says they should not); else the sum, which needs no sort."""
+    if mode not in BUSY_MODES:
+        raise ValueError(f"busy mode {mode!r} is not one of {BUSY_MODES}")
+    span = pe["t_last"] - pe["t_first"]
+    use_union = mode == "union" or (
+        mode == "auto" and (trace.source in CONCURRENT_SOURCES or bool((pe["exec_ns"] > span).any()))
+    )
+    if not use_union:
+        return pe["exec_ns"].astype("int64"), "sum"
+    union = engine.query("overview_busy_union").to_pandas().set_index("pe")["busy_ns"]
+    return union.reindex(pe.index).fillna(0).astype("int64"), "union"
+
+
+def per_pe_table(engine: Engine, trace: TraceHandle, mode: str = "auto") -> tuple[pd.DataFrame, str]:
+    """One row per PE: span, busy, idle (idle rows when the trace has them, else span - busy)."""
+    pe = engine.query("overview_pe").to_pandas().set_index("pe").sort_index()
+    busy, method = _busy(engine, trace, pe, mode)
+    pe["span_ns"] = pe["t_last"] - pe["t_first"]
+    pe["busy_ns"] = busy.clip(upper=pe["span_ns"])
+    has_idle = pe["idle_rows"] > 0
+    pe["idle_ns"] = pe["idle_ns"].where(has_idle, (pe["span_ns"] - pe["busy_ns"]).clip(lower=0))
+    pe["idle_from"] = has_idle.map({True: "rows", False: "span-busy"})
+    pe["other_ns"] = pe["span_ns"] - pe["busy_ns"] - pe["idle_ns"]
+    pe["busy_share"] = (pe["busy_ns"] / pe["span_ns"].where(pe["span_ns"] > 0)).round(6)
+    cols = ["t_first", "t_last", "span_ns", "busy_ns", "idle_ns", "other_ns", "busy_share", "idle_from",
+            "rows", "exec_rows", "sends", "send_bytes"]
+    return pe[cols].reset_index(), method
+
+
+def _imbalance(per_pe: pd.DataFrame, method: str) -> Characteristic:
+    busy = per_pe["busy_ns"]
+    mean = float(busy.mean()) if len(busy) else 0.0
+    ratio = float(busy.max()) / mean if mean > 0 else 1.0
+    pe_max = int(per_pe.loc[busy.idxmax(), "pe"]) if len(busy) else None
+    query = "overview_busy_union" if method == "union" else "overview_pe"
+    verdict = "imbalanced" if ratio > IMBALANCE_THRESHOLD else "balanced"
+    return Characteristic(
+        category="overview",
+        name="load_imbalance",
+        value=round(ratio, 4),
+        evidence=(
+            Evidence("max_pe_busy", int(busy.max()) if len(busy) else 0, "ns", None, query),
+            Evidence("max_pe", pe_max, "pe", None, query),
+            Evidence("mean_pe_busy", round(mean, 1), "ns", None, query),
+            Evidence("max_over_mean", round(ratio, 4), "ratio", IMBALANCE_THRESHOLD, query),
+            Evidence("pes", len(busy), "count", None, "overview_pe"),
+        ),
+        confidence=1.0 if len(busy) >= 2 else 0.3,
+        summary=(
+            f"Load is {verdict}: the busiest PE ({pe_max}) worked {ratio:.2f}x the mean "
+            f"(threshold {IMBALANCE_THRESHOLD})."
+        ),
+    )
+
+
+def _busy_share(per_pe: pd.DataFrame, method: str) -> Characteristic:
+    share = per_pe.set_index("pe")["busy_share"]
+    valid = share.dropna()
+    mean = float(valid.mean()) if len(valid) else None
+    lo_pe = int(valid.idxmin()) if len(valid) else None
+    hi_pe = int(valid.idxmax()) if len(valid) else None
+    evidence = (
+        Evidence("mean_busy_share", None if mean is None else round(mean, 4), "fraction", None, "overview_pe"),
+        Evidence("min_busy_share", _py(valid.min()) if len(valid) else None, "fraction", None, "overview_pe"),
+        Evidence("min_pe", lo_pe, "pe", None, "overview_pe"),
+        Evidence("max_busy_share", _py(valid.max()) if len(valid) else None, "fraction", None, "overview_pe"),
+        Evidence("max_pe", hi_pe, "pe", None, "overview_pe"),
+        Evidence("busy_method", method, "", None, "overview_busy_union" if method == "union" else "overview_pe"),
+    )
+    summary = (
+        f"PEs were busy {mean:.0%} of their span on average (least {valid.min():.0%} on PE {lo_pe}, "
+        f"most {valid.max():.0%} on PE {hi_pe})."
+        if mean is not None
+        else "No PE has a time span; busy share is undefined."
+    )
+    return Characteristic(
+        category="overview",
+        name="busy_share",
+        value={str(int(p)): _py(v) for p, v in share.items()},
+        evidence=evidence,
+        confidence=1.0,
+        summary=summary,
+    )
+
+
+def _top_entries(engine: Engine, top: int) -> tuple[list[dict[str, Any]], int]:
+    e = engine.query("overview_entries").to_pandas()
+    total = int(e["total_ns"].sum()) if len(e) else 0
+    e["mean_ns"] = (e["total_ns"] / e["count"]).round(1)
+    e["share"] = (e["total_ns"] / total).round(6) if total else 0.0
+    e = e.sort_values(["total_ns", "name"], ascending=[False, True], na_position="last").head(top)
+    return _records(e[["name", "coll", "cat", "count", "total_ns", "mean_ns", "max_ns", "share"]]), total
+
+
+def _comm(engine: Engine) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    c = engine.query("overview_comm").to_pandas()
+    local = c["pe"] == c["peer_pe"]
+    totals = {
+        "messages": int(c["messages"].sum()),
+        "bytes": int(c["bytes"].sum()),
+        "pairs": len(c),
+        "local_bytes": int(c.loc[local, "bytes"].sum()),
+        "truncated": len(c) > COMM_MATRIX_MAX_EDGES,
+    }
+    c = c.sort_values(["bytes", "pe", "peer_pe"], ascending=[False, True, True]).head(COMM_MATRIX_MAX_EDGES)
+    c = c.sort_values(["pe", "peer_pe"], na_position="last")
+    return _records(c[["pe", "peer_pe", "messages", "bytes"]]), totals
+
+
+def _collectives(engine: Engine) -> list[dict[str, Any]]:
+    c = engine.query("overview_collectives").to_pandas()
+    c["mean_ns"] = (c["total_ns"] / c["count"]).round(1)
+    c = c.sort_values(["name", "pe"], na_position="last")
+    return _records(c[["name", "pe", "count", "bytes", "total_ns", "mean_ns", "max_ns"]])
+
+
+def analyze(engine: Engine, trace: TraceHandle, config: AnalysisConfig | None = None) -> AnalysisResult:
+    """Busy/idle per PE, load imbalance, top entries, message and collective volume."""
+    config = config or AnalysisConfig()
+    top = int(config.options.get("top") or DEFAULT_TOP)
+    per_pe, method = per_pe_table(engine, trace, str(config.options.get("busy", "auto")))
+    entries, exec_total = _top_entries(engine, top)
+    comm, comm_totals = _comm(engine)
+    collectives = _collectives(engine)
+    span = int(per_pe["t_last"].max() - per_pe["t_first"].min()) if len(per_pe) else 0
+    summary = {
+        "pes": len(per_pe),
+        "span_ns": span,
+        "busy_method": method,
+        "busy_ns": int(per_pe["busy_ns"].sum()),
+        "idle_ns": int(per_pe["idle_ns"].sum()),
+        "exec_ns": exec_total,
+        "messages": comm_totals["messages"],
+        "bytes": comm_totals["bytes"],
+        "collectives": int(sum(r["count"] for r in collectives)),
+        "collective_bytes": int(sum(r["bytes"] for r in collectives)),
+    }
+    return AnalysisResult(
+        name="overview",
+        characteristics=[_busy_share(per_pe, method), _imbalance(per_pe, method)],
+        sections={
+            "summary": summary,
+            "per_pe": _records(per_pe),
+            "top_entries": entries,
+            "comm_matrix": comm,
+            "comm_totals": comm_totals,
+            "collectives": collectives,
+        },
+    )

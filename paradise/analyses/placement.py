@@ -1,0 +1,212 @@
+"""Placement: load imbalance, object loads and their persistence, locality, creation; mapping.json.
+
+Stage 1: placement_pe_load, placement_obj_load, placement_creation, communication_edges.
+Stage 2: pandas over those aggregates; candidate mappings from hints.mapping_gen, each replayed
+by paradise.whatif, the best kept only when it beats the current mapping by KEEP_MARGIN.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
+
+IMBALANCE_RATIO = 1.1
+"""max/mean PE busy time above which the run is called imbalanced (10 %: Charm++ LB practice)."""
+HEAVY_OBJECT_RATIO = 1.5
+"""An object is heavy when its load is at least this many times the median object load."""
+PERSISTENT_CORR = 0.8
+"""Step-to-step correlation of object loads above which last step predicts the next."""
+PERSISTENT_REL_CHANGE = 0.1
+"""...or mean relative change of object loads below which loads are persistent (flat loads)."""
+COMM_MATTERS_SHARE = 0.1
+"""Share of bytes crossing PEs above which a communication-aware partition is tried."""
+KEEP_MARGIN = 0.03
+"""A new mapping must beat the replayed current one by 3 % (noise of the replay) to be proposed."""
+REPLAY_MAX_EXECS = 2_000_000
+"""Larger traces are not replayed (minutes of simulation); the mapping hint is then 'keep'."""
+TOP_OBJECTS = 10
+FIXED_CATS = ("group", "nodegroup", "chare", "mainchare", "main")
+"""Chare kinds that cannot be placed by an ArrayMap: their load stays on its PE."""
+
+Obj = tuple[str, str]
+
+
+def applies(trace: Any) -> bool:
+    """Charm-style traces (objects, entry methods); not PyTorch ranks."""
+    return trace.source not in ("torch", "kineto")
+
+
+def _pes(trace: Any, pe_load: pd.DataFrame) -> int:
+    seen = int(pe_load["pe"].max()) + 1 if len(pe_load) else 1
+    return max(int(trace.metadata.get("pes") or 0), seen)
+
+
+def provenance_of(trace: Any) -> dict[str, Any]:
+    """Hint provenance from the trace handle."""
+    from hints.format import provenance
+
+    return provenance(trace_fingerprint=trace.fingerprint, program=trace.program,
+                      pes=trace.metadata.get("pes"), source=trace.source)
+
+
+def _ev(c: Characteristic) -> dict[str, Any]:
+    return {"analysis": c.category, "characteristic": c.name, "value": c.value,
+            "evidence": [{"metric": e.metric, "value": e.value, "unit": e.unit} for e in c.evidence]}
+
+
+def imbalance(pe_load: pd.DataFrame, pes: int) -> Characteristic:
+    busy = np.zeros(pes)
+    busy[pe_load["pe"].to_numpy(int)] = pe_load["busy_ns"].to_numpy(float)
+    mean = busy.mean() if pes else 0.0
+    ratio = float(busy.max() / mean) if mean > 0 else 1.0
+    top = int(busy.argmax())
+    execs = int(pe_load["execs"].sum())
+    return Characteristic(
+        "placement", "load_imbalance", round(ratio, 4),
+        (Evidence("max_pe_busy_ns", int(busy.max()), "ns"), Evidence("mean_pe_busy_ns", int(mean), "ns"),
+         Evidence("busiest_pe", top), Evidence("max_over_mean", round(ratio, 4), "", IMBALANCE_RATIO,
+                                                "placement_pe_load")),
+        confidence=round(min(1.0, execs / 200), 3),
+        summary=(f"PE {top} is the busiest at {ratio:.2f}x the mean PE load"
+                 + (": the run is imbalanced." if ratio > IMBALANCE_RATIO else ": the load is balanced.")))
+
+
+def object_loads(obj: pd.DataFrame) -> pd.DataFrame:
+    """One row per object: total load, execs, and current PE (where it last ran)."""
+    if obj.empty:
+        return pd.DataFrame(columns=["coll", "index", "load_ns", "execs", "pe"])
+    tot = obj.groupby(["coll", "index"], sort=True).agg(load_ns=("load_ns", "sum"), execs=("execs", "sum"))
+    last = obj.sort_values("last_t1").groupby(["coll", "index"]).tail(1).set_index(["coll", "index"])["pe"]
+    return tot.join(last).reset_index()
+
+
+def distribution(objs: pd.DataFrame) -> Characteristic:
+    loads = objs["load_ns"].to_numpy(float)
+    mean, med = float(loads.mean()), float(np.median(loads))
+    cv = float(loads.std() / mean) if mean > 0 else 0.0
+    heavy = objs[objs["load_ns"] >= HEAVY_OBJECT_RATIO * med].sort_values("load_ns", ascending=False)
+    top = objs.sort_values(["load_ns", "coll", "index"], ascending=[False, True, True]).head(TOP_OBJECTS)
+    names = [f"{c}{i}" for c, i in zip(heavy["coll"], heavy["index"])]
+    return Characteristic(
+        "placement", "object_load_distribution", round(cv, 4),
+        (Evidence("objects", len(objs)), Evidence("cv", round(cv, 4)),
+         Evidence("max_over_median", round(float(loads.max() / med), 4) if med > 0 else None, "",
+                  HEAVY_OBJECT_RATIO, "placement_obj_load"),
+         Evidence("heavy_objects", names[:50]),
+         Evidence("top_objects", [{"object": f"{c}{i}", "load_ns": int(v), "pe": int(p)}
+                                  for c, i, v, p in zip(top["coll"], top["index"], top["load_ns"], top["pe"])])),
+        confidence=round(min(1.0, len(objs) / 8), 3),
+        summary=(f"{len(heavy)} of {len(objs)} objects are heavy (>= {HEAVY_OBJECT_RATIO}x the median load)"
+                 + (f", led by {names[0]}" if names else "") + f"; object loads vary with CV {cv:.2f}."))
+
+
+def persistence(obj: pd.DataFrame) -> Characteristic:
+    per = obj[obj["step"] >= 0].groupby(["coll", "index", "step"])["load_ns"].sum().unstack("step")
+    steps = list(per.columns)
+    corrs, changes, weights = [], [], []
+    for a, b in zip(steps, steps[1:]):
+        pair = per[[a, b]].dropna()
+        if len(pair) < 2:
+            continue
+        x, y = pair[a].to_numpy(float), pair[b].to_numpy(float)
+        corrs.append(float(np.corrcoef(x, y)[0, 1]) if x.std() > 0 and y.std() > 0 else np.nan)
+        changes.append(float(np.abs(y - x).mean() / max(x.mean(), 1.0)))
+        weights.append(len(pair))
+    if not weights:
+        return Characteristic("placement", "load_persistence", None, (Evidence("step_pairs", 0),),
+                              confidence=0.0, summary="No steps in the trace: persistence of loads is unknown.")
+    corr = float(np.nanmean(corrs)) if not all(np.isnan(corrs)) else None
+    change = float(np.average(changes, weights=weights))
+    persistent = (corr is not None and corr >= PERSISTENT_CORR) or change <= PERSISTENT_REL_CHANGE
+    return Characteristic(
+        "placement", "load_persistence", round(corr, 4) if corr is not None else round(1 - change, 4),
+        (Evidence("step_pairs", len(weights)),
+         Evidence("mean_step_corr", round(corr, 4) if corr is not None else None, "", PERSISTENT_CORR),
+         Evidence("mean_rel_change", round(change, 4), "", PERSISTENT_REL_CHANGE, "placement_obj_load"),
+         Evidence("persistent", persistent)),
+        confidence=round(min(1.0, len(weights) / 5), 3),
+        summary=("Object loads persist from step to step: the last step predicts the next."
+                 if persistent else "Object loads change from step to step: past loads predict poorly."))
+
+
+def locality(edges: pd.DataFrame) -> Characteristic:
+    e = edges[edges["dst_pe"].notna()]
+    total_b, total_m = float(e["bytes"].sum()), float(e["msgs"].sum())
+    cross = e[e["src_pe"] != e["dst_pe"]]
+    share_b = float(cross["bytes"].sum() / total_b) if total_b else 0.0
+    share_m = float(cross["msgs"].sum() / total_m) if total_m else 0.0
+    obj_e = e[e["src_index"].notna() & e["dst_index"].notna()]
+    pairs = obj_e.groupby(["src_coll", "src_index", "dst_coll", "dst_index"]).agg(
+        cut=("src_pe", "size"), crossed=("src_pe", lambda s: 0))
+    cut_edges = obj_e[obj_e["src_pe"] != obj_e["dst_pe"]].groupby(
+        ["src_coll", "src_index", "dst_coll", "dst_index"]).ngroups
+    return Characteristic(
+        "placement", "communication_locality", round(share_b, 4),
+        (Evidence("cross_pe_bytes_share", round(share_b, 4), "", COMM_MATTERS_SHARE, "communication_edges"),
+         Evidence("cross_pe_msgs_share", round(share_m, 4)), Evidence("bytes", int(total_b), "bytes"),
+         Evidence("msgs", int(total_m)), Evidence("edge_cut", int(cut_edges)),
+         Evidence("object_edges", int(len(pairs)))),
+        confidence=round(min(1.0, total_m / 100), 3),
+        summary=f"{share_b:.0%} of message bytes ({share_m:.0%} of messages) cross PEs; "
+                f"{cut_edges} of {len(pairs)} object edges are cut.")
+
+
+def creation(cr: pd.DataFrame) -> Characteristic:
+    arrays = cr[(cr["creates"] > 0) & ~cr["cat"].fillna("").isin(FIXED_CATS)]
+    dyn = arrays[(arrays["create_last_t0"] > arrays["work_first_t0"]) | (arrays["migrations"] > 0)]
+    value = "dynamic" if len(dyn) else ("static" if len(arrays) else "unknown")
+    return Characteristic(
+        "placement", "object_creation", value,
+        (Evidence("collections", sorted(arrays["coll"].astype(str))),
+         Evidence("dynamic_collections", sorted(dyn["coll"].astype(str))),
+         Evidence("creates", int(arrays["creates"].sum())), Evidence("migrations", int(cr["migrations"].sum()))),
+        confidence=0.9 if len(arrays) else 0.0,
+        summary={"dynamic": "Objects are created or migrated while the program works: placement changes at run time.",
+                 "static": "All objects are created before work starts and never migrate: placement is static.",
+                 "unknown": "The trace records no object creation."}[value])
+
+
+def movable(objs: pd.DataFrame, cr: pd.DataFrame) -> pd.DataFrame:
+    """Objects an ArrayMap can place: array elements (chare kind not group/singleton)."""
+    cats = dict(zip(cr["coll"], cr["cat"].fillna("")))
+    counts = objs.groupby("coll")["index"].transform("size")
+    ok = [(cats.get(c, "") not in FIXED_CATS) and (cats.get(c, "") != "" or n > 1)
+          for c, n in zip(objs["coll"], counts)]
+    return objs[np.asarray(ok, bool)] if len(objs) else objs
+
+
+def analyze(engine: Any, trace: Any, config: AnalysisConfig | None = None) -> AnalysisResult:
+    """Placement characteristics and the mapping hint."""
+    from paradise.analyses.placement_hint import mapping_hint
+
+    pe_load = engine.query("placement_pe_load").to_pandas()
+    obj = engine.query("placement_obj_load").to_pandas()
+    cr = engine.query("placement_creation").to_pandas()
+    edges = engine.query("communication_edges").to_pandas()
+    pes = _pes(trace, pe_load)
+    result = AnalysisResult("placement")
+    if pe_load.empty:
+        return result
+    objs = object_loads(obj)
+    chars = [imbalance(pe_load, pes)]
+    if len(objs):
+        chars += [distribution(objs), persistence(obj)]
+    chars += [locality(edges), creation(cr)]
+    result.characteristics = chars
+    result.sections["pe_load_ns"] = [int(x) for x in _busy(pe_load, pes)]
+    doc, candidates = mapping_hint(engine, trace, pes, objs, movable(objs, cr), edges, chars,
+                                   _busy(pe_load, pes))
+    result.sections["mapping_candidates"] = candidates
+    if doc is not None:
+        result.hints.append(doc)
+    return result
+
+
+def _busy(pe_load: pd.DataFrame, pes: int) -> list[float]:
+    busy = np.zeros(pes)
+    busy[pe_load["pe"].to_numpy(int)] = pe_load["busy_ns"].to_numpy(float)
+    return busy.tolist()

@@ -1,0 +1,41 @@
+-- communication_edges: messages between objects, matched send -> exec on `msg`.
+-- grain: one row per src_coll x src_obj x src_pe x dst_coll x dst_obj x dst_pe x entry.
+-- columns:
+--   src_coll, src_obj, src_index  (sending object; null when sent from outside any object)
+--   src_pe                        (PE of the send row)
+--   dst_coll, dst_obj, dst_index  (receiving object: the exec the message caused, else the send's peer_*)
+--   dst_pe                        (PE of the receiving exec, else the send's peer_pe)
+--   entry                         (entry method executed on receipt, else the send's name)
+--   msgs                          (count of deliveries; a broadcast counts once per receiver)
+--   bytes                         (bytes, sum of payload sizes over deliveries)
+--   min_bytes, max_bytes          (bytes, smallest and largest payload)
+--   bcast_msgs                    (count of deliveries whose message reached more than one exec)
+--   steps                         (count of distinct steps the edge was used in; 0 when no steps)
+-- note: the join on msg needs a message's send and exec rows together (they sit on different PEs),
+-- so distributed engines run this query on the client over all files.
+-- merge: client
+WITH s AS (
+    SELECT msg, arg_min(pe, t0) AS pe, arg_min(coll, t0) AS coll, arg_min(obj, t0) AS obj,
+           arg_min(index, t0) AS index, arg_min(peer_pe, t0) AS peer_pe,
+           arg_min(peer_coll, t0) AS peer_coll, arg_min(peer_obj, t0) AS peer_obj,
+           max(bytes) AS bytes, arg_min(name, t0) AS name, min(step) AS step
+    FROM events WHERE kind = 'send' AND msg IS NOT NULL GROUP BY msg
+),
+x AS (
+    SELECT msg, pe, coll, obj, index, name, step,
+           count(*) OVER (PARTITION BY msg) AS fan
+    FROM events WHERE kind = 'exec' AND msg IS NOT NULL
+)
+SELECT s.coll AS src_coll, s.obj AS src_obj, s.index AS src_index, s.pe AS src_pe,
+       coalesce(x.coll, s.peer_coll) AS dst_coll, coalesce(x.obj, s.peer_obj) AS dst_obj,
+       x.index AS dst_index, coalesce(x.pe, s.peer_pe) AS dst_pe,
+       coalesce(x.name, s.name) AS entry,
+       count(*) AS msgs,
+       sum(coalesce(s.bytes, 0)) AS bytes,
+       min(s.bytes) AS min_bytes,
+       max(s.bytes) AS max_bytes,
+       count(*) FILTER (WHERE x.fan > 1) AS bcast_msgs,
+       count(DISTINCT coalesce(s.step, x.step)) AS steps
+FROM s LEFT JOIN x ON s.msg = x.msg
+GROUP BY ALL
+ORDER BY src_coll, src_obj, dst_coll, dst_obj, entry

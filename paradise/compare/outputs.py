@@ -1,0 +1,321 @@
+"""Did the change alter the model's answers? Accuracy, flips and KL divergence over evaluation items.
+
+Accuracy alone hides changed answers (Dutta et al., NeurIPS 2024): a candidate can keep its
+accuracy while many items flip between correct and incorrect. DuckDB aligns the two tables
+(a full outer join on `item` that returns row numbers); the per-item arithmetic then runs on
+numpy matrices of log-probabilities, so 10 M items × 4 options take seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from paradise.errors import NotAParadiseTrace, TraceNotFound
+from paradise.format import OUTPUTS_FILE
+
+FLIPPED_ITEMS_SHOWN = 20
+"""Flipped items listed in the report, smallest baseline margin first (where flips concentrate)."""
+KL_QUANTILES = (0.5, 0.9, 0.99)
+EXAMPLES_SHOWN = 5
+
+
+@dataclass
+class OutputsComparison:
+    """The figures of one baseline/candidate comparison; `to_dict` is the --json payload."""
+
+    base: str
+    candidate: str
+    items_common: int
+    items_only_base: int
+    items_only_candidate: int
+    accuracy_base: float
+    accuracy_candidate: float
+    flips: float
+    flips_correct_to_incorrect: int
+    flips_incorrect_to_correct: int
+    prediction_changes: int
+    kl_mean: float | None
+    kl_items: int
+    kl_quantiles: dict[str, float] = field(default_factory=dict)
+    kl_max: float | None = None
+    flipped_items: list[dict[str, Any]] = field(default_factory=list)
+    only_base_examples: list[str] = field(default_factory=list)
+    only_candidate_examples: list[str] = field(default_factory=list)
+    noise_floor: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class _Side:
+    """One outputs table as numpy: labels, predictions, normalised log-probs (or None)."""
+
+    path: Path
+    label: np.ndarray
+    pred: np.ndarray
+    logp: np.ndarray | None  # (n, width) log-probabilities as given, -inf padding
+    width: np.ndarray | None  # options per item
+    lse: np.ndarray | None = None  # log-sum-exp per row: logp - lse is the normalised log-softmax
+    second: np.ndarray | None = None  # runner-up raw value per row
+    _items: pa.ChunkedArray | None = None
+
+    @property
+    def items(self) -> pa.ChunkedArray:
+        """Item names, read only when a message or an example needs them (strings are the slow column)."""
+        if self._items is None:
+            self._items = pq.read_table(self.path, columns=["item"]).column("item")
+        return self._items
+
+
+def outputs_path(path: str | Path) -> Path:
+    """The outputs table of a trace folder, or the given file itself."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / OUTPUTS_FILE
+    if not p.exists():
+        raise TraceNotFound(f"{p}: no model outputs ({OUTPUTS_FILE}) found")
+    return p
+
+
+def _check_schema(p: Path) -> str:
+    """Validates the outputs table; returns 'logprobs' or 'pred' (where predictions come from)."""
+    try:
+        schema = pq.read_schema(p)
+    except Exception:
+        raise NotAParadiseTrace(f"{p}: not a Parquet file") from None
+    names = set(schema.names)
+    missing = {"item", "label"} - names
+    if missing:
+        raise NotAParadiseTrace(f"{p}: not a model-outputs table (missing column(s) {', '.join(sorted(missing))})")
+    item_t, label_t = schema.field("item").type, schema.field("label").type
+    if not (pa.types.is_string(item_t) or pa.types.is_large_string(item_t)):
+        raise NotAParadiseTrace(f"{p}: column 'item' must be a string, found {item_t}")
+    if not pa.types.is_integer(label_t):
+        raise NotAParadiseTrace(f"{p}: column 'label' must be an integer, found {label_t}")
+    if "logprobs" in names:
+        t = schema.field("logprobs").type
+        is_list = pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+        if not is_list or not pa.types.is_floating(t.value_type):
+            raise NotAParadiseTrace(f"{p}: column 'logprobs' must be a list of floats, found {t}")
+        return "logprobs"
+    if "pred" in names:
+        if not pa.types.is_integer(schema.field("pred").type):
+            raise NotAParadiseTrace(f"{p}: column 'pred' must be an integer, found {schema.field('pred').type}")
+        return "pred"
+    raise NotAParadiseTrace(f"{p}: model-outputs table has neither 'logprobs' nor 'pred'")
+
+
+def _logp_matrix(col: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """List column -> ((n, max width) float32 matrix, -inf padded; widths)."""
+    arr = col.combine_chunks()
+    if pa.types.is_fixed_size_list(arr.type):
+        arr = arr.cast(pa.list_(arr.type.value_type))
+    if arr.null_count:
+        raise ValueError("null logprobs")
+    offsets = np.asarray(arr.offsets, dtype=np.int64)
+    values = np.asarray(arr.flatten(), dtype=np.float32)
+    width = np.diff(offsets)
+    n, kmax = len(width), int(width.max()) if len(width) else 0
+    if n and (width == kmax).all():
+        return values.reshape(n, kmax), width
+    m = np.full((n, kmax), -np.inf, dtype=np.float32)
+    rows = np.repeat(np.arange(n), width)
+    m[rows, np.arange(len(values)) - offsets[:-1][rows]] = values
+    return m, width
+
+
+def _row_stats(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row: argmax (first on ties), runner-up value, log-sum-exp.
+
+    Loops over the few answer options (columns), never over items: whole-column numpy
+    operations are several times faster than axis=1 reductions on narrow matrices.
+    """
+    n, k = m.shape
+    top = m[:, 0].copy()
+    second = np.full(n, -np.inf, dtype=m.dtype)
+    arg = np.zeros(n, dtype=np.int64)
+    for j in range(1, k):
+        col = m[:, j]
+        better = col > top
+        np.copyto(second, np.where(better, top, np.maximum(second, col)))
+        np.copyto(top, col, where=better)
+        arg[better] = j
+    total = np.zeros(n, dtype=np.float64)
+    for j in range(k):
+        total += np.exp(m[:, j] - top)
+    return arg, second, top + np.log(total)
+
+
+def _load_side(p: Path, mode: str) -> _Side:
+    cols = ["label", "logprobs" if mode == "logprobs" else "pred"]
+    t = pq.read_table(p, columns=cols)
+    label = t.column("label").to_numpy().astype(np.int64)
+    if mode == "logprobs":
+        try:
+            logp, width = _logp_matrix(t.column("logprobs"))
+        except ValueError:
+            raise NotAParadiseTrace(f"{p}: column 'logprobs' has null rows") from None
+        if logp.shape[1] == 0:
+            raise NotAParadiseTrace(f"{p}: column 'logprobs' holds only empty lists")
+        pred, second, lse = _row_stats(logp)
+        return _Side(p, label, pred, logp, width, lse=lse, second=second)
+    pred = t.column("pred").fill_null(-1).to_numpy().astype(np.int64)
+    return _Side(p, label, pred, None, None)
+
+
+def _align(b: Path, c: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Row numbers of each side for every item of either side (-1 where absent)."""
+    lit = lambda p: "'" + str(p).replace("'", "''") + "'"  # noqa: E731
+    con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
+    try:
+        t = con.sql(
+            f"""
+            SELECT b.rn AS rb, c.rn AS rc
+            FROM (SELECT item, file_row_number AS rn FROM read_parquet({lit(b)}, file_row_number = true)) b
+            FULL OUTER JOIN
+                 (SELECT item, file_row_number AS rn FROM read_parquet({lit(c)}, file_row_number = true)) c
+            USING (item)
+            """
+        ).to_arrow_table()
+    finally:
+        con.close()
+    rb = t.column("rb").fill_null(-1).to_numpy()
+    rc = t.column("rc").fill_null(-1).to_numpy()
+    return rb, rc
+
+
+def _check_unique(side: _Side, rows: np.ndarray, matched: np.ndarray, other: Path) -> None:
+    """Items must be unique: a row joined twice, or a repeated unmatched item, is refused."""
+    n = len(side.label)
+    counts = np.bincount(rows[rows >= 0], minlength=n)
+    repeated = np.flatnonzero(counts > 1)
+    if len(repeated):
+        raise NotAParadiseTrace(f"{other}: item {side.items[int(repeated[0])].as_py()!r} appears more than once")
+    alone_rows = rows[(rows >= 0) & ~matched]
+    if len(alone_rows) < 2:
+        return
+    alone = side.items.take(pa.array(alone_rows))
+    if len(alone) != len(pa.compute.unique(alone)):
+        dup = pa.compute.value_counts(alone)
+        first = [v["values"] for v in dup.to_pylist() if v["counts"] > 1][0]
+        raise NotAParadiseTrace(f"{side.path}: item {first!r} appears more than once")
+
+
+def _rows(m: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """m[idx] without the copy when idx is the identity (both files list items in the same order)."""
+    if len(idx) == len(m) and (len(idx) == 0 or (idx[0] == 0 and idx[-1] == len(m) - 1 and (np.diff(idx) == 1).all())):
+        return m
+    return m[idx]
+
+
+def _examples(side: _Side, rows: np.ndarray) -> list[str]:
+    if not len(rows):
+        return []
+    return sorted(side.items.take(pa.array(rows[:EXAMPLES_SHOWN])).to_pylist())
+
+
+def compare_outputs(
+    base: str | Path,
+    candidate: str | Path,
+    *,
+    baseline_repeat: str | Path | None = None,
+    flipped_shown: int = FLIPPED_ITEMS_SHOWN,
+) -> OutputsComparison:
+    """Compares two outputs tables item by item; items missing on one side are counted, not dropped."""
+    bp, cp = outputs_path(base), outputs_path(candidate)
+    b, c = _load_side(bp, _check_schema(bp)), _load_side(cp, _check_schema(cp))
+    rb, rc = _align(bp, cp)
+    both = (rb >= 0) & (rc >= 0)
+    _check_unique(b, rb, both, cp)
+    _check_unique(c, rc, both, bp)
+    ib, ic = rb[both], rc[both]
+    label = b.label[ib]
+    bad = np.flatnonzero(label != c.label[ic])
+    if len(bad):
+        item = b.items[int(ib[bad[0]])].as_py()
+        raise NotAParadiseTrace(f"{cp}: item {item!r} has a different label than in {bp}; not the same evaluation set")
+    ok_b, ok_c = b.pred[ib] == label, c.pred[ic] == label
+    c2i, i2c = ok_b & ~ok_c, ~ok_b & ok_c
+    common = int(both.sum())
+
+    kl = margin = None
+    if b.logp is not None:
+        lse_b = b.lse[ib]
+        if b.logp.shape[1] > 1:
+            top_b = b.logp[ib, b.pred[ib]]
+            margin = np.exp(top_b - lse_b) - np.exp(b.second[ib] - lse_b)
+        if c.logp is not None:
+            wb, wc = b.width[ib], c.width[ic]
+            if (wb != wc).any():
+                k = int(np.flatnonzero(wb != wc)[0])
+                raise NotAParadiseTrace(
+                    f"{cp}: item {b.items[int(ib[k])].as_py()!r} has a different number of answer options than in {bp}"
+                )
+            lse_c = c.lse[ic]
+            # KL(b||c) = sum_j p_b,j (lb_j - lc_j) - lse_b + lse_c on the raw values, since sum_j p_b,j = 1.
+            acc = np.zeros(common, dtype=np.float64)
+            mb, mc = _rows(b.logp, ib), _rows(c.logp, ic)
+            for j in range(min(mb.shape[1], mc.shape[1])):
+                xb, xc = mb[:, j], mc[:, j]
+                with np.errstate(invalid="ignore"):
+                    acc += np.where(np.isfinite(xb), np.exp(xb - lse_b) * (xb - xc), 0.0)
+            kl = np.maximum(acc - lse_b + lse_c, 0.0)  # clip float rounding below zero
+
+    flip_idx = np.flatnonzero(c2i | i2c)
+    if margin is not None:
+        flip_idx = flip_idx[np.argsort(margin[flip_idx], kind="stable")]
+    flip_idx = flip_idx[:flipped_shown]
+    flipped = [
+        {
+            "item": b.items[int(ib[k])].as_py(),
+            "label": int(label[k]),
+            "pred_base": int(b.pred[ib[k]]),
+            "pred_candidate": int(c.pred[ic[k]]),
+            "direction": "correct->incorrect" if ok_b[k] else "incorrect->correct",
+            "margin_base": None if margin is None else float(margin[k]),
+            "kl": None if kl is None else float(kl[k]),
+        }
+        for k in flip_idx
+    ]
+    only_b, only_c = rb[rc < 0], rc[rb < 0]
+    result = OutputsComparison(
+        base=str(bp),
+        candidate=str(cp),
+        items_common=common,
+        items_only_base=len(only_b),
+        items_only_candidate=len(only_c),
+        accuracy_base=float(ok_b.mean()) if common else 0.0,
+        accuracy_candidate=float(ok_c.mean()) if common else 0.0,
+        flips=float((c2i | i2c).sum() / common) if common else 0.0,
+        flips_correct_to_incorrect=int(c2i.sum()),
+        flips_incorrect_to_correct=int(i2c.sum()),
+        prediction_changes=int((b.pred[ib] != c.pred[ic]).sum()),
+        kl_mean=float(kl.mean()) if kl is not None and len(kl) else None,
+        kl_items=0 if kl is None else len(kl),
+        kl_quantiles={f"p{int(q * 100)}": float(v) for q, v in zip(KL_QUANTILES, np.quantile(kl, KL_QUANTILES))}
+        if kl is not None and len(kl)
+        else {},
+        kl_max=float(kl.max()) if kl is not None and len(kl) else None,
+        flipped_items=flipped,
+        only_base_examples=_examples(b, only_b),
+        only_candidate_examples=_examples(c, only_c),
+    )
+    if baseline_repeat is not None:
+        floor = compare_outputs(base, baseline_repeat, flipped_shown=0)
+        result.noise_floor = {
+            "repeat": floor.candidate,
+            "flips": floor.flips,
+            "kl_mean": floor.kl_mean,
+            "accuracy_delta": floor.accuracy_candidate - floor.accuracy_base,
+            "items_common": floor.items_common,
+        }
+    return result

@@ -1,0 +1,162 @@
+"""Did the change help? A trace diff: makespan, step time, per-PE busy/idle, per-entry time, volume.
+
+Changes are ranked significant first. With several steps on both sides a change counts as
+significant when it exceeds the run-to-run spread (|Δmean| > SIGNIFICANCE_Z · standard error
+of the difference over steps); without steps, when it exceeds RELATIVE_THRESHOLD.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from paradise.engines import Engine, get_engine
+from paradise.store import TraceHandle, open_trace
+
+SIGNIFICANCE_Z = 2.0
+"""About a 95% two-sided band for a normal difference of step means."""
+RELATIVE_THRESHOLD = 0.05
+"""Without per-step samples, changes under 5% are treated as noise (run-to-run spread seen here: 2-5%)."""
+MIN_STEPS = 3
+"""Fewer steps than this give no usable spread."""
+TOP_NAMES = 15
+
+
+@dataclass
+class Change:
+    """One compared figure."""
+
+    metric: str
+    base: float
+    candidate: float
+    unit: str
+    delta: float
+    relative: float | None
+    significant: bool
+    spread: float | None = None  # standard error of the difference, when steps give one
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class TraceComparison:
+    base: str
+    candidate: str
+    program_base: str
+    program_candidate: str
+    steps_base: int
+    steps_candidate: int
+    changes: list[Change] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["changes"] = [c.to_dict() for c in self.changes]
+        return d
+
+    def get(self, metric: str) -> Change | None:
+        return next((c for c in self.changes if c.metric == metric), None)
+
+
+def _tables(engine: Engine) -> dict[str, pd.DataFrame]:
+    return {
+        "pe_step": engine.query("compare_pe_step").to_pandas(),
+        "name_step": engine.query("compare_name_step").to_pandas(),
+        "comm": engine.query("compare_comm").to_pandas(),
+    }
+
+
+def _step_durations(pe_step: pd.DataFrame) -> pd.Series:
+    s = pe_step.dropna(subset=["step"])
+    if s.empty:
+        return pd.Series(dtype=float)
+    g = s.groupby("step")
+    return (g["t_max"].max() - g["t_min"].min()).astype(float)
+
+
+def _change(metric: str, unit: str, b: pd.Series | float, c: pd.Series | float, per_step: bool) -> Change:
+    """Compares totals (or step means) and decides significance from the step spread."""
+    if per_step and isinstance(b, pd.Series) and isinstance(c, pd.Series) and min(len(b), len(c)) >= MIN_STEPS:
+        mb, mc = float(b.mean()), float(c.mean())
+        se = math.sqrt(float(b.var(ddof=1)) / len(b) + float(c.var(ddof=1)) / len(c))
+        delta = mc - mb
+        sig = abs(delta) > SIGNIFICANCE_Z * se if se > 0 else delta != 0
+        return Change(metric, mb, mc, unit, delta, delta / mb if mb else None, bool(sig), se)
+    vb = float(b.sum()) if isinstance(b, pd.Series) else float(b)
+    vc = float(c.sum()) if isinstance(c, pd.Series) else float(c)
+    delta = vc - vb
+    rel = delta / vb if vb else None
+    sig = (abs(rel) > RELATIVE_THRESHOLD) if rel is not None else delta != 0
+    return Change(metric, vb, vc, unit, delta, rel, bool(sig))
+
+
+def _per_step(df: pd.DataFrame, key: str, value: str, k: Any) -> pd.Series:
+    rows = df[(df[key] == k)]
+    return rows.dropna(subset=["step"]).groupby("step")[value].sum().astype(float)
+
+
+def diff_tables(tb: dict[str, pd.DataFrame], tc: dict[str, pd.DataFrame]) -> list[Change]:
+    """All changes between two sets of stage-1 tables, significant ones first, then by size."""
+    changes: list[Change] = []
+    pb, pc = tb["pe_step"], tc["pe_step"]
+    span_b = float(pb["t_max"].max() - pb["t_min"].min()) if len(pb) else 0.0
+    span_c = float(pc["t_max"].max() - pc["t_min"].min()) if len(pc) else 0.0
+    changes.append(_change("makespan", "ns", span_b, span_c, per_step=False))
+    sb, sc = _step_durations(pb), _step_durations(pc)
+    use_steps = min(len(sb), len(sc)) >= MIN_STEPS
+    if len(sb) and len(sc):
+        changes.append(_change("step_time", "ns", sb, sc, per_step=True))
+    for pe in sorted(set(pb["pe"]) | set(pc["pe"])):
+        for col, label in (("busy_ns", "busy"), ("idle_ns", "idle")):
+            if use_steps:
+                b, c = _per_step(pb, "pe", col, pe), _per_step(pc, "pe", col, pe)
+            else:
+                b, c = pb.loc[pb["pe"] == pe, col].sum(), pc.loc[pc["pe"] == pe, col].sum()
+            changes.append(_change(f"pe{int(pe)}.{label}", "ns", b, c, per_step=use_steps))
+    nb, nc = tb["name_step"], tc["name_step"]
+    totals = pd.concat([nb.groupby("name")["total_ns"].sum(), nc.groupby("name")["total_ns"].sum()], axis=1).fillna(0)
+    top = totals.max(axis=1).sort_values(ascending=False).head(TOP_NAMES).index
+    for name in top:
+        if use_steps:
+            b, c = _per_step(nb, "name", "total_ns", name), _per_step(nc, "name", "total_ns", name)
+        else:
+            b, c = nb.loc[nb["name"] == name, "total_ns"].sum(), nc.loc[nc["name"] == name, "total_ns"].sum()
+        changes.append(_change(f"entry:{name}", "ns", b, c, per_step=use_steps))
+    for kind in ("send", "collective"):
+        cb, cc = tb["comm"], tc["comm"]
+        b_rows, c_rows = cb[cb["kind"] == kind], cc[cc["kind"] == kind]
+        if len(b_rows) or len(c_rows):
+            changes.append(_change(f"{kind}.messages", "count", b_rows["messages"].sum(), c_rows["messages"].sum(), False))
+            changes.append(_change(f"{kind}.bytes", "bytes", b_rows["bytes"].sum(), c_rows["bytes"].sum(), False))
+    if len(cb := tb["comm"]) or len(tc["comm"]):
+        cross_b = cb[(cb["kind"] == "send") & cb["peer_pe"].notna() & (cb["peer_pe"] != cb["pe"])]["bytes"].sum()
+        cc = tc["comm"]
+        cross_c = cc[(cc["kind"] == "send") & cc["peer_pe"].notna() & (cc["peer_pe"] != cc["pe"])]["bytes"].sum()
+        if cross_b or cross_c:
+            changes.append(_change("send.bytes_cross_pe", "bytes", cross_b, cross_c, False))
+    changes.sort(key=lambda ch: (not ch.significant, -abs(ch.relative or 0.0)))
+    return changes
+
+
+def compare_traces(base: str | TraceHandle, candidate: str | TraceHandle, *, engine: str = "duckdb") -> TraceComparison:
+    """Diff of two traces of the same program."""
+    tb_h = base if isinstance(base, TraceHandle) else open_trace(base)
+    tc_h = candidate if isinstance(candidate, TraceHandle) else open_trace(candidate)
+    eb, ec = get_engine(tb_h, engine), get_engine(tc_h, engine)
+    try:
+        tb, tc = _tables(eb), _tables(ec)
+    finally:
+        eb.close()
+        ec.close()
+    return TraceComparison(
+        base=str(tb_h.path),
+        candidate=str(tc_h.path),
+        program_base=tb_h.program,
+        program_candidate=tc_h.program,
+        steps_base=int(tb["pe_step"]["step"].nunique()),
+        steps_candidate=int(tc["pe_step"]["step"].nunique()),
+        changes=diff_tables(tb, tc),
+    )

@@ -1,0 +1,408 @@
+"""Turns one batch of Kineto trace events (a JSON array text) into Arrow columns.
+
+Why: the per-event work must stay in C. msgspec decodes the batch into small structs,
+keeping `ts`, `dur` and `args` as raw JSON text; times are converted from decimal
+microseconds to integer nanoseconds exactly with numpy (float64 cannot hold epoch
+microseconds with three decimals); names and categories are classified once per distinct
+value, not once per event. Only collective rows (a handful per step) get Python attention.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import msgspec
+import numpy as np
+import pyarrow as pa
+
+# --- classification rules (documented in docs/importers.md, "Kineto") ----------------------------
+
+DEVICE_CATS = frozenset(
+    {
+        "kernel",
+        "gpu_memcpy",
+        "gpu_memset",
+        "gpu_user_annotation",
+        "cuda_sync",
+        "memcpy",
+        "memset",
+        "mtia_ccp_events",
+        "cuda_profiler_range",
+    }
+)
+"""Categories (lower-cased) of work that runs on a device stream, not on a CPU thread."""
+
+MARK_CATS = frozenset({"trace"})
+"""The profiler's own window span ("PyTorch Profiler (0)"): a marker, not work."""
+
+_STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+_COLLECTIVE_PREFIXES = ("c10d::", "gloo:", "nccl:")
+
+
+def is_collective_name(name: str, device: bool) -> bool:
+    """NCCL/RCCL kernels, record_param_comms, c10d:: ops and gloo:/nccl: annotations."""
+    if name == "record_param_comms" or name.startswith(_COLLECTIVE_PREFIXES):
+        return True
+    return device and name.lower().startswith("nccl")
+
+
+KINDS = ("exec", "collective", "step", "mark")
+_EXEC, _COLL, _STEP, _MARK = range(4)
+
+DTYPE_BYTES: dict[str, int] = {
+    "float": 4, "float32": 4, "double": 8, "float64": 8, "half": 2, "float16": 2, "bfloat16": 2,
+    "int": 4, "int32": 4, "long": 8, "int64": 8, "short": 2, "int16": 2, "char": 1, "int8": 1,
+    "byte": 1, "uint8": 1, "bool": 1, "uint16": 2, "uint32": 4, "uint64": 8,
+    "complexhalf": 4, "complexfloat": 8, "complexdouble": 16, "complex64": 8, "complex128": 16,
+    "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1, "float8_e5m2fnuz": 1,
+    "int64_t": 8, "int32_t": 4, "int16_t": 2, "int8_t": 1, "uint8_t": 1,
+    "c10::half": 2, "c10::bfloat16": 2, "unsigned char": 1, "signed char": 1,
+}  # fmt: skip
+"""Element sizes by dtype name as profilers write them (c10 ScalarType names and C++ names)."""
+
+
+def dtype_size(dtype: Any) -> int | None:
+    if not isinstance(dtype, str):
+        return None
+    return DTYPE_BYTES.get(dtype.strip().lower())
+
+
+# --- msgspec structs --------------------------------------------------------------------------------
+
+
+class _Event(msgspec.Struct):
+    ph: Any = None
+    name: Any = None
+    cat: Any = None
+    ts: msgspec.Raw = msgspec.Raw(b"")
+    dur: msgspec.Raw = msgspec.Raw(b"")
+    pid: Any = None
+    tid: Any = None
+    args: msgspec.Raw = msgspec.Raw(b"")
+
+
+class _Args(msgspec.Struct):
+    correlation: Any = None
+    stream: Any = None
+    collective: Any = msgspec.field(default=None, name="Collective name")
+    in_nelems: Any = msgspec.field(default=None, name="In msg nelems")
+    out_nelems: Any = msgspec.field(default=None, name="Out msg nelems")
+    dtype: Any = None
+    group_size: Any = msgspec.field(default=None, name="Group size")
+    pg_name: Any = msgspec.field(default=None, name="Process Group Name")
+    pg_desc: Any = msgspec.field(default=None, name="Process Group Description")
+    pg_id: Any = msgspec.field(default=None, name="Process Group ID")
+    input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input Dims")
+    input_type: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input type")
+
+
+_EVENTS_DECODER = msgspec.json.Decoder(list[_Event])
+_ARGS_DECODER = msgspec.json.Decoder(list[_Args])
+
+
+class EventDecodeError(ValueError):
+    """A batch that is not a JSON array of event objects (message says why)."""
+
+
+# --- exact decimal microseconds -> integer nanoseconds -------------------------------------------
+
+_POW10 = np.array([10**k for k in range(19)], dtype=np.int64)
+
+
+def us_text_to_ns(raws: list) -> tuple[np.ndarray, np.ndarray]:
+    """Converts raw JSON number texts in microseconds to int64 ns, exactly; returns (values, valid).
+
+    Digits are weighted by their place relative to the decimal point; the fourth decimal
+    rounds (half up). Texts with exponents or other oddities go through Decimal one by one.
+    """
+    n = len(raws)
+    values = np.zeros(n, dtype=np.int64)
+    if n == 0:
+        return values, np.zeros(0, dtype=np.bool_)
+    lens = np.fromiter(map(len, raws), dtype=np.int64, count=n)
+    buf = b"".join(raws)
+    a = np.frombuffer(buf, dtype=np.uint8)
+    ends = np.cumsum(lens)
+    starts = ends - lens
+    if a.size == 0:
+        return values, np.zeros(n, dtype=np.bool_)
+    tok = np.repeat(np.arange(n), lens)
+    isdig = (a >= 48) & (a <= 57)
+    isdot = a == 46
+    isneg = a == 45
+    bad_tok = np.zeros(n, dtype=np.bool_)
+    other = ~(isdig | isdot | isneg)
+    if other.any():
+        bad_tok[tok[other]] = True
+    dots = np.flatnonzero(isdot)
+    dot_at = ends.copy()
+    if dots.size:
+        dot_tok = tok[dots]
+        multi = np.bincount(dot_tok, minlength=n) > 1
+        bad_tok |= multi
+        dot_at[dot_tok] = dots
+    neg = np.flatnonzero(isneg)
+    if neg.size:
+        bad_tok[tok[neg[neg != starts[tok[neg]]]]] = True  # '-' only as the first char
+    idx = np.arange(a.size)
+    d_at = dot_at[tok]
+    power = np.where(idx < d_at, d_at - 1 - idx + 3, 3 - (idx - d_at))
+    digit = (a.astype(np.int64) - 48) * isdig
+    too_big = isdig & (power > 18) & (digit > 0)
+    if too_big.any():
+        bad_tok[tok[too_big]] = True
+    contrib = np.where(isdig & (power >= 0) & (power <= 18), digit * _POW10[np.clip(power, 0, 18)], 0)
+    contrib += isdig & (power == -1) & (digit >= 5)  # round on the 4th decimal
+    nonempty = lens > 0
+    sums = np.zeros(n, dtype=np.int64)
+    if nonempty.any():
+        sums[nonempty] = np.add.reduceat(contrib, starts[nonempty])
+    has_digit = np.zeros(n, dtype=np.bool_)
+    has_digit[np.unique(tok[isdig])] = True
+    negative = np.zeros(n, dtype=np.bool_)
+    if neg.size:
+        negative[tok[neg]] = True
+    values = np.where(negative, -sums, sums)
+    valid = nonempty & has_digit & ~bad_tok
+    for i in np.flatnonzero(bad_tok & nonempty).tolist():  # rare: exponents, strings, null
+        v = _slow_us_to_ns(bytes(raws[i]))
+        if v is not None:
+            values[i] = v
+            valid[i] = True
+    return values, valid
+
+
+def _slow_us_to_ns(text: bytes) -> int | None:
+    try:
+        t = text.strip().strip(b'"').decode()
+        d = Decimal(t) * 1000
+    except (InvalidOperation, UnicodeDecodeError, ValueError):
+        return None
+    if not d.is_finite():
+        return None
+    v = int(d.to_integral_value())
+    return v if -(2**63) <= v < 2**63 else None
+
+
+# --- batch -> columns --------------------------------------------------------------------------------
+
+
+@dataclass
+class BatchResult:
+    """Pass-1 columns of the X events of one batch, plus what later passes need."""
+
+    table: pa.Table | None
+    meta_events: list[tuple[str, Any, Any, bytes]] = field(default_factory=list)
+    """(name, pid, tid, raw args) of `ph: M` metadata events (process/thread names)."""
+    other_phases: dict[str, int] = field(default_factory=dict)
+
+
+PASS1_SCHEMA = pa.schema(
+    [
+        ("kind", pa.dictionary(pa.int32(), pa.string())),
+        ("t0", pa.int64()),
+        ("t1", pa.int64()),
+        ("tid", pa.int64()),
+        ("cat", pa.dictionary(pa.int32(), pa.string())),
+        ("name", pa.dictionary(pa.int32(), pa.string())),
+        ("msg", pa.int64()),
+        ("bytes", pa.int64()),
+        ("step", pa.int32()),
+        ("stream", pa.int32()),
+        ("group", pa.dictionary(pa.int32(), pa.string())),
+        ("group_size", pa.int32()),
+        ("dtype", pa.dictionary(pa.int32(), pa.string())),
+        ("args", pa.string()),
+        ("_dev", pa.bool_()),
+    ]
+)
+"""Columns written by pass 1 (times still on the file's own clock, no pe, steps only on step rows)."""
+
+_KIND_DICT = pa.array(KINDS, type=pa.string())
+
+
+def _strings(values: list) -> pa.Array:
+    try:
+        return pa.array(values, type=pa.string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array([None if v is None else str(v) for v in values], type=pa.string())
+
+
+def _per_unique(dict_arr: pa.DictionaryArray, fn, dtype=np.bool_, null_value=False) -> np.ndarray:
+    """Evaluates fn once per distinct value and spreads the result to every row."""
+    uniq = dict_arr.dictionary.to_pylist()
+    table = np.array([fn(u) for u in uniq] + [null_value], dtype=dtype)
+    idx = dict_arr.indices.to_numpy(zero_copy_only=False)
+    if dict_arr.null_count:
+        idx = np.where(dict_arr.indices.is_valid().to_numpy(zero_copy_only=False), idx, len(uniq))
+    return table[np.asarray(idx, dtype=np.int64)]
+
+
+def _ints(values: list) -> list:
+    return [v if type(v) is int and -(2**63) <= v < 2**63 else None for v in values]
+
+
+def _to_int(v: Any) -> int | None:
+    if type(v) is int:
+        return v
+    if isinstance(v, float) and math.isfinite(v):
+        return int(v)
+    if isinstance(v, str):
+        try:
+            return int(v)
+        except ValueError:
+            return None
+    return None
+
+
+def _raw_strings(raws: list, lens: np.ndarray) -> pa.Array:
+    """A string column straight from raw JSON slices; empty slices become nulls."""
+    n = len(raws)
+    data = b"".join(raws)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    valid = pa.array(lens > 0)
+    arr = pa.LargeStringArray.from_buffers(
+        n, pa.py_buffer(offsets), pa.py_buffer(data), valid.buffers()[1], int(n - int((lens > 0).sum()))
+    )
+    return arr.cast(pa.string())
+
+
+def _gloo_bytes(dims_raw: bytes, types_raw: bytes) -> int | None:
+    """Bytes of the tensor inputs of an annotation recorded with shapes (gloo has no msg sizes)."""
+    if not dims_raw or not types_raw:
+        return None
+    try:
+        dims, types = json.loads(dims_raw), json.loads(types_raw)
+    except ValueError:
+        return None
+    total, seen = 0, False
+    for shape, typ in zip(dims, types):
+        size = dtype_size(typ)
+        if size is None or not isinstance(shape, list) or not shape:
+            continue
+        if not all(type(x) is int for x in shape):
+            continue
+        total += math.prod(shape) * size
+        seen = True
+    return total if seen else None
+
+
+def decode_batch(text: bytes) -> BatchResult:
+    """Decodes one `[...]` batch of events into pass-1 columns for its X events."""
+    try:
+        events = _EVENTS_DECODER.decode(text)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise EventDecodeError(str(exc)) from None
+    xs = [e for e in events if e.ph == "X"]
+    result = BatchResult(table=None)
+    if len(xs) != len(events):
+        for e in events:
+            if e.ph == "M":
+                result.meta_events.append((e.name, e.pid, e.tid, bytes(e.args)))
+            elif e.ph != "X":
+                key = str(e.ph)
+                result.other_phases[key] = result.other_phases.get(key, 0) + 1
+    n = len(xs)
+    if n == 0:
+        return result
+
+    t0, t0_ok = us_text_to_ns([e.ts for e in xs])
+    if not t0_ok.all():
+        bad = int(np.flatnonzero(~t0_ok)[0])
+        raise EventDecodeError(f"complete event {xs[bad].name!r} has no numeric ts")
+    dur, dur_ok = us_text_to_ns([e.dur for e in xs])
+    t1 = t0 + np.where(dur_ok, dur, 0)  # an X event without dur is zero-length
+
+    names = _strings([e.name for e in xs]).dictionary_encode()
+    cats = _strings([e.cat for e in xs]).dictionary_encode()
+    tids = [e.tid for e in xs]
+    try:
+        tid_arr = pa.array(np.fromiter(tids, dtype=np.int64, count=n))
+    except (TypeError, ValueError, OverflowError):
+        tid_arr = pa.array(_ints(tids), type=pa.int64())
+
+    raws = [e.args for e in xs]
+    lens = np.fromiter(map(len, raws), dtype=np.int64, count=n)
+    try:
+        args = _ARGS_DECODER.decode(b"[" + b",".join([r or b"{}" for r in raws]) + b"]")
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise EventDecodeError(f"event args: {exc}") from None
+    corr = _ints([a.correlation for a in args])
+    stream_arg = [a.stream for a in args]
+    has_coll_arg = np.fromiter((a.collective is not None for a in args), dtype=np.bool_, count=n)
+
+    device = _per_unique(cats, lambda c: isinstance(c, str) and c.lower() in DEVICE_CATS)
+    mark = _per_unique(cats, lambda c: isinstance(c, str) and c.lower() in MARK_CATS)
+    step_no = _per_unique(
+        names, lambda s: int(m.group(1)) if (m := _STEP_RE.match(s)) else -1, dtype=np.int64, null_value=-1
+    )
+    coll_name = _per_unique(names, lambda s: is_collective_name(s, False))
+    coll_dev = _per_unique(names, lambda s: is_collective_name(s, True))
+    is_step = (step_no >= 0) & ~device
+    is_coll = ~is_step & (np.where(device, coll_dev, coll_name) | has_coll_arg)
+    kind_idx = np.full(n, _EXEC, dtype=np.int32)
+    kind_idx[mark] = _MARK
+    kind_idx[is_coll] = _COLL
+    kind_idx[is_step] = _STEP
+
+    step_col = pa.array(np.where(is_step, step_no, 0).astype(np.int32), mask=~is_step)
+    stream_vals: list = [None] * n
+    for i in np.flatnonzero(device).tolist():
+        s = _to_int(stream_arg[i])
+        if s is None:
+            s = _to_int(tids[i])
+        if s is not None and -(2**31) <= s < 2**31:
+            stream_vals[i] = s
+
+    nbytes: list = [None] * n
+    group: list = [None] * n
+    gsize: list = [None] * n
+    dtype: list = [None] * n
+    for i in np.flatnonzero(is_coll).tolist():
+        a = args[i]
+        size = dtype_size(a.dtype)
+        nel = _to_int(a.in_nelems)
+        if nel is None:
+            nel = _to_int(a.out_nelems)
+        if size is not None and nel is not None:
+            nbytes[i] = nel * size
+        elif a.input_dims:
+            nbytes[i] = _gloo_bytes(bytes(a.input_dims), bytes(a.input_type))
+        for g in (a.pg_name, a.pg_desc, a.pg_id):
+            if g is not None and g != "":
+                group[i] = str(g)
+                break
+        gs = _to_int(a.group_size)
+        if gs is not None and -(2**31) <= gs < 2**31:
+            gsize[i] = gs
+        if a.dtype is not None:
+            dtype[i] = str(a.dtype)
+
+    table = pa.Table.from_arrays(
+        [
+            pa.DictionaryArray.from_arrays(pa.array(kind_idx), _KIND_DICT),
+            pa.array(t0),
+            pa.array(t1),
+            tid_arr,
+            cats,
+            names,
+            pa.array(corr, type=pa.int64()),
+            pa.array(nbytes, type=pa.int64()),
+            step_col,
+            pa.array(stream_vals, type=pa.int32()),
+            pa.array(group, type=pa.string()).dictionary_encode(),
+            pa.array(gsize, type=pa.int32()),
+            pa.array(dtype, type=pa.string()).dictionary_encode(),
+            _raw_strings(raws, lens),
+            pa.array(device),
+        ],
+        schema=PASS1_SCHEMA,
+    )
+    result.table = table
+    return result

@@ -1,0 +1,114 @@
+"""Terminal report of the overview analysis: per-PE time, imbalance, top entries, traffic."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from paradise.report.console import fmt_bytes, fmt_ns
+
+MAX_PE_ROWS = 32
+"""Above this many PEs the table shows the busiest and least busy halves of this many."""
+MAX_EDGE_ROWS = 10
+"""PE pairs shown in the message table (largest by bytes)."""
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1%}"
+
+
+def _char(result: dict[str, Any], name: str) -> dict[str, Any] | None:
+    return next((c for c in result["characteristics"] if c["name"] == name), None)
+
+
+def _pe_table(rows: list[dict[str, Any]]) -> Table:
+    shown = rows
+    title = "time per PE"
+    if len(rows) > MAX_PE_ROWS:
+        by_busy = sorted(rows, key=lambda r: (-(r["busy_share"] or 0), r["pe"]))
+        half = MAX_PE_ROWS // 2
+        shown = by_busy[:half] + by_busy[-half:]
+        title = f"time per PE ({half} busiest and {half} least busy of {len(rows)}; all in --json)"
+    t = Table(title=title, title_justify="left")
+    for col in ("PE", "span", "busy", "idle", "other", "busy %", "execs", "sends", "sent"):
+        t.add_column(col, justify="right")
+    for r in shown:
+        t.add_row(
+            str(r["pe"]), fmt_ns(r["span_ns"]), fmt_ns(r["busy_ns"]),
+            fmt_ns(r["idle_ns"]) + ("" if r["idle_from"] == "rows" else "*"), fmt_ns(r["other_ns"]),
+            _pct(r["busy_share"]), f"{r['exec_rows']:,}", f"{r['sends']:,}", fmt_bytes(r["send_bytes"]),
+        )
+    return t
+
+
+def _entries_table(rows: list[dict[str, Any]]) -> Table:
+    t = Table(title=f"top {len(rows)} entry methods / ops by total time (inclusive)", title_justify="left")
+    t.add_column("name")
+    t.add_column("collection / cat")
+    for col in ("count", "total", "share", "mean", "max"):
+        t.add_column(col, justify="right")
+    for r in rows:
+        where = " / ".join(str(x) for x in (r["coll"], r["cat"]) if x)
+        t.add_row(
+            str(r["name"]), where or "-", f"{r['count']:,}", fmt_ns(r["total_ns"]), _pct(r["share"]),
+            fmt_ns(r["mean_ns"]), fmt_ns(r["max_ns"]),
+        )
+    return t
+
+
+def _comm_table(rows: list[dict[str, Any]], totals: dict[str, Any]) -> Table:
+    top = sorted(rows, key=lambda r: (-r["bytes"], r["pe"], r["peer_pe"] if r["peer_pe"] is not None else -1))
+    t = Table(
+        title=f"messages: {totals['messages']:,} ({fmt_bytes(totals['bytes'])}) over {totals['pairs']:,} PE pairs; "
+        f"largest {min(MAX_EDGE_ROWS, len(top))}",
+        title_justify="left",
+    )
+    for col in ("from PE", "to PE", "messages", "bytes"):
+        t.add_column(col, justify="right")
+    for r in top[:MAX_EDGE_ROWS]:
+        peer = "?" if r["peer_pe"] is None else str(r["peer_pe"])
+        t.add_row(str(r["pe"]), peer, f"{r['messages']:,}", fmt_bytes(r["bytes"]))
+    return t
+
+
+def _collectives_table(rows: list[dict[str, Any]]) -> Table:
+    by_name: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_name.setdefault(str(r["name"]), []).append(r)
+    t = Table(title="collectives (per-rank total time: fastest .. slowest rank)", title_justify="left")
+    t.add_column("name")
+    for col in ("ranks", "calls", "bytes", "time min", "time max", "slowest rank"):
+        t.add_column(col, justify="right")
+    for name, rs in sorted(by_name.items()):
+        slow = max(rs, key=lambda r: r["total_ns"])
+        t.add_row(
+            name, str(len(rs)), f"{sum(r['count'] for r in rs):,}", fmt_bytes(sum(r["bytes"] for r in rs)),
+            fmt_ns(min(r["total_ns"] for r in rs)), fmt_ns(slow["total_ns"]), str(slow["pe"]),
+        )
+    return t
+
+
+def render(console: Console, result: dict[str, Any]) -> None:
+    """Prints the overview section of `paradise analyze`."""
+    s = result["summary"]
+    console.rule("[bold]overview[/bold]", align="left")
+    console.print(
+        f"{s['pes']} PEs over {fmt_ns(s['span_ns'])}; busy {fmt_ns(s['busy_ns'])}, idle {fmt_ns(s['idle_ns'])} "
+        f"(busy = {'union of exec intervals' if s['busy_method'] == 'union' else 'sum of exec time'})"
+    )
+    for name in ("busy_share", "load_imbalance"):
+        c = _char(result, name)
+        if c:
+            console.print(f"  {c['summary']}")
+    if result["per_pe"]:
+        console.print(_pe_table(result["per_pe"]))
+        if any(r["idle_from"] != "rows" for r in result["per_pe"]):
+            console.print("  * idle = span - busy (the trace has no idle rows for that PE)")
+    if result["top_entries"]:
+        console.print(_entries_table(result["top_entries"]))
+    if result["comm_matrix"]:
+        console.print(_comm_table(result["comm_matrix"], result["comm_totals"]))
+    if result["collectives"]:
+        console.print(_collectives_table(result["collectives"]))

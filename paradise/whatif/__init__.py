@@ -1,0 +1,143 @@
+"""What-if replay: predict the next run's makespan under a proposed mapping and priorities.
+
+The trace's executions and messages are replayed (sim.py) with their measured costs and a
+message cost fitted from the trace (model.py). The baseline replay (the run's own placement)
+calibrates the prediction: predicted = measured x replay(proposal) / replay(current).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from paradise.whatif.model import ExecGraph, LatencyModel, exec_graph, fit_latency, pe_under
+from paradise.whatif.sim import SimResult, simulate
+
+__all__ = ["Replayer", "ExecGraph", "LatencyModel", "SimResult", "load_replayer", "predict_from_hints"]
+
+
+@dataclass
+class Replayer:
+    """A trace's exec DAG and latency model, ready to replay proposals against the baseline."""
+
+    graph: ExecGraph
+    model: LatencyModel
+    pes: int
+    _baseline: SimResult | None = None
+
+    @property
+    def baseline(self) -> SimResult:
+        if self._baseline is None:
+            self._baseline = simulate(self.graph, self.graph.pe, self.model, pes=self.pes)
+        return self._baseline
+
+    def priorities(self, entries: dict[str, int] | None) -> np.ndarray | None:
+        """Per-exec priority (lower runs first) from {"Coll#k.entry" or "entry": prio}."""
+        if not entries:
+            return None
+        out = np.zeros(self.graph.n, np.int64)
+        for i, (c, nm) in enumerate(zip(self.graph.coll, self.graph.name)):  # setup lookups
+            key = f"{c}.{nm}" if c else str(nm)
+            out[i] = entries.get(key, entries.get(str(nm), 0))
+        return out
+
+    def replay(self, mapping: dict[str, dict[str, int]] | None = None,
+               priorities: dict[str, int] | None = None) -> dict[str, Any]:
+        """Predicted makespan and per-PE load of the proposal, with the baseline beside it."""
+        g = self.graph
+        pe = pe_under(g, mapping)
+        if int(pe.max(initial=0)) >= self.pes or int(pe.min(initial=0)) < 0:
+            raise ValueError(f"mapping places objects on PEs outside 0..{self.pes - 1}")
+        sim = simulate(g, pe, self.model, self.priorities(priorities), pes=self.pes)
+        base = self.baseline
+        measured = g.makespan_ns
+        ratio = sim.makespan_ns / base.makespan_ns if base.makespan_ns else 1.0
+        return {
+            "measured_makespan_ns": measured,
+            "baseline_replay_makespan_ns": base.makespan_ns,
+            "replay_makespan_ns": sim.makespan_ns,
+            "predicted_makespan_ns": int(round(measured * ratio)),
+            "predicted_speedup": round(1.0 / ratio, 4) if ratio else None,
+            "pe_load_ns": sim.pe_load(g.cost, self.pes),
+            "baseline_pe_load_ns": base.pe_load(g.cost, self.pes),
+            "execs": g.n,
+            "model": self.model.to_dict(),
+        }
+
+
+def load_replayer(engine: Any, pes: int | None = None) -> Replayer:
+    """Runs the exec-graph query and fits the message cost: the setup of every replay."""
+    g = exec_graph(engine.query("scheduling_exec_graph"))
+    npes = int(max(pes or 0, (g.pe.max() + 1) if g.n else 1))
+    return Replayer(graph=g, model=fit_latency(g), pes=npes)
+
+
+def _load(path: Path, kind: str, trace: Any, pes: int) -> dict[str, Any] | None:
+    from hints.format import HintError, load_hint
+
+    from paradise.errors import HintMismatch
+
+    if not path.exists():
+        return None
+    try:
+        doc = load_hint(path, kind, program=trace.program, pes=pes)
+    except HintError as exc:
+        raise HintMismatch(str(exc)) from None
+    fp = doc.get("provenance", {}).get("trace_fingerprint")
+    if fp and fp != trace.fingerprint:
+        raise HintMismatch(f"{path}: made for trace {fp}, not this trace ({trace.fingerprint})")
+    return doc
+
+
+def _check_mapping(path: Path, doc: dict[str, Any], pes: int) -> dict[str, dict[str, int]]:
+    from paradise.errors import HintMismatch
+
+    colls = doc.get("collections")
+    if not isinstance(colls, dict):
+        raise HintMismatch(f"{path}: damaged mapping hint ('collections' is not an object)")
+    for coll, objs in colls.items():
+        if not isinstance(objs, dict):
+            raise HintMismatch(f"{path}: damaged mapping hint (collection {coll!r} is not an object)")
+        for idx, pe in objs.items():
+            if not isinstance(pe, int) or isinstance(pe, bool) or not 0 <= pe < pes:
+                raise HintMismatch(f"{path}: {coll} {idx} mapped to PE {pe!r}, not one of 0..{pes - 1}")
+    return colls
+
+
+def _check_schedule(path: Path, doc: dict[str, Any]) -> dict[str, int]:
+    from paradise.errors import HintMismatch
+
+    prios = doc.get("priorities")
+    if not isinstance(prios, list):
+        raise HintMismatch(f"{path}: damaged schedule hint ('priorities' is not a list)")
+    out: dict[str, int] = {}
+    for p in prios:
+        if not isinstance(p, dict) or not isinstance(p.get("prio"), int) or "entry" not in p:
+            raise HintMismatch(f"{path}: damaged schedule hint (entry without 'entry' and integer 'prio')")
+        key = f"{p['coll']}.{p['entry']}" if p.get("coll") else str(p["entry"])
+        out[key] = int(p["prio"])
+    return out
+
+
+def predict_from_hints(engine: Any, trace: Any, hints_dir: str | Path) -> dict[str, Any]:
+    """Replays the trace under the mapping.json / schedule.json found in `hints_dir`."""
+    from paradise.errors import HintMismatch
+
+    d = Path(hints_dir)
+    if not d.is_dir():
+        raise HintMismatch(f"{d}: no such hints directory")
+    pes = int(trace.metadata.get("pes") or len(trace.metadata.get("pes_seen", [])) or 1)
+    mdoc = _load(d / "mapping.json", "mapping", trace, pes)
+    sdoc = _load(d / "schedule.json", "schedule", trace, pes)
+    if mdoc is None and sdoc is None:
+        raise HintMismatch(f"{d}: holds neither mapping.json nor schedule.json")
+    mapping = _check_mapping(d / "mapping.json", mdoc, pes) if mdoc else None
+    prios = _check_schedule(d / "schedule.json", sdoc) if sdoc else None
+    rp = load_replayer(engine, pes)
+    out = rp.replay(mapping, prios)
+    out["hints"] = [k for k, doc in (("mapping", mdoc), ("schedule", sdoc)) if doc]
+    out["pes"] = rp.pes
+    return out

@@ -1,0 +1,134 @@
+"""The replay model of a trace: the exec DAG as numpy arrays, and message costs fitted from it.
+
+Setup is vectorised: one SQL query (scheduling_exec_graph) gives every exec with its cause,
+and numpy turns it into arrays. Only the simulation in sim.py walks executions one by one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+LATENCY_FIT_QUANTILE = 0.9
+"""Gaps above this quantile are dropped before fitting (queueing noise, clock jitter)."""
+
+
+@dataclass(frozen=True)
+class LatencyModel:
+    """Cost of a message: a_ns + ns_per_byte * bytes across PEs, local_ns on one PE."""
+
+    a_ns: float
+    ns_per_byte: float
+    local_ns: float
+    overhead_ns: float
+    """Scheduler gap between two executions on a busy PE (the median of such gaps)."""
+    samples: int = 0
+
+    def to_dict(self) -> dict[str, float]:
+        return {"a_ns": round(self.a_ns, 1), "ns_per_byte": round(self.ns_per_byte, 4),
+                "local_ns": round(self.local_ns, 1), "overhead_ns": round(self.overhead_ns, 1),
+                "samples": self.samples}
+
+
+@dataclass
+class ExecGraph:
+    """One row per exec (arrays of equal length n); ids are positions."""
+
+    pe: np.ndarray
+    t0: np.ndarray
+    t1: np.ndarray
+    cost: np.ndarray
+    src: np.ndarray  # sender exec id or -1
+    offset: np.ndarray  # ns from the sender's start to the send
+    nbytes: np.ndarray
+    src_pe: np.ndarray  # PE of the send (-1 when unknown)
+    send_t0: np.ndarray  # -1 when unknown
+    obj_prev: np.ndarray  # previous exec of the same object or -1
+    pe_prev: np.ndarray  # previous exec on the same PE or -1
+    gap: np.ndarray  # ns idle on the PE before this exec (t0 - end of pe_prev, >= 0)
+    crit_pred: np.ndarray
+    wait_msg: np.ndarray
+    coll: list = field(default_factory=list)
+    index: list = field(default_factory=list)
+    name: list = field(default_factory=list)
+    prio: np.ndarray | None = None
+
+    @property
+    def n(self) -> int:
+        return int(self.pe.shape[0])
+
+    @property
+    def makespan_ns(self) -> int:
+        return int(self.t1.max() - self.t0.min()) if self.n else 0
+
+
+def _int(t: pa.Table, col: str, fill: int = -1) -> np.ndarray:
+    c = pc.fill_null(t.column(col).cast(pa.int64()), fill)
+    return c.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def exec_graph(table: pa.Table) -> ExecGraph:
+    """Arrays from the rows of the scheduling_exec_graph query (ordered by id)."""
+    pe = _int(table, "pe")
+    t0, t1 = _int(table, "t0", 0), _int(table, "t1", 0)
+    cost = np.maximum(_int(table, "cost_ns", 0), 0)
+    src = _int(table, "src_id")
+    offset = _int(table, "send_offset_ns", 0)
+    src_safe = np.where(src >= 0, src, 0)
+    offset = np.clip(offset, 0, np.where(src >= 0, cost[src_safe], 0)) if len(src) else offset
+    pe_prev = _int(table, "pe_prev")
+    prev_t1 = _int(table, "pe_prev_t1", 0)
+    gap = np.where(pe_prev >= 0, np.maximum(t0 - prev_t1, 0), 0)
+    return ExecGraph(
+        pe=pe, t0=t0, t1=t1, cost=cost, src=src, offset=offset, nbytes=_int(table, "bytes", 0),
+        src_pe=_int(table, "src_pe"), send_t0=_int(table, "send_t0"), obj_prev=_int(table, "obj_prev"),
+        pe_prev=pe_prev, gap=gap, crit_pred=_int(table, "crit_pred"), wait_msg=_int(table, "wait_msg_ns", 0),
+        coll=table.column("coll").to_pylist(), index=table.column("index").to_pylist(),
+        name=table.column("name").to_pylist(), prio=_int(table, "prio", 0),
+    )
+
+
+def fit_latency(g: ExecGraph) -> LatencyModel:
+    """Fits a + b*bytes on cross-PE send->exec gaps where the receiver was idle at the send.
+
+    Gaps where the receiver was busy include queueing, so only messages that found their PE
+    free are used; the local cost is the median of such same-PE gaps.
+    """
+    has = (g.src >= 0) & (g.send_t0 >= 0)
+    prev_end = np.where(g.pe_prev >= 0, g.t1[np.where(g.pe_prev >= 0, g.pe_prev, 0)], -1)
+    idle_at_send = has & (prev_end <= g.send_t0)
+    delay = (g.t0 - g.send_t0).astype(np.float64)
+    cross = idle_at_send & (g.src_pe != g.pe) & (delay >= 0)
+    local = idle_at_send & (g.src_pe == g.pe) & (delay >= 0)
+    a, b = 0.0, 0.0
+    if cross.sum() >= 1:
+        d, x = delay[cross], g.nbytes[cross].astype(np.float64)
+        keep = d <= np.quantile(d, LATENCY_FIT_QUANTILE) if len(d) > 4 else np.ones(len(d), bool)
+        d, x = d[keep], x[keep]
+        if len(d) >= 3 and np.ptp(x) > 0:
+            b, a = np.polyfit(x, d, 1)
+            if b < 0 or a < 0:
+                a, b = float(np.median(d)), 0.0
+        else:
+            a = float(np.median(d))
+    local_ns = float(np.median(delay[local])) if local.any() else min(a, 1_000.0)
+    # busy PE: the next exec's message was there before the previous exec ended
+    busy = (g.pe_prev >= 0) & (~has | (g.send_t0 < prev_end))
+    overhead = float(np.median(g.gap[busy])) if busy.any() else 0.0
+    return LatencyModel(a_ns=max(float(a), 0.0), ns_per_byte=max(float(b), 0.0), local_ns=max(local_ns, 0.0),
+                        overhead_ns=max(overhead, 0.0), samples=int(cross.sum()))
+
+
+def pe_under(g: ExecGraph, mapping: dict[str, dict[str, int]] | None) -> np.ndarray:
+    """The PE of each exec when objects are placed by `mapping` ({coll: {index: pe}})."""
+    if not mapping:
+        return g.pe.copy()
+    rows = [(c, i, int(p)) for c, objs in mapping.items() for i, p in objs.items()]
+    m = pd.DataFrame(rows, columns=["coll", "index", "new_pe"]).drop_duplicates(["coll", "index"])
+    ex = pd.DataFrame({"coll": g.coll, "index": g.index})
+    new = ex.merge(m, on=["coll", "index"], how="left")["new_pe"].to_numpy()
+    return np.where(pd.isna(new), g.pe, np.nan_to_num(new, nan=-1)).astype(np.int64)

@@ -1,0 +1,57 @@
+"""Per-process tracer state shared by the hook modules (one charm4py PE per process)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from tracers.charm.identity import MAIN_COLL, Registry
+
+clock = time.monotonic_ns
+"""One clock for every PE on a host (CLOCK_MONOTONIC is system-wide), so times line up."""
+
+MSG_PE_SHIFT = 40
+"""msg ids are (src_pe << 40) | per-PE sequence: unique over the run, PE recoverable."""
+
+
+def _drop(row: tuple) -> None:
+    """Sink used before the writer exists and after it is closed."""
+
+
+class State:
+    """Mutable holders are one-element lists so hot-path closures can bind them once."""
+
+    def __init__(self) -> None:
+        self.tracing = False
+        self.trace_dir: str | None = None
+        self.program = ""
+        self.pe = -1
+        self.pes = 0
+        self.origin = 0
+        self.origin_unix = 0
+        self.writer: Any = None
+        self.out: list = [_drop]  # out[0](row) appends one event row
+        self.cur: list = [None]  # record of the entry method now running on this PE
+        self.pend: list = [None]  # (msg bytes, msg id, bytes, t) of the last packed message
+        self.mute: list = [0]  # > 0 while the tracer itself sends (not recorded)
+        self.seq: list = [0]
+        self.reg = Registry()
+        self.pending_create: tuple[str, str] | None = None
+        self.single_next = False
+        self.group: Any = None  # proxy of the tracer's own Group
+        self.exiting = False
+        self.failing = False
+        self.abort_reason = ""
+        self.open: dict[int, list] = {}  # coroutine execs not finished yet
+        self.clock_meta: dict[str, Any] = {"method": "host-monotonic", "offset_ns": 0, "residual_ns": None}
+        self.orig: dict[str, Any] = {}  # original charm4py callables we wrapped
+        self.mapper: Any = None  # hints.charm_map.MappingConsumer when --hints is given
+        self.entry_name: str | None = None
+        self.msg_base = 0
+        self.main_coll = MAIN_COLL
+        self.send_row: Any = None
+        self.dispatch_state: list = [0, 0]
+        self.hints_dir: str | None = None
+
+
+ST = State()

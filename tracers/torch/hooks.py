@@ -1,0 +1,458 @@
+"""Installs the tracer's hooks into torch: optimizer steps, DDP forward and gradient buckets,
+backward, torch.distributed calls, checkpoint I/O, and clock alignment after init.
+
+Everything is a public hook or a wrapper of a public function; nothing in the program changes:
+* steps: global optimizer step pre/post hooks (torch.optim.optimizer.register_optimizer_step_*).
+* forward: pre/post hooks on every DistributedDataParallel module (patched __init__).
+* DDP buckets: a comm hook (the default all-reduce, or the program's own hook wrapped) records
+  bucket index, bytes and dtype at launch and the end when its future completes.
+* backward: torch.autograd.backward wrapped; its compute ends at the last bucket launch
+  (the rest of the call is waiting for gradients to be reduced).
+* torch.distributed collectives and object collectives wrapped; calls nested in another
+  recorded call (a comm hook's all_reduce, DCP's internal gathers) are not recorded twice.
+* torch.save / torch.load, and torch.distributed.checkpoint save/load once the program imports it.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import threading
+import time
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.optim.optimizer as optim_mod
+from torch.nn.parallel import DistributedDataParallel
+
+from tracers.torch.tracer import BYTES, CAT, COLL, DTYPE, GROUP, GSIZE, OBJ, STEP, T1, Tracer
+
+# (function name, index of the payload argument, keyword of it); None = no payload.
+COLLECTIVES: tuple[tuple[str, int | None, str | None], ...] = (
+    ("all_reduce", 0, "tensor"),
+    ("broadcast", 0, "tensor"),
+    ("reduce", 0, "tensor"),
+    ("all_gather", 1, "tensor"),
+    ("all_gather_into_tensor", 1, "input_tensor"),
+    ("gather", 0, "tensor"),
+    ("scatter", 0, "tensor"),
+    ("reduce_scatter", 1, "input_list"),
+    ("reduce_scatter_tensor", 1, "input"),
+    ("all_to_all", 1, "input_tensor_list"),
+    ("all_to_all_single", 1, "input"),
+    ("send", 0, "tensor"),
+    ("recv", 0, "tensor"),
+    ("isend", 0, "tensor"),
+    ("irecv", 0, "tensor"),
+    ("barrier", None, None),
+    ("monitored_barrier", None, None),
+    ("all_gather_object", None, None),
+    ("broadcast_object_list", None, None),
+    ("gather_object", None, None),
+    ("scatter_object_list", None, None),
+)
+
+
+class _Guard(threading.local):
+    depth = 0
+
+
+_guard = _Guard()
+_orig: dict[str, Any] = {}
+
+
+def _nbytes(x: Any) -> int | None:
+    if isinstance(x, torch.Tensor):
+        return x.numel() * x.element_size()
+    if isinstance(x, (list, tuple)) and x and isinstance(x[0], torch.Tensor):
+        return sum(t.numel() * t.element_size() for t in x)
+    return None
+
+
+def _dtype(x: Any) -> str | None:
+    if isinstance(x, (list, tuple)) and x:
+        x = x[0]
+    return str(x.dtype).removeprefix("torch.") if isinstance(x, torch.Tensor) else None
+
+
+_group_cache: dict[int, tuple[str, int]] = {}
+
+
+def _group_info(group: Any) -> tuple[str | None, int | None]:
+    """(label, size) of a process group, cached by identity."""
+    if group is None:
+        try:
+            group = dist.distributed_c10d._get_default_group()
+        except Exception:  # noqa: BLE001 - not initialised
+            return None, None
+    info = _group_cache.get(id(group))
+    if info is None:
+        desc = getattr(group, "group_desc", None)
+        label = desc if desc and desc != "undefined" else f"pg{getattr(group, 'group_name', '?')}"
+        try:
+            size = group.size()
+        except Exception:  # noqa: BLE001
+            size = None
+        info = _group_cache[id(group)] = (label, size)
+    return info
+
+
+def _on_done(tr: Tracer, row: list[Any]):
+    def done(fut: torch.futures.Future) -> Any:
+        row[T1] = tr.now()
+        return fut.value()
+
+    return done
+
+
+def _wrap_collective(tr: Tracer, name: str, orig: Any, idx: int | None, key: str | None) -> Any:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if _guard.depth or tr.closed:
+            return orig(*args, **kwargs)
+        t0 = tr.now()
+        _guard.depth += 1
+        try:
+            result = orig(*args, **kwargs)
+        except Exception as exc:
+            tr.failure(exc, f"c10d.{name}", t0)
+            raise
+        finally:
+            _guard.depth -= 1
+        row = tr.new_row("collective", name, t0, tr.now())
+        row[CAT] = "c10d"
+        if idx is not None:
+            payload = args[idx] if len(args) > idx else kwargs.get(key)
+            row[BYTES] = _nbytes(payload)
+            row[DTYPE] = _dtype(payload)
+        else:
+            row[BYTES] = 0 if "barrier" in name else None
+        row[GROUP], row[GSIZE] = _group_info(kwargs.get("group"))
+        if result is not None and hasattr(result, "get_future"):  # async_op=True: end = completion
+            try:
+                row[T1] = None
+                result.get_future().then(_on_done(tr, row))
+            except Exception:  # noqa: BLE001 - a backend without futures for this op
+                row[T1] = tr.now()
+        tr.buffer(row)
+        return result
+
+    wrapper.__wrapped__ = orig  # type: ignore[attr-defined]
+    wrapper.__name__ = getattr(orig, "__name__", name)
+    wrapper.__doc__ = getattr(orig, "__doc__", None)
+    return wrapper
+
+
+# --- DDP -----------------------------------------------------------------------------------
+
+
+def _bucket_row(tr: Tracer, hook_name: str, process_group: Any, bucket: Any) -> list[Any]:
+    t0 = tr.now()
+    tr.last_launch = t0
+    buf = bucket.buffer()
+    row = tr.new_row("collective", hook_name, t0, None)
+    row[CAT] = "ddp_bucket"
+    row[COLL] = "ddp"
+    row[OBJ] = bucket.index()
+    row[BYTES] = buf.numel() * buf.element_size()
+    row[DTYPE] = str(buf.dtype).removeprefix("torch.")
+    row[GROUP], row[GSIZE] = _group_info(process_group)
+    tr.buffer(row)
+    return row
+
+
+def _default_comm_hook(tr: Tracer) -> Any:
+    """DDP's default gradient averaging (as ddp_comm_hooks.default_hooks.allreduce_hook), timed."""
+    all_reduce = _orig["all_reduce"]
+
+    def allreduce(process_group: Any, bucket: Any) -> torch.futures.Future:
+        row = _bucket_row(tr, "allreduce", process_group, bucket)
+        group = process_group if process_group is not None else dist.group.WORLD
+        tensor = bucket.buffer()
+        tensor.div_(group.size())
+        fut = all_reduce(tensor, group=group, async_op=True).get_future()
+
+        def done(f: torch.futures.Future) -> torch.Tensor:
+            row[T1] = tr.now()
+            return f.value()[0]
+
+        return fut.then(done)
+
+    return allreduce
+
+
+def _wrap_user_hook(tr: Tracer, hook: Any) -> Any:
+    name = getattr(hook, "__name__", "comm_hook")
+
+    def wrapped(state: Any, bucket: Any) -> torch.futures.Future:
+        group = state if isinstance(state, dist.ProcessGroup) else getattr(state, "process_group", None)
+        row = _bucket_row(tr, name, group, bucket)
+        _guard.depth += 1
+        try:
+            fut = hook(state, bucket)
+        finally:
+            _guard.depth -= 1
+        return fut.then(_on_done(tr, row))
+
+    return wrapped
+
+
+def _install_ddp(tr: Tracer) -> None:
+    orig_init = DistributedDataParallel.__init__
+    orig_register = DistributedDataParallel.register_comm_hook
+    orig_builtin = DistributedDataParallel._register_builtin_comm_hook
+    default_hook = _default_comm_hook(tr)
+
+    def fwd_pre(module: Any, args: Any) -> None:
+        t = tr.now()
+        tr.fwd_stack.append(t)
+        if tr.step_start is None:
+            tr.step_start = t
+        if not module._paradise_comm_hook:
+            module._paradise_comm_hook = True
+            orig_register(module, module.process_group, default_hook)
+
+    def fwd_post(module: Any, args: Any, output: Any) -> None:
+        t1 = tr.now()
+        t0 = tr.fwd_stack.pop() if tr.fwd_stack else t1
+        row = tr.new_row("phase", "forward", t0, t1)
+        row[CAT] = "compute"
+        tr.buffer(row)
+        tr.fwd_end = t1
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        orig_init(self, *args, **kwargs)
+        self._paradise_comm_hook = False
+        self.register_forward_pre_hook(fwd_pre)
+        self.register_forward_hook(fwd_post)
+
+    def register_comm_hook(self: Any, state: Any, hook: Any) -> None:
+        self._paradise_comm_hook = True
+        return orig_register(self, state, _wrap_user_hook(tr, hook))
+
+    def register_builtin(self: Any, comm_hook_type: Any) -> None:
+        self._paradise_comm_hook = True  # C++ hook: buckets are not visible to Python
+        return orig_builtin(self, comm_hook_type)
+
+    DistributedDataParallel.__init__ = init
+    DistributedDataParallel.register_comm_hook = register_comm_hook
+    DistributedDataParallel._register_builtin_comm_hook = register_builtin
+
+
+# --- backward and optimizer ------------------------------------------------------------------
+
+
+def _install_backward(tr: Tracer) -> None:
+    orig_backward = torch.autograd.backward
+
+    def backward(*args: Any, **kwargs: Any) -> Any:
+        t0 = tr.now()
+        if tr.step_start is None:
+            tr.step_start = t0
+        if tr.fwd_end is not None:
+            row = tr.new_row("phase", "loss", tr.fwd_end, t0)
+            row[CAT] = "compute"
+            tr.buffer(row)
+            tr.fwd_end = None
+        tr.last_launch = None
+        try:
+            return orig_backward(*args, **kwargs)
+        except Exception as exc:
+            tr.failure(exc, "backward", t0)
+            raise
+        finally:
+            t1 = tr.now()
+            end = tr.last_launch if tr.last_launch is not None and tr.last_launch >= t0 else t1
+            row = tr.new_row("phase", "backward", t0, end)
+            row[CAT] = "compute"
+            tr.buffer(row)
+
+    torch.autograd.backward = backward
+
+
+def _state_step(opt: Any) -> int | None:
+    """The optimizer's own step count (restored with its state), when it keeps one on the CPU."""
+    try:
+        state = opt.state.get(opt.param_groups[0]["params"][0])
+    except (IndexError, KeyError, AttributeError):
+        return None
+    if not state:
+        return None
+    s = state.get("step")
+    if isinstance(s, torch.Tensor):
+        return int(s.item()) if s.device.type == "cpu" else None
+    return int(s) if isinstance(s, (int, float)) else None
+
+
+def _install_optimizer(tr: Tracer) -> None:
+    pending: dict[int, tuple[int, int]] = {}
+
+    def pre(opt: Any, args: Any, kwargs: Any) -> None:
+        n = _state_step(opt)
+        pending[id(opt)] = (tr.now(), tr._counter if n is None else n)
+
+    def post(opt: Any, args: Any, kwargs: Any) -> None:
+        t1 = tr.now()
+        t0, n = pending.pop(id(opt), (t1, tr._counter))
+        row = tr.new_row("phase", "optimizer", t0, t1)
+        row[CAT] = "compute"
+        tr.buffer(row)
+        if not tr._explicit:
+            tr.end_step(n, None, t1)
+        if not tr.dcp_installed:
+            install_dcp(tr)
+
+    optim_mod.register_optimizer_step_pre_hook(pre)
+    optim_mod.register_optimizer_step_post_hook(post)
+
+
+# --- checkpoint I/O --------------------------------------------------------------------------
+
+
+def _path_bytes(target: Any) -> int | None:
+    try:
+        if isinstance(target, (str, os.PathLike)):
+            p = os.fspath(target)
+            if os.path.isdir(p):
+                return sum(e.stat().st_size for e in os.scandir(p) if e.is_file())
+            return os.path.getsize(p)
+    except OSError:
+        return None
+    return None
+
+
+def _wrap_io(tr: Tracer, kind: str, label: str, orig: Any, target_of: Any) -> Any:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if _guard.depth or tr.closed:
+            return orig(*args, **kwargs)
+        t0 = tr.now()
+        _guard.depth += 1
+        try:
+            result = orig(*args, **kwargs)
+        except Exception as exc:
+            tr.failure(exc, label, t0)
+            raise
+        finally:
+            _guard.depth -= 1
+        row = tr.new_row(kind, label, t0, tr.now())
+        row[CAT] = label
+        row[BYTES] = _path_bytes(target_of(args, kwargs))
+        row[STEP] = tr.step
+        tr.auto_io(row)
+        return result
+
+    wrapper.__wrapped__ = orig  # type: ignore[attr-defined]
+    wrapper.__name__ = getattr(orig, "__name__", label)
+    wrapper.__doc__ = getattr(orig, "__doc__", None)
+    return wrapper
+
+
+def _install_torch_io(tr: Tracer) -> None:
+    torch.save = _wrap_io(tr, "checkpoint", "torch.save", torch.save, lambda a, k: a[1] if len(a) > 1 else k.get("f"))
+    torch.load = _wrap_io(tr, "restore", "torch.load", torch.load, lambda a, k: a[0] if a else k.get("f"))
+
+
+def _dcp_target(args: Any, kwargs: Any) -> Any:
+    return kwargs.get("checkpoint_id") or (args[1] if len(args) > 1 else None)
+
+
+def install_dcp(tr: Tracer) -> bool:
+    """Wraps torch.distributed.checkpoint save/load once the program has imported it."""
+    if tr.dcp_installed or "torch.distributed.checkpoint" not in sys.modules:
+        return tr.dcp_installed
+    dcp = sys.modules["torch.distributed.checkpoint"]
+    for attr, kind in (("save", "checkpoint"), ("async_save", "checkpoint"), ("load", "restore")):
+        orig = getattr(dcp, attr, None)
+        if orig is not None and not hasattr(orig, "__wrapped__"):
+            setattr(dcp, attr, _wrap_io(tr, kind, f"dcp.{attr}", orig, _dcp_target))
+    tr.dcp_installed = True
+    return True
+
+
+# --- init: clock alignment and placement -----------------------------------------------------
+
+CLOCK_ROUNDS = 5
+"""Barrier + all_gather rounds used to estimate clock offsets between hosts (median taken)."""
+
+
+def align_and_place(tr: Tracer) -> None:
+    """After init_process_group: gathers host/device per rank and aligns clocks across hosts."""
+    backend = dist.get_backend()
+    group = None if backend == "gloo" else dist.new_group(backend="gloo")
+    world = dist.get_world_size()
+    if torch.cuda.is_available() and backend == "nccl":
+        device = f"cuda:{torch.cuda.current_device()}"
+    else:
+        device = "cpu"
+    local = {"host": tr.host, "local_rank": tr.local_rank, "device": device, "pid": os.getpid()}
+    infos: list[Any] = [None] * world
+    _orig["all_gather_object"](infos, local, group=group)
+    hosts = [i["host"] for i in infos]
+    if len(set(hosts)) == 1:
+        tr.set_clock(0, "shared_host_clock", 0)
+    else:
+        diffs = []
+        for _ in range(CLOCK_ROUNDS):
+            _orig["barrier"](group=group)
+            mine = torch.tensor([time.time_ns()], dtype=torch.int64)
+            out = [torch.zeros(1, dtype=torch.int64) for _ in range(world)]
+            _orig["all_gather"](out, mine, group=group)
+            diffs.append(int(out[tr.rank]) - int(out[0]))
+        offset = int(statistics.median(diffs))
+        residual = max(abs(d - offset) for d in diffs)
+        tr.set_clock(-offset, "barrier_allgather", residual)
+    tr.set_placement(
+        hosts,
+        {
+            "backend": backend,
+            "devices": [i["device"] for i in infos],
+            "local_ranks": [i["local_rank"] for i in infos],
+            "pids": [i["pid"] for i in infos],
+        },
+    )
+
+
+def _install_init(tr: Tracer) -> None:
+    orig_init = dist.init_process_group
+
+    def init_process_group(*args: Any, **kwargs: Any) -> Any:
+        t0 = tr.now()
+        try:
+            result = orig_init(*args, **kwargs)
+        except Exception as exc:
+            tr.failure(exc, "init_process_group", t0)
+            raise
+        _guard.depth += 1
+        try:
+            align_and_place(tr)
+        finally:
+            _guard.depth -= 1
+        row = tr.new_row("mark", "init_process_group", t0, tr.now())
+        row[CAT] = "c10d"
+        tr.write(row)
+        install_dcp(tr)
+        return result
+
+    init_process_group.__wrapped__ = orig_init  # type: ignore[attr-defined]
+    dist.init_process_group = init_process_group
+    dist.distributed_c10d.init_process_group = init_process_group
+
+
+def install(tr: Tracer) -> None:
+    """Installs every hook; call once per process before the program runs."""
+    c10d = dist.distributed_c10d
+    for name, idx, key in COLLECTIVES:
+        orig = getattr(c10d, name, None)
+        if orig is None:
+            continue
+        _orig[name] = orig
+        wrapped = _wrap_collective(tr, name, orig, idx, key)
+        setattr(c10d, name, wrapped)
+        if getattr(dist, name, None) is orig:
+            setattr(dist, name, wrapped)
+    _install_init(tr)
+    _install_ddp(tr)
+    _install_backward(tr)
+    _install_optimizer(tr)
+    _install_torch_io(tr)

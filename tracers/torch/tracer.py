@@ -1,0 +1,240 @@
+"""One rank's recorder: clock, per-step row buffer, and the crash-safe Parquet writer.
+
+Rows of one training step (forward, loss, backward and optimizer phases, collectives) wait in a
+small buffer until the step's optimizer post-hook, because only then is the step number known
+(after a restore it comes from the optimizer state, so resumed runs keep the script's numbering).
+Collective end times arrive on communication threads (future callbacks); those threads only
+store one int into the pending row, the main thread writes rows. Failures are written and
+flushed at once, so a process killed right after an error still leaves them on disk.
+
+Does not import torch at module level (only tracers.torch.hooks does).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from paradise.format import COLUMN_NAMES
+from tracers.writer import TraceWriter, pe_file_stem
+
+COL = {name: i for i, name in enumerate(COLUMN_NAMES)}
+WIDTH = len(COLUMN_NAMES)
+K, PE, T0, T1, CAT, COLL, OBJ, NAME, BYTES, STEP, GROUP, GSIZE, DTYPE, ARGS = (
+    COL[c]
+    for c in ("kind", "pe", "t0", "t1", "cat", "coll", "obj", "name", "bytes", "step", "group", "group_size", "dtype", "args")
+)
+
+BUFFER_MAX_ROWS = 10_000
+"""Rows held for a step that never ends (a loop without optimizer.step) before writing them untagged."""
+
+ENV_DIR = "PARADISE_TRACE"
+ENV_ORIGIN = "PARADISE_TRACE_ORIGIN_NS"
+ENV_PROGRAM = "PARADISE_TRACE_PROGRAM"
+ENV_FLUSH_S = "PARADISE_TRACE_FLUSH_S"
+
+
+def rank_file_stem(rank: int, restart: int) -> str:
+    """`pe-00003` for the first attempt, `pe-00003.restart-01` for torchrun restart 1."""
+    stem = pe_file_stem(rank)
+    return stem if restart == 0 else f"{stem}.restart-{restart:02d}"
+
+
+class Tracer:
+    """Records one rank's events; the hooks in tracers.torch.hooks call its methods."""
+
+    def __init__(
+        self,
+        directory: str | os.PathLike,
+        *,
+        rank: int,
+        world_size: int,
+        local_rank: int = 0,
+        restart: int = 0,
+        origin_ns: int | None = None,
+        program: str = "",
+        flush_interval_s: float = 2.0,
+    ) -> None:
+        self.rank = rank
+        self.world_size = world_size
+        self.local_rank = local_rank
+        self.restart = restart
+        self.origin_ns = origin_ns if origin_ns is not None else time.time_ns()
+        self.offset_ns = 0  # added to local time.time_ns() to get the rank-0 clock
+        self._base = self.origin_ns  # trace time = time.time_ns() - _base
+        self.host = socket.gethostname()
+        self.writer = TraceWriter(
+            Path(directory),
+            rank,
+            flush_interval_s=flush_interval_s,
+            source="torch",
+            program=program,
+            pes=world_size,
+            world_size=world_size,
+            hosts=None,
+            clock={"method": "unaligned", "residual_ns": None},
+            origin_ns=self.origin_ns,
+            extra={"restart": restart, "local_rank": local_rank, "host": self.host, "tracer": "paradise-torch"},
+        )
+        self.writer.stem = rank_file_stem(rank, restart)  # distinct files per torchrun attempt
+        self.flush_interval_ns = int(flush_interval_s * 1e9)
+        self.step: int | None = None  # number of the step in progress (None before the first)
+        self._counter = 0  # steps completed in this process (fallback numbering)
+        self._buffer: list[list[Any]] = []  # rows of the step in progress
+        self._inflight: list[list[Any]] = []  # async collectives not yet completed at their step's end
+        self._auto_io: list[list[Any]] = []  # torch.save/dcp rows, dropped when record_event covers them
+        self._explicit = False  # the program marks steps itself with tracers.torch.step()
+        self.step_start: int | None = None  # trace ns of the current step's first forward
+        self.closed = False
+        # state shared with tracers.torch.hooks
+        self.fwd_stack: list[int] = []  # start times of forwards in progress
+        self.fwd_end: int | None = None  # end of the last forward not yet followed by backward
+        self.last_launch: int | None = None  # last DDP bucket launch (end of backward compute)
+        self.dcp_installed = False
+        self.step_callbacks: list[Any] = []  # called after each step row (e.g. profiler.step)
+
+    # clock
+    def now(self) -> int:
+        """Trace time (ns since the run's start, rank-0 clock) of this instant."""
+        return time.time_ns() - self._base
+
+    def to_trace(self, wall_ns: int | None) -> int | None:
+        return None if wall_ns is None else wall_ns - self._base
+
+    def set_clock(self, offset_ns: int, method: str, residual_ns: int | None) -> None:
+        self.offset_ns = offset_ns
+        self._base = self.origin_ns - offset_ns
+        self.writer.set_metadata(clock={"method": method, "residual_ns": residual_ns, "offset_ns": offset_ns})
+
+    # rows
+    def new_row(self, kind: str, name: str | None, t0: int, t1: int | None) -> list[Any]:
+        row: list[Any] = [None] * WIDTH
+        row[K] = kind
+        row[PE] = self.rank
+        row[T0] = t0
+        row[T1] = t1
+        row[NAME] = name
+        return row
+
+    def buffer(self, row: list[Any]) -> None:
+        """Adds a row of the step in progress (written when the step ends)."""
+        buf = self._buffer
+        buf.append(row)
+        if len(buf) > BUFFER_MAX_ROWS:
+            self._emit_buffer(None, None)
+
+    def write(self, row: list[Any]) -> None:
+        """Writes a row now (rows outside steps, failures)."""
+        self.writer.append(tuple(row))
+
+    def record_wall(self, kind: str, name: str, t0_ns: int, t1_ns: int | None = None, **columns: Any) -> None:
+        """Public record_event: wall-clock times; trace columns by name, the rest into args."""
+        t0 = self.to_trace(int(t0_ns))
+        t1 = self.to_trace(int(t1_ns)) if t1_ns is not None else None
+        row = self.new_row(kind, name, t0, t1)
+        extra = {}
+        for key, value in columns.items():
+            if key in COL and key not in ("kind", "pe", "t0", "t1", "name"):
+                row[COL[key]] = value
+            else:
+                extra[key] = value
+        if extra:
+            row[ARGS] = json.dumps(extra, default=str, sort_keys=True)
+        if row[STEP] is None and kind in ("checkpoint", "restore", "failure", "mark"):
+            row[STEP] = self.step
+        if kind in ("checkpoint", "restore") and t1 is not None:
+            # The caller's own row replaces automatic rows of the same save/load.
+            self._auto_io = [r for r in self._auto_io if not (t0 <= r[T0] and r[T1] <= t1)]
+        if kind == "phase":
+            self.buffer(row)
+        else:
+            self.write(row)
+            if kind == "failure":
+                self.flush()
+
+    def auto_io(self, row: list[Any]) -> None:
+        self._auto_io.append(row)
+
+    def failure(self, exc: BaseException, where: str, t0: int | None = None) -> None:
+        """Writes and flushes a `failure` row for an exception (once per exception object)."""
+        if getattr(exc, "_paradise_recorded", False):
+            return
+        try:
+            exc._paradise_recorded = True  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001 - some exception types refuse attributes
+            pass
+        t1 = self.now()
+        row = self.new_row("failure", type(exc).__name__, t0 if t0 is not None else t1, t1)
+        row[CAT] = where
+        row[STEP] = self.step
+        row[ARGS] = json.dumps({"message": str(exc)[:500], "where": where})
+        self._emit_buffer(None, None)
+        self.write(row)
+        self.flush()
+
+    # steps
+    def end_step(self, n: int, t0: int | None, t1: int) -> None:
+        """Writes the step row and the buffered rows of step n."""
+        start = self.step_start if t0 is None else t0
+        if start is None:
+            start = min((r[T0] for r in self._buffer if r[K] == "phase"), default=t1)
+        row = self.new_row("step", "step", start, t1)
+        row[STEP] = n
+        self.write(row)
+        self._emit_buffer(n, start)
+        self._counter += 1
+        self.step = n + 1
+        self.step_start = None
+        for cb in self.step_callbacks:
+            cb()
+        if time.monotonic_ns() - self.writer._last_flush > self.flush_interval_ns:
+            self.flush()
+
+    def explicit_step(self, n: int, t0_wall: int, t1_wall: int) -> None:
+        self._explicit = True
+        self.end_step(n, self.to_trace(t0_wall), self.to_trace(t1_wall))
+
+    def _emit_buffer(self, n: int | None, start: int | None) -> None:
+        append = self.writer.append
+        for row in self._buffer:
+            if n is not None and row[T0] >= start:
+                row[STEP] = n
+            if row[T1] is None and row[K] == "collective":
+                self._inflight.append(row)
+            else:
+                append(tuple(row))
+        self._buffer = []
+        if self._inflight:
+            done = [r for r in self._inflight if r[T1] is not None]
+            for r in done:
+                append(tuple(r))
+            self._inflight = [r for r in self._inflight if r[T1] is None]
+        if self._auto_io:
+            for r in self._auto_io:
+                append(tuple(r))
+            self._auto_io = []
+
+    # placement
+    def set_placement(self, hosts: list[str], extra: dict[str, Any]) -> None:
+        meta_extra = dict(self.writer.metadata.get("extra") or {})
+        meta_extra.update(extra)
+        self.writer.set_metadata(hosts=hosts, extra=meta_extra)
+
+    # files
+    def flush(self) -> None:
+        self.writer.flush()
+
+    def close(self, complete: bool) -> None:
+        """Writes everything still buffered and compacts this rank's file."""
+        if self.closed:
+            return
+        self.closed = True
+        self._emit_buffer(None, None)
+        for r in self._inflight:
+            self.writer.append(tuple(r))
+        self._inflight = []
+        self.writer.close(complete=complete)
