@@ -18,7 +18,6 @@ Run:  charmrun +p2 examples/stencil2d.py [--grid 8 8] [--block 96] [--iters 60] 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 
 import numpy as np

@@ -310,3 +310,10 @@ def simulate(
         "failures_per_job": float(failures.mean()),
         "wall_s": float(t.mean()),
     }
+
+
+def hint_payload(policy: Policy) -> dict[str, Any]:
+    """The checkpoint.json fields (hints/schemas/checkpoint-1.json) of a policy, JSON-safe."""
+    d = policy.to_dict()
+    return {k: d[k] for k in ("mode", "interval_s", "interval_steps", "mtbf_s", "expected_waste", "intervals",
+                              "safety_net_interval_s", "safety_net_interval_steps", "inputs")}

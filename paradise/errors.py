@@ -39,6 +39,10 @@ class EngineUnavailable(ParadiseError):
     """An engine that cannot start (e.g. an unreachable Dask scheduler)."""
 
 
+class InvalidOption(ParadiseError):
+    """A command-line value outside its allowed range; the message names the option and the value."""
+
+
 def require_new_output(path, force: bool) -> None:
     """Refuses to overwrite an existing output unless forced."""
     from pathlib import Path

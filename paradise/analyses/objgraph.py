@@ -165,8 +165,9 @@ def classify(g: nx.DiGraph, fanout_hubs: set[Node] | None = None) -> tuple[Patte
     lat = _lattice(g)
     if lat is not None and lat["near_share"] >= GRID_EDGE_SHARE:
         ev.update({k: (round(v, 4) if isinstance(v, float) else v) for k, v in lat.items()})
-        if lat["reciprocity"] <= ONE_WAY_RECIPROCITY:
-            return Pattern.CHAIN, lat["near_share"], ev
+        if lat["reciprocity"] <= ONE_WAY_RECIPROCITY and (
+                lat["ndim"] == 1 or max(d for _, d in g.to_undirected().degree) <= 2):
+            return Pattern.CHAIN, lat["near_share"], ev  # a pipeline along the lattice
         return Pattern.GRID, (lat["near_share"] + lat["degree_match"]) / 2, ev
     und = g.to_undirected()
     hub, hub_deg = max(und.degree, key=lambda kv: (kv[1], kv[0]))

@@ -29,7 +29,7 @@ KEEP_MARGIN = 0.03
 REPLAY_MAX_EXECS = 2_000_000
 """Larger traces are not replayed (minutes of simulation); the mapping hint is then 'keep'."""
 TOP_OBJECTS = 10
-FIXED_CATS = ("group", "nodegroup", "chare", "mainchare", "main")
+FIXED_CATS = ("group", "nodegroup", "chare", "mainchare", "main", "runtime")
 """Chare kinds that cannot be placed by an ArrayMap: their load stays on its PE."""
 
 Obj = tuple[str, str]
@@ -140,8 +140,7 @@ def locality(edges: pd.DataFrame) -> Characteristic:
     share_b = float(cross["bytes"].sum() / total_b) if total_b else 0.0
     share_m = float(cross["msgs"].sum() / total_m) if total_m else 0.0
     obj_e = e[e["src_index"].notna() & e["dst_index"].notna()]
-    pairs = obj_e.groupby(["src_coll", "src_index", "dst_coll", "dst_index"]).agg(
-        cut=("src_pe", "size"), crossed=("src_pe", lambda s: 0))
+    pairs = obj_e.groupby(["src_coll", "src_index", "dst_coll", "dst_index"]).ngroups
     cut_edges = obj_e[obj_e["src_pe"] != obj_e["dst_pe"]].groupby(
         ["src_coll", "src_index", "dst_coll", "dst_index"]).ngroups
     return Characteristic(
@@ -149,10 +148,10 @@ def locality(edges: pd.DataFrame) -> Characteristic:
         (Evidence("cross_pe_bytes_share", round(share_b, 4), "", COMM_MATTERS_SHARE, "communication_edges"),
          Evidence("cross_pe_msgs_share", round(share_m, 4)), Evidence("bytes", int(total_b), "bytes"),
          Evidence("msgs", int(total_m)), Evidence("edge_cut", int(cut_edges)),
-         Evidence("object_edges", int(len(pairs)))),
+         Evidence("object_edges", int(pairs))),
         confidence=round(min(1.0, total_m / 100), 3),
         summary=f"{share_b:.0%} of message bytes ({share_m:.0%} of messages) cross PEs; "
-                f"{cut_edges} of {len(pairs)} object edges are cut.")
+                f"{cut_edges} of {pairs} object edges are cut.")
 
 
 def creation(cr: pd.DataFrame) -> Characteristic:

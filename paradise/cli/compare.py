@@ -1,11 +1,84 @@
-"""`paradise compare`: Compare two traces (performance) and their model outputs."""
+"""`paradise compare BASE CANDIDATE`: did the change help, and did it change the model's answers?"""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import typer
+
+from paradise.errors import TraceNotFound
+from paradise.format import OUTPUTS_FILE
+
+OUTPUT_KEYS = (
+    "accuracy_base",
+    "accuracy_candidate",
+    "flips",
+    "flips_correct_to_incorrect",
+    "flips_incorrect_to_correct",
+    "kl_mean",
+    "items_common",
+    "items_only_base",
+    "items_only_candidate",
+)
+
+
+def _has_events(path: Path) -> bool:
+    if path.is_dir():
+        return any(p.name != OUTPUTS_FILE for p in path.glob("*.parquet"))
+    return path.exists() and path.name != OUTPUTS_FILE
+
+
+def _outputs_of(path: Path) -> Path | None:
+    if path.is_dir():
+        return path / OUTPUTS_FILE if (path / OUTPUTS_FILE).exists() else None
+    return path if path.name == OUTPUTS_FILE else None
+
+
+def run_compare(base: Path, candidate: Path, baseline_repeat: Path | None, engine: str) -> dict:
+    """Compares what both sides hold: events (performance) and/or model outputs."""
+    for p in (base, candidate) + ((baseline_repeat,) if baseline_repeat else ()):
+        if not p.exists():
+            raise TraceNotFound(f"{p}: no such file or directory")
+    result: dict = {"base": str(base), "candidate": str(candidate), "performance": None, "outputs": None}
+    if _has_events(base) and _has_events(candidate):
+        from paradise.compare.perf import compare_traces
+
+        result["performance"] = compare_traces(base, candidate, engine=engine).to_dict()
+    ob, oc = _outputs_of(base), _outputs_of(candidate)
+    if ob and oc:
+        from paradise.compare.outputs import compare_outputs
+
+        out = compare_outputs(ob, oc, baseline_repeat=baseline_repeat).to_dict()
+        result["outputs"] = out
+        result.update({k: out[k] for k in OUTPUT_KEYS})
+    elif baseline_repeat is not None:
+        raise TraceNotFound(f"{base}: --baseline-repeat needs model outputs ({OUTPUTS_FILE}) on both sides")
+    if result["performance"] is None and result["outputs"] is None:
+        missing = base if not (_has_events(base) or ob) else candidate
+        raise TraceNotFound(
+            f"{missing}: nothing to compare: both sides need trace events, or both need {OUTPUTS_FILE}"
+        )
+    return result
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("compare", help="Compare two traces (performance) and their model outputs.")
-    def compare_cmd() -> None:
-        raise typer.Exit(1)  # placeholder until the owning issue lands
+    @app.command("compare")
+    def compare_cmd(
+        base: Path = typer.Argument(..., help="Baseline: trace file/folder, or a folder/file with outputs.parquet."),
+        candidate: Path = typer.Argument(..., help="Candidate, of the same program / evaluation set."),
+        baseline_repeat: Path = typer.Option(
+            None, "--baseline-repeat", help="A repeat of the baseline (other seed/run): shows the noise floor of flips and KL."
+        ),
+        engine: str = typer.Option("duckdb", "--engine", help="Stage-1 engine: duckdb or dask."),
+        as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    ) -> None:
+        """Compare two runs: makespan/step time, per-PE busy/idle, per-entry time, volume;
+        and, when both have model outputs, accuracy, flips and KL divergence."""
+        result = run_compare(base, candidate, baseline_repeat, engine)
+        if as_json:
+            typer.echo(json.dumps(result, indent=2, sort_keys=True, default=float))
+            return
+        from paradise.report.compare import render_compare
+
+        render_compare(result)

@@ -1,9 +1,173 @@
-"""`paradise trace torch`."""
+"""`paradise trace torch`: run an unmodified DDP script under torchrun with the PyTorch tracer on.
+
+Each rank runs `python -m tracers.torch.run SCRIPT ARGS` (the tracer's bootstrap) and writes one
+Parquet file (per torchrun attempt) into the output directory. The script's stdout passes
+through; worker and torchrun stderr go to OUT/logs/ so that a failed run ends in one line.
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import typer
+
+from paradise.errors import OutputExists, ParadiseError, TraceNotFound
+
+TRACER_MODULE = "tracers.torch.run"
+"""The per-rank bootstrap, named as a module so the analyzer never imports the tracer."""
+
+
+class TracedRunFailed(ParadiseError):
+    """The traced program exited non-zero; the message says where (rank, step, exception)."""
+
+
+def _prepare_output(out: Path, force: bool) -> None:
+    """Refuses a non-empty output directory unless forced; with force, clears only trace outputs."""
+    if out.exists() and not out.is_dir():
+        raise OutputExists(f"{out}: exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()):
+        if not force:
+            raise OutputExists(f"{out}: already exists and is not empty; pass --force to overwrite it")
+        for p in out.glob("*.parquet"):
+            p.unlink()
+        for p in list(out.glob(".*.tmp")) + list(out.glob("*.tmp")):
+            p.unlink()
+        for sub in ("logs", "kineto"):
+            shutil.rmtree(out / sub, ignore_errors=True)
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def torchrun_command(nproc: int, script: Path, args: list[str], logs: Path, max_restarts: int) -> list[str]:
+    """torchrun (as `python -m torch.distributed.run`) running the tracer bootstrap on each rank."""
+    return [
+        sys.executable, "-m", "torch.distributed.run",
+        "--standalone", "--nproc-per-node", str(nproc),
+        "--max-restarts", str(max_restarts),
+        "--log-dir", str(logs), "--redirects", "2",
+        "-m", TRACER_MODULE, str(script), *args,
+    ]  # fmt: skip
+
+
+def trace_env(out: Path, hints: Path | None, profiler: bool, program: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        PARADISE_TRACE=str(out),
+        PARADISE_TRACE_ORIGIN_NS=str(time.time_ns()),
+        PARADISE_TRACE_PROGRAM=program,
+        TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1",  # restarts reconnect reliably (pytorch#135712)
+    )
+    env.pop("PARADISE_TRACE_PROFILER", None)
+    if profiler:
+        env["PARADISE_TRACE_PROFILER"] = "1"
+    if hints is not None:
+        env["PARADISE_HINTS"] = str(hints)
+    return env
+
+
+def failure_summary(out: Path) -> str | None:
+    """`rank R before its first step: Exc: message` from the first failure row, if any."""
+    import json
+
+    import duckdb
+
+    files = sorted(str(p) for p in out.glob("*.parquet"))
+    if not files:
+        return None
+    con = duckdb.connect(":memory:")
+    try:
+        row = con.sql(
+            "SELECT pe, step, name, args FROM read_parquet($files, union_by_name = true) "
+            "WHERE kind = 'failure' ORDER BY t1, pe LIMIT 1",
+            params={"files": files},
+        ).fetchone()
+        steps = con.sql(
+            "SELECT count(*) FROM read_parquet($files, union_by_name = true) WHERE kind = 'step' AND pe = $pe",
+            params={"files": files, "pe": row[0] if row else 0},
+        ).fetchone()[0]
+    finally:
+        con.close()
+    if row is None:
+        return None
+    pe, step, name, args = row
+    message = ""
+    if args:
+        message = str(json.loads(args).get("message", "")).strip().splitlines()
+        message = message[-1] if message else ""
+    where = "before its first step" if not steps else f"in step {step}"
+    return f"rank {pe} failed {where}: {name}" + (f": {message}" if message else "")
+
+
+def _import_profiles(out: Path, force: bool) -> str:
+    """Imports the ranks' torch.profiler JSON into OUT/kineto (when the Kineto importer exists)."""
+    files = sorted((out / "kineto").glob("rank-*.json"))
+    if not files:
+        return ""
+    try:
+        from paradise.importers.kineto import import_trace
+    except ImportError:
+        return f"; profiler output left as JSON in {out / 'kineto'}"
+    import_trace([str(f) for f in files], str(out / "kineto"), force=True)
+    return f"; profiler trace in {out / 'kineto'}"
+
+
+def run_traced(
+    script: Path,
+    args: list[str],
+    *,
+    nproc: int,
+    out: Path,
+    hints: Path | None = None,
+    profiler: bool = False,
+    max_restarts: int = 0,
+    force: bool = False,
+) -> str:
+    """Runs the script under torchrun with tracing; returns a one-line summary or raises."""
+    if not script.is_file():
+        raise TraceNotFound(f"{script}: no such script")
+    if hints is not None and not hints.is_dir():
+        raise TraceNotFound(f"{hints}: hints directory does not exist")
+    if nproc < 1:
+        raise ParadiseError(f"--nproc must be at least 1 (got {nproc})")
+    _prepare_output(out, force)
+    logs = out / "logs"
+    logs.mkdir()
+    cmd = torchrun_command(nproc, script, args, logs, max_restarts)
+    env = trace_env(out.resolve(), hints.resolve() if hints else None, profiler, script.stem)
+    with open(logs / "torchrun.stderr", "wb") as err:
+        rc = subprocess.call(cmd, env=env, stderr=err)
+    if rc != 0:
+        what = failure_summary(out) or "no failure recorded in the trace"
+        raise TracedRunFailed(f"{script}: exit status {rc}; {what} (trace: {out}, logs: {logs})")
+    extra = _import_profiles(out, force) if profiler else ""
+    return f"paradise: traced {nproc} rank(s) of {script} into {out}{extra}"
 
 
 def register(app: typer.Typer) -> None:
-    """Adds the `torch` subcommand to `paradise trace` (filled in by the tracer's owner)."""
+    """Adds the `torch` subcommand to `paradise trace`."""
+
+    @app.command(
+        "torch",
+        context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
+        help="Run a PyTorch DDP script under torchrun with tracing on: paradise trace torch "
+        "--nproc N -o DIR SCRIPT.py [ARGS...]",
+    )
+    def trace_torch_cmd(
+        script: Path = typer.Argument(..., help="the training script (run unmodified)"),
+        args: list[str] = typer.Argument(None, help="arguments passed to the script"),
+        nproc: int = typer.Option(2, "--nproc", help="processes (ranks) on this machine"),
+        out: Path = typer.Option(..., "-o", "--out", help="trace directory to write"),
+        hints: Path = typer.Option(None, "--hints", help="hints directory for the run (PARADISE_HINTS)"),
+        profiler: bool = typer.Option(False, "--profiler", help="also run torch.profiler and import it"),
+        max_restarts: int = typer.Option(0, "--max-restarts", help="torchrun restarts after a failure"),
+        force: bool = typer.Option(False, "--force", help="overwrite an existing trace directory"),
+    ) -> None:
+        summary = run_traced(
+            script, list(args or []), nproc=nproc, out=out, hints=hints,
+            profiler=profiler, max_restarts=max_restarts, force=force,
+        )  # fmt: skip
+        print(summary, file=sys.stderr)

@@ -217,7 +217,7 @@ class LogRecords:
             idx = np.flatnonzero((self.types == rtype) & (self.lens > k))
             if len(idx):
                 out[idx] = self.field(idx, k)
-        for pos, rtype, line in self.text:
+        for pos, _rtype, line in self.text:
             toks = line.split()
             if len(toks) > 1 and toks[1].lstrip("-").isdigit():
                 out[pos] = int(toks[1])

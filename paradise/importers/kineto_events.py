@@ -264,13 +264,12 @@ def _raw_strings(raws: list, lens: np.ndarray) -> pa.Array:
     """A string column straight from raw JSON slices; empty slices become nulls."""
     n = len(raws)
     data = b"".join(raws)
-    offsets = np.zeros(n + 1, dtype=np.int64)
+    offsets = np.zeros(n + 1, dtype=np.int32)
     np.cumsum(lens, out=offsets[1:])
-    valid = pa.array(lens > 0)
-    arr = pa.LargeStringArray.from_buffers(
-        n, pa.py_buffer(offsets), pa.py_buffer(data), valid.buffers()[1], int(n - int((lens > 0).sum()))
+    present = lens > 0
+    return pa.StringArray.from_buffers(
+        n, pa.py_buffer(offsets), pa.py_buffer(data), pa.array(present).buffers()[1], int(n - present.sum())
     )
-    return arr.cast(pa.string())
 
 
 def _gloo_bytes(dims_raw: bytes, types_raw: bytes) -> int | None:

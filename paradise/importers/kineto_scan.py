@@ -100,6 +100,8 @@ class EventScanner:
         self.path = path
         self.on_bytes = on_bytes
         self.header: dict[str, Any] = {}
+        self.early_header: dict[str, Any] | None = None
+        """Keys written before traceEvents (Kineto puts distributedInfo there), once the array opens."""
         self._in_str = 0
         self._bs_run = 0  # backslashes ending the previous chunk (escape carried over)
         self._depth = 0
@@ -213,6 +215,11 @@ class EventScanner:
                 return None
             self._add_head(chunk[: found + 1])
             self._phase = _EVENTS
+            try:
+                early = json.loads(b"".join(self._head) + b"]}")
+                self.early_header = early if isinstance(early, dict) else None
+            except (ValueError, RecursionError):
+                self.early_header = None
             start = found + 1
             sel = s > found
             s, chars, depth = s[sel], chars[sel], depth[sel]
@@ -256,7 +263,9 @@ class EventScanner:
             header = json.loads(text)
         except (ValueError, RecursionError):
             if self._depth > 0 or self._in_str:
-                raise TruncatedTrace(f"{self.path}: JSON ends before its closing brace (truncated?)") from None
+                raise TruncatedTrace(
+                    f"{self.path}: JSON ends before its closing brace (truncated?)"
+                ) from None
             raise ImportFormatError(f"{self.path}: malformed JSON outside traceEvents") from None
         if self._phase == _BEFORE or "traceEvents" not in header:
             if isinstance(header, dict) and "nodes" in header:

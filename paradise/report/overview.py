@@ -46,7 +46,7 @@ def _pe_table(rows: list[dict[str, Any]]) -> Table:
 def _entries_table(rows: list[dict[str, Any]]) -> Table:
     t = Table(title=f"top {len(rows)} entry methods / ops by total time (inclusive)", title_justify="left")
     t.add_column("name")
-    t.add_column("collection / cat")
+    t.add_column("coll / cat")
     for col in ("count", "total", "share", "mean", "max"):
         t.add_column(col, justify="right")
     for r in rows:
@@ -58,13 +58,9 @@ def _entries_table(rows: list[dict[str, Any]]) -> Table:
     return t
 
 
-def _comm_table(rows: list[dict[str, Any]], totals: dict[str, Any]) -> Table:
+def _comm_table(rows: list[dict[str, Any]]) -> Table:
     top = sorted(rows, key=lambda r: (-r["bytes"], r["pe"], r["peer_pe"] if r["peer_pe"] is not None else -1))
-    t = Table(
-        title=f"messages: {totals['messages']:,} ({fmt_bytes(totals['bytes'])}) over {totals['pairs']:,} PE pairs; "
-        f"largest {min(MAX_EDGE_ROWS, len(top))}",
-        title_justify="left",
-    )
+    t = Table(title=f"largest {min(MAX_EDGE_ROWS, len(top))} PE pairs by bytes", title_justify="left")
     for col in ("from PE", "to PE", "messages", "bytes"):
         t.add_column(col, justify="right")
     for r in top[:MAX_EDGE_ROWS]:
@@ -109,6 +105,12 @@ def render(console: Console, result: dict[str, Any]) -> None:
     if result["top_entries"]:
         console.print(_entries_table(result["top_entries"]))
     if result["comm_matrix"]:
-        console.print(_comm_table(result["comm_matrix"], result["comm_totals"]))
+        tot = result["comm_totals"]
+        local = tot["local_bytes"] / tot["bytes"] if tot["bytes"] else 0.0
+        console.print(
+            f"messages: {tot['messages']:,} ({fmt_bytes(tot['bytes'])}) over {tot['pairs']:,} PE pairs; "
+            f"{local:.0%} of bytes stayed on their PE"
+        )
+        console.print(_comm_table(result["comm_matrix"]))
     if result["collectives"]:
         console.print(_collectives_table(result["collectives"]))

@@ -77,7 +77,6 @@ def load_replayer(engine: Any, pes: int | None = None) -> Replayer:
 
 def _load(path: Path, kind: str, trace: Any, pes: int) -> dict[str, Any] | None:
     from hints.format import HintError, load_hint
-
     from paradise.errors import HintMismatch
 
     if not path.exists():

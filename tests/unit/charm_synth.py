@@ -148,9 +148,10 @@ def grid2d(nx: int, ny: int, pes: int, steps: int, *, periodic: bool = False, co
         new_msgs: dict[tuple[int, int], list[int]] = {c: [] for c in cells}
         for c in cells:
             ins = prev_msgs[c]
-            for m in ins[1:]:  # all ghosts but one are received as their own short execs
+            for m in ins[:-1]:  # every ghost is received by `recv`; the last one computes
                 p.exec("Cell#0", c, "recv", 5_000, msg=m, step=s)
-            e = p.exec("Cell#0", c, "compute", cost(c[0], c[1], s), msg=ins[0] if ins else None, step=s)
+            e = p.exec("Cell#0", c, "recv" if ins else "start", cost(c[0], c[1], s),
+                       msg=ins[-1] if ins else None, step=s)
             for di, dj in ((1, 0), (-1, 0), (0, 1), (0, -1)):
                 a, b = c[0] + di, c[1] + dj
                 if periodic:

@@ -173,13 +173,14 @@ def install_send_hooks(charm) -> None:
         pend[0] = (m0, mid, size, t)
         return msg
 
-    def _row(p, ep, peer_pe, peer_coll, peer_obj, args):
+    def _row(p, ep, peer_pe, peer_coll, peer_obj, args, name=None):
         rec = cur[0]
         s = NO_OBJECT if rec is None else rec[3]
-        em = em_table.get(ep)
+        if name is None:
+            em = em_table.get(ep)
+            name = em._pt[0] if em is not None else None
         out[0](("send", P.pe, p[3] - P.origin, None, None, 0, s[CAT], s[COLL], s[OBJ], s[INDEX],
-                em._pt[0] if em is not None else None, p[1], peer_pe, peer_coll, peer_obj, p[2], s[STEP],
-                None, None, None, None, None, args))
+                name, p[1], peer_pe, peer_coll, peer_obj, p[2], s[STEP], None, None, None, None, None, args))
 
     orig_array, orig_group, orig_chare = charm.CkArraySend, charm.CkGroupSend, charm.CkChareSend
     ST.orig.update(CkArraySend=orig_array, CkGroupSend=orig_group, CkChareSend=orig_chare)

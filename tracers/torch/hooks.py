@@ -166,7 +166,8 @@ def _default_comm_hook(tr: Tracer) -> Any:
     """DDP's default gradient averaging (as ddp_comm_hooks.default_hooks.allreduce_hook), timed."""
     all_reduce = _orig["all_reduce"]
 
-    def allreduce(process_group: Any, bucket: Any) -> torch.futures.Future:
+    # No annotations: DDP checks them against real classes (this module's are strings).
+    def allreduce(process_group, bucket):  # noqa: ANN001
         row = _bucket_row(tr, "allreduce", process_group, bucket)
         group = process_group if process_group is not None else dist.group.WORLD
         tensor = bucket.buffer()
@@ -185,7 +186,7 @@ def _default_comm_hook(tr: Tracer) -> Any:
 def _wrap_user_hook(tr: Tracer, hook: Any) -> Any:
     name = getattr(hook, "__name__", "comm_hook")
 
-    def wrapped(state: Any, bucket: Any) -> torch.futures.Future:
+    def wrapped(state, bucket):  # noqa: ANN001
         group = state if isinstance(state, dist.ProcessGroup) else getattr(state, "process_group", None)
         row = _bucket_row(tr, name, group, bucket)
         _guard.depth += 1

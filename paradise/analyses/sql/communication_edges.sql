@@ -31,7 +31,7 @@ SELECT s.coll AS src_coll, s.obj AS src_obj, s.index AS src_index, s.pe AS src_p
        x.index AS dst_index, coalesce(x.pe, s.peer_pe) AS dst_pe,
        coalesce(x.name, s.name) AS entry,
        count(*) AS msgs,
-       sum(coalesce(s.bytes, 0)) AS bytes,
+       CAST(sum(coalesce(s.bytes, 0)) AS BIGINT) AS bytes,
        min(s.bytes) AS min_bytes,
        max(s.bytes) AS max_bytes,
        count(*) FILTER (WHERE x.fan > 1) AS bcast_msgs,

@@ -11,7 +11,7 @@
 SELECT pe AS src_pe, peer_pe AS dst_pe,
        CAST(floor(log2(greatest(coalesce(bytes, 0), 1))) AS INTEGER) AS bucket_log2,
        count(*) AS msgs,
-       sum(coalesce(bytes, 0)) AS bytes,
+       CAST(sum(coalesce(bytes, 0)) AS BIGINT) AS bytes,
        min(bytes) AS min_bytes,
        max(bytes) AS max_bytes
 FROM events

@@ -13,7 +13,7 @@
 -- merge: keys(coll, obj, index, pe, step) sum(load_ns, execs) min(first_t0) max(last_t1)
 SELECT coll, obj, index, pe,
        coalesce(step, -1) AS step,
-       sum(coalesce(active, t1 - t0)) AS load_ns,
+       CAST(sum(coalesce(active, t1 - t0)) AS BIGINT) AS load_ns,
        count(*) AS execs,
        min(t0) AS first_t0,
        max(t1) AS last_t1

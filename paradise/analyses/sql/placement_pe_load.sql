@@ -8,7 +8,7 @@
 --   t_max    (ns, latest exec end)
 -- merge: keys(pe) sum(busy_ns, execs) min(t_min) max(t_max)
 SELECT pe,
-       sum(coalesce(active, t1 - t0)) AS busy_ns,
+       CAST(sum(coalesce(active, t1 - t0)) AS BIGINT) AS busy_ns,
        count(*) AS execs,
        min(t0) AS t_min,
        max(t1) AS t_max

@@ -1,0 +1,137 @@
+"""Communication: the pattern of each collection's object graph per phase, message sizes,
+and many small messages between the same PEs; comm.json (message combining).
+
+Stage 1: communication_edges (object pairs per entry method), communication_sizes (histogram).
+Stage 2: networkx heuristics in paradise.analyses.objgraph; hints.comm_gen picks the streams.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hints import comm_gen
+from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
+from paradise.analyses.objgraph import collection_patterns
+from paradise.analyses.placement import _ev, provenance_of
+
+SIZE_QUANTILES = (0.5, 0.9, 0.99)
+DEFAULT_PER_MESSAGE_NS = 5_000.0
+"""Per-message cost used for the combining gain when the trace has no cross-PE message to fit."""
+
+
+def applies(trace: Any) -> bool:
+    """Charm-style traces with messages between objects."""
+    return trace.source not in ("torch", "kineto")
+
+
+def pattern_characteristics(patterns: dict[str, list[dict[str, Any]]]) -> list[Characteristic]:
+    """One characteristic per collection: its patterns, phases with most bytes first."""
+    out = []
+    for coll, phases in sorted(patterns.items()):
+        ordered = sorted(phases, key=lambda p: (-p["evidence"]["bytes"], -p["evidence"]["msgs"], p["phase"]))
+        names: list[str] = []
+        for p in ordered:
+            if p["pattern"] not in names:
+                names.append(p["pattern"])
+        ev = tuple(Evidence(f"phase:{p['phase']}", p["pattern"], "", None, "communication_edges")
+                   for p in ordered)
+        conf = max(p["confidence"] for p in ordered)
+        text = ", ".join(f"{p['pattern']} in {p['phase']}" for p in ordered[:4])
+        out.append(Characteristic("communication", f"pattern:{coll}", names, ev, round(conf, 3),
+                                  summary=f"Messages to {coll} form: {text}."))
+    return out
+
+
+def size_quantiles(hist: pd.DataFrame) -> dict[str, int]:
+    """Quantiles of message size from the power-of-two histogram (upper bucket bounds)."""
+    by = hist.groupby("bucket_log2")["msgs"].sum().sort_index()
+    if by.empty:
+        return {}
+    cum = by.cumsum() / by.sum()
+    out = {}
+    for q in SIZE_QUANTILES:
+        b = int(cum.index[np.searchsorted(cum.to_numpy(), q)])
+        out[f"p{int(q * 100)}_bytes"] = int(min(2 ** (b + 1) - 1, hist["max_bytes"].max()))
+    return out
+
+
+def sizes(hist: pd.DataFrame) -> Characteristic:
+    qs = size_quantiles(hist)
+    msgs = int(hist["msgs"].sum())
+    small = int(hist[hist["max_bytes"].fillna(0) <= comm_gen.COMBINE_MAX_BYTES]["msgs"].sum())
+    histogram = [{"bucket_log2": int(b), "msgs": int(m)} for b, m in
+                 hist.groupby("bucket_log2")["msgs"].sum().sort_index().items()]
+    return Characteristic(
+        "communication", "message_sizes", qs.get("p50_bytes"),
+        (*(Evidence(k, v, "bytes") for k, v in qs.items()), Evidence("msgs", msgs),
+         Evidence("small_share", round(small / msgs, 4) if msgs else 0.0, "", comm_gen.COMBINE_MAX_BYTES,
+                  "communication_sizes"),
+         Evidence("histogram_log2", histogram)),
+        confidence=round(min(1.0, msgs / 100), 3),
+        summary=(f"Median message {qs.get('p50_bytes', 0)} bytes, 99th percentile {qs.get('p99_bytes', 0)} bytes; "
+                 f"{small / msgs if msgs else 0:.0%} of {msgs} messages are small."))
+
+
+def streams(edges: pd.DataFrame) -> list[dict[str, Any]]:
+    """Messages per (src_pe, dst_pe, entry) stream."""
+    e = edges[edges["dst_pe"].notna()].astype({"dst_pe": "int64", "src_pe": "int64"})
+    g = e.groupby(["src_pe", "dst_pe", "entry"], sort=True).agg(
+        msgs=("msgs", "sum"), bytes=("bytes", "sum"), max_bytes=("max_bytes", "max")).reset_index()
+    return [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()} for r in g.to_dict("records")]
+
+
+def small_messages(cands: list[dict[str, Any]], all_streams: list[dict[str, Any]]) -> Characteristic:
+    n = sum(c["msgs"] for c in cands)
+    total = sum(s["msgs"] for s in all_streams if s["src_pe"] != s["dst_pe"])
+    top = cands[:5]
+    return Characteristic(
+        "communication", "many_small_messages", len(cands),
+        (Evidence("streams", len(cands), "", comm_gen.COMBINE_MIN_MSGS, "communication_edges"),
+         Evidence("msgs_in_streams", n), Evidence("cross_pe_msgs", total),
+         Evidence("top_streams", top)),
+        confidence=round(min(1.0, total / 200), 3),
+        summary=(f"{len(cands)} PE-pair streams carry {n} small messages (>= {comm_gen.COMBINE_MIN_MSGS} "
+                 f"messages of <= {comm_gen.COMBINE_MAX_BYTES} bytes each)." if cands else
+                 "No PE pair exchanges many small messages."))
+
+
+def comm_hint(engine: Any, trace: Any, cands: list[dict[str, Any]], why: Characteristic) -> dict[str, Any]:
+    from hints.format import make_hint
+    from paradise.whatif import load_replayer
+
+    per_msg = DEFAULT_PER_MESSAGE_NS
+    if engine is not None:
+        model = load_replayer(engine, trace.metadata.get("pes")).model
+        if model.samples:
+            per_msg = model.a_ns
+    saved = comm_gen.saving_ns(cands, per_msg)
+    payload = {"combine": cands, "threshold": {"min_msgs": comm_gen.COMBINE_MIN_MSGS,
+                                               "max_bytes": comm_gen.COMBINE_MAX_BYTES,
+                                               "batch": comm_gen.BATCH}}
+    gain = {"msgs_before": sum(c["msgs"] for c in cands),
+            "msgs_after": sum(-(-c["msgs"] // c["batch"]) for c in cands),
+            "per_message_ns": round(per_msg, 1), "overhead_ns_saved": int(saved)}
+    return make_hint("comm", payload, provenance=provenance_of(trace), justified_by=[_ev(why)],
+                     predicted_gain=gain)
+
+
+def analyze(engine: Any, trace: Any, config: AnalysisConfig | None = None) -> AnalysisResult:
+    """Patterns per collection, message sizes, small-message streams and the comm hint."""
+    edges = engine.query("communication_edges").to_pandas()
+    hist = engine.query("communication_sizes").to_pandas()
+    result = AnalysisResult("communication")
+    if edges.empty:
+        return result
+    patterns = collection_patterns(edges)
+    all_streams = streams(edges)
+    cands = comm_gen.combine_candidates(all_streams)
+    small = small_messages(cands, all_streams)
+    result.characteristics = [*pattern_characteristics(patterns), sizes(hist), small]
+    result.sections["patterns"] = patterns
+    result.sections["streams"] = sorted(all_streams, key=lambda s: -s["msgs"])[:20]
+    if cands:
+        result.hints.append(comm_hint(engine, trace, cands, small))
+    return result

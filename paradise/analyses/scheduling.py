@@ -1,0 +1,136 @@
+"""Scheduling: the critical path through executions and messages, idle time waiting for
+messages, the entry methods on the critical path; schedule.json (message priorities).
+
+Stage 1: scheduling_exec_graph gives each exec its binding predecessor (the sender when its
+message arrived after the PE was free, else the previous exec on the PE) with SQL windows and
+an ASOF join. Stage 2 walks those pointers back from the last exec to finish: the realized
+critical path. The walk is O(path length) over numpy arrays (1e6 execs: about a second).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hints import schedule_gen
+from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
+from paradise.analyses.placement import REPLAY_MAX_EXECS, _ev, provenance_of
+
+WAIT_SHARE_NOTABLE = 0.1
+"""Idle time waiting for messages above this share of PE time is reported as significant."""
+PRIO_MIN_GAIN = 0.005
+"""A schedule hint is written only when the replay with priorities is at least 0.5 % shorter."""
+
+
+def applies(trace: Any) -> bool:
+    return trace.source not in ("torch", "kineto")
+
+
+def critical_path(g: Any) -> np.ndarray:
+    """Exec ids on the critical path, first to last: back from the last exec to end."""
+    if g.n == 0:
+        return np.zeros(0, np.int64)
+    pred = g.crit_pred.tolist()
+    cur = int(np.argmax(g.t1))
+    path, seen = [cur], {cur}
+    while pred[cur] >= 0 and pred[cur] not in seen:  # walks the path, not the events
+        cur = pred[cur]
+        seen.add(cur)
+        path.append(cur)
+    return np.asarray(path[::-1], np.int64)
+
+
+def path_entries(g: Any, path: np.ndarray) -> pd.DataFrame:
+    """Compute time on the path per (coll, entry): the entry methods that set the makespan."""
+    df = pd.DataFrame({"coll": [g.coll[i] or "" for i in path], "entry": [g.name[i] for i in path],
+                       "cost_ns": g.cost[path]})
+    agg = df.groupby(["coll", "entry"], sort=True).agg(cost_ns=("cost_ns", "sum"), execs=("cost_ns", "size"))
+    total = max(float(agg["cost_ns"].sum()), 1.0)
+    agg["share"] = agg["cost_ns"] / total
+    return agg.reset_index().sort_values(["share", "coll", "entry"], ascending=[False, True, True])
+
+
+def path_char(g: Any, path: np.ndarray, entries: pd.DataFrame) -> Characteristic:
+    span = int(g.t1[path[-1]] - g.t0[path[0]]) if len(path) else 0
+    compute = int(g.cost[path].sum()) if len(path) else 0
+    msgs = int(sum(1 for a, b in zip(path[:-1], path[1:]) if g.src[b] == a)) if len(path) else 0
+    top = entries.head(5)
+    names = [f"{c}.{e}" if c else str(e) for c, e in zip(top["coll"], top["entry"])]
+    return Characteristic(
+        "scheduling", "critical_path", span,
+        (Evidence("length_ns", span, "ns"), Evidence("makespan_ns", g.makespan_ns, "ns"),
+         Evidence("execs", len(path)), Evidence("compute_ns", compute, "ns"),
+         Evidence("message_hops", msgs), Evidence("compute_share", round(compute / span, 4) if span else 0.0),
+         Evidence("entries", [{"entry": n, "share": round(float(s), 4), "execs": int(k)}
+                              for n, s, k in zip(names, top["share"], top["execs"])], "", None,
+                  "scheduling_exec_graph")),
+        confidence=0.9 if len(path) > 1 else 0.3,
+        summary=(f"The critical path has {len(path)} executions and {msgs} message hops; "
+                 f"{compute / span if span else 0:.0%} of it is computation"
+                 + (f", mostly in {names[0]}." if names else ".")))
+
+
+def waiting_char(g: Any, pes: int) -> Characteristic:
+    per_pe = np.bincount(g.pe, weights=g.wait_msg, minlength=pes)
+    span = max(g.makespan_ns, 1)
+    share = float(per_pe.sum() / (span * pes))
+    df = pd.DataFrame({"entry": [f"{c}.{n}" if c else str(n) for c, n in zip(g.coll, g.name)], "w": g.wait_msg})
+    top = df[df["w"] > 0].groupby("entry")["w"].sum().sort_values(ascending=False).head(5)
+    return Characteristic(
+        "scheduling", "idle_waiting_for_messages", round(share, 4),
+        (Evidence("wait_ns", int(per_pe.sum()), "ns"), Evidence("share_of_pe_time", round(share, 4), "",
+                                                              WAIT_SHARE_NOTABLE, "scheduling_exec_graph"),
+         Evidence("per_pe_wait_ns", [int(x) for x in per_pe], "ns"),
+         Evidence("waited_for", [{"entry": k, "wait_ns": int(v)} for k, v in top.items()])),
+        confidence=0.8 if g.n > 10 else 0.3,
+        summary=(f"PEs spent {share:.0%} of their time idle waiting for messages"
+                 + (f", most before {top.index[0]}." if len(top) else ".")))
+
+
+def schedule_hint(engine: Any, trace: Any, rp: Any, entries: pd.DataFrame,
+                  why: Characteristic) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    from hints.format import make_hint
+
+    crit = [{"coll": c, "entry": e, "share": float(s)} for c, e, s in
+            zip(entries["coll"], entries["entry"], entries["share"])]
+    prios = schedule_gen.priorities(crit)
+    if not prios or rp is None:
+        return None, {}
+    pred = rp.replay(None, schedule_gen.as_lookup(prios))
+    info = {"priorities": prios, "replay_makespan_ns": pred["replay_makespan_ns"],
+            "baseline_replay_makespan_ns": pred["baseline_replay_makespan_ns"]}
+    if pred["replay_makespan_ns"] > pred["baseline_replay_makespan_ns"] * (1 - PRIO_MIN_GAIN):
+        return None, info  # priorities would not help (replay): no hint
+    gain = {"makespan_ns_before": pred["measured_makespan_ns"],
+            "makespan_ns_after": pred["predicted_makespan_ns"], "speedup": pred["predicted_speedup"]}
+    doc = make_hint("schedule", {"priorities": prios, "default_prio": 0}, provenance=provenance_of(trace),
+                    justified_by=[_ev(why)], predicted_gain=gain)
+    return doc, info
+
+
+def analyze(engine: Any, trace: Any, config: AnalysisConfig | None = None) -> AnalysisResult:
+    """Critical path, waiting time and the schedule hint."""
+    from paradise.whatif import load_replayer
+
+    rp = load_replayer(engine, trace.metadata.get("pes"))
+    g = rp.graph
+    result = AnalysisResult("scheduling")
+    if g.n == 0:
+        return result
+    path = critical_path(g)
+    entries = path_entries(g, path)
+    cp = path_char(g, path, entries)
+    result.characteristics = [cp, waiting_char(g, rp.pes)]
+    result.sections["critical_entries"] = [
+        {"coll": c, "entry": e, "cost_ns": int(n), "execs": int(k), "share": round(float(s), 4)}
+        for c, e, n, k, s in zip(entries["coll"], entries["entry"], entries["cost_ns"], entries["execs"],
+                                 entries["share"])][:10]
+    result.sections["latency_model"] = rp.model.to_dict()
+    doc, info = schedule_hint(engine, trace, rp if g.n <= REPLAY_MAX_EXECS else None, entries, cp)
+    if info:
+        result.sections["priority_replay"] = info
+    if doc is not None:
+        result.hints.append(doc)
+    return result

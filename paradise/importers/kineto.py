@@ -1,0 +1,383 @@
+"""Imports PyTorch profiler (Kineto) Chrome-trace JSON files, one per rank, into one paradise trace.
+
+Two passes keep memory bounded whatever the input size:
+1. each file is streamed (kineto_scan) and decoded batch by batch (kineto_events) into a
+   temporary Parquet file; step intervals, CPU launches (correlation -> time) and the time
+   range are collected on the side;
+2. once every header is known (rank, baseTimeNanoseconds may come after the events), the
+   temporary files are rewritten with ranks, aligned times from the earliest event, and
+   steps: CPU-side rows by the ProfilerStep#N interval they start in, device rows by the
+   step of the runtime call that launched them (same correlation id).
+The output appears atomically; see docs/importers.md ("Kineto") for the mapping.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from paradise.errors import ImportFormatError, TraceNotFound, require_new_output
+from paradise.format import SCHEMA, conform, make_metadata
+from paradise.importers.kineto_events import PASS1_SCHEMA, EventDecodeError, decode_batch
+from paradise.importers.kineto_scan import EventScanner
+
+EPOCH_FLOOR_NS = 10**18
+"""ts at or past this (2001-09-09 in Unix ns) are taken as Unix time already (older Kineto)."""
+RELATIVE_MAX_NS = 30 * 86400 * 10**9
+"""ts below this with baseTimeNanoseconds are offsets from it (newer Kineto); larger ts with a
+base are a host clock the base does not describe (seen: 51 days of uptime), left unaligned."""
+OUT_ROW_GROUP = 128 * 1024
+"""Rows per output row group: big enough for good compression, small enough to stream."""
+
+
+@dataclass
+class _FileInfo:
+    path: Path
+    tmp: Path
+    header: dict[str, Any] = field(default_factory=dict)
+    rank: int | None = None
+    rows: int = 0
+    ts_min: int | None = None
+    ts_max: int | None = None
+    steps: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
+    launches: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
+    processes: dict[str, str] = field(default_factory=dict)
+    threads: dict[str, str] = field(default_factory=dict)
+    other_phases: dict[str, int] = field(default_factory=dict)
+    method: str = "none"
+    offset: int = 0
+
+
+def _rank_of(info: _FileInfo, header: dict[str, Any], rank: int | None) -> int | None:
+    """The file's rank from distributedInfo, else --rank; None when the header lacks it so far."""
+    dist = header.get("distributedInfo")
+    found = dist.get("rank") if isinstance(dist, dict) else None
+    if found is not None:
+        if type(found) is not int:
+            try:
+                found = int(found)
+            except (TypeError, ValueError):
+                raise ImportFormatError(
+                    f"{info.path}: distributedInfo.rank is not an integer ({found!r})"
+                ) from None
+        if rank is not None and rank != found:
+            raise ImportFormatError(
+                f"{info.path}: distributedInfo.rank is {found} but --rank {rank} was given"
+            )
+        return found
+    return rank
+
+
+def _no_rank(info: _FileInfo) -> ImportFormatError:
+    return ImportFormatError(
+        f"{info.path}: no rank in the trace (distributedInfo.rank missing); pass --rank R with this one file"
+    )
+
+
+def _name_of(raw_args: bytes) -> str | None:
+    try:
+        args = json.loads(raw_args) if raw_args else {}
+    except ValueError:
+        return None
+    value = args.get("name") if isinstance(args, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _pass1(info: _FileInfo, rank: int | None, on_bytes: Callable[[int], None] | None) -> None:
+    scanner = EventScanner(info.path, on_bytes)
+    writer: pq.ParquetWriter | None = None
+    rank_checked = False
+    try:
+        for text in scanner.batches():
+            if not rank_checked and scanner.early_header is not None:
+                rank_checked = True
+                if (
+                    "distributedInfo" in scanner.early_header
+                    and _rank_of(info, scanner.early_header, rank) is None
+                ):
+                    raise _no_rank(info)
+            try:
+                res = decode_batch(text)
+            except EventDecodeError as exc:
+                raise ImportFormatError(f"{info.path}: malformed trace event ({exc})") from None
+            for name, pid, tid, raw in res.meta_events:
+                if name in ("process_name", "thread_name"):
+                    label = _name_of(raw)
+                    if label is not None:
+                        if name == "process_name":
+                            info.processes[str(pid)] = label
+                        else:
+                            info.threads[f"{pid}/{tid}"] = label
+            for k, v in res.other_phases.items():
+                info.other_phases[k] = info.other_phases.get(k, 0) + v
+            t = res.table
+            if t is None:
+                continue
+            if writer is None:
+                writer = pq.ParquetWriter(info.tmp, PASS1_SCHEMA, compression="lz4")
+            writer.write_table(t)
+            info.rows += t.num_rows
+            t0 = t.column("t0").to_numpy()
+            t1 = t.column("t1").to_numpy()
+            lo, hi = int(t0.min()), int(t0.max())
+            info.ts_min = lo if info.ts_min is None else min(info.ts_min, lo)
+            info.ts_max = hi if info.ts_max is None else max(info.ts_max, hi)
+            step = t.column("step")
+            if step.null_count < len(step):
+                m = step.is_valid().to_numpy(zero_copy_only=False)
+                info.steps.append((t0[m], t1[m], step.to_numpy(zero_copy_only=False)[m].astype(np.int64)))
+            msg = t.column("msg")
+            if msg.null_count < len(msg):
+                dev = t.column("_dev").to_numpy(zero_copy_only=False)
+                m = msg.is_valid().to_numpy(zero_copy_only=False) & ~dev
+                if m.any():
+                    msg_np = msg.fill_null(0).to_numpy()
+                    info.launches.append((msg_np[m], t0[m]))
+    finally:
+        if writer is not None:
+            writer.close()
+    info.header = scanner.header
+    info.rank = _rank_of(info, info.header, rank)
+    if info.rank is None:
+        raise _no_rank(info)
+
+
+def _classify_clock(info: _FileInfo) -> None:
+    """Decides how the file's ts map to Unix time (see EPOCH_FLOOR_NS, RELATIVE_MAX_NS)."""
+    base = info.header.get("baseTimeNanoseconds")
+    base = int(base) if isinstance(base, (int, float)) and not isinstance(base, bool) else None
+    if info.ts_min is None or info.ts_max is None:
+        info.method, info.offset = "none", 0
+    elif info.ts_min >= EPOCH_FLOOR_NS:
+        info.method, info.offset = "unix_ts", 0
+    elif base is not None and info.ts_max < RELATIVE_MAX_NS:
+        info.method, info.offset = "baseTimeNanoseconds", base
+    else:
+        info.method, info.offset = "trace_clock", 0
+
+
+def _assign(
+    t: np.ndarray, starts: np.ndarray, ends: np.ndarray, nums: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Step number of the interval each time falls in ([start, end)); (values, found)."""
+    if starts.size == 0:
+        return np.zeros(t.size, dtype=np.int64), np.zeros(t.size, dtype=np.bool_)
+    idx = np.searchsorted(starts, t, side="right") - 1
+    ok = idx >= 0
+    idx = np.clip(idx, 0, None)
+    ok &= t < ends[idx]
+    return nums[idx], ok
+
+
+class _StepIndex:
+    """Per-rank step intervals and launch correlation -> step, for vectorised lookups."""
+
+    def __init__(self, info: _FileInfo) -> None:
+        if info.steps:
+            s0 = np.concatenate([s[0] for s in info.steps])
+            s1 = np.concatenate([s[1] for s in info.steps])
+            sn = np.concatenate([s[2] for s in info.steps])
+            order = np.argsort(s0, kind="stable")
+            self.starts, self.ends, self.nums = s0[order], s1[order], sn[order]
+        else:
+            self.starts = self.ends = self.nums = np.zeros(0, dtype=np.int64)
+        if info.launches:
+            corr = np.concatenate([x[0] for x in info.launches])
+            lt0 = np.concatenate([x[1] for x in info.launches])
+            order = np.argsort(corr, kind="stable")
+            self.corr = corr[order]
+            self.lstep, self.lok = _assign(lt0[order], self.starts, self.ends, self.nums)
+        else:
+            self.corr = np.zeros(0, dtype=np.int64)
+            self.lstep = np.zeros(0, dtype=np.int64)
+            self.lok = np.zeros(0, dtype=np.bool_)
+
+    def steps_for(self, t0: np.ndarray, dev: np.ndarray, msg: np.ndarray, has_msg: np.ndarray) -> tuple:
+        vals, ok = _assign(t0, self.starts, self.ends, self.nums)
+        if dev.any():
+            ok = ok & ~dev  # device rows: only through their launch
+            if self.corr.size:
+                d = np.flatnonzero(dev & has_msg)
+                pos = np.searchsorted(self.corr, msg[d])
+                posc = np.clip(pos, 0, self.corr.size - 1)
+                hit = (pos < self.corr.size) & (self.corr[posc] == msg[d])
+                d, posc = d[hit], posc[hit]
+                vals[d] = self.lstep[posc]
+                ok[d] = self.lok[posc]
+        return vals, ok
+
+
+def _pass2_batches(info: _FileInfo, origin: int) -> Iterable[pa.Table]:
+    index = _StepIndex(info)
+    shift = info.offset - origin
+    pf = pq.ParquetFile(info.tmp)
+    for batch in pf.iter_batches(batch_size=OUT_ROW_GROUP):
+        n = batch.num_rows
+        t0 = batch.column("t0").to_numpy() + shift
+        t1 = batch.column("t1").to_numpy() + shift
+        dev = batch.column("_dev").to_numpy(zero_copy_only=False)
+        msg_col = batch.column("msg")
+        has_msg = msg_col.is_valid().to_numpy(zero_copy_only=False)
+        msg = msg_col.fill_null(0).to_numpy()
+        own = batch.column("step")
+        vals, ok = index.steps_for(batch.column("t0").to_numpy(), dev, msg, has_msg)
+        own_ok = own.is_valid().to_numpy(zero_copy_only=False)
+        vals = np.where(own_ok, own.fill_null(0).to_numpy().astype(np.int64), vals)
+        ok = ok | own_ok
+        cols = {
+            name: batch.column(name)
+            for name in batch.schema.names
+            if name not in ("_dev", "t0", "t1", "step")
+        }
+        cols["pe"] = pa.array(np.full(n, info.rank, dtype=np.int32))
+        cols["t0"] = pa.array(t0)
+        cols["t1"] = pa.array(t1)
+        cols["step"] = pa.array(vals.astype(np.int32), mask=~ok)
+        yield conform(pa.table(cols))
+
+
+def _program_name(out: Path) -> str:
+    name = out.name
+    for suffix in (".parquet", ".json", ".gz"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return name or "kineto"
+
+
+def _metadata(infos: list[_FileInfo], origin: int | None, program: str) -> dict[bytes, bytes]:
+    world = None
+    dist0: dict[str, Any] = {}
+    for info in infos:
+        dist = info.header.get("distributedInfo")
+        if isinstance(dist, dict):
+            dist0 = dist0 or dist
+            if world is None and isinstance(dist.get("world_size"), int):
+                world = dist["world_size"]
+    methods = {info.method for info in infos if info.method != "none"}
+    method = methods.pop() if len(methods) == 1 else ("mixed" if methods else "none")
+    aligned = method in ("baseTimeNanoseconds", "unix_ts")
+    ranks = {}
+    for info in infos:
+        h = info.header
+        devices = h.get("deviceProperties")
+        ranks[str(info.rank)] = {
+            "file": info.path.name,
+            "events": info.rows,
+            "clock": info.method,
+            "baseTimeNanoseconds": h.get("baseTimeNanoseconds"),
+            "schemaVersion": h.get("schemaVersion"),
+            "displayTimeUnit": h.get("displayTimeUnit"),
+            "traceName": h.get("traceName"),
+            "devices": [d.get("name") for d in devices if isinstance(d, dict)]
+            if isinstance(devices, list)
+            else None,
+            "processes": info.processes,
+            "threads": info.threads,
+            "skipped_phases": info.other_phases,
+        }
+    return make_metadata(
+        source="kineto",
+        program=program,
+        pes=world,
+        world_size=world,
+        pe=infos[0].rank if len(infos) == 1 else None,
+        clock={
+            "method": method,
+            "aligned_to_unix_time": aligned,
+            "per_rank": {str(i.rank): i.method for i in infos},
+            "residual_ns": None,
+        },
+        origin_ns=origin if aligned else None,
+        complete=True,
+        names={"kinds": "exec, collective, step, mark (see docs/importers.md, Kineto)"},
+        extra={
+            "distributedInfo": {k: v for k, v in dist0.items() if k != "pg_config"},
+            "pg_config": dist0.get("pg_config"),
+            "ranks": ranks,
+            "trace_origin_ns": origin,
+        },
+    )
+
+
+def import_trace(
+    files: Iterable[str | os.PathLike],
+    out: str | os.PathLike,
+    *,
+    rank: int | None = None,
+    force: bool = False,
+    program: str | None = None,
+    progress: bool = False,
+) -> Path:
+    """Imports Kineto trace files (one per rank) into one Parquet trace at `out`; returns its path."""
+    paths = [Path(f) for f in files]
+    out = Path(out)
+    if not paths:
+        raise ImportFormatError("no Kineto trace files given")
+    if rank is not None and len(paths) > 1:
+        raise ImportFormatError(
+            f"--rank applies to a single file, got {len(paths)} files (each must carry distributedInfo.rank)"
+        )
+    for p in paths:
+        if not p.exists():
+            raise TraceNotFound(f"{p}: no such file")
+        if p.is_dir():
+            raise ImportFormatError(f"{p}: is a directory, not a Kineto trace file")
+        if out.exists() and p.resolve() == out.resolve():
+            raise ImportFormatError(f"{p}: the output would overwrite this input")
+    require_new_output(out, force)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmpdir = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    final_tmp = tmpdir / "out.parquet"
+    try:
+        infos = [_FileInfo(path=p, tmp=tmpdir / f"pass1-{i:05d}.parquet") for i, p in enumerate(paths)]
+        total = sum(p.stat().st_size for p in paths)
+        if progress:
+            from paradise.report.progress import progress_bar
+
+            bar_cm: Any = progress_bar("import kineto", total)
+        else:
+            bar_cm = nullcontext(None)
+        with bar_cm as bar:
+            on_bytes = bar.advance if bar is not None else None
+            for info in infos:
+                _pass1(info, rank, on_bytes)
+        seen: dict[int, Path] = {}
+        for info in infos:
+            assert info.rank is not None
+            if info.rank in seen:
+                raise ImportFormatError(f"{info.path}: rank {info.rank} also comes from {seen[info.rank]}")
+            seen[info.rank] = info.path
+            _classify_clock(info)
+        starts = [info.ts_min + info.offset for info in infos if info.ts_min is not None]
+        origin = min(starts) if starts else 0
+        meta = _metadata(infos, origin if starts else None, program or _program_name(out))
+        schema = SCHEMA.with_metadata(meta)
+        with pq.ParquetWriter(final_tmp, schema, compression="zstd") as writer:
+            pending: list[pa.Table] = []
+            rows = 0
+            for info in infos:
+                if info.rows == 0:
+                    continue
+                for table in _pass2_batches(info, origin):
+                    pending.append(table)
+                    rows += table.num_rows
+                    if rows >= OUT_ROW_GROUP:
+                        writer.write_table(pa.concat_tables(pending).replace_schema_metadata(meta))
+                        pending, rows = [], 0
+            if pending:
+                writer.write_table(pa.concat_tables(pending).replace_schema_metadata(meta))
+        os.replace(final_tmp, out)
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+    return out

@@ -1,0 +1,112 @@
+"""Terminal report of `paradise compare`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+from paradise.report.console import console, fmt_bytes, fmt_ns
+
+SHOW_CHANGES = 25
+
+
+def _fmt(value: float, unit: str) -> str:
+    if unit == "ns":
+        return fmt_ns(value)
+    if unit == "bytes":
+        return fmt_bytes(value)
+    return f"{value:,.0f}"
+
+
+def render_performance(perf: dict[str, Any]) -> None:
+    c = console()
+    c.print(
+        f"[bold]performance[/bold]  base: {perf['base']} ({perf['steps_base']} steps)   "
+        f"candidate: {perf['candidate']} ({perf['steps_candidate']} steps)"
+    )
+    if perf["program_base"] != perf["program_candidate"]:
+        c.print(f"[yellow]note: programs differ ({perf['program_base']} vs {perf['program_candidate']})[/yellow]")
+    t = Table(title="changes, significant first")
+    for col, justify in (("metric", "left"), ("base", "right"), ("candidate", "right"), ("change", "right"), ("", "left")):
+        t.add_column(col, justify=justify)
+    for ch in perf["changes"][:SHOW_CHANGES]:
+        rel = f"{ch['relative'] * 100:+.1f}%" if ch["relative"] is not None else _fmt(ch["delta"], ch["unit"])
+        better = ch["delta"] < 0 if ch["unit"] == "ns" and not ch["metric"].endswith(".idle") else None
+        color = "" if not ch["significant"] else ("green" if better else "red" if better is False else "bold")
+        mark = "significant" if ch["significant"] else "within noise"
+        t.add_row(
+            ch["metric"],
+            _fmt(ch["base"], ch["unit"]),
+            _fmt(ch["candidate"], ch["unit"]),
+            f"[{color}]{rel}[/{color}]" if color else rel,
+            mark,
+        )
+    c.print(t)
+    if len(perf["changes"]) > SHOW_CHANGES:
+        c.print(f"({len(perf['changes']) - SHOW_CHANGES} more in --json)")
+
+
+def render_outputs(out: dict[str, Any]) -> None:
+    c = console()
+    c.print(f"[bold]model outputs[/bold]  base: {out['base']}   candidate: {out['candidate']}")
+    t = Table(show_header=True)
+    t.add_column("figure")
+    t.add_column("value", justify="right")
+    common = out["items_common"]
+    rows = [
+        ("items compared", f"{common:,}"),
+        ("items only in base", f"{out['items_only_base']:,}"),
+        ("items only in candidate", f"{out['items_only_candidate']:,}"),
+        ("accuracy base", f"{out['accuracy_base'] * 100:.2f}%"),
+        ("accuracy candidate", f"{out['accuracy_candidate'] * 100:.2f}%"),
+        ("Δ accuracy", f"{(out['accuracy_candidate'] - out['accuracy_base']) * 100:+.2f} pts"),
+        ("flips (share of items)", f"{out['flips'] * 100:.2f}%"),
+        ("  correct → incorrect", f"{out['flips_correct_to_incorrect']:,}"),
+        ("  incorrect → correct", f"{out['flips_incorrect_to_correct']:,}"),
+        ("predictions changed", f"{out['prediction_changes']:,}"),
+    ]
+    if out["kl_mean"] is not None:
+        q = out["kl_quantiles"]
+        rows += [
+            ("mean KL(base ‖ candidate)", f"{out['kl_mean']:.4g}"),
+            ("KL p50 / p90 / p99 / max", f"{q.get('p50', 0):.3g} / {q.get('p90', 0):.3g} / {q.get('p99', 0):.3g} / {out['kl_max']:.3g}"),
+        ]
+    nf = out.get("noise_floor")
+    if nf:
+        rows += [
+            ("noise floor: flips base vs repeat", f"{nf['flips'] * 100:.2f}%"),
+            ("noise floor: mean KL", f"{nf['kl_mean']:.4g}" if nf["kl_mean"] is not None else "-"),
+        ]
+    for r in rows:
+        t.add_row(*r)
+    c.print(t)
+    if out["items_only_base"] or out["items_only_candidate"]:
+        c.print(
+            f"[yellow]items present on one side only are not compared: base-only e.g. {out['only_base_examples']}, "
+            f"candidate-only e.g. {out['only_candidate_examples']}[/yellow]"
+        )
+    if nf and nf["flips"] > 0:
+        ratio = out["flips"] / nf["flips"]
+        c.print(f"flips are {ratio:.1f}× the baseline's own run-to-run flips")
+    if out["flipped_items"]:
+        ft = Table(title="flipped items (smallest baseline margin first)")
+        for col in ("item", "label", "base", "candidate", "direction", "base margin", "KL"):
+            ft.add_column(col)
+        for f in out["flipped_items"]:
+            ft.add_row(
+                f["item"], str(f["label"]), str(f["pred_base"]), str(f["pred_candidate"]),
+                f["direction"].replace("correct->incorrect", "✓→✗").replace("incorrect->correct", "✗→✓"),
+                "-" if f["margin_base"] is None else f"{f['margin_base']:.3f}",
+                "-" if f["kl"] is None else f"{f['kl']:.3g}",
+            )
+        c.print(ft)
+    if abs(out["accuracy_candidate"] - out["accuracy_base"]) < 0.01 and out["flips"] >= 0.02:
+        c.print("[bold yellow]accuracy is nearly unchanged, but answers changed: check the flips above.[/bold yellow]")
+
+
+def render_compare(result: dict[str, Any]) -> None:
+    if result["performance"]:
+        render_performance(result["performance"])
+    if result["outputs"]:
+        render_outputs(result["outputs"])

@@ -1,0 +1,221 @@
+"""Start, clock check, flushing and the two ways a run ends (exit, abort) for the tracer.
+
+`atexit` never runs after `charm.exit()`, so exit is wrapped: every PE closes its writer
+(complete=true) and contributes to a reduction whose target calls the real exit. An
+uncaught exception reaches `charm.abort` (via handleGeneralError, after charm4py printed the
+traceback): every PE closes its writer with complete=false, then the real abort runs; a
+timer aborts anyway if a PE cannot answer. Between those, part files flushed every second
+bound what a killed run loses.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+
+from charm4py import Chare, Reducer
+
+from tracers.charm._state import MSG_PE_SHIFT, ST, _drop, clock
+from tracers.charm.hooks import unfinished_rows
+
+FLUSH_TICK_S = 1.0
+"""Buffered rows are flushed at least this often, so a killed PE loses at most ~1 s of events."""
+ABORT_GRACE_S = 3.0
+"""How long an aborting PE waits for the others to close their files before aborting anyway."""
+PING_ROUNDS = 3
+"""Clock-offset ping rounds at exit; the round with the shortest round trip is kept."""
+
+
+def _charm():
+    from charm4py import charm
+
+    return charm
+
+
+def open_writer() -> None:
+    """Called on each PE once charm4py knows the PE number (registerMainModule)."""
+    from tracers.writer import TraceWriter
+
+    charm = _charm()
+    ST.pe, ST.pes = charm.myPe(), charm.numPes()
+    ST.msg_base = ST.pe << MSG_PE_SHIFT
+    env_origin = os.environ.get("PARADISE_TRACE_ORIGIN_NS")
+    if env_origin:
+        ST.origin = int(env_origin)
+        ST.origin_unix = int(os.environ.get("PARADISE_TRACE_ORIGIN_UNIX_NS", "0")) or None
+    else:
+        ST.origin, ST.origin_unix = clock(), time.time_ns()
+        ST.clock_meta["method"] = "per-PE start (no launcher origin)"
+    ST.writer = TraceWriter(
+        ST.trace_dir,
+        ST.pe,
+        source="charm4py",
+        program=ST.program,
+        pes=ST.pes,
+        hosts={str(ST.pe): socket.gethostname()},
+        clock=dict(ST.clock_meta),
+        origin_ns=ST.origin_unix,
+        names={"coll": "chare class + '#' + creation ordinal", "msg": "(src_pe << 40) | seq"},
+        extra={"charm4py": _version(), "argv": sys.argv[1:], "hints": ST.hints_dir},
+    )
+    ST.out[0] = ST.writer.append
+
+
+def _version() -> str:
+    try:
+        from charm4py import charm4py_version
+
+        return str(charm4py_version)
+    except ImportError:  # pragma: no cover
+        return "unknown"
+
+
+def close(complete: bool) -> None:
+    """Writes suspended coroutines' rows and compacts this PE's file (idempotent)."""
+    w = ST.writer
+    if w is None or ST.out[0] is _drop:
+        return
+    for row in unfinished_rows(clock()):
+        w.append(row)
+    ST.out[0] = _drop
+    w.set_metadata(clock=dict(ST.clock_meta))
+    try:
+        w.close(complete=complete)
+    except Exception as exc:  # never mask the program's own outcome
+        print(f"paradise: could not close trace file of PE {ST.pe}: {exc}", file=sys.stderr)
+
+
+def _tick() -> None:
+    if ST.out[0] is _drop:
+        return
+    if ST.writer._rows:
+        ST.writer.flush()
+    _charm().scheduleCallableAfter(_tick, FLUSH_TICK_S)
+
+
+class _TracerGroup(Chare):
+    """The tracer's own Group: clock ping, name broadcasts, coordinated close. Never recorded."""
+
+    def __init__(self):
+        ST.group = self.thisProxy
+        _charm().scheduleCallableAfter(_tick, FLUSH_TICK_S)
+        self.code, self.round, self.waiting, self.best = None, 0, 0, {}
+
+    def _send(self, fn, *args):
+        ST.mute[0] += 1
+        try:
+            fn(*args)
+        finally:
+            ST.mute[0] -= 1
+
+    def begin_finish(self, code):
+        """On PE 0: a few ping rounds to measure clock offsets, then every PE closes."""
+        if self.code is not None:
+            return
+        self.code = code
+        self._ping_all()
+
+    def _ping_all(self):
+        self.waiting = _charm().numPes()
+        self._send(self.thisProxy.ping, clock())
+
+    def ping(self, t_send):
+        self._send(self.thisProxy[0].pong, ST.pe, t_send, clock())
+
+    def pong(self, pe, t_send, t_remote):
+        t_recv = clock()
+        rtt = t_recv - t_send
+        if pe not in self.best or rtt < self.best[pe][1] * 2:
+            self.best[pe] = (t_remote - (t_send + t_recv) // 2, rtt // 2)
+        self.waiting -= 1
+        if self.waiting:
+            return
+        self.round += 1
+        if self.round < PING_ROUNDS:
+            return self._ping_all()
+        for q, (offset, residual) in self.best.items():
+            self._send(self.thisProxy[q].set_clock, offset, residual)
+        self._send(self.thisProxy.finish, self.code)
+
+    def set_clock(self, offset_ns, residual_ns):
+        ST.clock_meta.update(offset_ns=int(offset_ns), residual_ns=int(residual_ns),
+                             method="host-monotonic; offset to PE 0 measured by ping at exit, not applied")
+
+    def learn(self, kind, rid, name, cat):
+        (ST.reg.arrays if kind == 0 else ST.reg.groups).setdefault(rid, (name, cat))
+
+    def finish(self, code):
+        close(complete=True)
+        self._send(self.contribute, code, Reducer.max, self.thisProxy[0].exit_now)
+
+    def exit_now(self, code):
+        ST.orig["exit"](code)
+
+    def fail(self):
+        close(complete=False)
+        self._send(self.contribute, None, None, self.thisProxy[0].abort_now)
+
+    def abort_now(self):
+        ST.orig["abort"](ST.abort_reason or "aborted")
+
+    def reason(self, text):
+        ST.abort_reason = text
+
+
+def install_lifecycle(charm, program: str) -> type:
+    """Wraps start, registerMainModule, _createInternalChares, exit and abort."""
+    tracer_group = _TracerGroup
+    charm.register(tracer_group)
+    orig = {name: getattr(charm, name) for name in
+            ("start", "registerMainModule", "_createInternalChares", "exit", "abort")}
+    ST.orig.update(orig)
+
+    def start(entry=None, classes=[], modules=[], interactive=False):  # noqa: B006
+        ST.entry_name = getattr(entry, "__name__", None) if not hasattr(entry, "mro") else None
+        if hasattr(entry, "mro"):
+            ST.main_coll = f"{entry.__name__}#0"
+        charm.dynamic_register = sys.modules["__main__"].__dict__
+        return orig["start"](entry, classes, modules, interactive)
+
+    def registerMainModule():
+        orig["registerMainModule"]()
+        open_writer()
+
+    def createInternalChares():
+        orig["_createInternalChares"]()
+        from charm4py import Group
+
+        Group(tracer_group)
+
+    def exit(exit_code=0):
+        if ST.exiting or ST.group is None:
+            close(complete=True)
+            return orig["exit"](exit_code)
+        ST.exiting = True
+        ST.mute[0] += 1
+        ST.group[0].begin_finish(exit_code)
+        ST.mute[0] -= 1
+        if not charm.threadMgr.isMainThread():
+            charm.threadMgr.pauseThread()  # like the real exit: the caller does not continue
+
+    def abort(message):
+        if ST.failing or ST.group is None or ST.pes <= 1:
+            close(complete=False)
+            return orig["abort"](message)
+        ST.failing = True
+        ST.abort_reason = str(message)
+        close(complete=False)
+        ST.mute[0] += 1
+        ST.group[0].reason(str(message))
+        ST.group.fail()
+        ST.mute[0] -= 1
+        charm.scheduleCallableAfter(orig["abort"], ABORT_GRACE_S, [str(message)])
+
+    charm.start = start
+    charm.registerMainModule = registerMainModule
+    charm._createInternalChares = createInternalChares
+    charm.exit = exit
+    charm.abort = abort
+    return tracer_group

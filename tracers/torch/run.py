@@ -1,0 +1,107 @@
+"""Per-rank bootstrap: ``python -m tracers.torch.run SCRIPT [ARGS...]`` (torchrun runs this).
+
+Installs the hooks, then runs the unmodified script as ``__main__`` with runpy. An exception
+escaping the script is recorded as a ``failure`` row (then re-raised, so torchrun sees the
+failure); the rank's file is closed either way (complete=false when the script failed).
+Without ``PARADISE_TRACE`` in the environment the script simply runs untraced.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+from pathlib import Path
+from typing import Any
+
+import tracers.torch as api
+from tracers.torch.tracer import COL, ENV_DIR, ENV_FLUSH_S, ENV_ORIGIN, ENV_PROGRAM, Tracer
+
+ENV_PROFILER = "PARADISE_TRACE_PROFILER"
+
+
+def tracer_from_env(script: str) -> Tracer:
+    """The tracer of this rank, from torchrun's and the launcher's environment."""
+    env = os.environ
+    origin = env.get(ENV_ORIGIN)
+    return Tracer(
+        env[ENV_DIR],
+        rank=int(env.get("RANK", "0")),
+        world_size=int(env.get("WORLD_SIZE", "1")),
+        local_rank=int(env.get("LOCAL_RANK", "0")),
+        restart=int(env.get("TORCHELASTIC_RESTART_COUNT", "0")),
+        origin_ns=int(origin) if origin else None,
+        program=env.get(ENV_PROGRAM) or Path(script).stem,
+        flush_interval_s=float(env.get(ENV_FLUSH_S, "2.0")),
+    )
+
+
+def _start_profiler(tr: Tracer) -> Any:
+    """torch.profiler over the whole run; ProfilerStep#N follows the tracer's steps."""
+    import torch
+
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if torch.cuda.is_available():
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    prof = torch.profiler.profile(activities=activities)
+    prof.start()
+    tr.step_callbacks.append(prof.step)
+    return prof
+
+
+def _stop_profiler(tr: Tracer, prof: Any, directory: str) -> None:
+    prof.stop()
+    out = Path(directory) / "kineto"
+    out.mkdir(parents=True, exist_ok=True)
+    suffix = "" if tr.restart == 0 else f".restart-{tr.restart:02d}"
+    prof.export_chrome_trace(str(out / f"rank-{tr.rank}{suffix}.json"))
+
+
+def run(script: str, args: list[str]) -> None:
+    """Runs the script traced (or untraced when PARADISE_TRACE is unset)."""
+    sys.argv = [script, *args]
+    sys.path[0] = str(Path(script).resolve().parent)
+    directory = os.environ.get(ENV_DIR)
+    if not directory:
+        runpy.run_path(script, run_name="__main__")
+        return
+    from tracers.torch import hooks
+
+    tr = tracer_from_env(script)
+    if tr.restart:
+        row = tr.new_row("restart", "restart", tr.now(), None)
+        row[COL["obj"]] = tr.restart
+        tr.write(row)
+    hooks.install(tr)
+    api._tracer = tr
+    prof = _start_profiler(tr) if os.environ.get(ENV_PROFILER) == "1" else None
+    ok = False
+    try:
+        runpy.run_path(script, run_name="__main__")
+        ok = True
+    except SystemExit as exc:
+        ok = exc.code in (None, 0)
+        if not ok:
+            tr.failure(exc, "exit")
+        raise
+    except BaseException as exc:
+        tr.failure(exc, "script")
+        raise
+    finally:
+        api._tracer = None
+        if prof is not None:
+            try:
+                _stop_profiler(tr, prof, directory)
+            except Exception:  # noqa: BLE001 - the profile is an extra; never lose the trace for it
+                pass
+        tr.close(complete=ok)
+
+
+def main() -> None:
+    if len(sys.argv) < 2:
+        sys.exit("usage: python -m tracers.torch.run SCRIPT [ARGS...]")
+    run(sys.argv[1], sys.argv[2:])
+
+
+if __name__ == "__main__":
+    main()
