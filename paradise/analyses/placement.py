@@ -53,6 +53,11 @@ def provenance_of(trace: Any) -> dict[str, Any]:
                       pes=trace.metadata.get("pes"), source=trace.source)
 
 
+def fmt_s(ns: float | None) -> str:
+    """Nanoseconds as seconds for sentences (analyses do not import the rich report helpers)."""
+    return "?" if ns is None else f"{float(ns) / 1e9:.4g} s"
+
+
 def _ev(c: Characteristic) -> dict[str, Any]:
     return {"analysis": c.category, "characteristic": c.name, "value": c.value,
             "evidence": [{"metric": e.metric, "value": e.value, "unit": e.unit} for e in c.evidence]}
@@ -197,11 +202,12 @@ def analyze(engine: Any, trace: Any, config: AnalysisConfig | None = None) -> An
     chars += [locality(edges), creation(cr)]
     result.characteristics = chars
     result.sections["pe_load_ns"] = [int(x) for x in _busy(pe_load, pes)]
-    doc, candidates = mapping_hint(engine, trace, pes, objs, movable(objs, cr), edges, chars,
+    doc, candidates, text = mapping_hint(engine, trace, pes, objs, movable(objs, cr), edges, chars,
                                    _busy(pe_load, pes))
     result.sections["mapping_candidates"] = candidates
     if doc is not None:
         result.hints.append(doc)
+        result.sections["hint_explanations"] = [text]
     return result
 
 

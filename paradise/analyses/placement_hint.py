@@ -19,6 +19,7 @@ from paradise.analyses.placement import (
     KEEP_MARGIN,
     REPLAY_MAX_EXECS,
     _ev,
+    fmt_s,
     provenance_of,
 )
 
@@ -59,13 +60,13 @@ def _choose(table: list[dict[str, Any]], base_pred: dict[str, Any] | None) -> st
 
 def mapping_hint(engine: Any, trace: Any, pes: int, objs: pd.DataFrame, mov: pd.DataFrame,
                  edges: pd.DataFrame, chars: list[Characteristic],
-                 busy: list[float]) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+                 busy: list[float]) -> tuple[dict[str, Any] | None, list[dict[str, Any]], str]:
     """The mapping.json document (or None without movable objects) and the candidates table."""
     from hints.format import make_hint
     from paradise.whatif import load_replayer
 
     if mov.empty:
-        return None, []
+        return None, [], ""
     keys = list(zip(mov["coll"].astype(str), mov["index"].astype(str)))
     loads = dict(zip(keys, mov["load_ns"].astype(float)))
     current = dict(zip(keys, mov["pe"].astype(int)))
@@ -114,14 +115,11 @@ def mapping_hint(engine: Any, trace: Any, pes: int, objs: pd.DataFrame, mov: pd.
     doc_text = explain(best, gain, chars)
     doc = make_hint("mapping", {"collections": mapping_gen.to_payload(plan), "strategy": best},
                     provenance=provenance_of(trace), justified_by=justifying, predicted_gain=gain)
-    doc["explanation"] = doc_text
-    return doc, table
+    return doc, table, doc_text
 
 
 def explain(best: str, gain: dict[str, Any], chars: list[Characteristic]) -> str:
     """The mapping hint in one sentence a user understands."""
-    from paradise.report.console import fmt_ns
-
     imb = _char(chars, "load_imbalance")
     ratio = imb.value if imb is not None else 1.0
     if best == "keep":
@@ -133,5 +131,5 @@ def explain(best: str, gain: dict[str, Any], chars: list[Characteristic]) -> str
     what = {"refine": "move a few objects off the busiest PE", "greedy": "re-place objects heaviest first",
             "metis": "partition objects by load and communication (METIS)"}[best]
     return (f"mapping.json: {what} ({gain['moves']} objects move); the busiest PE carries {ratio:.2f}x the mean "
-            f"load and the what-if replay predicts the run drops from {fmt_ns(gain.get('makespan_ns_before'))} "
-            f"to {fmt_ns(gain.get('makespan_ns_after'))} ({gain.get('speedup')}x).")
+            f"load and the what-if replay predicts the run drops from {fmt_s(gain.get('makespan_ns_before'))} "
+            f"to {fmt_s(gain.get('makespan_ns_after'))} ({gain.get('speedup')}x).")

@@ -1,9 +1,61 @@
-"""`paradise trace charm`."""
+"""`paradise trace charm`: run an unmodified charm4py program under charmrun with tracing on."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import typer
+
+from paradise.errors import OutputExists, TraceNotFound
+
+
+def _prepare_out(out: Path, force: bool) -> None:
+    """Refuses a trace directory that already holds a trace, unless --force (then clears it)."""
+    old = list(out.glob("pe-*.parquet")) + list(out.glob(".pe-*.tmp")) if out.is_dir() else []
+    if out.exists() and not out.is_dir():
+        raise OutputExists(f"{out}: exists and is not a directory")
+    if old and not force:
+        raise OutputExists(f"{out}: already holds a trace; pass --force to overwrite it")
+    for f in old:
+        f.unlink()
+    out.mkdir(parents=True, exist_ok=True)
 
 
 def register(app: typer.Typer) -> None:
-    """Adds the `charm` subcommand to `paradise trace` (filled in by the tracer's owner)."""
+    """Adds the `charm` subcommand to `paradise trace`."""
+
+    @app.command(
+        "charm",
+        context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
+    )
+    def charm_cmd(
+        program: Path = typer.Argument(..., help="The charm4py program (APP.py)."),
+        app_args: list[str] = typer.Argument(None, help="Arguments passed to the program."),
+        pes: int = typer.Option(2, "--pes", "-p", min=1, help="Number of PEs (charmrun +pN)."),
+        out: Path = typer.Option(..., "-o", "--out", help="Trace directory (one Parquet file per PE)."),
+        hints: Path = typer.Option(None, "--hints", help="Hints directory: its mapping.json places arrays."),
+        timeout: float = typer.Option(None, "--timeout", help="Kill the run after this many seconds."),
+        force: bool = typer.Option(False, "--force", help="Overwrite an existing trace in OUT."),
+    ) -> None:
+        """Run a charm4py program with tracing on (options go before APP.py; the rest is the program's)."""
+        from tracers.charm.launch import launch
+        from tracers.charm.resolve import resolve_peers
+
+        if not program.is_file():
+            raise TraceNotFound(f"{program}: no such program")
+        if hints is not None and not hints.is_dir():
+            raise TraceNotFound(f"{hints}: no such hints directory")
+        _prepare_out(out, force)
+        res = launch(program, list(app_args or []), pes, trace_dir=out, hints_dir=hints, timeout_s=timeout)
+        finals = sorted(out.glob("pe-?????.parquet"))
+        if res.timed_out:
+            print(f"paradise: {program.name} timed out after {timeout:g} s; partial trace in {out}", file=sys.stderr)
+            raise typer.Exit(124)
+        if res.returncode != 0:
+            print(f"paradise: {program.name} failed (exit code {res.returncode}); "
+                  f"partial trace in {out} (marked incomplete)", file=sys.stderr)
+            raise typer.Exit(res.returncode if 0 < res.returncode < 256 else 1)
+        if len(finals) == pes:
+            resolve_peers(out)
+        typer.echo(f"paradise: traced {program.name} on {pes} PE(s) in {res.wall_s:.1f} s -> {out}")

@@ -80,15 +80,16 @@ def failure_summary(out: Path) -> str | None:
         return None
     con = duckdb.connect(":memory:")
     try:
-        row = con.sql(
+        rows = con.sql(
             "SELECT pe, step, name, args FROM read_parquet($files, union_by_name = true) "
             "WHERE kind = 'failure' ORDER BY t1, pe LIMIT 1",
             params={"files": files},
-        ).fetchone()
+        ).fetchall()
+        row = rows[0] if rows else None
         steps = con.sql(
             "SELECT count(*) FROM read_parquet($files, union_by_name = true) WHERE kind = 'step' AND pe = $pe",
             params={"files": files, "pe": row[0] if row else 0},
-        ).fetchone()[0]
+        ).fetchall()[0][0]
     finally:
         con.close()
     if row is None:

@@ -2,10 +2,31 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import typer
 
 
 def register(app: typer.Typer) -> None:
     @app.command("whatif", help="Replay a trace under proposed hints and predict the next run.")
-    def whatif_cmd() -> None:
-        raise typer.Exit(1)  # placeholder until the owning issue lands
+    def whatif_cmd(
+        trace: Path = typer.Argument(..., help="Trace file or directory."),
+        hints: Path = typer.Option(..., "--hints", help="Directory with mapping.json and/or schedule.json."),
+        as_json: bool = typer.Option(False, "--json", help="Print the prediction as JSON."),
+    ) -> None:
+        """Predicted makespan and per-PE load under the hints, beside the baseline replay."""
+        from paradise.engines.duckdb_engine import DuckDBEngine
+        from paradise.store import open_trace
+        from paradise.whatif import predict_from_hints
+
+        handle = open_trace(trace)
+        with DuckDBEngine(handle) as engine:
+            result = predict_from_hints(engine, handle, hints)
+        result["trace"] = str(handle.path)
+        if as_json:
+            typer.echo(json.dumps(result, indent=1, sort_keys=True))
+            return
+        from paradise.report.whatif import render
+
+        render(result)

@@ -88,7 +88,7 @@ class DaskEngine:
             raise EngineUnavailable(f"dask engine: dask.distributed is not installed ({exc})") from None
         if scheduler is None:
             self._cluster = LocalCluster(
-                n_workers=LOCAL_WORKERS, threads_per_worker=1, processes=False, dashboard_address=None
+                n_workers=LOCAL_WORKERS, threads_per_worker=1, processes=False, dashboard_address=":0"
             )
             return Client(self._cluster)
         try:

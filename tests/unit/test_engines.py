@@ -27,7 +27,7 @@ def dask_client():
     """One in-process LocalCluster for the module (starting one per example would dominate)."""
     from dask.distributed import Client, LocalCluster
 
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None)
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0")
     client = Client(cluster)
     yield client
     client.close()

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import greenlet
 
+from paradise.format import pack_index
 from tracers.charm._state import MSG_PE_SHIFT, ST, clock
 from tracers.charm.identity import CAT, COLL, EXPLICIT, INDEX, NO_OBJECT, OBJ, STEP, SYNCS
-
-from paradise.format import pack_index
 
 IDLE_MIN_NS = 10_000
 """Gaps between scheduler dispatches shorter than 10 us are charm4py's own dispatch cost
@@ -241,7 +240,7 @@ def install_multicast_hook(charm) -> None:
                 return
             pend[0] = None
             ent = ST.reg.groups.get(gid)
-            ST.send_row(p, ep, None, ent and ent[0], None, '{"multicast":%d}' % len(pes))
+            ST.send_row(p, ep, None, ent and ent[0], None, f'{{"multicast":{len(pes)}}}')
 
     charm.lib = _LibProxy()
 

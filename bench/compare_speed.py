@@ -1,0 +1,90 @@
+"""Times `paradise compare` on model outputs against a bare DuckDB pass over the same data.
+
+Both sides read two outputs.parquet files of N items x K options, align them on `item`, and
+compute accuracies, flips and mean KL. The bare pass is the shortest DuckDB query doing that;
+paradise also validates schemas and uniqueness, normalises log-probabilities, and finds KL
+quantiles, margins and the flipped items. Runs alternate in one process; prints medians and
+the ratio (goal: at most 2x).
+
+    python bench/compare_speed.py [--items 10000000] [--options 4] [--reps 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from paradise.compare.outputs import compare_outputs
+
+CACHE = Path(__file__).resolve().parents[1] / ".bench" / "compare"
+
+
+def make(path: Path, n: int, k: int, seed: int, base: np.ndarray | None = None) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(size=(n, k)).astype(np.float32) if base is None else base + rng.normal(
+        scale=0.3, size=(n, k)).astype(np.float32)
+    lp = logits - np.log(np.exp(logits).sum(1, keepdims=True))
+    labels = np.random.default_rng(0).integers(0, k, n).astype(np.int32)
+    items = pa.array([f"q{i}" for i in range(n)]) if n <= 1_000_000 else pa.compute.binary_join_element_wise(
+        "q", pa.array(np.arange(n)).cast(pa.string()), "")
+    values = pa.FixedSizeListArray.from_arrays(pa.array(lp.reshape(-1)), k).cast(pa.list_(pa.float32()))
+    pq.write_table(pa.table({"item": items, "label": labels, "logprobs": values}), path, row_group_size=1 << 20)
+    return logits
+
+
+def bare(con: duckdb.DuckDBPyConnection, b: Path, c: Path) -> tuple:
+    return con.execute(
+        f"""
+        WITH j AS (SELECT b.label, b.logprobs bl, c.logprobs cl
+                   FROM read_parquet('{b}') b JOIN read_parquet('{c}') c USING (item))
+        SELECT count(*),
+               avg((list_position(bl, list_max(bl)) - 1 = label)::INT),
+               avg((list_position(cl, list_max(cl)) - 1 = label)::INT),
+               sum(((list_position(bl, list_max(bl)) - 1 = label) <> (list_position(cl, list_max(cl)) - 1 = label))::INT),
+               avg(list_sum(list_transform(list_zip(bl, cl), lambda z: exp(z[1]) * (z[1] - z[2]))))
+        FROM j
+        """
+    ).fetchall()[0]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--items", type=int, default=10_000_000)
+    ap.add_argument("--options", type=int, default=4)
+    ap.add_argument("--reps", type=int, default=3)
+    args = ap.parse_args()
+    CACHE.mkdir(parents=True, exist_ok=True)
+    b = CACHE / f"base_{args.items}x{args.options}.parquet"
+    c = CACHE / f"cand_{args.items}x{args.options}.parquet"
+    if not (b.exists() and c.exists()):
+        logits = make(b, args.items, args.options, 1)
+        make(c, args.items, args.options, 2, base=logits)
+    con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
+    t_bare, t_ours = [], []
+    for _ in range(args.reps):
+        t = time.perf_counter()
+        n, acc_b, acc_c, flips, kl = bare(con, b, c)
+        t_bare.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        r = compare_outputs(b, c)
+        t_ours.append(time.perf_counter() - t)
+    assert r.items_common == n and abs(r.accuracy_base - acc_b) < 1e-9
+    assert r.flips_correct_to_incorrect + r.flips_incorrect_to_correct == flips
+    assert abs(r.kl_mean - kl) < 1e-4 * max(kl, 1e-9) + 1e-6
+    mb, mo = statistics.median(t_bare), statistics.median(t_ours)
+    print(f"items={args.items:,} options={args.options} reps={args.reps} (same answers: accuracy, flips, mean KL)")
+    print(f"bare DuckDB pass     median {mb:7.2f} s   runs {', '.join(f'{x:.2f}' for x in t_bare)}")
+    print(f"paradise compare     median {mo:7.2f} s   runs {', '.join(f'{x:.2f}' for x in t_ours)}")
+    print(f"ratio paradise/bare  {mo / mb:.2f}x   (goal: <= 2x)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""Trace diff: a known speed-up is found significant; unchanged figures stay within noise."""
+
+from __future__ import annotations
+
+import json
+import random
+
+from paradise.compare.perf import compare_traces
+from tests.builders import TraceBuilder
+
+
+def two_pe_run(tmp_path, name: str, pe1_work: int, seed: int, steps: int = 8):
+    """Per step: PE0 works ~100 µs, PE1 works pe1_work µs; both wait for the slower one."""
+    rng = random.Random(seed)
+    b = TraceBuilder(2, program="bsp")
+    t = 0
+    for s in range(steps):
+        w0 = 100_000 + rng.randrange(-3_000, 3_000)
+        w1 = pe1_work * 1_000 + rng.randrange(-3_000, 3_000)
+        end = t + max(w0, w1)
+        b.exec(0, t, t + w0, "Cell.work", coll="Cell#0", obj=0, step=s)
+        b.exec(1, t, t + w1, "Cell.work", coll="Cell#0", obj=1, step=s)
+        for pe, w in ((0, w0), (1, w1)):
+            if w < end - t:
+                b.add(pe, "idle", t + w, end, step=s)
+        b.message(0, t + w0, 1, end, end + 1_000, "Cell.halo", 512, step=s)
+        t = end + 1_000
+    return b.write(tmp_path / name)
+
+
+def test_speedup_is_significant(tmp_path):
+    base = two_pe_run(tmp_path, "base", pe1_work=300, seed=1)
+    cand = two_pe_run(tmp_path, "cand", pe1_work=150, seed=2)
+    r = compare_traces(base, cand)
+    step, busy1, busy0 = r.get("step_time"), r.get("pe1.busy"), r.get("pe0.busy")
+    # step time ~301 µs -> ~151 µs: half, far beyond a ±3 µs spread
+    assert step.significant and step.delta < 0 and abs(step.relative + 0.5) < 0.05
+    assert busy1.significant and busy1.delta < 0
+    assert not busy0.significant  # PE0's work did not change
+    assert r.get("makespan").delta < 0
+    assert r.changes[0].significant  # significant changes are listed first
+    assert r.steps_base == 8 and r.steps_candidate == 8
+
+
+def test_cli_json(tmp_path, cli):
+    base = two_pe_run(tmp_path, "base", pe1_work=300, seed=1)
+    cand = two_pe_run(tmp_path, "cand", pe1_work=300, seed=3)
+    rc, out, err = cli("compare", base, cand, "--json")
+    assert rc == 0, err
+    perf = json.loads(out)["performance"]
+    step = next(c for c in perf["changes"] if c["metric"] == "step_time")
+    assert not step["significant"]  # same program, other seed: within the run-to-run spread
+    rc, out, err = cli("compare", base, cand)
+    assert rc == 0 and "step_time" in out
