@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 CRITICAL_SHARE_MIN = 0.05
-"""An entry method gets a priority when it holds at least this share of the critical path's compute."""
+"""An entry method gets a priority when it holds at least this share of the critical path's queue
+delay (time its messages waited while the PE ran other work): that is what a priority removes."""
 MAX_PRIORITIZED = 4
 """At most this many entry methods are raised: raising everything raises nothing."""
 TOP_PRIO = -100

@@ -42,13 +42,20 @@ def critical_path(g: Any) -> np.ndarray:
     return np.asarray(path[::-1], np.int64)
 
 
-def path_entries(g: Any, path: np.ndarray) -> pd.DataFrame:
-    """Compute time on the path per (coll, entry): the entry methods that set the makespan."""
+def path_entries(g: Any, path: np.ndarray, model: Any) -> pd.DataFrame:
+    """Per (coll, entry) on the path: compute time, and queue delay (its message had arrived but
+    the PE ran something else first). Queue delay is what a message priority can remove."""
+    src = g.src[path]
+    has = src >= 0
+    same = np.where(has, g.pe[np.where(has, src, 0)] == g.pe[path], True)
+    lat = np.where(same, model.local_ns, model.a_ns + model.ns_per_byte * g.nbytes[path])
+    queued = np.where(has, np.maximum(g.t0[path] - (g.send_t0[path] + lat), 0), 0)
     df = pd.DataFrame({"coll": [g.coll[i] or "" for i in path], "entry": [g.name[i] for i in path],
-                       "cost_ns": g.cost[path]})
-    agg = df.groupby(["coll", "entry"], sort=True).agg(cost_ns=("cost_ns", "sum"), execs=("cost_ns", "size"))
-    total = max(float(agg["cost_ns"].sum()), 1.0)
-    agg["share"] = agg["cost_ns"] / total
+                       "cost_ns": g.cost[path], "queue_ns": queued.astype(np.int64)})
+    agg = df.groupby(["coll", "entry"], sort=True).agg(
+        cost_ns=("cost_ns", "sum"), queue_ns=("queue_ns", "sum"), execs=("cost_ns", "size"))
+    agg["share"] = agg["cost_ns"] / max(float(agg["cost_ns"].sum()), 1.0)
+    agg["queue_share"] = agg["queue_ns"] / max(float(agg["queue_ns"].sum()), 1.0)
     return agg.reset_index().sort_values(["share", "coll", "entry"], ascending=[False, True, True])
 
 
@@ -94,7 +101,7 @@ def schedule_hint(engine: Any, trace: Any, rp: Any, entries: pd.DataFrame,
     from hints.format import make_hint
 
     crit = [{"coll": c, "entry": e, "share": float(s)} for c, e, s in
-            zip(entries["coll"], entries["entry"], entries["share"])]
+            zip(entries["coll"], entries["entry"], entries["queue_share"]) if s > 0]
     prios = schedule_gen.priorities(crit)
     if not prios or rp is None:
         return None, {}
@@ -111,7 +118,7 @@ def schedule_hint(engine: Any, trace: Any, rp: Any, entries: pd.DataFrame,
 
 
 def analyze(engine: Any, trace: Any, config: AnalysisConfig | None = None) -> AnalysisResult:
-    """Critical path, waiting time and the schedule hint."""
+    """Critical path, waiting time and the schedule hint (priorities for entries queued on the path)."""
     from paradise.whatif import load_replayer
 
     rp = load_replayer(engine, trace.metadata.get("pes"))
@@ -120,13 +127,14 @@ def analyze(engine: Any, trace: Any, config: AnalysisConfig | None = None) -> An
     if g.n == 0:
         return result
     path = critical_path(g)
-    entries = path_entries(g, path)
+    entries = path_entries(g, path, rp.model)
     cp = path_char(g, path, entries)
     result.characteristics = [cp, waiting_char(g, rp.pes)]
     result.sections["critical_entries"] = [
-        {"coll": c, "entry": e, "cost_ns": int(n), "execs": int(k), "share": round(float(s), 4)}
-        for c, e, n, k, s in zip(entries["coll"], entries["entry"], entries["cost_ns"], entries["execs"],
-                                 entries["share"])][:10]
+        {"coll": c, "entry": e, "cost_ns": int(n), "execs": int(k), "share": round(float(s), 4),
+         "queue_ns": int(q), "queue_share": round(float(qs), 4)}
+        for c, e, n, k, s, q, qs in zip(entries["coll"], entries["entry"], entries["cost_ns"], entries["execs"],
+                                        entries["share"], entries["queue_ns"], entries["queue_share"])][:10]
     result.sections["latency_model"] = rp.model.to_dict()
     doc, info = schedule_hint(engine, trace, rp if g.n <= REPLAY_MAX_EXECS else None, entries, cp)
     if info:
@@ -137,6 +145,7 @@ def analyze(engine: Any, trace: Any, config: AnalysisConfig | None = None) -> An
         g = doc["predicted_gain"]
         result.sections["hint_explanations"] = [
             f"schedule.json: deliver messages for {names} first (higher priority): they hold "
-            f"{sum(p['critical_share'] for p in info['priorities']):.0%} of the critical path's computation, and "
+            f"{sum(p['critical_share'] for p in info['priorities']):.0%} of the time the critical path's messages "
+            f"waited in a PE's queue, and "
             f"the what-if replay predicts {fmt_s(g['makespan_ns_before'])} -> {fmt_s(g['makespan_ns_after'])}."]
     return result

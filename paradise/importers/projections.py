@@ -22,6 +22,7 @@ from paradise.errors import ImportFormatError, TraceNotFound, require_new_output
 from paradise.format import SCHEMA, conform, index_text, make_metadata, pack_index
 from paradise.importers import _projections_parse as P
 from paradise.importers._projections_marks import marks_for_pe
+from paradise.importers._projections_tachyon import read_tachyon_shifts
 from paradise.report.progress import progress_bar
 
 US = 1000
@@ -45,7 +46,7 @@ def import_trace(src: str | os.PathLike, out: str | os.PathLike, *, force: bool 
     require_new_output(out, force)
     sts = P.read_sts(find_sts(Path(src)))
     logs = P.find_logs(sts)
-    shifts = P.read_tachyon_shifts(sts.path.parent)
+    shifts = read_tachyon_shifts(sts.path.parent)
     tables = _EntryTables(sts)
     summary: dict[str, Counter] = {"records": Counter(), "unknown": Counter(), "notes": Counter()}
     parts: dict[str, list[pd.DataFrame]] = {"exec": [], "idle": [], "send": [], "mark": []}

@@ -162,3 +162,83 @@ def grid2d(nx: int, ny: int, pes: int, steps: int, *, periodic: bool = False, co
         prev_msgs = new_msgs
     placement = {("Cell#0", c): (k * pes) // len(cells) for k, c in enumerate(cells)}
     return p, placement
+
+
+def master_worker(workers: int, pes: int, tasks: int) -> tuple[Prog, dict[Key, int]]:
+    """Master#0[0] hands tasks to Worker#0[i] point to point; each result brings the next task."""
+    p = Prog(pes)
+    m = p.exec("Master#0", (0,), "start", 10_000)
+    free: list[int] = []
+    for w in range(workers):
+        free.append(p.exec("Worker#0", (w,), "work", 200_000 + 50_000 * (w % 3), msg=p.send(m, 1_000 * w, 256)))
+    for t in range(workers, tasks):
+        w = t % workers
+        r = p.exec("Master#0", (0,), "result", 5_000, msg=p.send(free[w], 100_000, 128))
+        free[w] = p.exec("Worker#0", (w,), "work", 200_000, msg=p.send(r, 1_000, 256))
+    placement = {("Master#0", (0,)): 0} | {("Worker#0", (w,)): w % pes for w in range(workers)}
+    return p, placement
+
+
+def pipeline(stages: int, pes: int, items: int, cost: int = 100_000) -> tuple[Prog, dict[Key, int]]:
+    """Stage#0[i] passes each item to Stage#0[i+1]: a chain."""
+    p = Prog(pes)
+    for it in range(items):
+        e = p.exec("Stage#0", (0,), "item", cost, step=it)
+        for s in range(1, stages):
+            e = p.exec("Stage#0", (s,), "item", cost, msg=p.send(e, cost, 1024), step=it)
+    return p, {("Stage#0", (s,)): (s * pes) // stages for s in range(stages)}
+
+
+def histsort(buckets: int, pes: int) -> tuple[Prog, dict[Key, int]]:
+    """Main broadcasts to Bucket#0 (a tree), buckets reduce counts to Main (a tree), then every
+    bucket sends data to every other bucket (all-to-all)."""
+    p = Prog(pes)
+    main = p.exec(None, None, "main", 10_000, pe=0)
+    b = p.send(main, 5_000, 64)
+    hist = [p.exec("Bucket#0", (i,), "histogram", 50_000, msg=b) for i in range(buckets)]
+    red = p.send(hist[0], 50_000, 64)
+    p.exec(None, None, "reduced", 5_000, msg=red, pe=0)
+    for i in range(1, buckets):  # each bucket contributes to the root
+        p.exec(None, None, "reduced", 5_000, msg=p.send(hist[i], 50_000, 64), pe=0)
+    sends = {i: [p.send(hist[i], 50_000, 8_000) for _ in range(buckets - 1)] for i in range(buckets)}
+    for i in range(buckets):
+        k = 0
+        for j in range(buckets):
+            if i != j:
+                p.exec("Bucket#0", (j,), "exchange", 20_000, msg=sends[i][k])
+                k += 1
+    return p, {("Bucket#0", (i,)): i % pes for i in range(buckets)}
+
+
+def binary_tree(levels: int, pes: int) -> tuple[Prog, dict[Key, int]]:
+    """Node#0[i] forwards to children 2i+1 and 2i+2: a spanning tree of depth `levels`."""
+    p = Prog(pes)
+    n = 2 ** levels - 1
+    ex = {0: p.exec("Node#0", (0,), "down", 10_000)}
+    for i in range(1, n):
+        ex[i] = p.exec("Node#0", (i,), "down", 10_000, msg=p.send(ex[(i - 1) // 2], 10_000, 100))
+    return p, {("Node#0", (i,)): i % pes for i in range(n)}
+
+
+def all_to_all(k: int, pes: int, nbytes: int = 100, rounds: int = 1) -> tuple[Prog, dict[Key, int]]:
+    """Every Peer#0[i] sends `rounds` messages to every other peer."""
+    p = Prog(pes)
+    src = [p.exec("Peer#0", (i,), "start", 10_000) for i in range(k)]
+    for _ in range(rounds):
+        for i in range(k):
+            for j in range(k):
+                if i != j:
+                    p.exec("Peer#0", (j,), "data", 2_000, msg=p.send(src[i], 5_000, nbytes))
+    return p, {("Peer#0", (i,)): i % pes for i in range(k)}
+
+
+def ping_filler(pings: int, fillers: int) -> tuple[Prog, dict[Key, int]]:
+    """A ping-pong between PE 0 and PE 1 while PE 0 also has a queue of ready filler work:
+    FIFO delivery makes each ping wait behind the fillers; a priority on `ping` does not."""
+    p = Prog(2)
+    e = p.exec("Ping#0", (0,), "ping", 50_000)
+    for f in range(fillers):
+        p.exec("Fill#0", (f,), "fill", 100_000)
+    for k in range(1, pings):
+        e = p.exec("Ping#0", (k % 2,), "ping", 50_000, msg=p.send(e, 50_000, 64))
+    return p, {("Ping#0", (0,)): 0, ("Ping#0", (1,)): 1} | {("Fill#0", (f,)): 0 for f in range(fillers)}

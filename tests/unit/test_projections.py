@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from paradise.errors import ImportFormatError, OutputExists, TruncatedTrace
 from paradise.format import SCHEMA, read_metadata
-from paradise.importers._projections_parse import read_tachyon_shifts
+from paradise.importers._projections_tachyon import read_tachyon_shifts
 from paradise.importers.projections import ProjectionsImportWarning, import_trace, pair_nested
 from paradise.store import open_trace
 

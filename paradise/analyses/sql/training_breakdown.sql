@@ -1,0 +1,109 @@
+-- training_breakdown: where each rank's step time went, as unions of intervals inside the step.
+-- Window W = [t0, t1] of the rank's `step` row (when a step number repeats on a rank, e.g. after
+-- a restart resumed from a checkpoint, the latest row wins: the step that counted).
+-- Compute C and communication M are unions of intervals clipped to W:
+--   device ranks (rows with a stream: Kineto GPU traces): C = exec rows on streams (kernels,
+--     memcpy/memset), M = collective rows on streams (NCCL kernels): the GPU timeline;
+--   host ranks with compute phases (paradise torch tracer): C = phase rows forward, loss,
+--     backward, optimizer; M = collective rows (the tracer's own when present, else all);
+--   other host ranks (Kineto CPU traces): C = exec rows, M = collective rows.
+-- Parts: overlap = |C ∩ M|, compute = |C| - overlap, comm = |M| - overlap,
+--        idle = |W| - |C ∪ M|; so compute + comm + overlap + idle = step exactly.
+-- grain: one row per (pe, step).
+-- columns:
+--   pe            int32        global rank
+--   step          int32        step number
+--   t0, t1        int64 ns     the step window
+--   step_ns       int64 ns     t1 - t0
+--   compute_ns    int64 ns     compute not overlapped by communication
+--   comm_ns       int64 ns     communication not overlapped by compute (exposed communication)
+--   overlap_ns    int64 ns     compute and communication at once
+--   idle_ns       int64 ns     neither
+--   compute_all_ns int64 ns    |C| = compute_ns + overlap_ns (the straggler measure)
+--   comm_all_ns   int64 ns     |M| = comm_ns + overlap_ns
+-- merge: keys(pe, step) sum(step_ns, compute_ns, comm_ns, overlap_ns, idle_ns, compute_all_ns, comm_all_ns) min(t0) max(t1)
+-- Exact when all files of a rank are in one group (interval unions do not add across groups);
+-- the Dask engine keeps each PE's files together.
+WITH step_rows AS (
+    SELECT pe, step, t0, t1,
+           row_number() OVER (PARTITION BY pe, step ORDER BY t0 DESC) AS rn
+    FROM events
+    WHERE kind = 'step' AND step IS NOT NULL AND t1 > t0
+),
+w AS (SELECT pe, step, t0 AS w0, t1 AS w1 FROM step_rows WHERE rn = 1),
+dev AS (
+    SELECT DISTINCT pe FROM events WHERE stream IS NOT NULL AND kind IN ('exec', 'collective')
+),
+phased AS (
+    SELECT DISTINCT pe FROM events
+    WHERE kind = 'phase' AND name IN ('forward', 'loss', 'backward', 'optimizer')
+),
+own_comm AS (
+    SELECT DISTINCT pe FROM events WHERE kind = 'collective' AND cat IN ('ddp_bucket', 'c10d')
+),
+comp_src AS (
+    SELECT pe, t0, t1 FROM events
+    WHERE t1 > t0 AND (
+        (kind = 'exec' AND stream IS NOT NULL AND pe IN (SELECT pe FROM dev))
+        OR (kind = 'phase' AND name IN ('forward', 'loss', 'backward', 'optimizer')
+            AND pe NOT IN (SELECT pe FROM dev))
+        OR (kind = 'exec' AND stream IS NULL AND pe NOT IN (SELECT pe FROM dev)
+            AND pe NOT IN (SELECT pe FROM phased))
+    )
+),
+comm_src AS (
+    SELECT pe, t0, t1 FROM events
+    WHERE kind = 'collective' AND t1 > t0 AND (
+        (stream IS NOT NULL AND pe IN (SELECT pe FROM dev))
+        OR (pe NOT IN (SELECT pe FROM dev)
+            AND (cat IN ('ddp_bucket', 'c10d') OR pe NOT IN (SELECT pe FROM own_comm)))
+    )
+),
+clipped AS (
+    SELECT 'C' AS part, w.pe, w.step, greatest(s.t0, w.w0) AS t0, least(s.t1, w.w1) AS t1
+    FROM comp_src s JOIN w ON s.pe = w.pe AND s.t0 < w.w1 AND s.t1 > w.w0
+    UNION ALL
+    SELECT 'M' AS part, w.pe, w.step, greatest(s.t0, w.w0), least(s.t1, w.w1)
+    FROM comm_src s JOIN w ON s.pe = w.pe AND s.t0 < w.w1 AND s.t1 > w.w0
+),
+marked AS (
+    SELECT part, pe, step, t0, t1,
+           max(t1) OVER (PARTITION BY part, pe, step ORDER BY t0, t1
+                         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
+    FROM clipped
+),
+islands AS (
+    SELECT part, pe, step, t0, t1,
+           sum(CASE WHEN prev_end IS NULL OR t0 > prev_end THEN 1 ELSE 0 END)
+               OVER (PARTITION BY part, pe, step ORDER BY t0, t1 ROWS UNBOUNDED PRECEDING) AS island
+    FROM marked
+),
+u AS (
+    SELECT part, pe, step, min(t0) AS t0, max(t1) AS t1
+    FROM islands GROUP BY part, pe, step, island
+),
+lens AS (
+    SELECT pe, step,
+           sum(CASE WHEN part = 'C' THEN t1 - t0 ELSE 0 END) AS c_ns,
+           sum(CASE WHEN part = 'M' THEN t1 - t0 ELSE 0 END) AS m_ns
+    FROM u GROUP BY pe, step
+),
+ov AS (
+    SELECT c.pe, c.step, sum(least(c.t1, m.t1) - greatest(c.t0, m.t0)) AS o_ns
+    FROM u c JOIN u m
+      ON c.part = 'C' AND m.part = 'M' AND c.pe = m.pe AND c.step = m.step
+     AND c.t0 < m.t1 AND m.t0 < c.t1
+    GROUP BY c.pe, c.step
+)
+SELECT w.pe, w.step, w.w0 AS t0, w.w1 AS t1,
+       (w.w1 - w.w0)::BIGINT AS step_ns,
+       (coalesce(l.c_ns, 0) - coalesce(ov.o_ns, 0))::BIGINT AS compute_ns,
+       (coalesce(l.m_ns, 0) - coalesce(ov.o_ns, 0))::BIGINT AS comm_ns,
+       coalesce(ov.o_ns, 0)::BIGINT AS overlap_ns,
+       ((w.w1 - w.w0) - coalesce(l.c_ns, 0) - coalesce(l.m_ns, 0) + coalesce(ov.o_ns, 0))::BIGINT AS idle_ns,
+       coalesce(l.c_ns, 0)::BIGINT AS compute_all_ns,
+       coalesce(l.m_ns, 0)::BIGINT AS comm_all_ns
+FROM w
+LEFT JOIN lens l ON l.pe = w.pe AND l.step = w.step
+LEFT JOIN ov ON ov.pe = w.pe AND ov.step = w.step
+ORDER BY w.pe, w.step
