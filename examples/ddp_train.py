@@ -47,6 +47,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--straggler-rank", type=int, default=None, help="rank that is slow every step")
     p.add_argument("--straggler-ms", type=float, default=0.0, help="extra ms per forward on that rank")
     p.add_argument("--log-every", type=int, default=0, help="print the loss every N steps on rank 0")
+    p.add_argument("--timing", action="store_true", help="rank 0 prints train_loop_ns=<ns> (for benchmarks)")
     add_checkpoint_args(p)
     return p.parse_args(argv)
 
@@ -191,7 +192,9 @@ def main(argv: list[str] | None = None) -> None:
         model, optimizer = build(args, rank, device)
         manager = make_manager(args, model, optimizer)
         start = manager.restore() if manager is not None else 0
+        t_loop = time.perf_counter_ns()
         train(args, model, optimizer, rank, device, start_step=start, manager=manager)
+        t_loop = time.perf_counter_ns() - t_loop
         if manager is not None:
             manager.close()
         digest = param_sha256(model.module)
@@ -199,6 +202,8 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         dist.destroy_process_group()
     if rank == 0:
+        if args.timing:
+            print(f"train_loop_ns={t_loop} steps={args.steps - start}", flush=True)
         print(f"param_sha256={digest}", flush=True)
 
 

@@ -15,8 +15,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from charm4py import ArrayMap
-
 from hints.format import HintError, load_hint
 
 
@@ -53,18 +51,35 @@ class _Table(dict):
         return pe
 
 
-class ParadiseMap(ArrayMap):
-    """ArrayMap over a {index tuple: PE} table (args are pickled and sent to every PE)."""
+_MAP_CLASS: list = []
 
-    def __init__(self, entries: dict, dims: tuple | None, pes: int, label: str, warn_dynamic: bool):
-        super().__init__()
-        from charm4py import charm
 
-        table = _Table(entries, dims, pes, label, warn_dynamic and charm.myPe() == 0)
-        self.procNum = table.__getitem__  # instance attribute: one C-level dict lookup per call
+def _map_class() -> type:
+    """ParadiseMap, defined on first use so that importing this module needs no charm4py."""
+    if _MAP_CLASS:
+        return _MAP_CLASS[0]
+    from charm4py import ArrayMap, charm
 
-    def procNum(self, index):  # replaced per instance in __init__
-        raise NotImplementedError
+    class ParadiseMap(ArrayMap):
+        """ArrayMap over a {index tuple: PE} table (args are pickled and sent to every PE)."""
+
+        def __init__(self, entries: dict, dims: tuple | None, pes: int, label: str, warn_dynamic: bool):
+            super().__init__()
+            table = _Table(entries, dims, pes, label, warn_dynamic and charm.myPe() == 0)
+            self.procNum = table.__getitem__  # instance attribute: one C-level dict lookup per call
+
+        def procNum(self, index):  # replaced per instance in __init__
+            raise NotImplementedError
+
+    ParadiseMap.__module__ = __name__
+    _MAP_CLASS.append(ParadiseMap)
+    return ParadiseMap
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ParadiseMap":
+        return _map_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def parse_mapping(doc: dict[str, Any], path: Path, pes: int) -> dict[str, dict[tuple, int]]:
@@ -105,7 +120,7 @@ class MappingConsumer:
         """ParadiseMap must be registered on every PE before charm.start()."""
         from charm4py import register
 
-        register(ParadiseMap)
+        register(_map_class())
 
     def _refuse(self, why: str) -> None:
         print(f"paradise: mapping refused: {why}; using the default map", file=sys.stderr, flush=True)
@@ -148,4 +163,4 @@ class MappingConsumer:
                 print(f"paradise: warning: {self.path}: {missing} of {math.prod(shape)} elements of {coll!r} "
                       "are not in the mapping; they use the default map", file=sys.stderr, flush=True)
         label = f"{self.path}: {coll!r}"
-        return Group(ParadiseMap, args=[entries, shape, pes, label, shape is None])
+        return Group(_map_class(), args=[entries, shape, pes, label, shape is None])

@@ -55,12 +55,47 @@ class TerminationRequested(Exception):
     """SIGTERM arrived (torchrun tearing the group down, or preemption)."""
 
 
-def _record(kind: str, name: str, t0: int, t1: int | None = None, **cols: Any) -> None:
+def _tracer_module() -> Any:
     try:
         import tracers.torch as tt
     except ImportError:  # tracer not installed: the manager's own log still has the event
-        return
-    tt.record_event(kind, name, t0, t1, **cols)
+        return None
+    return tt
+
+
+def _record(kind: str, name: str, t0: int, t1: int | None = None, **cols: Any) -> None:
+    tt = _tracer_module()
+    if tt is not None:
+        tt.record_event(kind, name, t0, t1, **cols)
+
+
+def _close_tracer() -> None:
+    """Writes the tracer's buffered rows before os._exit (which skips its normal close)."""
+    tr = getattr(_tracer_module(), "_tracer", None)
+    if tr is not None:
+        try:
+            tr.close(complete=False)
+        except Exception:  # noqa: BLE001 - never let the trace stop the restart
+            pass
+
+
+@contextlib.contextmanager
+def _untraced() -> Iterator[None]:
+    """Hides the restore's internal optimizer.step() (lr=0, it creates the optimizer state that DCP
+    loads into) from global optimizer hooks such as the tracer's, which would count it as a step."""
+    import torch.optim.optimizer as oo
+
+    hooks = [getattr(oo, n, None) for n in ("_global_optimizer_pre_hooks", "_global_optimizer_post_hooks")]
+    saved = [dict(h) if h is not None else None for h in hooks]
+    for h in hooks:
+        if h is not None:
+            h.clear()
+    try:
+        yield
+    finally:
+        for h, old in zip(hooks, saved, strict=True):
+            if h is not None and old is not None:
+                h.update(old)
 
 
 def _policy_fields(policy: Any) -> tuple[str, int | None]:
@@ -152,12 +187,13 @@ class CheckpointManager:
         if handle_sigterm and threading.current_thread() is threading.main_thread():
             self._install_sigterm()
         if self.attempt > 0:
-            self._log("restart", "restart", time.time_ns())
+            # the tracer writes its own restart row at the attempt's start
+            self._log("restart", "restart", time.time_ns(), trace=getattr(_tracer_module(), "_tracer", None) is None)
 
     # ------------------------------------------------------------ records
 
     def _log(self, kind: str, name: str, t0: int, t1: int | None = None, *, step: int | None = None,
-             nbytes: int | None = None, **args: Any) -> None:
+             nbytes: int | None = None, trace: bool = True, **args: Any) -> None:
         rec = {"kind": kind, "name": name, "t0_ns": t0, "t1_ns": t1, "rank": self.rank,
                "attempt": self.attempt, "step": step, "bytes": nbytes, **args}
         line = (json.dumps(rec, sort_keys=True, default=str) + "\n").encode()
@@ -166,6 +202,8 @@ class CheckpointManager:
             os.write(fd, line)
         finally:
             os.close(fd)
+        if not trace:
+            return
         cols = {k: v for k, v in (("step", step), ("bytes", nbytes)) if v is not None}
         _record(kind, name, t0, t1, **cols, attempt=self.attempt, **args)
 
@@ -236,10 +274,14 @@ class CheckpointManager:
             done, rng = step, self._rng_at_step
         else:  # failed inside optimizer.step(): parameters may be half-updated
             self._log("mark", "jit_skipped_torn_state", time.time_ns(), step=step)
+            _close_tracer()
             os._exit(JIT_EXIT_CODE)
         try:
             self._save_jit(done, rng or _rng_state())
+        except BaseException as err:  # noqa: BLE001 - report, then exit all the same
+            self._log("mark", "jit_save_failed", time.time_ns(), step=done, error=str(err)[:300])
         finally:
+            _close_tracer()
             os._exit(JIT_EXIT_CODE)  # no collective may run now; torchrun restarts the group
 
     # ------------------------------------------------------------ saving
@@ -282,7 +324,7 @@ class CheckpointManager:
             self._pending = (fut, d)
             self._log("checkpoint", "periodic_async", t0, time.time_ns(), step=self.completed)
             return d
-        dcp.save(self._state(), checkpoint_id=str(d))
+        dcp.save(self._state(), checkpoint_id=str(d), no_dist=not self.dist)
         self._complete(d)
         self._log("checkpoint", "periodic", t0, time.time_ns(), step=self.completed,
                   nbytes=_dir_bytes(d) if self.rank == 0 else None)
@@ -353,8 +395,9 @@ class CheckpointManager:
             return 0
         step, kind, path = choice
         t0 = time.time_ns()
-        state = self._state()
-        dcp.load(state, checkpoint_id=str(path))
+        with _untraced():
+            state = self._state()
+        dcp.load(state, checkpoint_id=str(path), no_dist=not self.dist)
         set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
         rng_file, src = self._rng_file(kind, path)
         _set_rng_state(torch.load(rng_file, weights_only=False)["rng"])  # our own file: numpy/python states

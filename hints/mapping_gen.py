@@ -106,7 +106,11 @@ def metis_partition(loads: dict[Hashable, float], edges: Iterable[tuple[Hashable
             eweights.append(nb[j])
         xadj.append(len(adjncy))
     vweights = [max(1, int(loads[o] / METIS_LOAD_UNIT_NS)) for o in objs]
-    _, parts = pymetis.part_graph(pes, xadj=xadj, adjncy=adjncy, vweights=vweights, eweights=eweights)
+    if hasattr(pymetis, "CSRAdjacency"):  # pymetis >= 2025.2
+        adjacency = pymetis.CSRAdjacency(adj_starts=xadj, adjacent=adjncy)
+        _, parts = pymetis.part_graph(pes, adjacency, vweights=vweights, eweights=eweights)
+    else:
+        _, parts = pymetis.part_graph(pes, xadj=xadj, adjncy=adjncy, vweights=vweights, eweights=eweights)
     return _relabel(list(parts), objs, current or {}, pes)
 
 

@@ -9,5 +9,5 @@ Rendering lives in paradise/report/<name>.py as render(console, result_dict).
 
 from __future__ import annotations
 
-ANALYSES: tuple[str, ...] = ("overview", "placement", "communication", "scheduling", "resilience")
+ANALYSES: tuple[str, ...] = ("overview", "placement", "communication", "scheduling", "resilience", "training")
 """Module names under paradise.analyses, in report order. Owners append theirs."""

@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
 from paradise.engines import Engine
@@ -47,6 +48,15 @@ def _py(v: Any) -> Any:
     return v
 
 
+_NULLABLE = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(),
+             pa.int64(): pd.Int64Dtype()}
+
+
+def _frame(engine: Engine, name: str) -> pd.DataFrame:
+    """A stage-1 query as pandas, integer columns kept integer even with nulls (peer_pe)."""
+    return engine.query(name).to_pandas(types_mapper=_NULLABLE.get)
+
+
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
     return [{k: _py(v) for k, v in row.items()} for row in df.to_dict("records")]
 
@@ -64,13 +74,13 @@ def _busy(engine: Engine, trace: TraceHandle, pe: pd.DataFrame, mode: str) -> tu
     )
     if not use_union:
         return pe["exec_ns"].astype("int64"), "sum"
-    union = engine.query("overview_busy_union").to_pandas().set_index("pe")["busy_ns"]
+    union = _frame(engine, "overview_busy_union").set_index("pe")["busy_ns"]
     return union.reindex(pe.index).fillna(0).astype("int64"), "union"
 
 
 def per_pe_table(engine: Engine, trace: TraceHandle, mode: str = "auto") -> tuple[pd.DataFrame, str]:
     """One row per PE: span, busy, idle (idle rows when the trace has them, else span - busy)."""
-    pe = engine.query("overview_pe").to_pandas().set_index("pe").sort_index()
+    pe = _frame(engine, "overview_pe").set_index("pe").sort_index()
     busy, method = _busy(engine, trace, pe, mode)
     pe["span_ns"] = pe["t_last"] - pe["t_first"]
     pe["busy_ns"] = busy.clip(upper=pe["span_ns"])
@@ -106,6 +116,8 @@ def _imbalance(per_pe: pd.DataFrame, method: str) -> Characteristic:
         summary=(
             f"Load is {verdict}: the busiest PE ({pe_max}) worked {ratio:.2f}x the mean "
             f"(threshold {IMBALANCE_THRESHOLD})."
+            if len(busy) >= 2
+            else "Only one PE in the trace: load imbalance across PEs cannot be measured."
         ),
     )
 
@@ -124,12 +136,15 @@ def _busy_share(per_pe: pd.DataFrame, method: str) -> Characteristic:
         Evidence("max_pe", hi_pe, "pe", None, "overview_pe"),
         Evidence("busy_method", method, "", None, "overview_busy_union" if method == "union" else "overview_pe"),
     )
-    summary = (
-        f"PEs were busy {mean:.0%} of their span on average (least {valid.min():.0%} on PE {lo_pe}, "
-        f"most {valid.max():.0%} on PE {hi_pe})."
-        if mean is not None
-        else "No PE has a time span; busy share is undefined."
-    )
+    if mean is None:
+        summary = "No PE has a time span; busy share is undefined."
+    elif len(valid) == 1:
+        summary = f"PE {hi_pe} was busy {mean:.0%} of its span."
+    else:
+        summary = (
+            f"PEs were busy {mean:.0%} of their span on average (least {valid.min():.0%} on PE {lo_pe}, "
+            f"most {valid.max():.0%} on PE {hi_pe})."
+        )
     return Characteristic(
         category="overview",
         name="busy_share",
@@ -141,7 +156,7 @@ def _busy_share(per_pe: pd.DataFrame, method: str) -> Characteristic:
 
 
 def _top_entries(engine: Engine, top: int) -> tuple[list[dict[str, Any]], int]:
-    e = engine.query("overview_entries").to_pandas()
+    e = _frame(engine, "overview_entries")
     total = int(e["total_ns"].sum()) if len(e) else 0
     e["mean_ns"] = (e["total_ns"] / e["count"]).round(1)
     e["share"] = (e["total_ns"] / total).round(6) if total else 0.0
@@ -150,7 +165,7 @@ def _top_entries(engine: Engine, top: int) -> tuple[list[dict[str, Any]], int]:
 
 
 def _comm(engine: Engine) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    c = engine.query("overview_comm").to_pandas()
+    c = _frame(engine, "overview_comm")
     local = c["pe"] == c["peer_pe"]
     totals = {
         "messages": int(c["messages"].sum()),
@@ -165,7 +180,7 @@ def _comm(engine: Engine) -> tuple[list[dict[str, Any]], dict[str, Any]]:
 
 
 def _collectives(engine: Engine) -> list[dict[str, Any]]:
-    c = engine.query("overview_collectives").to_pandas()
+    c = _frame(engine, "overview_collectives")
     c["mean_ns"] = (c["total_ns"] / c["count"]).round(1)
     c = c.sort_values(["name", "pe"], na_position="last")
     return _records(c[["name", "pe", "count", "bytes", "total_ns", "mean_ns", "max_ns"]])

@@ -81,12 +81,19 @@ def imbalance(pe_load: pd.DataFrame, pes: int) -> Characteristic:
 
 
 def object_loads(obj: pd.DataFrame) -> pd.DataFrame:
-    """One row per object: total load, execs, and current PE (where it last ran)."""
+    """One row per object: load, execs, and current PE (where it last ran).
+
+    The load is that of the steps when the trace marks steps (the work that recurs and that a
+    mapping moves), else of the whole run: one-off costs such as the first constructor on a PE
+    (imports, warm-up) would otherwise pass for heavy objects."""
     if obj.empty:
         return pd.DataFrame(columns=["coll", "index", "load_ns", "execs", "pe"])
-    tot = obj.groupby(["coll", "index"], sort=True).agg(load_ns=("load_ns", "sum"), execs=("execs", "sum"))
+    stepped = obj[obj["step"] >= 0]
+    src = stepped if len(stepped) and stepped["load_ns"].sum() > 0 else obj
+    tot = src.groupby(["coll", "index"], sort=True).agg(load_ns=("load_ns", "sum"), execs=("execs", "sum"))
     last = obj.sort_values("last_t1").groupby(["coll", "index"]).tail(1).set_index(["coll", "index"])["pe"]
-    return tot.join(last).reset_index()
+    out = tot.join(last, how="outer").reset_index()
+    return out.fillna({"load_ns": 0, "execs": 0}).astype({"load_ns": "int64", "execs": "int64"})
 
 
 def distribution(objs: pd.DataFrame) -> Characteristic:
@@ -196,13 +203,17 @@ def analyze(engine: Any, trace: Any, config: AnalysisConfig | None = None) -> An
     if pe_load.empty:
         return result
     objs = object_loads(obj)
+    mov = movable(objs, cr)
+    app = mov if len(mov) else objs  # runtime and main chares are not the application's objects
     chars = [imbalance(pe_load, pes)]
-    if len(objs):
-        chars += [distribution(objs), persistence(obj)]
+    if len(app):
+        keys = set(zip(app["coll"], app["index"]))
+        steps = obj[[k in keys for k in zip(obj["coll"], obj["index"])]]
+        chars += [distribution(app), persistence(steps)]
     chars += [locality(edges), creation(cr)]
     result.characteristics = chars
     result.sections["pe_load_ns"] = [int(x) for x in _busy(pe_load, pes)]
-    doc, candidates, text = mapping_hint(engine, trace, pes, objs, movable(objs, cr), edges, chars,
+    doc, candidates, text = mapping_hint(engine, trace, pes, objs, mov, edges, chars,
                                    _busy(pe_load, pes))
     result.sections["mapping_candidates"] = candidates
     if doc is not None:

@@ -105,7 +105,7 @@ def mapping_hint(engine: Any, trace: Any, pes: int, objs: pd.DataFrame, mov: pd.
                          "predicted_makespan_ns": base_pred["predicted_makespan_ns"],
                          "max_pe_load_ns": max(base_pred["pe_load_ns"])})
     plan, why = (current, "load_imbalance") if best == "keep" else plans[best]
-    justifying = [_ev(c) for c in chars if c.name in (why, "load_persistence")]
+    justifying = [_ev(c) for c in chars if c.name == why] + [_ev(c) for c in chars if c.name == "load_persistence"]
     gain: dict[str, Any] = {"strategy": best, "moves": mapping_gen.moves(current, plan)}
     if best_pred is not None:
         gain.update({"makespan_ns_before": best_pred["measured_makespan_ns"],

@@ -117,6 +117,9 @@ def _inputs(kinds: pd.DataFrame, incidents: pd.DataFrame, trace: TraceHandle,
     put("checkpoint_s", opts.get("checkpoint_s"), _mean_s(periodic), CHECKPOINT_S_DEFAULT,
         f"mean stall of {int(periodic['n'].sum())} checkpoint rows")
     put("jit_save_s", opts.get("jit_save_s"), _mean_s(jit), None, f"mean of {int(jit['n'].sum())} JIT saves")
+    if src["jit_save_s"] == "default":
+        val["jit_save_s"] = val["checkpoint_s"]
+        src["jit_save_s"], det["jit_save_s"] = src["checkpoint_s"], "no JIT saves seen: taken as the checkpoint stall"
     resumed = incidents.dropna(subset=["t_resume"]) if not incidents.empty else incidents
     restart = None if resumed.empty else float((resumed["t_resume"] - resumed["t_fail"]).mean()) / 1e9
     put("restart_s", opts.get("restart_s"), restart, RESTART_S_DEFAULT,
@@ -128,6 +131,8 @@ def _inputs(kinds: pd.DataFrame, incidents: pd.DataFrame, trace: TraceHandle,
     scaled = f", scaled from {ranks} ranks to {val['gpus']} GPUs" if val["gpus"] != ranks else ""
     put("mtbf_s", None if config.mtbf_hours is None else config.mtbf_hours * HOURS, own,
         default_mtbf_s(val["gpus"]), f"job's own: {failures} failure(s) in {span_s:.3g} s{scaled}")
+    if src["mtbf_s"] == "trace" and failures < 3:
+        det["mtbf_s"] += "; few failures, a rough estimate: pass --mtbf-hours to plan with another"
     if src["mtbf_s"] == "default":
         det["mtbf_s"] = (f"{FAILURES_PER_1000_NODE_DAYS:g} failures per 1000 node-days, "
                          f"{GPUS_PER_NODE} GPUs per node, {val['gpus']} GPUs")
@@ -149,7 +154,8 @@ def analyze(engine: Engine, trace: TraceHandle, config: AnalysisConfig | None = 
         raise ValueError("--mtbf-hours must be > 0")
     policy = plan(PolicyInputs(
         iteration_s=val["iteration_s"], checkpoint_s=val["checkpoint_s"], restart_s=val["restart_s"],
-        mtbf_s=val["mtbf_s"], gpus=int(val["gpus"]), jit_save_s=val["jit_save_s"], sources=dict(src),
+        mtbf_s=val["mtbf_s"], gpus=int(val["gpus"]), jit_save_s=val["jit_save_s"],
+        sources={**src, "unrecoverable_fraction": "default", "job_s": "default"},
     ))
     failures = len(incidents)
     units = {"gpus": "GPUs"}

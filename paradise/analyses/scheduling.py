@@ -33,7 +33,7 @@ def critical_path(g: Any) -> np.ndarray:
     if g.n == 0:
         return np.zeros(0, np.int64)
     pred = g.crit_pred.tolist()
-    cur = int(np.argmax(g.t1))
+    cur = int(np.argmax(g.t0 + g.cost))  # active end: a suspended coroutine's wall end is no work
     path, seen = [cur], {cur}
     while pred[cur] >= 0 and pred[cur] not in seen:  # walks the path, not the events
         cur = pred[cur]
@@ -50,6 +50,10 @@ def path_entries(g: Any, path: np.ndarray, model: Any) -> pd.DataFrame:
     same = np.where(has, g.pe[np.where(has, src, 0)] == g.pe[path], True)
     lat = np.where(same, model.local_ns, model.a_ns + model.ns_per_byte * g.nbytes[path])
     queued = np.where(has, np.maximum(g.t0[path] - (g.send_t0[path] + lat), 0), 0)
+    # waiting behind execs of the same entry method is not something a priority on it can fix
+    prev = g.pe_prev[path]
+    other = [p < 0 or g.name[p] != g.name[i] or g.coll[p] != g.coll[i] for p, i in zip(prev.tolist(), path.tolist())]
+    queued = np.where(np.asarray(other, bool), queued, 0)
     df = pd.DataFrame({"coll": [g.coll[i] or "" for i in path], "entry": [g.name[i] for i in path],
                        "cost_ns": g.cost[path], "queue_ns": queued.astype(np.int64)})
     agg = df.groupby(["coll", "entry"], sort=True).agg(

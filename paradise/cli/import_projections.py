@@ -35,7 +35,8 @@ def register(app: typer.Typer) -> None:
         counts = pc.value_counts(kinds.combine_chunks().dictionary_decode()).to_pylist()
         meta = read_metadata(pq.read_schema(written).metadata) or {}
         by_kind = ", ".join(f"{c['counts']} {c['values']}" for c in sorted(counts, key=lambda c: -c["counts"]))
-        typer.echo(f"wrote {written}: {len(kinds):,} rows ({by_kind}) from {meta.get('pes')} PEs")
+        typer.echo(f"wrote {written}: {len(kinds):,} rows" + (f" ({by_kind})" if by_kind else "")
+                   + f" from {meta.get('pes')} PEs")
         notes = (meta.get("extra") or {}).get("notes") or {}
         if notes:
             typer.echo("notes: " + json.dumps(notes, sort_keys=True))

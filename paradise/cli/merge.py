@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import typer
 
-from paradise.errors import ImportFormatError, require_new_output
+from paradise.errors import OutputExists, require_new_output
 
 BATCH_ROWS = 256_000
 """Rows per record batch handed from DuckDB to the writer: bounds memory, ~one row group each."""
@@ -42,7 +42,7 @@ def merge_trace(src: str | os.PathLike, out: str | os.PathLike, *, force: bool =
     out = Path(out)
     trace = open_trace(src)
     if out.resolve() in {f.resolve() for f in trace.files}:
-        raise ImportFormatError(f"{out}: is one of the input files; choose another output")
+        raise OutputExists(f"{out}: is one of the input files; choose another output")
     require_new_output(out, force)
     schema = SCHEMA.with_metadata(make_metadata(**merged_metadata(trace)))
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -103,8 +103,12 @@ def failure_summary(out: Path) -> str | None:
     return f"rank {pe} failed {where}: {name}" + (f": {message}" if message else "")
 
 
-def _import_profiles(out: Path, force: bool) -> str:
-    """Imports the ranks' torch.profiler JSON into OUT/kineto (when the Kineto importer exists)."""
+def _import_profiles(out: Path, force: bool, program: str) -> str:
+    """Imports the ranks' torch.profiler JSON into OUT/kineto/profile.parquet, a trace of its own.
+
+    Kept apart from the tracer's files: both record the same collectives, and the importer
+    counts time from the profile's first event (its metadata origin_ns gives the Unix time).
+    """
     files = sorted((out / "kineto").glob("rank-*.json"))
     if not files:
         return ""
@@ -112,8 +116,9 @@ def _import_profiles(out: Path, force: bool) -> str:
         from paradise.importers.kineto import import_trace
     except ImportError:
         return f"; profiler output left as JSON in {out / 'kineto'}"
-    import_trace([str(f) for f in files], str(out / "kineto"), force=True)
-    return f"; profiler trace in {out / 'kineto'}"
+    target = out / "kineto" / "profile.parquet"
+    import_trace([str(f) for f in files], target, force=force, program=program)
+    return f"; profiler trace in {target}"
 
 
 def run_traced(
@@ -144,7 +149,7 @@ def run_traced(
     if rc != 0:
         what = failure_summary(out) or "no failure recorded in the trace"
         raise TracedRunFailed(f"{script}: exit status {rc}; {what} (trace: {out}, logs: {logs})")
-    extra = _import_profiles(out, force) if profiler else ""
+    extra = _import_profiles(out, force, script.stem) if profiler else ""
     return f"paradise: traced {nproc} rank(s) of {script} into {out}{extra}"
 
 

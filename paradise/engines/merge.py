@@ -5,10 +5,13 @@ Each .sql file states its rule in its header, for example
     -- merge: keys(pe, peer_pe) sum(messages, bytes) min(t_first) max(t_last)
 
 keys(...) (or `group by a, b;`) are the group-by columns; every other output column is named in
-exactly one of sum(...), min(...), max(...) or any(...) (a value equal in every partial of a key).
+exactly one of sum(...), min(...), max(...), any(...) (a value equal in every partial of a key),
+or arg_min(x, by) / arg_max(x, by) (x from the partial row with the least / greatest `by`);
+`sum x, sum y` and `x: max` are read the same way.
 Counts merge by sum. Comment lines indented by two or more spaces after `--` continue the rule.
-`-- merge: client` (or `none`) marks a query that cannot be split by files (e.g. a join of
-sends on one PE with execs on another); distributed engines run it on the client over all files.
+`-- merge: client` or `none`, or a rule saying the query needs "all files of a trace" or "all
+files at once", marks a query that cannot be split by files (e.g. a join of sends on one PE
+with execs on another); distributed engines run it on the client over all files.
 """
 
 from __future__ import annotations
@@ -22,10 +25,14 @@ import pyarrow as pa
 MERGE_FUNCS = ("sum", "min", "max", "any")
 CLIENT_WORDS = ("none", "client")
 """A merge line starting with one of these (or saying the query needs `all files` at once)
+(or a rule saying it needs "all files of a trace" / "all files at once")
 marks a query that cannot be split by files."""
 _LINE_RE = re.compile(r"^--\s*merge:\s*(?P<rule>.*)$")
 _CONT_RE = re.compile(r"^--\s{2,}(?P<more>\S.*)$")
-_FUNC_RE = re.compile(r"\b(?P<func>keys|sum|min|max|any)\(\s*(?P<cols>[^)]*)\)")
+_FUNC_RE = re.compile(r"\b(?P<func>keys|sum|min|max|any|arg_min|arg_max)\(\s*(?P<cols>[^)]*)\)")
+_COLON_RE = re.compile(r"\b(?P<col>[A-Za-z_][A-Za-z0-9_]*): (?P<func>sum|min|max|any)\b")
+_WHOLE_TRACE_RE = re.compile(r"all files (of (a|the) trace|at once)")
+_BARE_RE = re.compile(r"\b(?P<func>sum|min|max|any) (?P<col>[A-Za-z_][A-Za-z0-9_]*)\b")
 _GROUP_BY_RE = re.compile(r"\bgroup by (?P<keys>[^;.]+)", re.IGNORECASE)
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -41,7 +48,7 @@ class MergeRule:
     keys None means "every column the rule does not name" (`group by the key columns`)."""
 
     keys: tuple[str, ...] | None = ()
-    columns: dict[str, str] = field(default_factory=dict)  # column -> sum | min | max | any
+    columns: dict[str, str] = field(default_factory=dict)  # column -> sum|min|max|any|arg_min:<by>
     client: bool = False
     text: str = ""
 
@@ -88,7 +95,7 @@ def parse_merge_rule(text: str, name: str = "<sql>") -> MergeRule:
     low = rule.lower()
     if not rule:
         raise MergeRuleError(f"{name}.sql: empty merge rule")
-    if low.split()[0].strip(".;:,") in CLIENT_WORDS or "all files" in low:
+    if low.split()[0].strip(".;:,") in CLIENT_WORDS or _WHOLE_TRACE_RE.search(low):
         return MergeRule(client=True, text=rule)
     keys: tuple[str, ...] | None = None
     columns: dict[str, str] = {}
@@ -101,10 +108,21 @@ def parse_merge_rule(text: str, name: str = "<sql>") -> MergeRule:
         if func == "keys":
             keys = (keys or ()) + cols
             continue
+        if func in ("arg_min", "arg_max"):  # arg_min(x, by): x of the partial row with the least `by`
+            if len(cols) != 2:
+                raise MergeRuleError(f"{name}.sql: {func} needs two columns, got {', '.join(cols)}")
+            cols, func = cols[:1], f"{func}:{cols[1]}"
         for c in cols:
             if c in columns:
                 raise MergeRuleError(f"{name}.sql: column {c!r} appears twice in the merge line")
             columns[c] = func
+    rest = _FUNC_RE.sub("", rule)
+    bare = [(m.group("col"), m.group("func")) for m in _BARE_RE.finditer(rest)]  # `sum messages`
+    bare += [(m.group("col"), m.group("func")) for m in _COLON_RE.finditer(rest)]  # `dur_med_ns: max`
+    for c, func in bare:
+        if c in columns:
+            raise MergeRuleError(f"{name}.sql: column {c!r} appears twice in the merge line")
+        columns[c] = func
     g = _GROUP_BY_RE.search(rule)
     if g and keys is None:
         text_keys = g.group("keys").strip()
@@ -143,6 +161,9 @@ def merge_partials(partials: list[pa.Table], rule: MergeRule, name: str = "<sql>
             select.append(_ident(col))
         elif func == "any":
             select.append(f"any_value({_ident(col)}) AS {_ident(col)}")
+        elif func.startswith("arg_"):
+            agg, by = func.split(":", 1)
+            select.append(f"{agg}({_ident(col)}, {_ident(by)}) AS {_ident(col)}")
         else:
             select.append(f"{func}({_ident(col)}) AS {_ident(col)}")
     keys = rule.key_columns(table.column_names)

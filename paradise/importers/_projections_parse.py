@@ -246,7 +246,8 @@ def read_log(path: Path) -> LogRecords:
     except (OSError, EOFError, pa.ArrowInvalid) as exc:
         if gz and (isinstance(exc, EOFError) or _gzip_truncated(path)):
             raise TruncatedTrace(f"{path}: truncated gzip stream (the log was cut short)") from exc
-        raise ImportFormatError(f"{path}: not a Projections text log ({str(exc).splitlines()[0][:80]})") from exc
+        raise ImportFormatError(f"{path}: not a Projections text log (binary or corrupt data; "
+                                f"binary logs from +binary-trace are not read)") from exc
 
 
 def _gzip_truncated(path: Path) -> bool:

@@ -37,8 +37,12 @@ EPOCH_FLOOR_NS = 10**18
 RELATIVE_MAX_NS = 30 * 86400 * 10**9
 """ts below this with baseTimeNanoseconds are offsets from it (newer Kineto); larger ts with a
 base are a host clock the base does not describe (seen: 51 days of uptime), left unaligned."""
-OUT_ROW_GROUP = 128 * 1024
+OUT_ROW_GROUP = 64 * 1024
 """Rows per output row group: big enough for good compression, small enough to stream."""
+
+
+_DICT_COLUMNS = ["kind", "cat", "name", "group", "dtype", "index", "coll", "peer_coll"]
+"""Dictionary-encode only the low-cardinality strings; trying it on args costs time for nothing."""
 
 
 @dataclass
@@ -96,7 +100,7 @@ def _name_of(raw_args: bytes) -> str | None:
 
 def _pass1(info: _FileInfo, rank: int | None, on_bytes: Callable[[int], None] | None) -> None:
     scanner = EventScanner(info.path, on_bytes)
-    writer: pq.ParquetWriter | None = None
+    writer: pa.ipc.RecordBatchStreamWriter | None = None
     rank_checked = False
     try:
         for text in scanner.batches():
@@ -125,7 +129,7 @@ def _pass1(info: _FileInfo, rank: int | None, on_bytes: Callable[[int], None] | 
             if t is None:
                 continue
             if writer is None:
-                writer = pq.ParquetWriter(info.tmp, PASS1_SCHEMA, compression="lz4")
+                writer = pa.ipc.new_stream(str(info.tmp), PASS1_SCHEMA)
             writer.write_table(t)
             info.rows += t.num_rows
             t0 = t.column("t0").to_numpy()
@@ -221,8 +225,12 @@ class _StepIndex:
 def _pass2_batches(info: _FileInfo, origin: int) -> Iterable[pa.Table]:
     index = _StepIndex(info)
     shift = info.offset - origin
-    pf = pq.ParquetFile(info.tmp)
-    for batch in pf.iter_batches(batch_size=OUT_ROW_GROUP):
+    with pa.OSFile(str(info.tmp)) as source:
+        yield from _rewrite(info, index, shift, pa.ipc.open_stream(source))
+
+
+def _rewrite(info: _FileInfo, index: _StepIndex, shift: int, reader: pa.ipc.RecordBatchStreamReader):
+    for batch in reader:  # one pass-1 batch at a time keeps memory flat
         n = batch.num_rows
         t0 = batch.column("t0").to_numpy() + shift
         t1 = batch.column("t1").to_numpy() + shift
@@ -244,7 +252,7 @@ def _pass2_batches(info: _FileInfo, origin: int) -> Iterable[pa.Table]:
         cols["t0"] = pa.array(t0)
         cols["t1"] = pa.array(t1)
         cols["step"] = pa.array(vals.astype(np.int32), mask=~ok)
-        yield conform(pa.table(cols))
+        yield conform(pa.Table.from_pydict(cols))
 
 
 def _program_name(out: Path) -> str:
@@ -340,7 +348,7 @@ def import_trace(
     tmpdir = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     final_tmp = tmpdir / "out.parquet"
     try:
-        infos = [_FileInfo(path=p, tmp=tmpdir / f"pass1-{i:05d}.parquet") for i, p in enumerate(paths)]
+        infos = [_FileInfo(path=p, tmp=tmpdir / f"pass1-{i:05d}.arrows") for i, p in enumerate(paths)]
         total = sum(p.stat().st_size for p in paths)
         if progress:
             from paradise.report.progress import progress_bar
@@ -363,7 +371,7 @@ def import_trace(
         origin = min(starts) if starts else 0
         meta = _metadata(infos, origin if starts else None, program or _program_name(out))
         schema = SCHEMA.with_metadata(meta)
-        with pq.ParquetWriter(final_tmp, schema, compression="zstd") as writer:
+        with pq.ParquetWriter(final_tmp, schema, compression="zstd", use_dictionary=_DICT_COLUMNS) as writer:
             pending: list[pa.Table] = []
             rows = 0
             for info in infos:

@@ -163,7 +163,8 @@ def us_text_to_ns(raws: list) -> tuple[np.ndarray, np.ndarray]:
     if nonempty.any():
         sums[nonempty] = np.add.reduceat(contrib, starts[nonempty])
     has_digit = np.zeros(n, dtype=np.bool_)
-    has_digit[np.unique(tok[isdig])] = True
+    if nonempty.any():
+        has_digit[nonempty] = np.add.reduceat(isdig.astype(np.int64), starts[nonempty]) > 0
     negative = np.zeros(n, dtype=np.bool_)
     if neg.size:
         negative[tok[neg]] = True

@@ -31,8 +31,7 @@ KEY_LOOKBACK = 512
 """Bytes kept before a chunk to recognise the `"traceEvents":` key that opens the array."""
 
 _QUOTE, _BACKSLASH = 34, 92
-_STRUCT = np.zeros(256, dtype=np.bool_)
-_STRUCT[[ord("{"), ord("}"), ord("["), ord("]")]] = True
+_LBRACE, _RBRACE, _LBRACKET, _RBRACKET = b"{}[]"
 _DELTA = np.zeros(256, dtype=np.int64)
 _DELTA[[ord("{"), ord("[")]] = 1
 _DELTA[[ord("}"), ord("]")]] = -1
@@ -79,7 +78,7 @@ class TraceReader:
         self.gzipped = magic == b"\x1f\x8b"
         self._fh: Any = gzip.GzipFile(fileobj=self._counting, mode="rb") if self.gzipped else self._counting
 
-    def read(self, n: int = CHUNK_BYTES) -> bytes:
+    def read(self, n: int) -> bytes:
         try:
             return self._fh.read(n)
         except EOFError:
@@ -118,7 +117,7 @@ class EventScanner:
         reader = TraceReader(self.path, self.on_bytes)
         try:
             while True:
-                chunk = reader.read()
+                chunk = reader.read(CHUNK_BYTES)
                 if not chunk:
                     break
                 self.total_bytes += len(chunk)
@@ -150,8 +149,9 @@ class EventScanner:
     def _structure(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Positions of braces/brackets outside strings, their byte, and the depth after each."""
         q = np.flatnonzero(a == _QUOTE)
-        if q.size:
-            cand = np.flatnonzero(a[np.maximum(q - 1, 0)] == _BACKSLASH)
+        bs = np.flatnonzero(a == _BACKSLASH)
+        if q.size and (bs.size or self._bs_run):
+            cand = np.flatnonzero(np.isin(q, bs + 1))
             if q[0] == 0 and self._bs_run % 2 == 1:
                 cand = np.union1d(cand, [0])
             if cand.size:
@@ -165,10 +165,12 @@ class EventScanner:
                     if run % 2 == 1:
                         keep[ci] = False
                 q = q[keep]
-        s = np.flatnonzero(_STRUCT[a])
-        if s.size:
+        s = np.flatnonzero((a == _LBRACE) | (a == _RBRACE) | (a == _LBRACKET) | (a == _RBRACKET))
+        if s.size and q.size:
             before = np.searchsorted(q, s)
             s = s[((before + self._in_str) & 1) == 0]
+        elif s.size and self._in_str:
+            s = s[:0]
         chars = a[s]
         depth = self._depth + np.cumsum(_DELTA[chars])
         # carry-over state

@@ -43,9 +43,9 @@ def msg_ids(pe: np.ndarray, event: np.ndarray) -> np.ndarray:
 def import_trace(src: str | os.PathLike, out: str | os.PathLike, *, force: bool = False) -> Path:
     """Imports a Projections run (its .sts file or folder) into OUT.parquet; returns OUT."""
     out = Path(out)
-    require_new_output(out, force)
     sts = P.read_sts(find_sts(Path(src)))
     logs = P.find_logs(sts)
+    require_new_output(out, force)
     shifts = read_tachyon_shifts(sts.path.parent)
     tables = _EntryTables(sts)
     summary: dict[str, Counter] = {"records": Counter(), "unknown": Counter(), "notes": Counter()}
@@ -161,6 +161,8 @@ def _pe_events(recs: P.LogRecords, pe: int, sts: P.Sts, tables: _EntryTables, sh
     for t, c in zip(uniq.tolist(), n.tolist()):
         (summary["records"] if t in P.RECORD_NAMES else summary["unknown"])[t] += c
     summary["notes"]["malformed lines"] += recs.malformed
+    short = sum(int(np.count_nonzero((types == t) & (recs.lens < k))) for t, k in P.MIN_FIELDS.items())
+    summary["notes"]["records with too few fields"] += short
     times = recs.times()
     ends = recs.where(P.END_COMPUTATION)
     pe_end = int(times[ends[-1]]) if len(ends) else int(times.max(initial=0))

@@ -5,12 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from paradise.report.console import fmt_bytes, fmt_ns
 
 MAX_PE_ROWS = 32
 """Above this many PEs the table shows the busiest and least busy halves of this many."""
+MAX_NAME_CHARS = 44
+"""Entry / op names are cut to this width (C++ signatures and Kineto names run long)."""
+ENTRY_NUMBERS_WIDTH = 66
+"""Width the entries table needs besides the name column (borders, coll/cat, five numbers)."""
 MAX_EDGE_ROWS = 10
 """PE pairs shown in the message table (largest by bytes)."""
 
@@ -33,7 +38,7 @@ def _pe_table(rows: list[dict[str, Any]]) -> Table:
         title = f"time per PE ({half} busiest and {half} least busy of {len(rows)}; all in --json)"
     t = Table(title=title, title_justify="left")
     for col in ("PE", "span", "busy", "idle", "other", "busy %", "execs", "sends", "sent"):
-        t.add_column(col, justify="right")
+        t.add_column(col, justify="right", no_wrap=True, min_width=len(col))
     for r in shown:
         t.add_row(
             str(r["pe"]), fmt_ns(r["span_ns"]), fmt_ns(r["busy_ns"]),
@@ -43,16 +48,22 @@ def _pe_table(rows: list[dict[str, Any]]) -> Table:
     return t
 
 
-def _entries_table(rows: list[dict[str, Any]]) -> Table:
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(1, width - 1)] + "…"
+
+
+def _entries_table(rows: list[dict[str, Any]], width: int) -> Table:
+    """Names are cut to fit the console: the numbers matter more than long C++ signatures."""
+    name_w = max(12, min(MAX_NAME_CHARS, width - ENTRY_NUMBERS_WIDTH))
     t = Table(title=f"top {len(rows)} entry methods / ops by total time (inclusive)", title_justify="left")
-    t.add_column("name")
-    t.add_column("coll / cat")
+    t.add_column("name", no_wrap=True)
+    t.add_column("coll / cat", no_wrap=True)
     for col in ("count", "total", "share", "mean", "max"):
-        t.add_column(col, justify="right")
+        t.add_column(col, justify="right", no_wrap=True, min_width=len(col))
     for r in rows:
         where = " / ".join(str(x) for x in (r["coll"], r["cat"]) if x)
         t.add_row(
-            str(r["name"]), where or "-", f"{r['count']:,}", fmt_ns(r["total_ns"]), _pct(r["share"]),
+            escape(_cut(str(r["name"] or "(unnamed)"), name_w)), escape(_cut(where, 16)) or "-", f"{r['count']:,}", fmt_ns(r["total_ns"]), _pct(r["share"]),
             fmt_ns(r["mean_ns"]), fmt_ns(r["max_ns"]),
         )
     return t
@@ -62,7 +73,7 @@ def _comm_table(rows: list[dict[str, Any]]) -> Table:
     top = sorted(rows, key=lambda r: (-r["bytes"], r["pe"], r["peer_pe"] if r["peer_pe"] is not None else -1))
     t = Table(title=f"largest {min(MAX_EDGE_ROWS, len(top))} PE pairs by bytes", title_justify="left")
     for col in ("from PE", "to PE", "messages", "bytes"):
-        t.add_column(col, justify="right")
+        t.add_column(col, justify="right", no_wrap=True, min_width=len(col))
     for r in top[:MAX_EDGE_ROWS]:
         peer = "?" if r["peer_pe"] is None else str(r["peer_pe"])
         t.add_row(str(r["pe"]), peer, f"{r['messages']:,}", fmt_bytes(r["bytes"]))
@@ -76,11 +87,11 @@ def _collectives_table(rows: list[dict[str, Any]]) -> Table:
     t = Table(title="collectives (per-rank total time: fastest .. slowest rank)", title_justify="left")
     t.add_column("name")
     for col in ("ranks", "calls", "bytes", "time min", "time max", "slowest rank"):
-        t.add_column(col, justify="right")
+        t.add_column(col, justify="right", no_wrap=True, min_width=len(col))
     for name, rs in sorted(by_name.items()):
         slow = max(rs, key=lambda r: r["total_ns"])
         t.add_row(
-            name, str(len(rs)), f"{sum(r['count'] for r in rs):,}", fmt_bytes(sum(r["bytes"] for r in rs)),
+            escape(name), str(len(rs)), f"{sum(r['count'] for r in rs):,}", fmt_bytes(sum(r["bytes"] for r in rs)),
             fmt_ns(min(r["total_ns"] for r in rs)), fmt_ns(slow["total_ns"]), str(slow["pe"]),
         )
     return t
@@ -91,7 +102,7 @@ def render(console: Console, result: dict[str, Any]) -> None:
     s = result["summary"]
     console.rule("[bold]overview[/bold]", align="left")
     console.print(
-        f"{s['pes']} PEs over {fmt_ns(s['span_ns'])}; busy {fmt_ns(s['busy_ns'])}, idle {fmt_ns(s['idle_ns'])} "
+        f"{s['pes']} PE{'' if s['pes'] == 1 else 's'} over {fmt_ns(s['span_ns'])}; busy {fmt_ns(s['busy_ns'])}, idle {fmt_ns(s['idle_ns'])} "
         f"(busy = {'union of exec intervals' if s['busy_method'] == 'union' else 'sum of exec time'})"
     )
     for name in ("busy_share", "load_imbalance"):
@@ -103,7 +114,7 @@ def render(console: Console, result: dict[str, Any]) -> None:
         if any(r["idle_from"] != "rows" for r in result["per_pe"]):
             console.print("  * idle = span - busy (the trace has no idle rows for that PE)")
     if result["top_entries"]:
-        console.print(_entries_table(result["top_entries"]))
+        console.print(_entries_table(result["top_entries"], console.width))
     if result["comm_matrix"]:
         tot = result["comm_totals"]
         local = tot["local_bytes"] / tot["bytes"] if tot["bytes"] else 0.0

@@ -237,8 +237,8 @@ def ping_filler(pings: int, fillers: int) -> tuple[Prog, dict[Key, int]]:
     FIFO delivery makes each ping wait behind the fillers; a priority on `ping` does not."""
     p = Prog(2)
     e = p.exec("Ping#0", (0,), "ping", 50_000)
-    for f in range(fillers):
-        p.exec("Fill#0", (f,), "fill", 100_000)
+    for f in range(fillers):  # queued on PE 0 by local messages sent at the ping's start
+        p.exec("Fill#0", (f,), "fill", 100_000, msg=p.send(e, 0, 64))
     for k in range(1, pings):
         e = p.exec("Ping#0", (k % 2,), "ping", 50_000, msg=p.send(e, 50_000, 64))
     return p, {("Ping#0", (0,)): 0, ("Ping#0", (1,)): 1} | {("Fill#0", (f,)): 0 for f in range(fillers)}

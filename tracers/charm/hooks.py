@@ -250,23 +250,37 @@ def install_dispatch_hooks(charm) -> None:
     out, P = ST.out, ST
     state = [0, 0]  # depth of nested dispatches, time of the last return to the scheduler
 
-    def wrap(fn):
-        def dispatch(*args):
-            t = clock()
-            if state[0] == 0 and t - state[1] > IDLE_MIN_NS and state[1]:
-                o = P.origin
-                out[0](("idle", P.pe, state[1] - o, t - o))
-            state[0] += 1
-            try:
-                return fn(*args)
-            finally:
-                state[0] -= 1
-                if state[0] == 0:
-                    state[1] = clock()
+    def enter():
+        t = clock()
+        if state[0] == 0 and state[1] and t - state[1] > IDLE_MIN_NS:
+            o = P.origin
+            out[0](("idle", P.pe, state[1] - o, t - o))
+        state[0] += 1
+
+    def leave():
+        state[0] -= 1
+        if state[0] == 0:
+            state[1] = clock()
+
+    # No try/finally: an exception here ends the run (handleGeneralError -> abort).
+    def wrap5(fn):
+        def dispatch(a, b, c, d, e):
+            enter()
+            fn(a, b, c, d, e)
+            leave()
 
         return dispatch
 
-    for name in ("recvArrayMsg", "recvGroupMsg", "recvChareMsg", "recvArrayBcast", "buildMainchare"):
+    def wrap4(fn):
+        def dispatch(a, b, c, d):
+            enter()
+            fn(a, b, c, d)
+            leave()
+
+        return dispatch
+
+    for name, wrap in (("recvArrayMsg", wrap5), ("recvGroupMsg", wrap4), ("recvChareMsg", wrap4),
+                       ("recvArrayBcast", wrap5), ("buildMainchare", wrap4)):
         orig = getattr(charm, name)
         ST.orig[name] = orig
         setattr(charm, name, wrap(orig))

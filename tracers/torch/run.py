@@ -18,6 +18,8 @@ import tracers.torch as api
 from tracers.torch.tracer import COL, ENV_DIR, ENV_FLUSH_S, ENV_ORIGIN, ENV_PROGRAM, Tracer
 
 ENV_PROFILER = "PARADISE_TRACE_PROFILER"
+ENV_PROFILER_DIR = "PARADISE_TRACE_PROFILER_DIR"
+"""Where profiler-only runs (no PARADISE_TRACE) write rank-N.json."""
 
 
 def tracer_from_env(script: str) -> Tracer:
@@ -36,6 +38,13 @@ def tracer_from_env(script: str) -> Tracer:
     )
 
 
+def _always_record(step: int) -> object:
+    """A schedule that records throughout; having one makes the profiler mark ProfilerStep#N."""
+    from torch.profiler import ProfilerAction
+
+    return ProfilerAction.RECORD
+
+
 def _start_profiler(tr: Tracer) -> Any:
     """torch.profiler over the whole run; ProfilerStep#N follows the tracer's steps."""
     import torch
@@ -43,7 +52,7 @@ def _start_profiler(tr: Tracer) -> Any:
     activities = [torch.profiler.ProfilerActivity.CPU]
     if torch.cuda.is_available():
         activities.append(torch.profiler.ProfilerActivity.CUDA)
-    prof = torch.profiler.profile(activities=activities)
+    prof = torch.profiler.profile(activities=activities, schedule=_always_record)
     prof.start()
     tr.step_callbacks.append(prof.step)
     return prof
@@ -54,7 +63,42 @@ def _stop_profiler(tr: Tracer, prof: Any, directory: str) -> None:
     out = Path(directory) / "kineto"
     out.mkdir(parents=True, exist_ok=True)
     suffix = "" if tr.restart == 0 else f".restart-{tr.restart:02d}"
-    prof.export_chrome_trace(str(out / f"rank-{tr.rank}{suffix}.json"))
+    path = out / f"rank-{tr.rank}{suffix}.json"
+    prof.export_chrome_trace(str(path))
+    _add_distributed_info(path, tr.rank, tr.world_size)
+
+
+def _add_distributed_info(path: Path, rank: int, world_size: int) -> None:
+    """Adds distributedInfo (rank, world size) when the profile ended after destroy_process_group."""
+    import json
+
+    doc = json.loads(path.read_text())
+    if isinstance(doc, dict) and not isinstance(doc.get("distributedInfo"), dict):
+        doc["distributedInfo"] = {"rank": rank, "world_size": world_size}
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(doc))
+        os.replace(tmp, path)
+
+
+def _run_profiled_only(script: str) -> None:
+    import torch
+    import torch.optim.optimizer as optim_mod
+
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if torch.cuda.is_available():
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    prof = torch.profiler.profile(activities=activities, schedule=_always_record)
+    optim_mod.register_optimizer_step_post_hook(lambda *_: prof.step())
+    prof.start()
+    try:
+        runpy.run_path(script, run_name="__main__")
+    finally:
+        prof.stop()
+        out = Path(os.environ.get(ENV_PROFILER_DIR, "."))
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / f"rank-{os.environ.get('RANK', '0')}.json"
+        prof.export_chrome_trace(str(path))
+        _add_distributed_info(path, int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1")))
 
 
 def run(script: str, args: list[str]) -> None:
@@ -63,7 +107,10 @@ def run(script: str, args: list[str]) -> None:
     sys.path[0] = str(Path(script).resolve().parent)
     directory = os.environ.get(ENV_DIR)
     if not directory:
-        runpy.run_path(script, run_name="__main__")
+        if os.environ.get(ENV_PROFILER) == "1":  # profiler alone (a baseline for bench/torch_overhead.py)
+            _run_profiled_only(script)
+        else:
+            runpy.run_path(script, run_name="__main__")
         return
     from tracers.torch import hooks
 

@@ -7,7 +7,8 @@
 --   cost_ns     (ns, `active` or t1 - t0: the time it really computed)
 --   coll, obj, index, name, step, prio (identity, entry method, iteration, message priority)
 --   pe_prev     (id of the previous exec on the same PE, null for the first)
---   pe_prev_t1  (ns, end of that exec)
+--   pe_prev_t1  (ns, end of that exec's active time: t0 + cost_ns, so a suspended coroutine
+--                does not hide the execs that ran while it waited)
 --   obj_prev    (id of the previous exec of the same object, null for the first or no object)
 --   src_id      (id of the exec that sent the message causing this one, null when unknown)
 --   src_pe      (PE of the send)
@@ -26,19 +27,31 @@ WITH x AS (
     FROM events WHERE kind = 'exec' AND t1 IS NOT NULL
 ),
 s AS (
-    SELECT msg, arg_min(pe, t0) AS src_pe, min(t0) AS send_t0, max(bytes) AS bytes
+    SELECT msg, arg_min(pe, t0) AS src_pe, min(t0) AS send_t0, max(bytes) AS bytes,
+           arg_min(coll, t0) AS coll, arg_min(obj, t0) AS obj
     FROM events WHERE kind = 'send' AND msg IS NOT NULL GROUP BY msg
+),
+-- the sending exec: the sender object's exec when the send lies within its active time (exact
+-- even when another exec starts at the same instant); else (a coroutine that sent after being
+-- resumed) the latest exec on the sending PE that started before the send and was still running
+s_obj AS (
+    SELECT s.msg, CASE WHEN s.send_t0 - x.t0 <= x.cost_ns THEN x.id END AS id, x.t0 AS x_t0
+    FROM s ASOF LEFT JOIN x ON s.src_pe = x.pe AND s.coll = x.coll AND s.obj = x.obj AND s.send_t0 >= x.t0
+),
+s_pe AS (
+    SELECT s.msg, CASE WHEN s.send_t0 <= x.t1 THEN x.id END AS id, x.t0 AS x_t0
+    FROM s ASOF LEFT JOIN x ON s.src_pe = x.pe AND s.send_t0 >= x.t0
 ),
 sx AS (
     SELECT s.msg, s.src_pe, s.send_t0, s.bytes,
-           CASE WHEN s.send_t0 <= x.t1 THEN x.id END AS src_id,
-           CASE WHEN s.send_t0 <= x.t1 THEN s.send_t0 - x.t0 END AS send_offset_ns
-    FROM s ASOF LEFT JOIN x ON s.src_pe = x.pe AND s.send_t0 >= x.t0
+           coalesce(o.id, p.id) AS src_id,
+           s.send_t0 - CASE WHEN o.id IS NOT NULL THEN o.x_t0 ELSE p.x_t0 END AS send_offset_ns
+    FROM s LEFT JOIN s_obj o ON s.msg = o.msg LEFT JOIN s_pe p ON s.msg = p.msg
 ),
 w AS (
     SELECT x.*,
            lag(id) OVER (PARTITION BY pe ORDER BY t0, t1) AS pe_prev,
-           lag(t1) OVER (PARTITION BY pe ORDER BY t0, t1) AS pe_prev_t1,
+           lag(t0 + cost_ns) OVER (PARTITION BY pe ORDER BY t0, t1) AS pe_prev_t1,
            CASE WHEN coll IS NOT NULL THEN lag(id) OVER (PARTITION BY coll, obj ORDER BY t0, t1) END AS obj_prev
     FROM x
 )

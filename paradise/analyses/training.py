@@ -1,0 +1,370 @@
+"""Training runs (PyTorch DDP traces from the paradise tracer, Kineto traces): where step time
+goes, which ranks straggle, what collectives cost, whether DDP buckets suit the network, how
+long input and checkpoints make ranks wait, and for GPU traces kernel time by stream.
+
+Stage 1 is analyses/sql/training_*.sql; stage 2 (here) works on those small tables with pandas.
+Definitions, heuristics and thresholds: docs/analyses/training.md.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
+from paradise.engines import Engine
+from paradise.store import TraceHandle
+
+SOURCES = ("torch", "kineto")
+"""Trace sources this analysis always applies to; for others it looks for step/collective rows."""
+NOT_TRAINING = ("charm4py", "projections")
+"""Sources that have steps and collectives too, but of Charm programs (other analyses cover them)."""
+
+SLOW_REL = 0.10
+"""A rank is slow in a step when its compute exceeds the step's median compute by more than 10 %..."""
+SLOW_ABS_NS = 200_000
+"""...and by more than 0.2 ms: below that, differences are timer and scheduler noise."""
+STRAGGLER_SHARE = 0.75
+"""A straggler is the slowest rank in at least 75 % of the steps. Chance alone puts one of two
+equally fast ranks at >= 75 % of 20 steps with probability ~2 %, an injected slow rank near 100 %."""
+MIN_STEPS = 4
+"""Fewer common steps than this say nothing about persistence: no straggler verdict."""
+
+LATENCY_SHARE_MAX = 0.20
+"""A DDP bucket is too small when the per-call latency is over 20 % of its all-reduce time."""
+EXPOSED_COMM_SHARE = 0.10
+"""Communication not hidden behind compute above 10 % of step time is worth overlapping."""
+FEW_BUCKETS = 2
+"""At most this many buckets per step leaves backward nothing to overlap with: buckets too large."""
+SMALL_COLLECTIVE_BYTES = 64 * 1024
+"""Collectives up to 64 KiB estimate the per-call latency (their transfer time is negligible)."""
+MIN_BUCKET_MB = 1.0
+"""Never suggest buckets under 1 MB (DDP's own first bucket is 1 MiB)."""
+
+STALL_SHARE = 0.05
+"""Input stalls above 5 % of the time in steps are reported as input-bound."""
+DEVICE_IDLE_SHARE = 0.20
+"""A device idle over 20 % of its span (between its first and last kernel) is reported."""
+MAX_STEP_ROWS = 5000
+"""Per-step breakdown rows kept in the JSON result (the per-rank summary always covers all)."""
+
+
+def applies(trace: TraceHandle) -> bool:
+    """PyTorch and Kineto traces; other sources only when they hold step or collective rows."""
+    if trace.source in SOURCES:
+        return True
+    if trace.source in NOT_TRAINING:
+        return False
+    import duckdb
+
+    con = duckdb.connect(":memory:")
+    try:
+        rows = con.sql(
+            "SELECT 1 FROM read_parquet($files, union_by_name = true) "
+            "WHERE kind = 'phase' OR (kind = 'collective' AND cat = 'ddp_bucket') LIMIT 1",
+            params={"files": trace.sql_files()},
+        ).fetchall()
+    finally:
+        con.close()
+    return bool(rows)
+
+
+def _py(v: Any) -> Any:
+    if v is None or v is pd.NA:
+        return None
+    if hasattr(v, "item"):
+        v = v.item()
+    if isinstance(v, float):
+        return None if not math.isfinite(v) else round(v, 6)
+    return v
+
+
+def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    return [{k: _py(v) for k, v in row.items()} for row in df.to_dict("records")]
+
+
+PARTS = ("compute_ns", "comm_ns", "overlap_ns", "idle_ns")
+
+
+def breakdown_per_rank(steps: pd.DataFrame) -> pd.DataFrame:
+    """Sums of the per-step parts per rank, with shares of step time."""
+    if steps.empty:
+        return pd.DataFrame(columns=["pe", "steps", "step_ns", *PARTS])
+    g = steps.groupby("pe").agg(
+        steps=("step", "count"), step_ns=("step_ns", "sum"), **{p: (p, "sum") for p in PARTS},
+        mean_step_ns=("step_ns", "mean"), max_step_ns=("step_ns", "max"),
+    ).reset_index()  # fmt: skip
+    for p in PARTS:
+        g[p.replace("_ns", "_share")] = (g[p] / g["step_ns"].where(g["step_ns"] > 0)).round(4)
+    return g
+
+
+def stragglers(steps: pd.DataFrame) -> tuple[list[dict[str, Any]], int]:
+    """Ranks slowest (compute) in >= STRAGGLER_SHARE of the steps; cost = sum of excess over the median.
+
+    Returns (stragglers, steps compared). A step counts when at least two ranks recorded it.
+    """
+    if steps.empty:
+        return [], 0
+    s = steps[["pe", "step", "compute_all_ns"]].copy()
+    s["ranks"] = s.groupby("step")["pe"].transform("count")
+    s = s[s["ranks"] >= 2]
+    if s.empty:
+        return [], 0
+    s["median"] = s.groupby("step")["compute_all_ns"].transform("median")
+    s["excess"] = s["compute_all_ns"] - s["median"]
+    s["top"] = s.groupby("step")["compute_all_ns"].transform("max")
+    s["n_top"] = s.groupby("step")["compute_all_ns"].transform(lambda x: int((x == x.max()).sum()))
+    slow = (
+        (s["compute_all_ns"] == s["top"]) & (s["n_top"] == 1)
+        & (s["excess"] > SLOW_REL * s["median"]) & (s["excess"] > SLOW_ABS_NS)
+    )  # fmt: skip
+    s["slow"] = slow
+    n_steps = int(s["step"].nunique())
+    per = s.groupby("pe").agg(
+        slow_steps=("slow", "sum"), steps=("step", "count"),
+        cost_ns=("excess", lambda x: float(x[s.loc[x.index, "slow"]].sum())),
+        mean_compute_ns=("compute_all_ns", "mean"),
+    ).reset_index()  # fmt: skip
+    per["share"] = per["slow_steps"] / per["steps"]
+    found = per[(per["share"] >= STRAGGLER_SHARE) & (per["steps"] >= MIN_STEPS)]
+    found = found.sort_values("cost_ns", ascending=False)
+    out = [
+        {
+            "rank": int(r.pe),
+            "cost_ns": int(r.cost_ns),
+            "slow_steps": int(r.slow_steps),
+            "steps": int(r.steps),
+            "share": round(float(r.share), 4),
+            "mean_compute_ns": int(r.mean_compute_ns),
+        }
+        for r in found.itertuples()
+    ]
+    return out, n_steps
+
+
+def _latency_ns(coll: pd.DataFrame) -> float | None:
+    """Per-call latency: the fastest small host collective (transfer time negligible)."""
+    small = coll[(~coll["on_device"]) & (coll["bucket_log2"] >= 0) & (coll["max_bytes"] <= SMALL_COLLECTIVE_BYTES)]
+    small = small[small["name"] != "barrier"] if (small["name"] != "barrier").any() else small
+    if small.empty:
+        return None
+    v = float(small["min_ns"].min())
+    return v if v > 0 else None
+
+
+def bucket_sizing(
+    buckets: pd.DataFrame, coll: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFrame
+) -> dict[str, Any] | None:
+    """DDP bucket verdict (ok / too_small / too_large) with the numbers behind it."""
+    if buckets.empty:
+        return None
+    latency = _latency_ns(coll)
+    # Bandwidth from each step's fastest bucket (least waiting for peers), the best 25 % of them.
+    fast = buckets[buckets["min_ns"] > 0]
+    bw = (fast["min_ns_bytes"] / fast["min_ns"]).quantile(0.75) if not fast.empty else None  # bytes/ns
+    per_step = buckets.groupby(["pe", "step"]).agg(n=("buckets", "sum"), b=("bytes", "sum")).reset_index()
+    # Step 0 uses DDP's initial single bucket layout; judge the rebuilt layout when there is one.
+    later = per_step[per_step["step"] > per_step["step"].min()]
+    use = later if not later.empty else per_step
+    buckets_per_step = float(use["n"].median())
+    bytes_per_step = float(use["b"].median())
+    mean_bucket = bytes_per_step / buckets_per_step if buckets_per_step else 0.0
+    exposed = float(steps["comm_ns"].sum() / steps["step_ns"].sum()) if not steps.empty and steps["step_ns"].sum() else 0.0
+    bwd = phases[phases["name"] == "backward"] if not phases.empty else phases
+    backward_per_step = float(bwd["dur_ns"].sum() / bwd["calls"].sum()) if not bwd.empty and bwd["calls"].sum() else 0.0
+    min_good = 4.0 * latency * bw if latency and bw else None  # latency share <= 20 %: b >= 4 * alpha * beta
+    info: dict[str, Any] = {
+        "buckets_per_step": buckets_per_step,
+        "bytes_per_step": int(bytes_per_step),
+        "mean_bucket_bytes": int(mean_bucket),
+        "latency_ns": None if latency is None else int(latency),
+        "bandwidth_bytes_per_s": None if bw is None or not math.isfinite(bw) else round(bw * 1e9, 1),
+        "latency_share": None if latency is None or not bw else round(latency / (latency + mean_bucket / bw), 4),
+        "exposed_comm_share": round(exposed, 4),
+        "backward_ns_per_step": int(backward_per_step),
+        "verdict": "ok",
+        "suggested_bucket_cap_mb": None,
+        "predicted_gain_ns_per_step": 0,
+    }
+    mean_step = float(steps["step_ns"].mean()) if not steps.empty else 0.0
+    if info["latency_share"] is not None and info["latency_share"] > LATENCY_SHARE_MAX and buckets_per_step > 1:
+        cap_mb = max(MIN_BUCKET_MB, math.ceil(min_good / 1e6 * 10) / 10)
+        new_n = max(1.0, math.ceil(bytes_per_step / (cap_mb * 1e6)))
+        info.update(verdict="too_small", suggested_bucket_cap_mb=cap_mb,
+                    predicted_gain_ns_per_step=int(max(0.0, buckets_per_step - new_n) * latency))  # fmt: skip
+    elif buckets_per_step <= FEW_BUCKETS and exposed > EXPOSED_COMM_SHARE and backward_per_step > 0:
+        cap_mb = max(MIN_BUCKET_MB, round(bytes_per_step / 4 / 1e6, 1), math.ceil((min_good or 0) / 1e6 * 10) / 10)
+        if cap_mb * 1e6 < bytes_per_step / buckets_per_step:
+            # Up to 3/4 of the exposed communication can hide behind backward with 4 buckets.
+            gain = min(exposed * mean_step, backward_per_step) * 0.75
+            info.update(verdict="too_large", suggested_bucket_cap_mb=cap_mb, predicted_gain_ns_per_step=int(gain))
+    return info
+
+
+def _bucket_hint(trace: TraceHandle, info: dict[str, Any], char: Characteristic) -> dict[str, Any]:
+    from hints.format import make_hint, provenance
+
+    pes = trace.metadata.get("pes") or len(trace.metadata.get("pes_seen", [])) or None
+    return make_hint(
+        "comm",
+        {
+            "combine": [],
+            "threshold": {"latency_share_max": LATENCY_SHARE_MAX, "exposed_comm_share": EXPOSED_COMM_SHARE},
+            "ddp": {"bucket_cap_mb": info["suggested_bucket_cap_mb"], "verdict": info["verdict"]},
+        },
+        provenance=provenance(trace_fingerprint=trace.fingerprint, program=trace.program, pes=pes, source=trace.source),
+        justified_by=[char.to_dict()],
+        predicted_gain={"step_ns_saved_per_step": info["predicted_gain_ns_per_step"]},
+    )
+
+
+def _collectives(coll: pd.DataFrame) -> pd.DataFrame:
+    c = coll.copy()
+    c["bandwidth_bytes_per_s"] = (c["bytes"] / c["dur_ns"].where(c["dur_ns"] > 0) * 1e9).round(1)
+    c.loc[(c["bucket_log2"] < 0) | (c["bytes"] <= 0), "bandwidth_bytes_per_s"] = None
+    c["mean_ns"] = (c["dur_ns"] / c["calls"]).round(1)
+    return c
+
+
+def _stalls(stalls: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
+    if stalls.empty:
+        return pd.DataFrame(columns=["pe", "gaps", "stall_ns", "io_ns", "max_stall_ns", "stall_share"])
+    g = stalls.groupby("pe").agg(
+        gaps=("step", "count"), stall_ns=("stall_ns", "sum"), io_ns=("io_ns", "sum"), max_stall_ns=("stall_ns", "max"),
+        median_stall_ns=("stall_ns", "median"),
+    ).reset_index()  # fmt: skip
+    in_steps = steps.groupby("pe")["step_ns"].sum() if not steps.empty else pd.Series(dtype="int64")
+    g["stall_share"] = (g["stall_ns"] / (g["pe"].map(in_steps).fillna(0) + g["stall_ns"])).round(4)
+    return g
+
+
+def _characteristics(
+    per_rank: pd.DataFrame, found: list[dict[str, Any]], n_compared: int, sizing: dict[str, Any] | None,
+    stalls: pd.DataFrame, streams: pd.DataFrame, events: pd.DataFrame,
+) -> list[Characteristic]:
+    out: list[Characteristic] = []
+    if not per_rank.empty and per_rank["step_ns"].sum() > 0:
+        tot = per_rank[list(PARTS)].sum()
+        shares = {p.replace("_ns", ""): round(float(tot[p] / per_rank["step_ns"].sum()), 4) for p in PARTS}
+        dominant = max(shares, key=shares.get)
+        out.append(Characteristic(
+            "training", "step_breakdown", dominant,
+            tuple(Evidence(f"{k}_share", v, "fraction", None, "training_breakdown") for k, v in shares.items())
+            + (Evidence("steps", int(per_rank["steps"].sum()), "rank-steps", None, "training_breakdown"),),
+            1.0,
+            f"Steps are mostly {dominant}: compute {shares['compute']:.0%}, exposed communication "
+            f"{shares['comm']:.0%}, overlapped {shares['overlap']:.0%}, idle {shares['idle']:.0%} of step time.",
+        ))  # fmt: skip
+    if n_compared:
+        ranks = [s["rank"] for s in found]
+        ev = [Evidence("steps_compared", n_compared, "steps", MIN_STEPS, "training_breakdown")]
+        ev += [Evidence(f"rank_{s['rank']}_cost", s["cost_ns"], "ns", None, "training_breakdown") for s in found]
+        ev += [Evidence(f"rank_{s['rank']}_slow_share", s["share"], "fraction", STRAGGLER_SHARE, "training_breakdown")
+               for s in found]  # fmt: skip
+        summary = (
+            "No straggler: no rank was the slowest in most steps."
+            if not found
+            else "Straggler(s): " + ", ".join(
+                f"rank {s['rank']} slowest in {s['slow_steps']}/{s['steps']} steps, costing "
+                f"{s['cost_ns'] / 1e6:.1f} ms" for s in found) + "."
+        )  # fmt: skip
+        out.append(Characteristic("training", "stragglers", ranks, tuple(ev),
+                                  1.0 if n_compared >= 10 else 0.6, summary))  # fmt: skip
+    if sizing is not None:
+        out.append(Characteristic(
+            "training", "ddp_bucket_size", sizing["verdict"],
+            (
+                Evidence("buckets_per_step", sizing["buckets_per_step"], "count", FEW_BUCKETS, "training_buckets"),
+                Evidence("mean_bucket_bytes", sizing["mean_bucket_bytes"], "bytes", None, "training_buckets"),
+                Evidence("latency_ns", sizing["latency_ns"], "ns", None, "training_collectives"),
+                Evidence("bandwidth", sizing["bandwidth_bytes_per_s"], "bytes/s", None, "training_buckets"),
+                Evidence("latency_share", sizing["latency_share"], "fraction", LATENCY_SHARE_MAX, "training_buckets"),
+                Evidence("exposed_comm_share", sizing["exposed_comm_share"], "fraction", EXPOSED_COMM_SHARE,
+                         "training_breakdown"),
+            ),
+            0.7,
+            {
+                "ok": "DDP bucket size suits the measured latency and bandwidth.",
+                "too_small": f"DDP buckets are too small: latency is {sizing['latency_share'] or 0:.0%} of each "
+                             f"all-reduce; try bucket_cap_mb={sizing['suggested_bucket_cap_mb']}.",
+                "too_large": f"DDP buckets are too large: {sizing['buckets_per_step']:.0f} per step leave "
+                             f"{sizing['exposed_comm_share']:.0%} of step time in exposed communication; try "
+                             f"bucket_cap_mb={sizing['suggested_bucket_cap_mb']} to overlap it with backward.",
+            }[sizing["verdict"]],
+        ))  # fmt: skip
+    if not stalls.empty:
+        worst = stalls.sort_values("stall_share", ascending=False).iloc[0]
+        share = float(worst["stall_share"])
+        out.append(Characteristic(
+            "training", "input_stall", "input_bound" if share > STALL_SHARE else "ok",
+            (Evidence("max_rank_stall_share", round(share, 4), "fraction", STALL_SHARE, "training_stalls"),
+             Evidence("rank", int(worst["pe"]), "pe", None, "training_stalls"),
+             Evidence("median_stall", _py(worst["median_stall_ns"]), "ns", None, "training_stalls")),
+            0.8,
+            f"Between steps, rank {int(worst['pe'])} waited {share:.1%} of its time for the next batch"
+            + (" (input-bound)." if share > STALL_SHARE else "."),
+        ))  # fmt: skip
+    dev = streams[streams["stream"] == -1] if not streams.empty else streams
+    if not dev.empty:
+        span = (dev["last_ns"] - dev["first_ns"]).clip(lower=1)
+        idle_share = float((dev["idle_ns"] / span).max())
+        out.append(Characteristic(
+            "training", "device_idle", "idle" if idle_share > DEVICE_IDLE_SHARE else "busy",
+            (Evidence("max_device_idle_share", round(idle_share, 4), "fraction", DEVICE_IDLE_SHARE, "training_streams"),
+             Evidence("streams", int((streams["stream"] >= 0).sum()), "count", None, "training_streams")),
+            0.9,
+            f"The most idle device had no kernel running {idle_share:.0%} of the time between its first and last kernel.",
+        ))  # fmt: skip
+    if not events.empty:
+        fails = events[events["kind"] == "failure"]
+        ck = events[events["kind"] == "checkpoint"]
+        restarts = events[events["kind"] == "restart"]
+        out.append(Characteristic(
+            "training", "resilience_events", int(fails["count"].sum()),
+            (Evidence("failures", int(fails["count"].sum()), "count", None, "training_events"),
+             Evidence("restarts", int(restarts["count"].sum()), "count", None, "training_events"),
+             Evidence("checkpoints", int(ck["count"].sum()), "count", None, "training_events"),
+             Evidence("checkpoint_time", int(ck["dur_ns"].sum()), "ns", None, "training_events")),
+            1.0,
+            f"{int(fails['count'].sum())} failure row(s), {int(restarts['count'].sum())} restart(s), "
+            f"{int(ck['count'].sum())} checkpoint save(s) seen.",
+        ))  # fmt: skip
+    return out
+
+
+def analyze(engine: Engine, trace: TraceHandle, config: AnalysisConfig) -> AnalysisResult:
+    """Runs the training_* queries and derives the breakdown, stragglers, sizing and stalls."""
+    steps = engine.query("training_breakdown").to_pandas()
+    coll = engine.query("training_collectives").to_pandas()
+    buckets = engine.query("training_buckets").to_pandas()
+    phases = engine.query("training_phases").to_pandas()
+    stalls_raw = engine.query("training_stalls").to_pandas()
+    streams = engine.query("training_streams").to_pandas()
+    events = engine.query("training_events").to_pandas()
+
+    per_rank = breakdown_per_rank(steps)
+    found, n_compared = stragglers(steps)
+    sizing = bucket_sizing(buckets, coll, steps, phases)
+    stalls = _stalls(stalls_raw, steps)
+    chars = _characteristics(per_rank, found, n_compared, sizing, stalls, streams, events)
+
+    result = AnalysisResult(name="training", characteristics=chars)
+    result.sections.update(
+        breakdown=_records(per_rank),
+        breakdown_steps=_records(steps.head(MAX_STEP_ROWS)),
+        breakdown_steps_total=int(len(steps)),
+        stragglers=found,
+        collectives=_records(_collectives(coll)) if not coll.empty else [],
+        ddp_buckets=sizing,
+        phases=_records(phases),
+        stalls=_records(stalls),
+        streams=_records(streams),
+        events=_records(events),
+    )
+    if sizing is not None and sizing["verdict"] != "ok":
+        char = next(c for c in chars if c.name == "ddp_bucket_size")
+        result.hints.append(_bucket_hint(trace, sizing, char))
+    return result

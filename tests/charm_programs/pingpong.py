@@ -1,0 +1,37 @@
+"""Message-rate microbenchmark: 2 elements bounce one small message HOPS times.
+
+Prints `RESULT ok hops=H elapsed_s=T` where T covers only the bouncing (used by
+bench/charm_overhead.py to price the tracer per message).
+"""
+
+import sys
+import time
+
+from charm4py import Array, Chare, charm
+
+
+class Player(Chare):
+    def __init__(self, hops, done):
+        self.hops, self.done = hops, done
+
+    def ball(self, n, payload):
+        if n >= self.hops:
+            self.done.send(n)
+            return
+        self.thisProxy[1 - self.thisIndex[0]].ball(n + 1, payload)
+
+
+def main(args):
+    hops = int(args[1]) if len(args) > 1 else 20000
+    done = charm.Future()
+    p = Array(Player, 2, args=[hops, done])
+    charm.awaitCreation(p)
+    t = time.perf_counter()
+    p[0].ball(0, b"x" * 64)
+    assert done.get() == hops
+    print(f"RESULT ok hops={hops} elapsed_s={time.perf_counter() - t:.4f}")
+    charm.exit()
+
+
+if __name__ == "__main__":
+    charm.start(main)

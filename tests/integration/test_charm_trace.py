@@ -1,0 +1,158 @@
+"""The charm4py tracer on real `charmrun +p2` runs: structure of what it records.
+
+Counts follow from the programs in tests/charm_programs (arithmetic in the comments); no
+assertion depends on timing.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from paradise.store import open_trace
+from tests.conftest import bin_path
+from tests.integration.charm_helpers import PROGRAMS, ROOT, events, require_ok, rows, trace_charm
+
+pytestmark = pytest.mark.timeout(300)
+
+ITERS = 3
+CELLS = 6  # ring.py: 2 x 3 array
+
+
+@pytest.fixture(scope="module")
+def ring(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("ring") / "trace"
+    proc = trace_charm(out, PROGRAMS / "ring.py", str(ITERS))
+    require_ok(proc)
+    assert "RESULT ok" in proc.stdout
+    return out
+
+
+@pytest.fixture(scope="module")
+def mover(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("migrate") / "trace"
+    proc = trace_charm(out, PROGRAMS / "migrate.py")
+    require_ok(proc)
+    assert "RESULT ok" in proc.stdout
+    return out
+
+
+def test_files_and_metadata(ring):
+    trace = open_trace(ring)
+    assert sorted(f.name for f in trace.files) == ["pe-00000.parquet", "pe-00001.parquet"]
+    assert trace.complete
+    meta = trace.metadata
+    assert (meta["source"], meta["program"], meta["pes"]) == ("charm4py", "ring", 2)
+    assert meta["clock"]["method"].startswith("host-monotonic")
+    assert meta["clock"]["residual_ns"] is not None
+    assert meta["extra"]["argv"] == [str(ITERS)]
+
+
+def test_every_execution_recorded(ring):
+    con = events(ring)
+    got = dict(rows(con, "SELECT name, count(*) FROM ev WHERE kind='exec' AND coll='Cell#0' GROUP BY name"))
+    # per step: a broadcast next_step (6 execs) and one token per element (6); then finish (6)
+    assert got == {"__init__": CELLS, "next_step": ITERS * CELLS, "token": ITERS * CELLS, "finish": CELLS}
+    bumps = rows(con, "SELECT count(*), count(DISTINCT pe) FROM ev WHERE kind='exec' AND name='bump'")
+    assert bumps == [(CELLS, 2)]  # element k bumps Counter member k % 2
+    bad = rows(con, "SELECT count(*) FROM ev WHERE kind='exec' AND (t1 < t0 OR active < 0 OR active > t1 - t0)")
+    assert bad == [(0,)]
+
+
+def test_every_send_recorded_and_linked(ring):
+    con = events(ring)
+    sends = dict(rows(con, "SELECT name, count(*) FROM ev WHERE kind='send' AND coll IN ('Cell#0','Main#0') "
+                           "AND name <> '__init__' GROUP BY name"))
+    assert sends == {"next_step": ITERS, "token": ITERS * CELLS, "finish": 1, "bump": CELLS}
+    # every send reaches executions carrying its msg: 1 for point-to-point, all 6 for broadcasts
+    links = rows(con, """
+        SELECT s.name, s.args, count(e.msg) AS execs FROM ev s LEFT JOIN ev e
+          ON e.kind = 'exec' AND e.msg = s.msg
+        WHERE s.kind = 'send' GROUP BY s.name, s.args, s.msg""")
+    assert all(n >= 1 for _, _, n in links), links
+    assert {n for name, args, n in links if name == "token"} == {1}
+    assert {n for name, args, n in links if name == "next_step"} == {CELLS}
+    # the receiver named in the send row is the one that executed it
+    mism = rows(con, """
+        SELECT count(*) FROM ev s JOIN ev e ON e.kind = 'exec' AND e.msg = s.msg
+        WHERE s.kind = 'send' AND s.args IS NULL
+          AND (e.coll <> s.peer_coll OR e.obj <> s.peer_obj OR e.pe <> s.peer_pe OR e.peer_pe <> s.pe)""")
+    assert mism == [(0,)]
+
+
+def test_payload_bytes_include_direct_copy(ring):
+    con = events(ring)
+    # token carries a 16-float64 numpy array (128 B) and b"xyz"*(i+1): sent outside the pickle
+    sizes = rows(con, "SELECT step, min(bytes) FROM ev WHERE kind='send' AND name='token' GROUP BY step ORDER BY step")
+    assert [s for s, _ in sizes] == list(range(ITERS))
+    assert all(b > 128 + 3 * (s + 1) for s, b in sizes)
+
+
+def test_placement_and_steps(ring):
+    con = events(ring)
+    place = rows(con, "SELECT index, pe FROM ev WHERE kind='create' AND coll='Cell#0' ORDER BY index")
+    # charm4py's default map: balanced blocks of the row-major index (6 elements, 2 PEs)
+    assert place == [("[0,0]", 0), ("[0,1]", 0), ("[0,2]", 0), ("[1,0]", 1), ("[1,1]", 1), ("[1,2]", 1)]
+    steps = rows(con, "SELECT step, count(*) FROM ev WHERE kind='step' GROUP BY step ORDER BY step")
+    assert steps == [(i, CELLS) for i in range(ITERS)]
+    # next_step(i) marks step i, so its execution is tagged i
+    tagged = rows(con, "SELECT count(*) FROM ev WHERE kind='exec' AND name='next_step' AND step IS NULL")
+    assert tagged == [(0,)]
+
+
+def test_idle_and_unfinished_main(ring):
+    con = events(ring)
+    idle = rows(con, "SELECT pe, count(*), min(t1 - t0) FROM ev WHERE kind='idle' GROUP BY pe ORDER BY pe")
+    assert [pe for pe, _, _ in idle] == [0, 1] and all(d > 0 for _, _, d in idle)
+    main = rows(con, "SELECT args, active < t1 - t0 FROM ev WHERE kind='exec' AND name='main'")
+    assert main == [('{"unfinished":true}', True)]  # main never returns from charm.exit()
+
+
+def test_migration_recorded(mover):
+    con = events(mover)
+    place = dict(rows(con, "SELECT index, pe FROM ev WHERE kind='create' AND coll='Mover#0'"))
+    migs = rows(con, "SELECT index, peer_pe, pe FROM ev WHERE kind='migrate' ORDER BY index")
+    # every element moves once, from its creation PE to the other PE
+    assert [(i, place[i], 1 - place[i]) for i in sorted(place)] == migs
+    syncs = rows(con, "SELECT name, count(*), max(step) FROM ev WHERE kind='step' GROUP BY name ORDER BY name")
+    assert syncs == [("AtSync", 8, 1), ("resumeFromSync", 8, 2)]  # 4 elements x 2 LB steps
+
+
+def test_failure_leaves_incomplete_trace(tmp_path):
+    out = tmp_path / "trace"
+    proc = trace_charm(out, PROGRAMS / "fail.py")
+    assert proc.returncode != 0
+    assert "planned failure in step 2" in proc.stdout + proc.stderr
+    assert "paradise/cli" not in proc.stderr  # the program's error, not a paradise traceback
+    trace = open_trace(out)
+    assert not trace.complete
+    con = events(out)
+    assert rows(con, "SELECT max(step) FROM ev WHERE kind='step'")[0][0] >= 1
+    info = subprocess.run([bin_path("paradise"), "info", "--json", str(out)], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert info.returncode == 0 and json.loads(info.stdout)["complete"] is False
+
+
+def test_killed_run_keeps_flushed_parts(tmp_path):
+    out = tmp_path / "trace"
+    proc = trace_charm(out, PROGRAMS / "hang.py", timeout=15)
+    assert proc.returncode == 124 and "timed out" in proc.stderr
+    trace = open_trace(out)  # part files flushed by the 1 s tick while the PEs were idle
+    assert not trace.complete and trace.num_rows > 0
+    con = events(out)
+    assert rows(con, "SELECT count(DISTINCT step) FROM ev WHERE kind='step'") == [(2,)]
+
+
+def test_refuses_existing_output(ring):
+    proc = trace_charm(ring, PROGRAMS / "ring.py")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().startswith("paradise: error:") and "--force" in proc.stderr
+
+
+def test_analyze_runs_on_trace(ring, tmp_path):
+    proc = subprocess.run([bin_path("paradise"), "analyze", str(ring)], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]

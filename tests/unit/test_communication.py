@@ -1,0 +1,127 @@
+"""Communication patterns on synthetic programs of known structure, sizes, the comm hint."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from hints import comm_gen
+from hints.format import load_hint, write_hint
+from paradise.analyses import communication, objgraph
+from paradise.engines.duckdb_engine import DuckDBEngine
+from paradise.store import open_trace
+from tests.unit import charm_synth as cs
+
+
+def analyze(tmp_path, prog_placement, name="t"):
+    prog, placement = prog_placement
+    trace = open_trace(prog.write(tmp_path / name, placement))
+    with DuckDBEngine(trace) as eng:
+        return trace, communication.analyze(eng, trace)
+
+
+def phases(result, coll):
+    return {p["phase"]: p["pattern"] for p in result.sections["patterns"][coll]}
+
+
+def test_grid_2d_non_periodic(tmp_path):
+    _, r = analyze(tmp_path, cs.grid2d(4, 5, 2, 3))
+    (p,) = r.sections["patterns"]["Cell#0"]
+    assert p["pattern"] == "grid"
+    # 4x5 lattice: 2*(3*5 + 4*4) = 62 directed neighbour edges, all at Manhattan distance 1
+    assert p["evidence"]["edges"] == 62
+    assert p["evidence"]["near_share"] == 1.0 and p["evidence"]["periodic"] is False
+    assert p["evidence"]["extents"] == [4, 5]
+
+
+def test_grid_2d_periodic(tmp_path):
+    _, r = analyze(tmp_path, cs.grid2d(4, 4, 2, 2, periodic=True))
+    (p,) = r.sections["patterns"]["Cell#0"]
+    assert p["pattern"] == "grid" and p["evidence"]["periodic"] is True
+    assert p["evidence"]["degree_match"] == 1.0  # a torus: every cell has its 4 neighbours
+
+
+def test_master_worker_is_star(tmp_path):
+    _, r = analyze(tmp_path, cs.master_worker(6, 2, 30))
+    assert phases(r, "Worker#0") == {"work": "star"}
+    assert phases(r, "Master#0") == {"result": "star"}  # replies to a master that dispatched work
+    hub = r.sections["patterns"]["Worker#0"][0]["evidence"]["hub"]
+    assert hub == ["Master#0", "[0]"]
+
+
+def test_pipeline_is_chain(tmp_path):
+    _, r = analyze(tmp_path, cs.pipeline(6, 2, 4))
+    assert phases(r, "Stage#0") == {"item": "chain"}
+
+
+def test_complete_graph_is_all_to_all(tmp_path):
+    _, r = analyze(tmp_path, cs.all_to_all(5, 2))
+    (p,) = r.sections["patterns"]["Peer#0"]
+    assert p["pattern"] == "all-to-all" and p["evidence"]["density"] == 1.0  # 5*4 of 5*4 edges
+
+
+def test_spanning_tree_is_tree(tmp_path):
+    _, r = analyze(tmp_path, cs.binary_tree(4, 2))
+    (p,) = r.sections["patterns"]["Node#0"]
+    assert p["pattern"] == "tree"
+
+
+def test_histsort_phases_differ(tmp_path):
+    _, r = analyze(tmp_path, cs.histsort(6, 2))
+    assert phases(r, "Bucket#0") == {"histogram": "tree", "exchange": "all-to-all"}  # broadcast, exchange
+    assert phases(r, "(pe)") == {"reduced": "tree"}  # buckets reduce to main
+    char = next(c for c in r.characteristics if c.name == "pattern:Bucket#0")
+    assert set(char.value) == {"tree", "all-to-all"}
+
+
+def test_irregular():
+    edges = pd.DataFrame({
+        "src_coll": ["A#0"] * 5, "src_index": ["[0]", "[1]", "[2]", "[5]", "[3]"], "src_pe": [0] * 5,
+        "dst_coll": ["A#0"] * 5, "dst_index": ["[4]", "[3]", "[0]", "[1]", "[5]"], "dst_pe": [1] * 5,
+        "src_obj": [0] * 5, "dst_obj": [0] * 5, "entry": ["x"] * 5, "msgs": [1] * 5, "bytes": [10] * 5,
+        "min_bytes": [10] * 5, "max_bytes": [10] * 5, "bcast_msgs": [0] * 5, "steps": [1] * 5})
+    pats = objgraph.collection_patterns(edges)
+    assert pats["A#0"][0]["pattern"] == "irregular"
+
+
+def test_sizes_and_small_message_hint(tmp_path):
+    trace, r = analyze(tmp_path, cs.all_to_all(4, 2, nbytes=100, rounds=40))
+    sizes = next(c for c in r.characteristics if c.name == "message_sizes")
+    assert sizes.value == 100  # every message is 100 bytes: bucket [64, 128), capped at the largest
+    small = next(c for c in r.characteristics if c.name == "many_small_messages")
+    # peers 0,2 on PE 0 and 1,3 on PE 1: each PE pair carries 2*2*40 = 160 messages of 100 bytes
+    assert small.value == 2
+    (doc,) = r.hints
+    assert {(c["src_pe"], c["dst_pe"], c["msgs"]) for c in doc["combine"]} == {(0, 1, 160), (1, 0, 160)}
+    assert doc["predicted_gain"]["msgs_after"] == 2 * 20  # batches of 8
+    assert doc["justified_by"][0]["characteristic"] == "many_small_messages"
+    path = write_hint(tmp_path / "hints", doc)
+    back = load_hint(path, "comm", program=trace.program, pes=2)
+    assert back["combine"] == doc["combine"]
+    assert "comm.json" in r.sections["hint_explanations"][0]
+
+
+def test_no_hint_without_small_streams(tmp_path):
+    _, r = analyze(tmp_path, cs.grid2d(3, 3, 2, 2))
+    assert r.hints == []
+
+
+def test_combine_candidates_threshold():
+    streams = [{"src_pe": 0, "dst_pe": 1, "entry": "a", "msgs": 100, "bytes": 1000, "max_bytes": 10},
+               {"src_pe": 0, "dst_pe": 1, "entry": "b", "msgs": 100, "bytes": 10**6, "max_bytes": 10**4},
+               {"src_pe": 1, "dst_pe": 1, "entry": "a", "msgs": 1000, "bytes": 1000, "max_bytes": 1},
+               {"src_pe": 1, "dst_pe": 0, "entry": "a", "msgs": 10, "bytes": 10, "max_bytes": 1}]
+    (c,) = comm_gen.combine_candidates(streams)
+    assert (c["entry"], c["msgs"], c["batch"]) == ("a", 100, comm_gen.BATCH)
+
+
+def test_schema_documents_payload():
+    sch = json.loads(open("hints/schemas/comm-1.json").read())
+    assert {"combine", "threshold"} <= set(sch["required"])
+
+
+@pytest.mark.parametrize("text,expected", [("[3,4]", (3, 4)), ("[7]", (7,)), (None, None)])
+def test_parse_index(text, expected):
+    assert objgraph.parse_index(text) == expected

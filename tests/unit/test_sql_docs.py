@@ -1,0 +1,79 @@
+"""Every stage-1 .sql file is documented (grain, columns, merge rule) and used by some module."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from builders import charm_like, torch_like
+from paradise.engines.duckdb_engine import DuckDBEngine
+from paradise.engines.merge import merge_text, parse_merge_rule
+from paradise.store import open_trace
+
+ROOT = Path(__file__).resolve().parents[2]
+SQL_DIR = ROOT / "paradise" / "analyses" / "sql"
+SQL_FILES = sorted(SQL_DIR.glob("*.sql"))
+PY_SOURCES = [p for p in (ROOT / "paradise").rglob("*.py")] + [p for p in (ROOT / "hints").rglob("*.py")]
+
+
+def _header(text: str) -> str:
+    """The leading comment block (every line before the first line of SQL)."""
+    lines = []
+    for line in text.splitlines():
+        if line.strip() and not line.lstrip().startswith("--"):
+            break
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _mentions(text: str, word: str) -> bool:
+    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9_])", text) is not None
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory):
+    base = tmp_path_factory.mktemp("sqldocs")
+    return [open_trace(charm_like(pes=3, steps=2).write(base / "charm")),
+            open_trace(torch_like(ranks=2, steps=2).write(base / "torch"))]
+
+
+def test_there_are_sql_files():
+    assert SQL_FILES, f"no .sql files under {SQL_DIR}"
+
+
+@pytest.mark.parametrize("path", SQL_FILES, ids=lambda p: p.stem)
+def test_header_states_grain_columns_and_merge_rule(path):
+    text = path.read_text()
+    head = _header(text)
+    assert head.strip(), f"{path.name}: no header comment"
+    assert re.search(r"^--\s*grain:", head, re.MULTILINE), f"{path.name}: header lacks a '-- grain:' line"
+    assert re.search(r"^--\s*columns?:", head, re.MULTILINE), f"{path.name}: header lacks a '-- columns:' section"
+    assert merge_text(head), f"{path.name}: the '-- merge:' line must be in the header"
+    rule = parse_merge_rule(text, path.stem)  # raises on a missing, doubled or malformed rule
+    body = text[len(head):]
+    for col in list(rule.columns) + list(rule.keys or ()):
+        assert _mentions(body, col), f"{path.name}: merge rule names {col!r}, which the query never produces"
+
+
+@pytest.mark.parametrize("path", SQL_FILES, ids=lambda p: p.stem)
+def test_every_sql_file_is_used_by_a_module(path):
+    users = [p for p in PY_SOURCES if re.search(rf"[\"']{re.escape(path.stem)}[\"']", p.read_text())]
+    assert users, f"{path.name}: no module under paradise/ or hints/ queries {path.stem!r}; delete it or use it"
+
+
+@pytest.mark.parametrize("path", [p for p in SQL_FILES if "$" not in p.read_text()], ids=lambda p: p.stem)
+def test_output_columns_are_documented_and_mergeable(path, traces):
+    # Run the query (files without bound parameters) and check its real output columns.
+    text = path.read_text()
+    head = _header(text)
+    rule = parse_merge_rule(text, path.stem)
+    for trace in traces:
+        with DuckDBEngine(trace) as eng:
+            columns = eng.query(path.stem).column_names
+        undocumented = [c for c in columns if not _mentions(head, c)]
+        assert not undocumented, f"{path.name}: header does not document column(s) {', '.join(undocumented)}"
+        if not rule.client:
+            missing = rule.uncovered(columns)
+            assert not missing, f"{path.name}: merge rule does not say how to merge {', '.join(missing)}"
