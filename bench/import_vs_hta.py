@@ -23,7 +23,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-REAL = Path(os.environ.get("PARADISE_REAL_DATA", ROOT.parent / "shared" / "data" / "real")) / "hta" / "tests" / "data"
+REAL = (
+    Path(os.environ.get("PARADISE_REAL_DATA", ROOT.parent / "shared" / "data" / "real"))
+    / "hta"
+    / "tests"
+    / "data"
+)
 HTA_VENV = ROOT / ".bench" / "hta-venv"
 PARADISE = Path(sys.executable).parent / "paradise"
 
@@ -148,11 +153,51 @@ HTA_CODE = (
 )
 
 
+PARSERS = {
+    "json.load, whole document (stdlib)": (
+        "import json, sys\n"
+        "d = json.load(open(sys.argv[1], 'rb'))\n"
+        "print(sum(1 for e in d['traceEvents'] if e.get('ph') == 'X'))\n"
+    ),
+    "msgspec.json.decode, whole document": (
+        "import msgspec, sys\n"
+        "d = msgspec.json.decode(open(sys.argv[1], 'rb').read())\n"
+        "print(sum(1 for e in d['traceEvents'] if e.get('ph') == 'X'))\n"
+    ),
+    "ijson yajl2_c, items('traceEvents.item')": (
+        "import ijson.backends.yajl2_c as ijson, sys\n"
+        "print(sum(1 for e in ijson.items(open(sys.argv[1], 'rb'), 'traceEvents.item') if e.get('ph') == 'X'))\n"
+    ),
+    "paradise scanner + msgspec batches (no output)": (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from paradise.importers.kineto_scan import EventScanner\n"
+        "from paradise.importers.kineto_events import decode_batch\n"
+        "n = 0\n"
+        "for text in EventScanner(Path(sys.argv[1])).batches():\n"
+        "    t = decode_batch(text).table\n"
+        "    n += 0 if t is None else t.num_rows\n"
+        "print(n)\n"
+    ),
+}
+
+
+def compare_parsers(big: Path) -> None:
+    """Streaming-parser candidates on the same file: wall time and peak memory (for docs/importers.md)."""
+    print(f"parsers on {big.name} ({big.stat().st_size / 1e6:.0f} MB):")
+    print(f"{'parser':<50} {'s':>7} {'MB/s':>7} {'peak MiB':>9}")
+    for label, code in PARSERS.items():
+        m = measure([sys.executable, "-c", code, str(big)])
+        print(f"{label:<50} {m['wall']:>7.2f} {big.stat().st_size / 1e6 / m['wall']:>7.1f} {m['tree_mib']:>9.0f}")
+    print()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--replicas", type=int, default=24, help="copies of nccl_data in the generated trace")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/paradise-bench-kineto"))
     ap.add_argument("--skip-hta", action="store_true")
+    ap.add_argument("--parsers", action="store_true", help="also compare JSON parser candidates")
     opts = ap.parse_args()
     work = opts.workdir
     work.mkdir(parents=True, exist_ok=True)
@@ -161,7 +206,10 @@ def main() -> None:
         ("nccl_parser_config (1 rank, 9.3 MB json.gz)", [REAL / "nccl_parser_config" / "nccl_data.json.gz"]),
         (
             "trace_filter sampled ranks 0+1 (2 files)",
-            [REAL / "trace_filter" / "sampled_rank-0.json.gz", REAL / "trace_filter" / "sampled_rank-1.json.gz"],
+            [
+                REAL / "trace_filter" / "sampled_rank-0.json.gz",
+                REAL / "trace_filter" / "sampled_rank-1.json.gz",
+            ],
         ),
         (
             "ns_resolution_trace (1 rank, 14.7 MB json.gz)",
@@ -174,6 +222,8 @@ def main() -> None:
         generate(REAL / "nccl_parser_config" / "nccl_data.json.gz", big, opts.replicas)
     cases.append((f"generated {opts.replicas}x nccl_data ({big.stat().st_size / 1e6:.0f} MB .json)", [big]))
 
+    if opts.parsers:
+        compare_parsers(big)
     hta_py, hta_note = (None, "skipped (--skip-hta)") if opts.skip_hta else ensure_hta()
     print(f"paradise: {PARADISE}")
     print(f"HTA: {'holistictraceanalysis ' + hta_note if hta_py else 'NOT RUN: ' + hta_note}")
@@ -207,7 +257,9 @@ def main() -> None:
             print(f"{label:<48} {rows:>9} {p['wall']:>10.2f} {'-':>8} {'-':>8} {p['tree_mib']:>12.0f}")
         shutil.rmtree(d)
     print()
-    print("speedup = HTA wall / paradise wall (goal >= 5x); mem ratio = paradise peak / HTA peak (goal <= 0.33)")
+    print(
+        "speedup = HTA wall / paradise wall (goal >= 5x); mem ratio = paradise peak / HTA peak (goal <= 0.33)"
+    )
     print("peak = largest summed RSS of the process tree, sampled every 20 ms")
 
 

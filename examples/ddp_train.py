@@ -21,6 +21,7 @@ import datetime
 import hashlib
 import os
 import signal
+import sys
 import time
 from typing import Any
 
@@ -58,6 +59,7 @@ def add_checkpoint_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hints", default=None, help="checkpoint.json (or a folder holding it) with the policy")
     p.add_argument("--checkpoint-every", type=int, default=None, help="periodic interval in steps (overrides --hints)")
     p.add_argument("--checkpoint-mode", choices=("periodic", "jit", "jit+periodic"), default=None)
+    p.add_argument("--async-checkpoint", action="store_true", help="periodic saves with dcp.async_save")
     p.add_argument("--fail-at-step", type=int, default=None, help="inject a failure in this step")
     p.add_argument("--fail-rank", type=int, default=1, help="rank that fails")
     p.add_argument("--fail-mode", choices=("exit", "kill", "raise", "hang"), default="exit")
@@ -83,13 +85,21 @@ def make_manager(args: argparse.Namespace, model: DDP, optimizer: torch.optim.Op
     """The checkpoint manager when --checkpoint-dir is given, else None."""
     if not args.checkpoint_dir:
         return None
-    from hints.checkpoint_manager import CheckpointManager
+    from hints.checkpoint_manager import CheckpointManager, load_policy
+    from hints.format import HintError
 
     policy = args.hints
     if policy and os.path.isdir(policy):
         policy = os.path.join(policy, "checkpoint.json")
+    if policy:
+        try:
+            policy = load_policy(policy)
+        except HintError as exc:  # a refused hint: say so in one line, run with the default (jit)
+            print(f"ddp_train: warning: {exc}; using just-in-time checkpoints", file=sys.stderr)
+            policy = None
     return CheckpointManager(args.checkpoint_dir, policy, model=model, optimizer=optimizer,
-                             interval_steps=args.checkpoint_every, mode=args.checkpoint_mode)
+                             interval_steps=args.checkpoint_every, mode=args.checkpoint_mode,
+                             async_save=args.async_checkpoint)
 
 
 class MLP(nn.Module):

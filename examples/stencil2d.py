@@ -134,6 +134,9 @@ class Block(Chare):
             self.nbrs.append(((i, j + 1), WEST))
         self.it = 0
         self.inbox: dict[int, dict[int, np.ndarray]] = {}
+        # True from AtSync() until resumeFromSync(): neighbours resumed earlier may already
+        # send halos, which must wait until this chare has sent its own for the iteration
+        self.paused = False
 
     def where(self):
         return charm.myPe()
@@ -158,7 +161,7 @@ class Block(Chare):
 
     def halo(self, it: int, side: int, edge: np.ndarray):
         self.inbox.setdefault(it, {})[side] = edge
-        if it == self.it:
+        if it == self.it and not self.paused:
             self.advance()
 
     def advance(self):
@@ -170,6 +173,7 @@ class Block(Chare):
                 self.finish()
                 return
             if self.lb_period and self.it % self.lb_period == 0:
+                self.paused = True
                 self.AtSync()
                 return
             self.send_halos()
@@ -192,6 +196,7 @@ class Block(Chare):
         u[1:-1, 1:-1] = new
 
     def resumeFromSync(self):
+        self.paused = False
         self.send_halos()
         self.advance()
 

@@ -29,6 +29,7 @@ import shutil
 import signal
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,14 @@ def _untraced() -> Iterator[None]:
         for h, old in zip(hooks, saved, strict=True):
             if h is not None and old is not None:
                 h.update(old)
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """DCP warns that it assumes a single process even when no_dist=True says so."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="torch.distributed is disabled")
+        yield
 
 
 def _policy_fields(policy: Any) -> tuple[str, int | None]:
@@ -265,6 +274,8 @@ class CheckpointManager:
         t_fail = time.time_ns()
         name = "SIGTERM" if self._term.is_set() else type(exc).__name__
         self._log("failure", name, t_fail, step=step, error=str(exc)[:300])
+        with contextlib.suppress(Exception):  # an async save that finished still counts
+            self._finish_async()
         if "jit" not in self.mode:
             self._saving = False
             return
@@ -295,7 +306,8 @@ class CheckpointManager:
         t0 = time.time_ns()
         d = self.dir / f"jit-{done:08d}-a{self.attempt}" / f"rank-{self.rank}"
         d.mkdir(parents=True, exist_ok=True)
-        dcp.save(self._state(), checkpoint_id=str(d), no_dist=True)
+        with _quiet():
+            dcp.save(self._state(), checkpoint_id=str(d), no_dist=True)
         torch.save({"rng": rng, "step": done}, d / "rng.pt")
         meta = {"step": done, "kind": "jit", "rank": self.rank, "world_size": self.world, "attempt": self.attempt}
         _write_atomic(d / MARKER, json.dumps(meta).encode())
@@ -324,7 +336,8 @@ class CheckpointManager:
             self._pending = (fut, d)
             self._log("checkpoint", "periodic_async", t0, time.time_ns(), step=self.completed)
             return d
-        dcp.save(self._state(), checkpoint_id=str(d), no_dist=not self.dist)
+        with _quiet():
+            dcp.save(self._state(), checkpoint_id=str(d), no_dist=not self.dist)
         self._complete(d)
         self._log("checkpoint", "periodic", t0, time.time_ns(), step=self.completed,
                   nbytes=_dir_bytes(d) if self.rank == 0 else None)
@@ -397,7 +410,8 @@ class CheckpointManager:
         t0 = time.time_ns()
         with _untraced():
             state = self._state()
-        dcp.load(state, checkpoint_id=str(path), no_dist=not self.dist)
+        with _quiet():
+            dcp.load(state, checkpoint_id=str(path), no_dist=not self.dist)
         set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
         rng_file, src = self._rng_file(kind, path)
         _set_rng_state(torch.load(rng_file, weights_only=False)["rng"])  # our own file: numpy/python states

@@ -9,6 +9,7 @@ renamed, then the parts removed), so a crash during compaction loses nothing eit
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import time
@@ -26,6 +27,16 @@ FLUSH_INTERVAL_S = 2.0
 """Longest time rows wait in memory (checked on append), bounding what a crash can lose."""
 
 PART_RE = re.compile(r"^(?P<stem>.+?)\.part-(?P<seq>\d+)\.parquet$")
+
+
+def _column(values: tuple | None, typ: pa.DataType, n: int) -> pa.Array:
+    """One column. Built from a list (pyarrow converts a tuple of str ~500x slower), and
+    dictionary columns as strings then encoded (a dictionary type directly: ~15 us/value)."""
+    if values is None:
+        return pa.nulls(n, typ)
+    if pa.types.is_dictionary(typ):
+        return pa.array(list(values), type=typ.value_type).dictionary_encode().cast(typ)
+    return pa.array(list(values), type=typ)
 
 
 def pe_file_stem(pe: int) -> str:
@@ -81,8 +92,11 @@ class TraceWriter:
 
     def _table(self, rows: list[tuple]) -> pa.Table:
         width = len(COLUMN_NAMES)
-        columns = list(zip(*(r + (None,) * (width - len(r)) for r in rows))) if rows else [()] * width
-        arrays = [pa.array(list(col), type=field.type) for col, field in zip(columns, SCHEMA)]
+        # zip_longest pads short rows (missing tail = null); columns no row reaches are all null
+        columns = list(itertools.zip_longest(*rows)) if rows else []
+        n = len(rows)
+        arrays = [_column(columns[i] if i < len(columns) else None, field.type, n) for i, field in enumerate(SCHEMA)]
+        assert len(arrays) == width
         return pa.Table.from_arrays(arrays, schema=SCHEMA.with_metadata(make_metadata(**self.metadata)))
 
     def flush(self) -> None:

@@ -118,6 +118,20 @@ def comm_hint(engine: Any, trace: Any, cands: list[dict[str, Any]], why: Charact
                      predicted_gain=gain)
 
 
+def inferred_reductions(engine: Any) -> pd.DataFrame:
+    """Reduction fan-in edges inferred from the timeline (communication_reductions), in the
+    shape of communication_edges, flagged `inferred`; bytes are unknown (0)."""
+    red = engine.query("communication_reductions").to_pandas()
+    if red.empty:
+        return pd.DataFrame(columns=["inferred"])
+    keys = ["src_coll", "src_obj", "src_index", "src_pe", "dst_coll", "dst_obj", "dst_index", "dst_pe", "entry"]
+    out = red.groupby(keys, sort=True, dropna=False).size().rename("msgs").reset_index()
+    out["bytes"] = 0
+    out["bcast_msgs"] = 0
+    out["inferred"] = True
+    return out
+
+
 def analyze(engine: Any, trace: Any, config: AnalysisConfig | None = None) -> AnalysisResult:
     """Patterns per collection, message sizes, small-message streams and the comm hint."""
     edges = engine.query("communication_edges").to_pandas()
@@ -125,7 +139,7 @@ def analyze(engine: Any, trace: Any, config: AnalysisConfig | None = None) -> An
     result = AnalysisResult("communication")
     if edges.empty:
         return result
-    patterns = collection_patterns(edges)
+    patterns = collection_patterns(pd.concat([edges, inferred_reductions(engine)], ignore_index=True))
     all_streams = streams(edges)
     cands = comm_gen.combine_candidates(all_streams)
     small = small_messages(cands, all_streams)

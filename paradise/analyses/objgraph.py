@@ -197,6 +197,8 @@ def classify(g: nx.DiGraph, fanout_hubs: set[Node] | None = None) -> tuple[Patte
 def fanout_hubs(e: pd.DataFrame) -> set[Node]:
     """Nodes that send point-to-point messages to at least MIN_NODES distinct objects in a phase."""
     p2p = e[(e["bcast_msgs"] < e["msgs"]) & (e["src"] != e["dst"])]
+    if "inferred" in p2p.columns:
+        p2p = p2p[~p2p["inferred"].fillna(False).astype(bool)]
     counts = p2p.groupby(["src", "entry"])["dst"].nunique()
     return {s for (s, _), k in counts.items() if k >= MIN_NODES}
 
@@ -209,11 +211,19 @@ def collection_patterns(edges: pd.DataFrame) -> dict[str, list[dict[str, Any]]]:
     e["dst_coll_s"] = [d[0] or "(pe)" for d in e["dst"]]
     hubs = fanout_hubs(e)
     out: dict[str, list[dict[str, Any]]] = {}
+    if "inferred" not in e.columns:
+        e["inferred"] = False
+    e["inferred"] = e["inferred"].fillna(False).astype(bool)
     for (coll, entry), part in e.groupby(["dst_coll_s", "entry"], sort=True):
         g = phase_digraph(part)
-        pattern, conf, ev = classify(g, hubs)
         if g.number_of_nodes() < MIN_NODES:
             continue
+        if part["inferred"].all():  # reductions inferred from the timeline: a spanning tree by construction
+            pattern, conf = Pattern.TREE, 0.7
+            ev = {"objects": g.number_of_nodes(), "edges": g.number_of_edges(), "inferred_reduction": True,
+                  "reductions": int(part["msgs"].max())}
+        else:
+            pattern, conf, ev = classify(g, hubs)
         ev["msgs"] = int(part["msgs"].sum())
         ev["bytes"] = int(part["bytes"].sum())
         out.setdefault(coll, []).append(

@@ -84,13 +84,21 @@ def object_loads(obj: pd.DataFrame) -> pd.DataFrame:
     """One row per object: load, execs, and current PE (where it last ran).
 
     The load is that of the steps when the trace marks steps (the work that recurs and that a
-    mapping moves), else of the whole run: one-off costs such as the first constructor on a PE
-    (imports, warm-up) would otherwise pass for heavy objects."""
+    mapping moves): the median step load times the number of steps, so that one-off costs such
+    as the first constructor or first step on a PE (imports, warm-up) do not pass for heavy
+    objects. Without steps it is the load of the whole run."""
     if obj.empty:
         return pd.DataFrame(columns=["coll", "index", "load_ns", "execs", "pe"])
     stepped = obj[obj["step"] >= 0]
-    src = stepped if len(stepped) and stepped["load_ns"].sum() > 0 else obj
-    tot = src.groupby(["coll", "index"], sort=True).agg(load_ns=("load_ns", "sum"), execs=("execs", "sum"))
+    if len(stepped) and stepped["load_ns"].sum() > 0:
+        per = stepped.groupby(["coll", "index", "step"], sort=True).agg(load_ns=("load_ns", "sum"),
+                                                                        execs=("execs", "sum"))
+        tot = per.groupby(level=["coll", "index"]).agg(med=("load_ns", "median"), n=("load_ns", "size"),
+                                                       execs=("execs", "sum"))
+        tot["load_ns"] = tot["med"] * tot["n"]  # typical step x steps: a warm-up spike is no load
+        tot = tot[["load_ns", "execs"]]
+    else:
+        tot = obj.groupby(["coll", "index"], sort=True).agg(load_ns=("load_ns", "sum"), execs=("execs", "sum"))
     last = obj.sort_values("last_t1").groupby(["coll", "index"]).tail(1).set_index(["coll", "index"])["pe"]
     out = tot.join(last, how="outer").reset_index()
     return out.fillna({"load_ns": 0, "execs": 0}).astype({"load_ns": "int64", "execs": "int64"})

@@ -114,8 +114,9 @@ def _inputs(kinds: pd.DataFrame, incidents: pd.DataFrame, trace: TraceHandle,
 
     n_steps = int(steps["n"].sum())
     put("iteration_s", opts.get("iteration_s"), _mean_s(steps), None, f"mean of {n_steps} step rows")
-    put("checkpoint_s", opts.get("checkpoint_s"), _mean_s(periodic), CHECKPOINT_S_DEFAULT,
-        f"mean stall of {int(periodic['n'].sum())} checkpoint rows")
+    ck_rows = periodic if not periodic.empty else jit  # a JIT save writes the same state
+    put("checkpoint_s", opts.get("checkpoint_s"), _mean_s(ck_rows), CHECKPOINT_S_DEFAULT,
+        f"mean stall of {int(ck_rows['n'].sum())} {'periodic' if not periodic.empty else 'JIT'} checkpoint rows")
     put("jit_save_s", opts.get("jit_save_s"), _mean_s(jit), None, f"mean of {int(jit['n'].sum())} JIT saves")
     if src["jit_save_s"] == "default":
         val["jit_save_s"] = val["checkpoint_s"]

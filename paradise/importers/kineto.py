@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 
 from paradise.errors import ImportFormatError, TraceNotFound, require_new_output
 from paradise.format import SCHEMA, conform, make_metadata
+from paradise.importers.kineto_arrow import from_numpy, to_numpy, validity
 from paradise.importers.kineto_events import PASS1_SCHEMA, EventDecodeError, decode_batch
 from paradise.importers.kineto_scan import EventScanner
 
@@ -98,12 +99,19 @@ def _name_of(raw_args: bytes) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _checked(scanner: EventScanner, info: _FileInfo) -> Iterable:
+    try:
+        yield from scanner.batches()
+    except EventDecodeError as exc:
+        raise ImportFormatError(f"{info.path}: malformed trace event ({exc})") from None
+
+
 def _pass1(info: _FileInfo, rank: int | None, on_bytes: Callable[[int], None] | None) -> None:
-    scanner = EventScanner(info.path, on_bytes)
+    scanner = EventScanner(info.path, on_bytes, decode=decode_batch, retry_on=(EventDecodeError,))
     writer: pa.ipc.RecordBatchStreamWriter | None = None
     rank_checked = False
     try:
-        for text in scanner.batches():
+        for res in _checked(scanner, info):
             if not rank_checked and scanner.early_header is not None:
                 rank_checked = True
                 if (
@@ -111,10 +119,6 @@ def _pass1(info: _FileInfo, rank: int | None, on_bytes: Callable[[int], None] | 
                     and _rank_of(info, scanner.early_header, rank) is None
                 ):
                     raise _no_rank(info)
-            try:
-                res = decode_batch(text)
-            except EventDecodeError as exc:
-                raise ImportFormatError(f"{info.path}: malformed trace event ({exc})") from None
             for name, pid, tid, raw in res.meta_events:
                 if name in ("process_name", "thread_name"):
                     label = _name_of(raw)
@@ -132,22 +136,16 @@ def _pass1(info: _FileInfo, rank: int | None, on_bytes: Callable[[int], None] | 
                 writer = pa.ipc.new_stream(str(info.tmp), PASS1_SCHEMA)
             writer.write_table(t)
             info.rows += t.num_rows
-            t0 = t.column("t0").to_numpy()
-            t1 = t.column("t1").to_numpy()
+            t0, t1 = res.t0, res.t1
             lo, hi = int(t0.min()), int(t0.max())
             info.ts_min = lo if info.ts_min is None else min(info.ts_min, lo)
             info.ts_max = hi if info.ts_max is None else max(info.ts_max, hi)
-            step = t.column("step")
-            if step.null_count < len(step):
-                m = step.is_valid().to_numpy(zero_copy_only=False)
-                info.steps.append((t0[m], t1[m], step.to_numpy(zero_copy_only=False)[m].astype(np.int64)))
-            msg = t.column("msg")
-            if msg.null_count < len(msg):
-                dev = t.column("_dev").to_numpy(zero_copy_only=False)
-                m = msg.is_valid().to_numpy(zero_copy_only=False) & ~dev
-                if m.any():
-                    msg_np = msg.fill_null(0).to_numpy()
-                    info.launches.append((msg_np[m], t0[m]))
+            m = res.is_step
+            if m.any():
+                info.steps.append((t0[m], t1[m], res.step[m].astype(np.int64)))
+            m = res.has_msg & ~res.device
+            if m.any():
+                info.launches.append((res.msg[m], t0[m]))
     finally:
         if writer is not None:
             writer.close()
@@ -232,26 +230,27 @@ def _pass2_batches(info: _FileInfo, origin: int) -> Iterable[pa.Table]:
 def _rewrite(info: _FileInfo, index: _StepIndex, shift: int, reader: pa.ipc.RecordBatchStreamReader):
     for batch in reader:  # one pass-1 batch at a time keeps memory flat
         n = batch.num_rows
-        t0 = batch.column("t0").to_numpy() + shift
-        t1 = batch.column("t1").to_numpy() + shift
-        dev = batch.column("_dev").to_numpy(zero_copy_only=False)
+        t0_file = to_numpy(batch.column("t0"), np.int64)
+        t0 = t0_file + shift
+        t1 = to_numpy(batch.column("t1"), np.int64) + shift
+        dev = to_numpy(batch.column("_dev"), np.bool_)
         msg_col = batch.column("msg")
-        has_msg = msg_col.is_valid().to_numpy(zero_copy_only=False)
-        msg = msg_col.fill_null(0).to_numpy()
+        has_msg = validity(msg_col)
+        msg = to_numpy(msg_col, np.int64)
         own = batch.column("step")
-        vals, ok = index.steps_for(batch.column("t0").to_numpy(), dev, msg, has_msg)
-        own_ok = own.is_valid().to_numpy(zero_copy_only=False)
-        vals = np.where(own_ok, own.fill_null(0).to_numpy().astype(np.int64), vals)
+        vals, ok = index.steps_for(t0_file, dev, msg, has_msg)
+        own_ok = validity(own)
+        vals = np.where(own_ok, to_numpy(own, np.int32).astype(np.int64), vals)
         ok = ok | own_ok
         cols = {
             name: batch.column(name)
             for name in batch.schema.names
             if name not in ("_dev", "t0", "t1", "step")
         }
-        cols["pe"] = pa.array(np.full(n, info.rank, dtype=np.int32))
-        cols["t0"] = pa.array(t0)
-        cols["t1"] = pa.array(t1)
-        cols["step"] = pa.array(vals.astype(np.int32), mask=~ok)
+        cols["pe"] = from_numpy(np.full(n, info.rank, dtype=np.int32))
+        cols["t0"] = from_numpy(t0)
+        cols["t1"] = from_numpy(t1)
+        cols["step"] = from_numpy(vals.astype(np.int32), ok)
         yield conform(pa.Table.from_pydict(cols))
 
 

@@ -20,6 +20,8 @@ import msgspec
 import numpy as np
 import pyarrow as pa
 
+from paradise.importers.kineto_arrow import dict_strings, from_numpy, strings, to_numpy, validity
+
 # --- classification rules (documented in docs/importers.md, "Kineto") ----------------------------
 
 DEVICE_CATS = frozenset(
@@ -198,6 +200,13 @@ class BatchResult:
     """Pass-1 columns of the X events of one batch, plus what later passes need."""
 
     table: pa.Table | None
+    t0: np.ndarray | None = None
+    t1: np.ndarray | None = None
+    device: np.ndarray | None = None
+    step: np.ndarray | None = None
+    is_step: np.ndarray | None = None
+    msg: np.ndarray | None = None
+    has_msg: np.ndarray | None = None
     meta_events: list[tuple[str, Any, Any, bytes]] = field(default_factory=list)
     """(name, pid, tid, raw args) of `ph: M` metadata events (process/thread names)."""
     other_phases: dict[str, int] = field(default_factory=dict)
@@ -224,28 +233,26 @@ PASS1_SCHEMA = pa.schema(
 )
 """Columns written by pass 1 (times still on the file's own clock, no pe, steps only on step rows)."""
 
-_KIND_DICT = pa.array(KINDS, type=pa.string())
-
-
-def _strings(values: list) -> pa.Array:
-    try:
-        return pa.array(values, type=pa.string())
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        return pa.array([None if v is None else str(v) for v in values], type=pa.string())
+_KIND_DICT = strings(list(KINDS))
 
 
 def _per_unique(dict_arr: pa.DictionaryArray, fn, dtype=np.bool_, null_value=False) -> np.ndarray:
     """Evaluates fn once per distinct value and spreads the result to every row."""
     uniq = dict_arr.dictionary.to_pylist()
-    table = np.array([fn(u) for u in uniq] + [null_value], dtype=dtype)
-    idx = dict_arr.indices.to_numpy(zero_copy_only=False)
+    table = np.array([null_value if u is None else fn(u) for u in uniq] + [null_value], dtype=dtype)
+    idx = to_numpy(dict_arr.indices, np.int32)
     if dict_arr.null_count:
-        idx = np.where(dict_arr.indices.is_valid().to_numpy(zero_copy_only=False), idx, len(uniq))
-    return table[np.asarray(idx, dtype=np.int64)]
+        idx = np.where(validity(dict_arr.indices), idx, len(uniq))
+    return table[idx]
 
 
-def _ints(values: list) -> list:
-    return [v if type(v) is int and -(2**63) <= v < 2**63 else None for v in values]
+def _nullable_np(values: list) -> tuple[np.ndarray, np.ndarray]:
+    """(int64 values, valid) from Python ints/None."""
+    ok = np.fromiter(
+        (type(v) is int and -(2**63) <= v < 2**63 for v in values), dtype=np.bool_, count=len(values)
+    )
+    vals = np.fromiter((v if k else 0 for v, k in zip(values, ok)), dtype=np.int64, count=len(values))
+    return vals, ok
 
 
 def _to_int(v: Any) -> int | None:
@@ -268,9 +275,9 @@ def _raw_strings(raws: list, lens: np.ndarray) -> pa.Array:
     offsets = np.zeros(n + 1, dtype=np.int32)
     np.cumsum(lens, out=offsets[1:])
     present = lens > 0
-    return pa.StringArray.from_buffers(
-        n, pa.py_buffer(offsets), pa.py_buffer(data), pa.array(present).buffers()[1], int(n - present.sum())
-    )
+    nulls = int(n - np.count_nonzero(present))
+    bitmap = pa.py_buffer(np.packbits(present, bitorder="little")) if nulls else None
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data), bitmap, nulls)
 
 
 def _gloo_bytes(dims_raw: bytes, types_raw: bytes) -> int | None:
@@ -319,13 +326,14 @@ def decode_batch(text: bytes) -> BatchResult:
     dur, dur_ok = us_text_to_ns([e.dur for e in xs])
     t1 = t0 + np.where(dur_ok, dur, 0)  # an X event without dur is zero-length
 
-    names = _strings([e.name for e in xs]).dictionary_encode()
-    cats = _strings([e.cat for e in xs]).dictionary_encode()
+    names = dict_strings([e.name for e in xs])
+    cats = dict_strings([e.cat for e in xs])
     tids = [e.tid for e in xs]
     try:
-        tid_arr = pa.array(np.fromiter(tids, dtype=np.int64, count=n))
+        tid_np, tid_ok = np.fromiter(tids, dtype=np.int64, count=n), np.ones(n, dtype=np.bool_)
     except (TypeError, ValueError, OverflowError):
-        tid_arr = pa.array(_ints(tids), type=pa.int64())
+        tid_np, tid_ok = _nullable_np(tids)
+    tid_arr = from_numpy(tid_np, tid_ok)
 
     raws = [e.args for e in xs]
     lens = np.fromiter(map(len, raws), dtype=np.int64, count=n)
@@ -333,7 +341,7 @@ def decode_batch(text: bytes) -> BatchResult:
         args = _ARGS_DECODER.decode(b"[" + b",".join([r or b"{}" for r in raws]) + b"]")
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise EventDecodeError(f"event args: {exc}") from None
-    corr = _ints([a.correlation for a in args])
+    corr = _nullable_np([a.correlation for a in args])
     stream_arg = [a.stream for a in args]
     has_coll_arg = np.fromiter((a.collective is not None for a in args), dtype=np.bool_, count=n)
 
@@ -351,58 +359,60 @@ def decode_batch(text: bytes) -> BatchResult:
     kind_idx[is_coll] = _COLL
     kind_idx[is_step] = _STEP
 
-    step_col = pa.array(np.where(is_step, step_no, 0).astype(np.int32), mask=~is_step)
-    stream_vals: list = [None] * n
-    for i in np.flatnonzero(device).tolist():
-        s = _to_int(stream_arg[i])
-        if s is None:
-            s = _to_int(tids[i])
-        if s is not None and -(2**31) <= s < 2**31:
-            stream_vals[i] = s
+    step_vals = np.where(is_step, step_no, 0).astype(np.int32)
+    sv, sok = _nullable_np(stream_arg)
+    stream_vals = np.where(sok, sv, tid_np)
+    stream_ok = device & (sok | tid_ok) & (stream_vals >= -(2**31)) & (stream_vals < 2**31)
 
-    nbytes: list = [None] * n
+    nbytes = np.zeros(n, dtype=np.int64)
+    nbytes_ok = np.zeros(n, dtype=np.bool_)
+    gsize = np.zeros(n, dtype=np.int32)
+    gsize_ok = np.zeros(n, dtype=np.bool_)
     group: list = [None] * n
-    gsize: list = [None] * n
     dtype: list = [None] * n
-    for i in np.flatnonzero(is_coll).tolist():
+    for i in np.flatnonzero(is_coll).tolist():  # a few per step
         a = args[i]
         size = dtype_size(a.dtype)
         nel = _to_int(a.in_nelems)
         if nel is None:
             nel = _to_int(a.out_nelems)
-        if size is not None and nel is not None:
-            nbytes[i] = nel * size
-        elif a.input_dims:
-            nbytes[i] = _gloo_bytes(bytes(a.input_dims), bytes(a.input_type))
+        nb = nel * size if size is not None and nel is not None else None
+        if nb is None and a.input_dims:
+            nb = _gloo_bytes(bytes(a.input_dims), bytes(a.input_type))
+        if nb is not None and 0 <= nb < 2**63:
+            nbytes[i], nbytes_ok[i] = nb, True
         for g in (a.pg_name, a.pg_desc, a.pg_id):
             if g is not None and g != "":
                 group[i] = str(g)
                 break
         gs = _to_int(a.group_size)
         if gs is not None and -(2**31) <= gs < 2**31:
-            gsize[i] = gs
+            gsize[i], gsize_ok[i] = gs, True
         if a.dtype is not None:
             dtype[i] = str(a.dtype)
 
     table = pa.Table.from_arrays(
         [
-            pa.DictionaryArray.from_arrays(pa.array(kind_idx), _KIND_DICT),
-            pa.array(t0),
-            pa.array(t1),
+            pa.DictionaryArray.from_arrays(from_numpy(kind_idx), _KIND_DICT),
+            from_numpy(t0),
+            from_numpy(t1),
             tid_arr,
             cats,
             names,
-            pa.array(corr, type=pa.int64()),
-            pa.array(nbytes, type=pa.int64()),
-            step_col,
-            pa.array(stream_vals, type=pa.int32()),
-            pa.array(group, type=pa.string()).dictionary_encode(),
-            pa.array(gsize, type=pa.int32()),
-            pa.array(dtype, type=pa.string()).dictionary_encode(),
+            from_numpy(corr[0], corr[1]),
+            from_numpy(nbytes, nbytes_ok),
+            from_numpy(step_vals, is_step),
+            from_numpy(stream_vals.astype(np.int32), stream_ok),
+            dict_strings(group),
+            from_numpy(gsize, gsize_ok),
+            dict_strings(dtype),
             _raw_strings(raws, lens),
-            pa.array(device),
+            from_numpy(device),
         ],
         schema=PASS1_SCHEMA,
     )
+    result.t0, result.t1, result.device = t0, t1, device
+    result.step, result.is_step = step_vals, is_step
+    result.msg, result.has_msg = corr
     result.table = table
     return result

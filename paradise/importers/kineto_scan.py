@@ -30,6 +30,9 @@ MAX_HEADER_BYTES = 64 << 20
 KEY_LOOKBACK = 512
 """Bytes kept before a chunk to recognise the `"traceEvents":` key that opens the array."""
 
+FAST_PATH_TRIES = 3
+"""Failed guesses of an event boundary after which a file is scanned exactly throughout."""
+
 _QUOTE, _BACKSLASH = 34, 92
 _LBRACE, _RBRACE, _LBRACKET, _RBRACKET = b"{}[]"
 _DELTA = np.zeros(256, dtype=np.int64)
@@ -95,9 +98,20 @@ class TraceReader:
 class EventScanner:
     """Yields `[...]` JSON texts of complete trace events; `header` holds the rest afterwards."""
 
-    def __init__(self, path: Path, on_bytes: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        on_bytes: Callable[[int], None] | None = None,
+        decode: Callable[[bytes], Any] = bytes,
+        retry_on: tuple[type[Exception], ...] = (),
+    ) -> None:
         self.path = path
         self.on_bytes = on_bytes
+        self.decode = decode
+        self.retry_on = retry_on
+        self._fast = bool(retry_on)
+        self._fast_failures = 0
+        self._carry = b""
         self.header: dict[str, Any] = {}
         self.early_header: dict[str, Any] | None = None
         """Keys written before traceEvents (Kineto puts distributedInfo there), once the array opens."""
@@ -113,7 +127,8 @@ class EventScanner:
         self.total_bytes = 0
 
     # -- public ---------------------------------------------------------------------------------
-    def batches(self) -> Iterator[bytes]:
+    def batches(self) -> Iterator[Any]:
+        """decode() of each batch of whole events, in file order."""
         reader = TraceReader(self.path, self.on_bytes)
         try:
             while True:
@@ -123,14 +138,51 @@ class EventScanner:
                 self.total_bytes += len(chunk)
                 if not self._seen_any:
                     self._check_start(chunk)
-                out = self._feed(chunk)
-                if out is not None:
-                    yield out
+                yield from self._step(chunk)
+            if self._carry:  # the tail the fast path left: last events, `]`, trailing keys
+                data, self._carry = self._carry, b""
+                yield from self._robust(data)
         finally:
             reader.close()
         self._finish()
 
     # -- internals ------------------------------------------------------------------------------
+    def _step(self, chunk: bytes) -> Iterator[Any]:
+        """Fast path inside traceEvents: cut after the last `},` and let the decoder judge.
+
+        The carried bytes start at an event boundary, so if `[` + text + `]` decodes, the text
+        is whole events and the cut was a boundary too; otherwise (a `},` inside an event or
+        a string, or the array's end) the same bytes go through the exact scan.
+        """
+        if not (self._phase == _EVENTS and self._fast):
+            yield from self._robust(chunk)
+            return
+        data = self._carry + chunk if self._carry else chunk
+        self._carry = b""
+        cut = data.rfind(b"},")
+        if cut >= 0:
+            try:
+                out = self.decode(b"[" + data[: cut + 1] + b"]")
+            except self.retry_on:
+                self._fast_failures += 1
+                self._fast = self._fast_failures < FAST_PATH_TRIES
+            else:
+                self._carry = data[cut + 2 :]
+                yield out
+                return
+        yield from self._robust(data)
+
+    def _robust(self, data: bytes) -> Iterator[Any]:
+        text = self._feed(data)
+        if text is not None:
+            yield self.decode(text)
+        if self._phase == _EVENTS and self._fast:
+            # what is pending starts at an event boundary: rescan it from there next time
+            carry = b"".join(self._pending).lstrip(_WS)
+            self._carry = carry[1:] if carry.startswith(b",") else carry
+            self._pending = []
+            self._in_str, self._bs_run, self._depth = 0, 0, 2
+
     def _check_start(self, chunk: bytes) -> None:
         stripped = chunk.lstrip(_WS + b"\xef\xbb\xbf")
         if not stripped:

@@ -71,6 +71,8 @@ class Replayer:
 CALIBRATION_SCALES = (0.0, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0)
 """Multipliers of the fitted cross-PE latency tried so that the baseline replay matches the
 measured makespan: idle-receiver gaps include OS wake-up that busy receivers do not pay."""
+CALIBRATION_TOLERANCE = 0.005
+"""A scale replaces one nearer to 1 only when its replay is closer to the run by 0.5 % of it."""
 CALIBRATE_MAX_EXECS = 200_000
 """Above this many execs the fitted model is used as is (each calibration step is a replay)."""
 
@@ -82,11 +84,14 @@ def calibrate(g: ExecGraph, model: LatencyModel, pes: int) -> LatencyModel:
     if g.n == 0 or g.n > CALIBRATE_MAX_EXECS or model.samples == 0:
         return model
     best, best_err = model, None
-    for k in CALIBRATION_SCALES:
+    tolerance = CALIBRATION_TOLERANCE * g.makespan_ns
+    for k in sorted(CALIBRATION_SCALES, key=lambda k: (abs(k - 1.0), k)):  # the fit first
         m = replace(model, a_ns=model.a_ns * k, ns_per_byte=model.ns_per_byte * k)
         err = abs(simulate(g, g.pe, m, pes=pes).makespan_ns - g.makespan_ns)
-        if best_err is None or err < best_err:
+        if best_err is None or err < best_err - tolerance:
             best, best_err = m, err
+        if best_err <= tolerance:
+            break  # the fitted model (or the scale nearest to it) already reproduces the run
     return best
 
 

@@ -3,7 +3,8 @@
 Each exec waits for (a) the message that caused it, which arrives `offset + latency` after its
 sender starts, (b) the previous exec of its object (objects keep their order), and (c) for execs
 with no traced cause, the exec that preceded it on its PE in the run plus the idle gap seen then
-(an untraced reduction or future). A PE runs one exec at a time, picking the ready exec with the
+(an untraced reduction or future). No PE starts before its first exec in the trace (start-up).
+A PE runs one exec at a time, picking the ready exec with the
 best (priority, ready time, original start). O(n log n) in the number of execs: about 1e6 execs
 replay in well under a minute; beyond ~5e6 memory (Python lists) is the limit.
 """
@@ -64,7 +65,11 @@ def simulate(g: ExecGraph, pe: np.ndarray, model: LatencyModel, prio: np.ndarray
     overhead = int(model.overhead_ns)
     start, finish = [0] * n, [0] * n
     ready: list[list[tuple[int, int, int, int]]] = [[] for _ in range(npes)]
-    busy, free_at = [False] * npes, [0] * npes
+    busy = [False] * npes
+    # a PE runs nothing before its first exec in the trace (process start-up is not replayed)
+    first = np.full(npes, np.iinfo(np.int64).max)
+    np.minimum.at(first, g.pe, g.t0 - g.t0.min())
+    free_at = np.where(first == np.iinfo(np.int64).max, 0, first).tolist()
     events: list[tuple[int, int, int]] = []  # (time, kind 0=release 1=finish, exec)
     for i in np.nonzero(np.asarray(pending) == 0)[0].tolist():
         events.append((orig[i], 0, i))

@@ -92,6 +92,24 @@ def test_jit_recovers_bit_identical(tmp_path, baseline_sha, mode):
     assert not before & after  # no completed step ran twice
     replayed = after & (failed | {FAIL_AT})
     assert len(replayed) <= 1
+    if mode == "exit":
+        _check_analysis(trace, tmp_path / "hints")
+
+
+def _check_analysis(trace: Path, hints: Path) -> None:
+    """The resilience analysis of the traced run sees the failure, the restart and the JIT save."""
+    proc = subprocess.run([bin_path("paradise"), "analyze", str(trace), "--json", "--hints-out", str(hints)],
+                          capture_output=True, text=True, timeout=300, env=ENV, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    res = json.loads(proc.stdout)["analyses"]["resilience"]
+    inputs = {r["input"]: r for r in res["inputs"]}
+    for key in ("iteration_s", "jit_save_s", "restart_s", "gpus", "mtbf_s"):
+        assert inputs[key]["source"] == "trace", inputs[key]
+    assert inputs["gpus"]["value"] == 2
+    (incident,) = res["incidents"]
+    assert incident["failed_step"] == FAIL_AT and incident["restored_step"] == FAIL_AT
+    assert incident["replayed"] == 1
+    assert (hints / "checkpoint.json").exists()
 
 
 def _periodic_hint(directory: Path) -> int:

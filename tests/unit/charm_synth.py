@@ -25,6 +25,7 @@ class Prog:
         self.pes = pes
         self.execs: list[dict] = []
         self.msgs: list[dict] = []
+        self.cats: dict[str, str] = {}  # chare kind per collection; 'array' when not given
 
     def send(self, src: int, offset_ns: int, nbytes: int) -> int:
         """A message sent by exec `src` at `offset_ns` after its start; returns its id."""
@@ -32,11 +33,12 @@ class Prog:
         return len(self.msgs) - 1
 
     def exec(self, coll: str | None, index, name: str, cost_ns: int, *, msg: int | None = None,
-             step: int | None = None, pe: int | None = None) -> int:
-        """An execution of `name` on object (coll, index), caused by message `msg` (or a root)."""
+             step: int | None = None, pe: int | None = None, after: tuple[int, ...] = ()) -> int:
+        """An execution of `name` on object (coll, index), caused by message `msg` (or a root);
+        `after` are execs it waits for without a traced message (e.g. a reduction's contributors)."""
         idx = tuple(index) if isinstance(index, (list, tuple)) else (index,) if index is not None else None
         self.execs.append({"coll": coll, "index": idx, "name": name, "cost": int(cost_ns), "msg": msg,
-                           "step": step, "pe": pe})
+                           "step": step, "pe": pe, "after": tuple(after)})
         if msg is not None:
             self.msgs[msg]["dst"].append(len(self.execs) - 1)
         return len(self.execs) - 1
@@ -56,6 +58,9 @@ class Prog:
         last: dict[Key, int] = {}
         for i, e in enumerate(self.execs):
             if e["msg"] is not None:
+                pending[i] += 1
+            for a in e["after"]:
+                kids[a].append((i, 0))
                 pending[i] += 1
             if e["coll"] is not None:
                 k = (e["coll"], e["index"])
@@ -112,11 +117,12 @@ class Prog:
                    for p in range(self.pes)}
         for (coll, idx), p in sorted(placement.items()):
             writers[p].append_dict(kind="create", pe=p, t0=0, coll=coll, obj=pack_index(idx),
-                                   index=index_text(idx), cat="array")
+                                   index=index_text(idx), cat=self.cats.get(coll, "array"))
         for i, e in enumerate(self.execs):
             p, t0, t1 = times[i]
             obj = pack_index(e["index"]) if e["index"] is not None else None
             writers[p].append_dict(kind="exec", pe=p, t0=t0, t1=t1, active=e["cost"], coll=e["coll"],
+                                   cat=self.cats.get(e["coll"], "array") if e["coll"] else None,
                                    obj=obj, index=index_text(e["index"]) if e["index"] else None,
                                    name=e["name"], msg=e["msg"], step=e["step"])
         for m_id, m in enumerate(self.msgs):
@@ -143,15 +149,16 @@ def grid2d(nx: int, ny: int, pes: int, steps: int, *, periodic: bool = False, co
     p = Prog(pes)
     cost = cost or (lambda i, j, s: 100_000)
     cells = [(i, j) for i in range(nx) for j in range(ny)]
-    prev_msgs: dict[tuple[int, int], list[int]] = {c: [] for c in cells}
+    main = p.exec(None, None, "main", 1_000 * len(cells), pe=0)  # main starts every cell
+    prev_msgs: dict[tuple[int, int], list[int]] = {c: [p.send(main, 1_000 * (k + 1), 64)]
+                                                   for k, c in enumerate(cells)}
     for s in range(steps):
         new_msgs: dict[tuple[int, int], list[int]] = {c: [] for c in cells}
         for c in cells:
             ins = prev_msgs[c]
             for m in ins[:-1]:  # every ghost is received by `recv`; the last one computes
                 p.exec("Cell#0", c, "recv", 5_000, msg=m, step=s)
-            e = p.exec("Cell#0", c, "recv" if ins else "start", cost(c[0], c[1], s),
-                       msg=ins[-1] if ins else None, step=s)
+            e = p.exec("Cell#0", c, "recv" if s else "start", cost(c[0], c[1], s), msg=ins[-1], step=s)
             for di, dj in ((1, 0), (-1, 0), (0, 1), (0, -1)):
                 a, b = c[0] + di, c[1] + dj
                 if periodic:
@@ -242,3 +249,15 @@ def ping_filler(pings: int, fillers: int) -> tuple[Prog, dict[Key, int]]:
     for k in range(1, pings):
         e = p.exec("Ping#0", (k % 2,), "ping", 50_000, msg=p.send(e, 50_000, 64))
     return p, {("Ping#0", (0,)): 0, ("Ping#0", (1,)): 1} | {("Fill#0", (f,)): 0 for f in range(fillers)}
+
+
+def scatter_reduce(elements: int, pes: int, rounds: int = 2) -> tuple[Prog, dict[Key, int]]:
+    """Coord#0 (a singleton chare) sends work to every Elem#0[i]; the elements reduce to Coord#0's
+    `done` through contribute(), which leaves no message in the trace."""
+    p = Prog(pes)
+    p.cats["Coord#0"] = "chare"
+    e = p.exec("Coord#0", (0,), "start", 10_000)
+    for _ in range(rounds):
+        works = [p.exec("Elem#0", (i,), "work", 100_000, msg=p.send(e, 1_000 * i, 128)) for i in range(elements)]
+        e = p.exec("Coord#0", (0,), "done", 5_000, after=tuple(works))
+    return p, {("Coord#0", (0,)): 0} | {("Elem#0", (i,)): i % pes for i in range(elements)}

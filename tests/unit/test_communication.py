@@ -26,10 +26,14 @@ def phases(result, coll):
     return {p["phase"]: p["pattern"] for p in result.sections["patterns"][coll]}
 
 
+def phase(result, coll, name):
+    return next(p for p in result.sections["patterns"][coll] if p["phase"] == name)
+
+
 def test_grid_2d_non_periodic(tmp_path):
     _, r = analyze(tmp_path, cs.grid2d(4, 5, 2, 3))
-    (p,) = r.sections["patterns"]["Cell#0"]
-    assert p["pattern"] == "grid"
+    assert phases(r, "Cell#0") == {"recv": "grid", "start": "star"}  # main starts every cell
+    p = phase(r, "Cell#0", "recv")
     # 4x5 lattice: 2*(3*5 + 4*4) = 62 directed neighbour edges, all at Manhattan distance 1
     assert p["evidence"]["edges"] == 62
     assert p["evidence"]["near_share"] == 1.0 and p["evidence"]["periodic"] is False
@@ -38,7 +42,7 @@ def test_grid_2d_non_periodic(tmp_path):
 
 def test_grid_2d_periodic(tmp_path):
     _, r = analyze(tmp_path, cs.grid2d(4, 4, 2, 2, periodic=True))
-    (p,) = r.sections["patterns"]["Cell#0"]
+    p = phase(r, "Cell#0", "recv")
     assert p["pattern"] == "grid" and p["evidence"]["periodic"] is True
     assert p["evidence"]["degree_match"] == 1.0  # a torus: every cell has its 4 neighbours
 
@@ -74,6 +78,14 @@ def test_histsort_phases_differ(tmp_path):
     assert phases(r, "(pe)") == {"reduced": "tree"}  # buckets reduce to main
     char = next(c for c in r.characteristics if c.name == "pattern:Bucket#0")
     assert set(char.value) == {"tree", "all-to-all"}
+
+
+def test_reduction_without_messages_is_inferred_as_tree(tmp_path):
+    _, r = analyze(tmp_path, cs.scatter_reduce(6, 2, rounds=3))
+    assert phases(r, "Elem#0") == {"work": "star"}  # the coordinator hands out work point to point
+    assert phases(r, "Coord#0") == {"done": "tree"}  # contribute() -> done: a reduction
+    done = phase(r, "Coord#0", "done")
+    assert done["evidence"]["inferred_reduction"] is True and done["evidence"]["edges"] == 6
 
 
 def test_irregular():

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from builders import TraceBuilder, charm_like, torch_like
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from builders import TraceBuilder, charm_like, torch_like
-from paradise.engines import get_engine
 from paradise.engines import dask_engine as de
+from paradise.engines import get_engine
 from paradise.engines.dask_engine import DaskEngine, group_files
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.engines.merge import MergeRuleError, merge_partials, parse_merge_rule

@@ -9,10 +9,10 @@ import types
 from pathlib import Path
 
 import pytest
+from builders import TraceBuilder, charm_like, torch_like
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from builders import TraceBuilder, charm_like, torch_like
 from paradise.analyses import ANALYSES, overview
 from paradise.analyses.base import AnalysisConfig, AnalysisResult
 from paradise.cli.analyze import run_analyses, write_hints
@@ -69,14 +69,17 @@ def test_torch_busy_is_union_of_nested_and_concurrent_rows(tmp_path):
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 1_000), st.integers(0, 300)), min_size=1, max_size=15))
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(-50, 1_000), st.integers(0, 300)), min_size=1, max_size=20))
 def test_union_busy_matches_oracle(intervals):
-    b = TraceBuilder(1, source="kineto")
-    for t0, dur in intervals:
-        b.exec(0, t0, t0 + dur, "op")
+    # Several PEs (the union query sweeps all PEs in one ordered pass) and negative start times.
+    b = TraceBuilder(3, source="kineto")
+    for pe, t0, dur in intervals:
+        b.exec(pe, t0, t0 + dur, "op")
     with tempfile.TemporaryDirectory() as d:
         result = _analyze(b.write(Path(d) / "t"))
-    assert result["per_pe"][0]["busy_ns"] == _naive_union([(t0, t0 + d) for t0, d in intervals])
+    for row in result["per_pe"]:
+        expected = _naive_union([(t0, t0 + d) for pe, t0, d in intervals if pe == row["pe"]])
+        assert row["busy_ns"] == expected
 
 
 def test_auto_switches_to_union_when_serial_rows_overlap(tmp_path):
@@ -95,6 +98,18 @@ def test_active_time_counts_instead_of_the_interval(tmp_path):
     b.exec(0, 40, 60, "other")
     result = _analyze(b.write(tmp_path / "t"))
     assert result["per_pe"][0]["busy_ns"] == 30 + 20
+
+
+def test_trace_of_instants_only(tmp_path):
+    # One mark row: a PE without span; nothing divides by zero, the summaries say why.
+    b = TraceBuilder(2)
+    b.add(1, "mark", 5)
+    result = _analyze(b.write(tmp_path / "t"))
+    assert result["per_pe"] == [{
+        "pe": 1, "t_first": 5, "t_last": 5, "span_ns": 0, "busy_ns": 0, "idle_ns": 0, "other_ns": 0,
+        "busy_share": None, "idle_from": "span-busy", "rows": 1, "exec_rows": 0, "sends": 0, "send_bytes": 0}]
+    assert _char(result, "busy_share")["summary"] == "No PE has a time span; busy share is undefined."
+    assert _char(result, "load_imbalance")["confidence"] < 1
 
 
 @pytest.mark.parametrize("make", [lambda: charm_like(pes=3, steps=3), lambda: torch_like(ranks=3, steps=2)])
@@ -254,3 +269,14 @@ def test_analyze_hints_out_never_overwrites_without_force(tmp_path, cli):
         assert len(err.strip().splitlines()) == 1
         rc, out, err = cli("analyze", "--hints-out", hints, "--force", trace)
         assert rc == 0, err
+
+
+def test_analyze_engine_dask_matches_duckdb(tmp_path, cli):
+    # Every analysis through Dask tasks (LocalCluster) must agree with the embedded engine.
+    path = torch_like(ranks=2, steps=2).write(tmp_path / "t", parts_per_pe=2)
+    rc_duck, out_duck, err_duck = cli("analyze", "--json", path)
+    rc_dask, out_dask, err_dask = cli("analyze", "--json", "--engine", "dask", path)
+    duck, dask = json.loads(out_duck), json.loads(out_dask)
+    assert dask["errors"] == {}, f"analyses failing only under --engine dask: {dask['errors']}"
+    assert rc_duck == rc_dask == 0, err_dask
+    assert dask["analyses"]["overview"] == duck["analyses"]["overview"]

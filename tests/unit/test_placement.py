@@ -86,7 +86,7 @@ def test_hint_never_worse_than_current(tmp_path):
     rng = random.Random(7)
     for k in range(3):
         loads = {(i, j): rng.choice([50_000, 100_000, 400_000]) for i in range(4) for j in range(3)}
-        _, r = run(tmp_path, cs.grid2d(4, 3, 3, 3, cost=lambda i, j, s: loads[(i, j)]), name=f"r{k}")
+        _, r = run(tmp_path, cs.grid2d(4, 3, 3, 3, cost=lambda i, j, s, t=loads: t[(i, j)]), name=f"r{k}")
         cands = {c["strategy"]: c for c in r.sections["mapping_candidates"]}
         chosen = r.hints[0]["strategy"]
         if "keep" in cands:

@@ -6,8 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
-
 from builders import charm_like, torch_like
+
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.engines.merge import merge_text, parse_merge_rule
 from paradise.store import open_trace

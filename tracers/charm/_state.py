@@ -6,16 +6,13 @@ import time
 from typing import Any
 
 from tracers.charm.identity import MAIN_COLL, Registry
+from tracers.charm.rowbuf import Strings
 
 clock = time.monotonic_ns
 """One clock for every PE on a host (CLOCK_MONOTONIC is system-wide), so times line up."""
 
 MSG_PE_SHIFT = 40
 """msg ids are (src_pe << 40) | per-PE sequence: unique over the run, PE recoverable."""
-
-
-def _drop(row: tuple) -> None:
-    """Sink used before the writer exists and after it is closed."""
 
 
 class State:
@@ -30,12 +27,13 @@ class State:
         self.origin = 0
         self.origin_unix = 0
         self.writer: Any = None
-        self.out: list = [_drop]  # out[0](row) appends one event row
         self.cur: list = [None]  # record of the entry method now running on this PE
         self.pend: list = [None]  # (msg bytes, msg id, bytes, t) of the last packed message
         self.mute: list = [0]  # > 0 while the tracer itself sends (not recorded)
         self.seq: list = [0]
-        self.reg = Registry()
+        self.strings = Strings()
+        self.reg = Registry(self.strings)
+        self.buf = bytearray()  # packed rows (rowbuf); the writer adopts this object
         self.pending_create: tuple[str, str] | None = None
         self.single_next = False
         self.group: Any = None  # proxy of the tracer's own Group

@@ -9,18 +9,21 @@ hint names the collection, passes `map=` to the array.
 from __future__ import annotations
 
 from tracers.charm._state import ST
+from tracers.charm.rowbuf import NULL
 
 CREATE_BCAST = '{"create":true,"bcast":true}'
 CREATE_ONE = '{"create":true}'
 
 
-def _creation_send(peer_coll: str, peer_pe: int | None, peer_obj, args: str) -> None:
+def _creation_send(peer_coll: str | None, peer_pe: int | None, peer_obj: int | None, args: str) -> None:
     """The creation message as a `send` row (its constructor execs carry the same msg)."""
     p = ST.pend[0]
     ST.pend[0] = None
     if p is None or not ST.tracing or ST.send_row is None:
         return
-    ST.send_row(p, None, peer_pe, peer_coll, peer_obj, args, name="__init__")
+    code = ST.strings.code
+    ST.send_row(p, code("__init__"), NULL if peer_pe is None else peer_pe, code(peer_coll),
+                NULL if peer_obj is None else peer_obj, code(args))
 
 
 def _tell_others(kind: int, rid: int, name: str, cat: str) -> None:

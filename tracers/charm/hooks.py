@@ -3,11 +3,8 @@
 Installed before `charm.start()`: `EntryMethod._run` is patched on the class (every entry
 method is bound at registration inside start), and the dispatch/send callables are replaced
 on the `charm` instance, which the Cython layer and the proxies look up by attribute on each
-call. Per event the work is one clock read and one tuple append (see docs/tracing-charm.md).
-
-Row tuples follow paradise.format.COLUMN_NAMES: kind, pe, t0, t1, active, tid, cat, coll,
-obj, index, name, msg, peer_pe, peer_coll, peer_obj, bytes, step, stream, prio, group,
-group_size, dtype, args.
+call. Per event the work is one clock read and one `struct.pack` of the row into a bytearray
+(tracers/charm/rowbuf.py; fields in rowbuf.PACKED order, strings as codes, nulls as NULL).
 """
 
 from __future__ import annotations
@@ -17,20 +14,29 @@ import greenlet
 from paradise.format import pack_index
 from tracers.charm._state import MSG_PE_SHIFT, ST, clock
 from tracers.charm.identity import CAT, COLL, EXPLICIT, INDEX, NO_OBJECT, OBJ, STEP, SYNCS
+from tracers.charm.rowbuf import FLUSH_BYTES, NULL, pack
 
 IDLE_MIN_NS = 10_000
 """Gaps between scheduler dispatches shorter than 10 us are charm4py's own dispatch cost
 (one Cython callback, unpickling), not waiting; only longer gaps become `idle` rows."""
 
-BCAST = '{"bcast":true}'
+# Kind codes: the string table is seeded with the kind names, so the code is the index.
+KINDS = ("exec", "send", "idle", "create", "migrate", "step")
+K_EXEC, K_SEND, K_IDLE, K_CREATE, K_MIGRATE, K_STEP = range(len(KINDS))
+BCAST_TEXT = '{"bcast":true}'
 UNFINISHED = '{"unfinished":true}'
 
 # Entry-method flags (precomputed per EntryMethod at registration).
 F_PLAIN, F_INIT, F_MIGRATED, F_SYNC, F_SKIP = range(5)
 
 
-def _em_info(em, entry_name: str | None) -> tuple[str, int, bool]:
-    """(trace name, flag, is coroutine) of an EntryMethod."""
+def seed_strings() -> None:
+    for k in KINDS:
+        ST.strings.code(k)
+
+
+def _em_info(em, entry_name: str | None) -> tuple[int, int, bool]:
+    """(code of the trace name, flag, is coroutine) of an EntryMethod."""
     cls_name = em.C.__name__
     name = em.name
     if cls_name == "DefaultMainchare" and name == "__init__" and entry_name:
@@ -45,7 +51,7 @@ def _em_info(em, entry_name: str | None) -> tuple[str, int, bool]:
         flag = F_SYNC
     else:
         flag = F_PLAIN
-    return name, flag, hasattr(getattr(em.C, em.name, None), "_ck_coro")
+    return ST.strings.code(name), flag, hasattr(getattr(em.C, em.name, None), "_ck_coro")
 
 
 def install_exec_hooks(entry_method_mod) -> None:
@@ -53,7 +59,8 @@ def install_exec_hooks(entry_method_mod) -> None:
     EM = entry_method_mod.EntryMethod
     orig_init, orig_run = EM.__init__, EM._run
     ST.orig["em_init"], ST.orig["em_run"] = orig_init, orig_run
-    out, cur, P, reg, opened = ST.out, ST.cur, ST, ST.reg, ST.open
+    put, cur, P, reg, opened = ST.buf.extend, ST.cur, ST, ST.reg, ST.open
+    seed_strings()
 
     def em_init(self, C, name, profile=False):
         orig_init(self, C, name, profile)
@@ -68,7 +75,7 @@ def install_exec_hooks(entry_method_mod) -> None:
         except AttributeError:
             ident = reg.identify(obj, header)
             obj._pt_id = ident
-        mid = header.get(b"_pt") if header else None
+        mid = header.get(b"_pt", NULL) if header else NULL
         t0 = clock()
         parent = cur[0]
         if parent is not None:
@@ -90,30 +97,36 @@ def install_exec_hooks(entry_method_mod) -> None:
             if coro:
                 opened.pop(id(rec), None)
             o = P.origin
-            out[0](("exec", P.pe, t0 - o, t1 - o, rec[1], 0, ident[CAT], ident[COLL], ident[OBJ],
-                    ident[INDEX], name, mid, None if mid is None else mid >> MSG_PE_SHIFT, None, None,
-                    None, ident[STEP]))
+            put(pack(K_EXEC, P.pe, t0 - o, t1 - o, rec[1], ident[CAT], ident[COLL], ident[OBJ], ident[INDEX],
+                     name, mid, NULL if mid == NULL else mid >> MSG_PE_SHIFT, NULL, NULL, NULL, ident[STEP], NULL))
 
     EM.__init__ = em_init
     EM._run = run
 
 
-def _special(flag: int, obj, ident: list, mid, t: int) -> None:
+def _special(flag: int, obj, ident: list, mid: int, t: int) -> None:
     """create / migrate / resumeFromSync rows, at the start of those executions."""
-    o, pe = ST.origin, ST.pe
+    o, pe, code = ST.origin, ST.pe, ST.strings.code
+    row = None
     if flag == F_INIT:
-        ST.out[0](("create", pe, t - o, None, None, 0, ident[CAT], ident[COLL], ident[OBJ], ident[INDEX],
-                   type(obj).__name__, mid, None if mid is None else mid >> MSG_PE_SHIFT))
+        row = (K_CREATE, code(type(obj).__name__), mid, NULL if mid == NULL else mid >> MSG_PE_SHIFT)
     elif flag == F_MIGRATED:
         src = obj.__dict__.pop("_pt_from", None)
-        ST.out[0](("migrate", pe, t - o, None, None, 0, ident[CAT], ident[COLL], ident[OBJ], ident[INDEX],
-                   "migrate", None, src, None, None, None, ident[STEP]))
+        row = (K_MIGRATE, code("migrate"), NULL, NULL if src is None else src)
     elif flag == F_SYNC:
         ident[SYNCS] += 1
         if not ident[EXPLICIT]:
             ident[STEP] = ident[SYNCS]
-        ST.out[0](("step", pe, t - o, None, None, 0, ident[CAT], ident[COLL], ident[OBJ], ident[INDEX],
-                   "resumeFromSync", None, None, None, None, None, ident[STEP]))
+        row = (K_STEP, code("resumeFromSync"), NULL, NULL)
+    if row is not None:
+        kind, name, msg, peer_pe = row
+        ST.buf.extend(pack(kind, pe, t - o, NULL, NULL, ident[CAT], ident[COLL], ident[OBJ], ident[INDEX], name,
+                           msg, peer_pe, NULL, NULL, NULL, ident[STEP], NULL))
+
+
+def _step_row(ident: list, name: str, step: int) -> None:
+    ST.buf.extend(pack(K_STEP, ST.pe, clock() - ST.origin, NULL, NULL, ident[CAT], ident[COLL], ident[OBJ],
+                       ident[INDEX], ST.strings.code(name), NULL, NULL, NULL, NULL, NULL, step, NULL))
 
 
 def record_step(n: int) -> None:
@@ -123,8 +136,7 @@ def record_step(n: int) -> None:
     if rec is not None:
         ident[STEP] = int(n)
         ident[EXPLICIT] = True
-    ST.out[0](("step", ST.pe, clock() - ST.origin, None, None, 0, ident[CAT], ident[COLL], ident[OBJ],
-               ident[INDEX], "step", None, None, None, None, None, int(n)))
+    _step_row(ident, "step", int(n))
 
 
 def install_atsync(chare_mod) -> None:
@@ -135,8 +147,7 @@ def install_atsync(chare_mod) -> None:
 
     def AtSync(self):
         ident = getattr(self, "_pt_id", None) or NO_OBJECT
-        ST.out[0](("step", ST.pe, clock() - ST.origin, None, None, 0, ident[CAT], ident[COLL], ident[OBJ],
-                   ident[INDEX], "AtSync", None, None, None, None, None, ident[STEP]))
+        _step_row(ident, "AtSync", ident[STEP])
         return orig(self)
 
     Chare.AtSync = AtSync
@@ -144,10 +155,11 @@ def install_atsync(chare_mod) -> None:
 
 def install_send_hooks(charm) -> None:
     """packMsg tags each message with an id in its header; the send calls write `send` rows."""
-    out, cur, pend, mute, seq, P, reg = ST.out, ST.cur, ST.pend, ST.mute, ST.seq, ST, ST.reg
+    put, cur, pend, mute, seq, P, reg = ST.buf.extend, ST.cur, ST.pend, ST.mute, ST.seq, ST, ST.reg
     orig_pack = charm.packMsg
     ST.orig["packMsg"] = orig_pack
     em_table = charm.entryMethods
+    bcast = ST.strings.code(BCAST_TEXT)
 
     def packMsg(destObj, msgArgs, header):
         if mute[0]:
@@ -168,33 +180,43 @@ def install_send_hooks(charm) -> None:
                 for d in dc:
                     size += d[3]
         else:
-            size = None  # local-message optimisation: nothing is serialised
+            size = NULL  # local-message optimisation: nothing is serialised
         pend[0] = (m0, mid, size, t)
         return msg
 
-    def _row(p, ep, peer_pe, peer_coll, peer_obj, args, name=None):
+    def ep_name(ep) -> int:
+        em = em_table.get(ep)
+        return em._pt[0] if em is not None else NULL
+
+    def row(p, name: int, peer_pe: int, peer_coll: int, peer_obj: int, args: int) -> None:
         rec = cur[0]
         s = NO_OBJECT if rec is None else rec[3]
-        if name is None:
-            em = em_table.get(ep)
-            name = em._pt[0] if em is not None else None
-        out[0](("send", P.pe, p[3] - P.origin, None, None, 0, s[CAT], s[COLL], s[OBJ], s[INDEX],
-                name, p[1], peer_pe, peer_coll, peer_obj, p[2], s[STEP], None, None, None, None, None, args))
+        put(pack(K_SEND, P.pe, p[3] - P.origin, NULL, NULL, s[CAT], s[COLL], s[OBJ], s[INDEX], name, p[1],
+                 peer_pe, peer_coll, peer_obj, p[2], s[STEP], args))
 
     orig_array, orig_group, orig_chare = charm.CkArraySend, charm.CkGroupSend, charm.CkChareSend
     ST.orig.update(CkArraySend=orig_array, CkGroupSend=orig_group, CkChareSend=orig_chare)
+    acodes: dict[int, int] = {}
 
-    def CkArraySend(aid, index, ep, msg):
+    def CkArraySend(aid, index, ep, msg):  # the hot one: row built inline
         orig_array(aid, index, ep, msg)
         p = pend[0]
         if p is None or p[0] is not msg[0]:
             return  # AtSync's raw message, or a tracer message
         pend[0] = None
-        ent = reg.arrays.get(aid)
+        coll = acodes.get(aid)
+        if coll is None:
+            coll = reg.coll_code(reg.arrays, aid)
+            if coll != NULL:
+                acodes[aid] = coll
+        rec = cur[0]
+        s = NO_OBJECT if rec is None else rec[3]
         if index:
-            _row(p, ep, None, ent and ent[0], pack_index(index), None)
+            peer, args = (index[0] if len(index) == 1 else pack_index(index)), NULL
         else:
-            _row(p, ep, None, ent and ent[0], None, BCAST)
+            peer, args = NULL, bcast
+        put(pack(K_SEND, P.pe, p[3] - P.origin, NULL, NULL, s[CAT], s[COLL], s[OBJ], s[INDEX], ep_name(ep), p[1],
+                 NULL, coll, peer, p[2], s[STEP], args))
 
     def CkGroupSend(gid, index, ep, msg):
         orig_group(gid, index, ep, msg)
@@ -202,11 +224,11 @@ def install_send_hooks(charm) -> None:
         if p is None or p[0] is not msg[0]:
             return
         pend[0] = None
-        ent = reg.groups.get(gid)
+        coll = reg.coll_code(reg.groups, gid)
         if index >= 0:
-            _row(p, ep, index, ent and ent[0], index, None)
+            row(p, ep_name(ep), index, coll, index, NULL)
         else:
-            _row(p, ep, None, ent and ent[0], None, BCAST)
+            row(p, ep_name(ep), NULL, coll, NULL, bcast)
 
     def CkChareSend(cid, ep, msg):
         orig_chare(cid, ep, msg)
@@ -214,11 +236,11 @@ def install_send_hooks(charm) -> None:
         if p is None or p[0] is not msg[0]:
             return
         pend[0] = None
-        _row(p, ep, cid[0], P.main_coll, 0, None)
+        row(p, ep_name(ep), cid[0], ST.strings.code(P.main_coll), 0, NULL)
 
     charm.packMsg = packMsg
     charm.CkArraySend, charm.CkGroupSend, charm.CkChareSend = CkArraySend, CkGroupSend, CkChareSend
-    ST.send_row = _row
+    ST.send_row = row
 
 
 def install_multicast_hook(charm) -> None:
@@ -239,43 +261,56 @@ def install_multicast_hook(charm) -> None:
             if p is None or p[0] is not msg[0]:
                 return
             pend[0] = None
-            ent = ST.reg.groups.get(gid)
-            ST.send_row(p, ep, None, ent and ent[0], None, f'{{"multicast":{len(pes)}}}')
+            em = charm.entryMethods.get(ep)
+            code = ST.strings.code
+            ST.send_row(p, em._pt[0] if em is not None else NULL, NULL, ST.reg.coll_code(ST.reg.groups, gid),
+                        NULL, code(f'{{"multicast":{len(pes)}}}'))
 
     charm.lib = _LibProxy()
 
 
 def install_dispatch_hooks(charm) -> None:
-    """Idle = time between returning to the Charm++ scheduler and its next Python callback."""
-    out, P = ST.out, ST
+    """Idle = time between returning to the Charm++ scheduler and its next Python callback.
+
+    The return to the scheduler is also where a full row buffer is flushed (once per message,
+    not once per row)."""
+    put, buf, P = ST.buf.extend, ST.buf, ST
     state = [0, 0]  # depth of nested dispatches, time of the last return to the scheduler
 
-    def enter():
-        t = clock()
-        if state[0] == 0 and state[1] and t - state[1] > IDLE_MIN_NS:
-            o = P.origin
-            out[0](("idle", P.pe, state[1] - o, t - o))
-        state[0] += 1
+    def idle(t):
+        o = P.origin
+        put(pack(K_IDLE, P.pe, state[1] - o, t - o, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                 NULL, NULL, NULL))
 
-    def leave():
-        state[0] -= 1
-        if state[0] == 0:
-            state[1] = clock()
+    def back(t):
+        state[1] = t
+        if len(buf) > FLUSH_BYTES and P.writer is not None:
+            P.writer.flush()
 
     # No try/finally: an exception here ends the run (handleGeneralError -> abort).
     def wrap5(fn):
         def dispatch(a, b, c, d, e):
-            enter()
+            t = clock()
+            if state[0] == 0 and state[1] and t - state[1] > IDLE_MIN_NS:
+                idle(t)
+            state[0] += 1
             fn(a, b, c, d, e)
-            leave()
+            state[0] -= 1
+            if state[0] == 0:
+                back(clock())
 
         return dispatch
 
     def wrap4(fn):
         def dispatch(a, b, c, d):
-            enter()
+            t = clock()
+            if state[0] == 0 and state[1] and t - state[1] > IDLE_MIN_NS:
+                idle(t)
+            state[0] += 1
             fn(a, b, c, d)
-            leave()
+            state[0] -= 1
+            if state[0] == 0:
+                back(clock())
 
         return dispatch
 
@@ -296,6 +331,7 @@ def install_migration_hook(charm) -> None:
         obj = charm.arrays[aid].get(index)
         if obj is not None:
             obj._pt_from = ST.pe
+            ST.reg.carry(obj)
         return orig(aid, index)
 
     charm.arrayElemLeave = arrayElemLeave
@@ -325,14 +361,12 @@ def install_greenlet_trace() -> None:
     greenlet.settrace(trace)
 
 
-def unfinished_rows(now: int) -> list[tuple]:
+def write_unfinished(now: int) -> None:
     """Rows for coroutine executions still suspended when the trace closes (e.g. `main`)."""
-    rows = []
-    o = ST.origin
+    o, unfinished = ST.origin, ST.strings.code(UNFINISHED)
     for rec in list(ST.open.values()):
         ident, mid = rec[3], rec[6]
-        rows.append(("exec", ST.pe, rec[4] - o, now - o, rec[1], 0, ident[CAT], ident[COLL], ident[OBJ],
-                     ident[INDEX], rec[5], mid, None if mid is None else mid >> MSG_PE_SHIFT, None, None,
-                     None, ident[STEP], None, None, None, None, None, UNFINISHED))
+        ST.buf.extend(pack(K_EXEC, ST.pe, rec[4] - o, now - o, rec[1], ident[CAT], ident[COLL], ident[OBJ],
+                           ident[INDEX], rec[5], mid, NULL if mid == NULL else mid >> MSG_PE_SHIFT, NULL, NULL,
+                           NULL, ident[STEP], unfinished))
     ST.open.clear()
-    return rows

@@ -10,6 +10,7 @@ and the name travels to the other PEs in the creation message header.
 from __future__ import annotations
 
 from paradise.format import index_text, pack_index
+from tracers.charm.rowbuf import NULL, Strings
 
 RUNTIME_CLASSES = frozenset(
     {"CharmRemote", "SectionManager", "PoolScheduler", "Worker", "ParadiseMap"}
@@ -22,25 +23,19 @@ SKIP_CLASSES = frozenset({"_TracerGroup"})
 MAIN_COLL = "Main#0"
 """Collection name of charm4py's default mainchare (the `main` function's chare)."""
 
-# Fields of an identity record (a list, mutable: step numbers change over the run).
+# Fields of an identity record (a list, mutable: step numbers change over the run). Strings
+# are held as codes of the PE's string table and nulls as NULL, ready for packed rows.
 COLL, OBJ, INDEX, CAT, STEP, EXPLICIT, SYNCS = range(7)
 
-
-def new_ident(coll: str | None, index: tuple, cat: str | None) -> list:
-    """An identity record: [coll, packed obj, index text, cat, step, explicit_step, syncs]."""
-    if coll is None:
-        return [None, None, None, cat, None, False, 0]
-    return [coll, pack_index(index), index_text(index), cat, None, False, 0]
-
-
-NO_OBJECT = new_ident(None, (), None)
+NO_OBJECT = [NULL, NULL, NULL, NULL, NULL, False, 0]
 """Identity used for events outside any entry method (sends from the scheduler, startup)."""
 
 
 class Registry:
     """Maps runtime ids (aid, gid) to stable collection names on one PE."""
 
-    def __init__(self) -> None:
+    def __init__(self, strings: Strings) -> None:
+        self.strings = strings
         self.arrays: dict[int, tuple[str, str]] = {}
         self.groups: dict[int, tuple[str, str]] = {}
         self._counters: dict[str, int] = {}
@@ -61,6 +56,11 @@ class Registry:
         cls_name = type(obj).__name__
         if cls_name in SKIP_CLASSES:
             return None
+        carried = obj.__dict__.pop("_pt_carry", None)
+        if carried is not None:  # migrated in: codes are per PE, so the texts travelled
+            coll, index, cat, step, explicit, syncs = carried
+            code = self.strings.code
+            return [code(coll), pack_index(index), code(index_text(index)), code(cat), step, explicit, syncs]
         proxy = obj.thisProxy
         created = header.get(b"_pc") if header else None
         if hasattr(proxy, "aid"):
@@ -80,5 +80,20 @@ class Registry:
         else:
             ent = self.main if cls_name == "DefaultMainchare" else (f"{cls_name}#0", "mainchare")
             index = (0,)
-        coll, cat = ent
-        return new_ident(coll, index, self.category(cls_name, cat))
+        code = self.strings.code
+        return [code(ent[0]), pack_index(index), code(index_text(index)), code(self.category(cls_name, ent[1])),
+                NULL, False, 0]
+
+    def carry(self, obj) -> None:
+        """Before an element migrates: replace its identity codes by texts that mean the same anywhere."""
+        ident = obj.__dict__.pop("_pt_id", None)
+        if ident is None:
+            return
+        texts = self.strings.texts
+        obj._pt_carry = (texts[ident[COLL]], tuple(obj.thisIndex), texts[ident[CAT]], ident[STEP], ident[EXPLICIT],
+                         ident[SYNCS])
+
+    def coll_code(self, table: dict, rid: int) -> int:
+        """Code of the collection name of an aid/gid (NULL when this PE never learned it)."""
+        ent = table.get(rid)
+        return NULL if ent is None else self.strings.code(ent[0])

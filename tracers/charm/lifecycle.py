@@ -17,8 +17,8 @@ import time
 
 from charm4py import Chare, Reducer
 
-from tracers.charm._state import MSG_PE_SHIFT, ST, _drop, clock
-from tracers.charm.hooks import unfinished_rows
+from tracers.charm._state import MSG_PE_SHIFT, ST, clock
+from tracers.charm.hooks import write_unfinished
 
 FLUSH_TICK_S = 1.0
 """Buffered rows are flushed at least this often, so a killed PE loses at most ~1 s of events."""
@@ -36,7 +36,7 @@ def _charm():
 
 def open_writer() -> None:
     """Called on each PE once charm4py knows the PE number (registerMainModule)."""
-    from tracers.writer import TraceWriter
+    from tracers.charm.rowbuf import PackedWriter
 
     charm = _charm()
     ST.pe, ST.pes = charm.myPe(), charm.numPes()
@@ -48,9 +48,10 @@ def open_writer() -> None:
     else:
         ST.origin, ST.origin_unix = clock(), time.time_ns()
         ST.clock_meta["method"] = "per-PE start (no launcher origin)"
-    ST.writer = TraceWriter(
+    ST.writer = PackedWriter(
         ST.trace_dir,
         ST.pe,
+        ST.strings,
         source="charm4py",
         program=ST.program,
         pes=ST.pes,
@@ -60,7 +61,7 @@ def open_writer() -> None:
         names={"coll": "chare class + '#' + creation ordinal", "msg": "(src_pe << 40) | seq"},
         extra={"charm4py": _version(), "argv": sys.argv[1:], "hints": ST.hints_dir},
     )
-    ST.out[0] = ST.writer.append
+    ST.writer.buf = ST.buf  # the hot path writes into this very bytearray
 
 
 def _version() -> str:
@@ -75,22 +76,22 @@ def _version() -> str:
 def close(complete: bool) -> None:
     """Writes suspended coroutines' rows and compacts this PE's file (idempotent)."""
     w = ST.writer
-    if w is None or ST.out[0] is _drop:
+    if w is None:
         return
-    for row in unfinished_rows(clock()):
-        w.append(row)
-    ST.out[0] = _drop
+    write_unfinished(clock())
+    ST.writer = None
     w.set_metadata(clock=dict(ST.clock_meta))
     try:
         w.close(complete=complete)
     except Exception as exc:  # never mask the program's own outcome
         print(f"paradise: could not close trace file of PE {ST.pe}: {exc}", file=sys.stderr)
+    del ST.buf[:]  # rows after the close (the exit's own messages) are not kept
 
 
 def _tick() -> None:
-    if ST.out[0] is _drop:
+    if ST.writer is None:
         return
-    if ST.writer._rows:
+    if ST.writer.pending():
         ST.writer.flush()
     _charm().scheduleCallableAfter(_tick, FLUSH_TICK_S)
 

@@ -147,30 +147,41 @@ def _wrap_collective(tr: Tracer, name: str, orig: Any, idx: int | None, key: str
 # --- DDP -----------------------------------------------------------------------------------
 
 
-def _bucket_row(tr: Tracer, hook_name: str, process_group: Any, bucket: Any) -> list[Any]:
+def _bucket_row(tr: Tracer, hook_name: str, group_info: tuple[Any, Any], bucket: Any, buf: Any) -> list[Any]:
     t0 = tr.now()
     tr.last_launch = t0
-    buf = bucket.buffer()
     row = tr.new_row("collective", hook_name, t0, None)
     row[CAT] = "ddp_bucket"
     row[COLL] = "ddp"
     row[OBJ] = bucket.index()
     row[BYTES] = buf.numel() * buf.element_size()
-    row[DTYPE] = str(buf.dtype).removeprefix("torch.")
-    row[GROUP], row[GSIZE] = _group_info(process_group)
+    dtype = _DTYPES.get(buf.dtype)
+    if dtype is None:
+        dtype = _DTYPES[buf.dtype] = str(buf.dtype).removeprefix("torch.")
+    row[DTYPE] = dtype
+    row[GROUP], row[GSIZE] = group_info
     tr.buffer(row)
     return row
+
+
+_DTYPES: dict[Any, str] = {}
 
 
 def _default_comm_hook(tr: Tracer) -> Any:
     """DDP's default gradient averaging (as ddp_comm_hooks.default_hooks.allreduce_hook), timed."""
     all_reduce = _orig["all_reduce"]
+    groups: dict[int, tuple[Any, tuple[Any, Any]]] = {}  # id(process_group) -> (group, info)
 
     # No annotations: DDP checks them against real classes (this module's are strings).
     def allreduce(process_group, bucket):  # noqa: ANN001
-        row = _bucket_row(tr, "allreduce", process_group, bucket)
-        group = process_group if process_group is not None else dist.group.WORLD
+        key = id(process_group)
+        cached = groups.get(key)
+        if cached is None:
+            group = process_group if process_group is not None else dist.group.WORLD
+            cached = groups[key] = (group, _group_info(group))
+        group, info = cached
         tensor = bucket.buffer()
+        row = _bucket_row(tr, "allreduce", info, bucket, tensor)
         tensor.div_(group.size())
         fut = all_reduce(tensor, group=group, async_op=True).get_future()
 
@@ -188,7 +199,7 @@ def _wrap_user_hook(tr: Tracer, hook: Any) -> Any:
 
     def wrapped(state, bucket):  # noqa: ANN001
         group = state if isinstance(state, dist.ProcessGroup) else getattr(state, "process_group", None)
-        row = _bucket_row(tr, name, group, bucket)
+        row = _bucket_row(tr, name, _group_info(group), bucket, bucket.buffer())
         _guard.depth += 1
         try:
             fut = hook(state, bucket)
@@ -287,11 +298,19 @@ def _state_step(opt: Any) -> int | None:
 
 
 def _install_optimizer(tr: Tracer) -> None:
+    """Step numbers: the optimizer's own count read at its first step (and after each
+    load_state_dict), then counted, so a resumed run keeps the script's numbering cheaply."""
     pending: dict[int, tuple[int, int]] = {}
+    base: dict[int, int] = {}  # id(optimizer) -> number of its next step
 
     def pre(opt: Any, args: Any, kwargs: Any) -> None:
-        n = _state_step(opt)
-        pending[id(opt)] = (tr.now(), tr._counter if n is None else n)
+        key = id(opt)
+        n = base.get(key)
+        if n is None:
+            own = _state_step(opt)
+            n = tr._counter if own is None else own
+        base[key] = n + 1
+        pending[key] = (tr.now(), n)
 
     def post(opt: Any, args: Any, kwargs: Any) -> None:
         t1 = tr.now()
@@ -304,6 +323,14 @@ def _install_optimizer(tr: Tracer) -> None:
         if not tr.dcp_installed:
             install_dcp(tr)
 
+    orig_load = torch.optim.Optimizer.load_state_dict
+
+    def load_state_dict(self: Any, state_dict: Any) -> Any:
+        result = orig_load(self, state_dict)
+        base.pop(id(self), None)  # re-read the restored step count at the next step
+        return result
+
+    torch.optim.Optimizer.load_state_dict = load_state_dict
     optim_mod.register_optimizer_step_pre_hook(pre)
     optim_mod.register_optimizer_step_post_hook(post)
 

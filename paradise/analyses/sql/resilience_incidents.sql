@@ -10,8 +10,8 @@
 --   args           (the row's JSON attributes, e.g. attempt, replayed_steps)
 --   next_step_t0   (ns, start of the first step row on the same rank that began at or after t0)
 --   next_step      (iteration number of that step row)
--- merge: group by kind, name, pe, t0; min(next_step_t0), arg_min(next_step, next_step_t0), any(t1, step, args).
---        The step rows of a rank must be in the same task as its events (per-PE files keep this).
+-- merge: keys(kind, name, pe, t0) min(next_step_t0) arg_min(next_step, next_step_t0) any(t1, step, args)
+-- note: a rank's step rows must be in the same task as its events; per-PE files keep this.
 WITH ev AS (
     SELECT CAST(kind AS VARCHAR) AS kind, coalesce(CAST(name AS VARCHAR), '') AS name, pe, t0, t1, step, args
     FROM events

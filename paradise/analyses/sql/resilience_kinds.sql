@@ -12,9 +12,9 @@
 --   t_last      (ns, latest end: t1, or t0 for instants)
 --   step_min    (iteration, smallest step number seen; null when none)
 --   step_max    (iteration, largest step number seen; null when none)
--- merge: group by kind, name, pe; sum(n, dur_ns), max(dur_max_ns), min(t_first), max(t_last),
---        min(step_min), max(step_max); dur_med_ns: max, exact when one task holds all files of a PE
---        (tracers write one file per PE, so the Dask engine's per-file tasks keep it exact).
+-- merge: keys(kind, name, pe) sum(n, dur_ns) max(dur_max_ns, dur_med_ns, t_last, step_max) min(t_first, step_min)
+-- note: dur_med_ns merged by max is exact when one task holds all files of a PE; tracers write one
+-- file per PE, so per-file tasks keep it exact.
 SELECT CAST(kind AS VARCHAR) AS kind,
        coalesce(CAST(name AS VARCHAR), '') AS name,
        pe,

@@ -17,7 +17,8 @@
 --   bytes       (bytes of the causing message)
 --   crit_pred   (id of the binding predecessor: the sender when its message came after the PE
 --                was free, else pe_prev; the critical path follows it backwards)
---   wait_msg_ns (ns, idle time on this PE before this exec spent waiting for its message)
+--   wait_msg_ns (ns, idle time on this PE before this exec spent waiting for its message: since the
+--                previous exec on the PE, or since the run's first exec for the PE's first)
 -- note: event level (message matching with an ASOF join across PEs); not splittable by files.
 -- merge: client
 WITH x AS (
@@ -52,7 +53,8 @@ w AS (
     SELECT x.*,
            lag(id) OVER (PARTITION BY pe ORDER BY t0, t1) AS pe_prev,
            lag(t0 + cost_ns) OVER (PARTITION BY pe ORDER BY t0, t1) AS pe_prev_t1,
-           CASE WHEN coll IS NOT NULL THEN lag(id) OVER (PARTITION BY coll, obj ORDER BY t0, t1) END AS obj_prev
+           CASE WHEN coll IS NOT NULL THEN lag(id) OVER (PARTITION BY coll, obj ORDER BY t0, t1) END AS obj_prev,
+           min(t0) OVER () AS run_t0
     FROM x
 )
 SELECT w.id, w.pe, w.t0, w.t1, w.cost_ns, w.coll, w.obj, w.index, w.name, w.step, w.prio,
@@ -61,7 +63,7 @@ SELECT w.id, w.pe, w.t0, w.t1, w.cost_ns, w.coll, w.obj, w.index, w.name, w.step
        CASE WHEN sx.src_id IS NOT NULL AND sx.src_id <> w.id
                  AND (w.pe_prev IS NULL OR sx.send_t0 > w.pe_prev_t1) THEN sx.src_id
             ELSE w.pe_prev END AS crit_pred,
-       CASE WHEN sx.src_id IS NOT NULL AND w.pe_prev IS NOT NULL AND sx.send_t0 > w.pe_prev_t1
-            THEN greatest(w.t0 - w.pe_prev_t1, 0) ELSE 0 END AS wait_msg_ns
+       CASE WHEN sx.src_id IS NOT NULL AND (w.pe_prev IS NULL OR sx.send_t0 > w.pe_prev_t1)
+            THEN greatest(w.t0 - coalesce(w.pe_prev_t1, w.run_t0), 0) ELSE 0 END AS wait_msg_ns
 FROM w LEFT JOIN sx ON w.msg = sx.msg
 ORDER BY w.id

@@ -9,7 +9,7 @@
 --   dur_ns        int64 ns     sum of bucket durations (launch to completion)
 --   min_ns        int64 ns     fastest bucket of the step (least waiting for peers)
 --   min_ns_bytes  int64 bytes  size of that fastest bucket
--- merge: keys(pe, step) sum(buckets, bytes, dur_ns) min(min_bytes, min_ns) max(max_bytes) (min_ns_bytes: of the row holding min_ns)
+-- merge: keys(pe, step) sum(buckets, bytes, dur_ns) min(min_bytes, min_ns) max(max_bytes) arg_min(min_ns_bytes, min_ns)
 SELECT pe, step,
        count(*) AS buckets,
        CAST(sum(bytes) AS BIGINT) AS bytes,

@@ -10,7 +10,7 @@
 --   bytes     int64 bytes  sum of bytes written / read (where known)
 --   first_ns  int64 ns     earliest t0
 --   first_step int32       step of the earliest row (null before the first step)
--- merge: keys(pe, kind, name) sum(count, dur_ns, bytes) max(max_ns) min(first_ns) (first_step: of the row holding first_ns)
+-- merge: keys(pe, kind, name) sum(count, dur_ns, bytes) max(max_ns) min(first_ns) arg_min(first_step, first_ns)
 SELECT pe, kind, coalesce(name, '?') AS name, count(*) AS count,
        CAST(coalesce(sum(t1 - t0), 0) AS BIGINT) AS dur_ns,
        max(t1 - t0) AS max_ns,

@@ -13,7 +13,9 @@
 --   idle_ns       int64 ns     (last_ns - first_ns) - busy_ns: sum of the gaps
 --   gaps          int64 count  gaps between busy intervals
 --   max_gap_ns    int64 ns     longest gap
--- merge: keys(pe, stream) sum(kernels, kernel_ns, comm_ns) min(first_ns) max(last_ns) (busy_ns, idle_ns, gaps, max_gap_ns need each rank's files in one group)
+-- merge: keys(pe, stream) sum(kernels, kernel_ns, comm_ns, busy_ns, idle_ns, gaps) min(first_ns) max(last_ns) max(max_gap_ns)
+-- Exact when all files of a rank are in one group (unions and gaps do not add across groups);
+-- the Dask engine keeps each PE's files together.
 WITH dev AS (
     SELECT pe, stream, t0, t1, kind FROM events
     WHERE stream IS NOT NULL AND kind IN ('exec', 'collective') AND t1 >= t0

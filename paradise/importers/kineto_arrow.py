@@ -1,0 +1,74 @@
+"""numpy <-> Arrow without pyarrow's Python-object entry points.
+
+Why: `pa.array(...)`, `Array.to_numpy()` and scalar-taking compute calls make pyarrow import
+pandas (about 50 MB and a second of start-up) to check for pandas types. The importer only
+moves flat numpy buffers, so it builds and reads Arrow buffers directly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+_TYPES = {
+    np.dtype(np.int64): pa.int64(),
+    np.dtype(np.int32): pa.int32(),
+    np.dtype(np.bool_): pa.bool_(),
+}
+
+
+def _bitmap(mask: np.ndarray) -> pa.Buffer:
+    return pa.py_buffer(np.packbits(mask, bitorder="little"))
+
+
+def from_numpy(values: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
+    """An Arrow array of int64/int32/bool values; `valid` False marks nulls."""
+    values = np.ascontiguousarray(values)
+    typ = _TYPES[values.dtype]
+    data = _bitmap(values) if values.dtype == np.bool_ else pa.py_buffer(values)
+    if valid is None or bool(valid.all()):
+        return pa.Array.from_buffers(typ, len(values), [None, data], null_count=0)
+    nulls = int(len(valid) - np.count_nonzero(valid))
+    return pa.Array.from_buffers(typ, len(values), [_bitmap(valid), data], null_count=nulls)
+
+
+def strings(values: list) -> pa.Array:
+    """A string array from str/None values (None -> null)."""
+    n = len(values)
+    encoded = [b"" if v is None else v.encode() for v in values]
+    lens = np.fromiter(map(len, encoded), dtype=np.int64, count=n)
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(lens, out=offsets[1:])
+    valid = np.fromiter((v is not None for v in values), dtype=np.bool_, count=n)
+    nulls = int(n - np.count_nonzero(valid))
+    buffers = [_bitmap(valid) if nulls else None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
+    return pa.Array.from_buffers(pa.string(), n, buffers, null_count=nulls)
+
+
+def dict_strings(values: list) -> pa.DictionaryArray:
+    """Dictionary-encodes with a Python dict: names repeat, and a str caches its hash."""
+    codes: dict = {}
+    idx = np.fromiter((codes.setdefault(v, len(codes)) for v in values), dtype=np.int32, count=len(values))
+    uniq = ["" if u is None else u if type(u) is str else str(u) for u in codes]
+    none_code = codes.get(None)  # its "" entry stays unreferenced: Parquet refuses null dictionary values
+    valid = None if none_code is None else idx != none_code
+    return pa.DictionaryArray.from_arrays(from_numpy(idx, valid), strings(uniq))
+
+
+def validity(arr: pa.Array) -> np.ndarray:
+    """True where arr holds a value."""
+    n = len(arr)
+    if arr.null_count == 0:
+        return np.ones(n, dtype=np.bool_)
+    bits = np.frombuffer(arr.buffers()[0], dtype=np.uint8)
+    return np.unpackbits(bits, bitorder="little", count=arr.offset + n)[arr.offset :].astype(np.bool_)
+
+
+def to_numpy(arr: pa.Array, dtype: type) -> np.ndarray:
+    """Values of a primitive array (nulls read as whatever the buffer holds: mask them)."""
+    n = len(arr)
+    buf = arr.buffers()[1]
+    if dtype is np.bool_:
+        bits = np.frombuffer(buf, dtype=np.uint8)
+        return np.unpackbits(bits, bitorder="little", count=arr.offset + n)[arr.offset :].astype(np.bool_)
+    return np.frombuffer(buf, dtype=dtype, count=arr.offset + n)[arr.offset :]

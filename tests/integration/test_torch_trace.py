@@ -1,0 +1,179 @@
+"""`paradise trace torch` on real torchrun jobs (gloo, 2 ranks): what the trace must hold, and
+what `paradise analyze` finds in it. Few, small runs: each torchrun start costs 5-10 s here."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from paradise.engines.duckdb_engine import DuckDBEngine
+from paradise.store import open_trace
+from tests.conftest import ROOT, bin_path
+
+pytest.importorskip("torch")
+
+TRAIN = ROOT / "examples" / "ddp_train.py"
+STEPS = 12
+# Small model (fast steps) and a 40 ms sleep in every forward of rank 1: a straggler on any load.
+TRAIN_ARGS = ["--steps", str(STEPS), "--hidden", "256", "--layers", "3", "--seed", "3",
+              "--straggler-rank", "1", "--straggler-ms", "40"]  # fmt: skip
+TIMEOUT_S = 300
+
+
+def _paradise(*args: str | Path) -> subprocess.CompletedProcess:
+    return subprocess.run([bin_path("paradise"), *map(str, args)], capture_output=True, text=True, timeout=TIMEOUT_S)
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory):
+    out = tmp_path_factory.mktemp("torch") / "trace"
+    proc = _paradise("trace", "torch", "--nproc", "2", "-o", out, TRAIN, *TRAIN_ARGS)
+    assert proc.returncode == 0, proc.stderr
+    return out, proc
+
+
+def _rows(trace_dir: Path, sql: str) -> list[dict]:
+    with DuckDBEngine(open_trace(trace_dir)) as eng:
+        return eng.sql(sql).to_pylist()
+
+
+def test_traced_run_ends_with_the_model_hash_and_matches_an_untraced_run(traced):
+    _, proc = traced
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last.startswith("param_sha256=")
+    env = dict(os.environ, TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1")
+    plain = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(TRAIN), *TRAIN_ARGS],
+        capture_output=True, text=True, timeout=TIMEOUT_S, env=env,
+    )  # fmt: skip
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    assert plain.stdout.strip().splitlines()[-1] == last  # tracing changes nothing the model computes
+
+
+def test_every_step_recorded_on_both_ranks(traced):
+    out, _ = traced
+    trace = open_trace(out)
+    assert trace.complete and trace.source == "torch" and trace.metadata["pes_seen"] == [0, 1]
+    rows = _rows(out, "SELECT pe, list(step ORDER BY step) AS steps FROM events WHERE kind = 'step' GROUP BY pe ORDER BY pe")
+    assert rows == [{"pe": pe, "steps": list(range(STEPS))} for pe in (0, 1)]
+    phases = _rows(out, "SELECT pe, name, count(*) AS n FROM events WHERE kind = 'phase' GROUP BY ALL ORDER BY ALL")
+    assert {(r["pe"], r["name"]): r["n"] for r in phases} == {
+        (pe, name): STEPS for pe in (0, 1) for name in ("backward", "forward", "loss", "optimizer")
+    }
+
+
+def test_bucket_collectives_match_across_ranks(traced):
+    out, _ = traced
+    per_step = _rows(
+        out,
+        "SELECT step, pe, count(*) AS buckets, sum(bytes) AS bytes, count(t1) AS ended FROM events "
+        "WHERE kind = 'collective' AND cat = 'ddp_bucket' GROUP BY step, pe ORDER BY step, pe",
+    )
+    assert {r["step"] for r in per_step} == set(range(STEPS))
+    by_step: dict[int, list[dict]] = {}
+    for r in per_step:
+        by_step.setdefault(r["step"], []).append(r)
+    for step, ranks in by_step.items():
+        assert [r["pe"] for r in ranks] == [0, 1], step
+        assert ranks[0]["buckets"] == ranks[1]["buckets"] >= 1, step
+        assert ranks[0]["bytes"] == ranks[1]["bytes"] > 0, step
+        assert all(r["ended"] == r["buckets"] for r in ranks), step  # every future completed
+    # The final dist.barrier() of the script is recorded on both ranks as a c10d collective.
+    barriers = _rows(out, "SELECT pe FROM events WHERE kind = 'collective' AND name = 'barrier' ORDER BY pe")
+    assert [r["pe"] for r in barriers] == [0, 1]
+
+
+def test_metadata_has_placement_and_clock(traced):
+    out, _ = traced
+    meta = open_trace(out).file_metadata
+    for m in meta:
+        assert len(m["hosts"]) == 2 and m["extra"]["backend"] == "gloo"
+        assert m["extra"]["devices"] == ["cpu", "cpu"]
+        assert m["clock"]["method"] == "shared_host_clock"
+
+
+def test_analyze_breakdown_sums_and_finds_the_straggler(traced):
+    out, _ = traced
+    with DuckDBEngine(open_trace(out)) as eng:
+        steps = eng.query("training_breakdown").to_pylist()
+    assert len(steps) == 2 * STEPS
+    for r in steps:
+        parts = r["compute_ns"] + r["comm_ns"] + r["overlap_ns"] + r["idle_ns"]
+        assert min(r["compute_ns"], r["comm_ns"], r["overlap_ns"], r["idle_ns"]) >= 0
+        assert abs(parts - r["step_ns"]) <= 0.02 * r["step_ns"]
+    proc = _paradise("analyze", "--json", out)
+    assert proc.returncode == 0, proc.stderr
+    training = json.loads(proc.stdout)["analyses"]["training"]
+    found = training["stragglers"]
+    assert [s["rank"] for s in found] == [1]
+    assert found[0]["cost_ns"] > 0 and found[0]["slow_steps"] >= 0.75 * STEPS
+    per_rank = {r["pe"]: r for r in training["breakdown"]}
+    assert per_rank[0]["steps"] == per_rank[1]["steps"] == STEPS
+
+
+BAD = """
+import torch.distributed as dist
+dist.init_process_group("gloo")
+raise ValueError("no data found")
+"""
+
+
+def test_script_failing_before_its_first_step(tmp_path):
+    script = tmp_path / "bad.py"
+    script.write_text(BAD)
+    out = tmp_path / "trace"
+    proc = _paradise("trace", "torch", "--nproc", "2", "-o", out, script)
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr
+    assert lines[0].startswith("paradise: error: ") and "before its first step: ValueError: no data found" in lines[0]
+    rows = _rows(out, "SELECT pe, kind, name FROM events WHERE kind IN ('failure', 'step') ORDER BY pe")
+    assert rows == [{"pe": pe, "kind": "failure", "name": "ValueError"} for pe in (0, 1)]
+    assert not open_trace(out).complete
+
+
+def test_existing_output_is_refused_without_force(tmp_path):
+    (tmp_path / "trace").mkdir()
+    (tmp_path / "trace" / "pe-00000.parquet").write_bytes(b"x")
+    proc = _paradise("trace", "torch", "--nproc", "2", "-o", tmp_path / "trace", TRAIN)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"paradise: error: {tmp_path / 'trace'}: already exists and is not empty; pass --force to overwrite it"
+
+
+FLAKY = """
+import os, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+model = DDP(torch.nn.Linear(8, 2))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(4):
+    model(torch.randn(4, 8)).sum().backward()
+    opt.step()
+    if step == 1 and dist.get_rank() == 1 and os.environ["TORCHELASTIC_RESTART_COUNT"] == "0":
+        raise RuntimeError("injected")
+dist.barrier()
+dist.destroy_process_group()
+"""
+
+
+def test_restart_attempts_write_distinct_files(tmp_path):
+    script = tmp_path / "flaky.py"
+    script.write_text(FLAKY)
+    out = tmp_path / "trace"
+    proc = _paradise("trace", "torch", "--nproc", "2", "--max-restarts", "1", "-o", out, script)
+    assert proc.returncode == 0, proc.stderr
+    names = {p.name for p in out.glob("pe-*.parquet")}
+    assert {"pe-00000.restart-01.parquet", "pe-00001.restart-01.parquet", "pe-00001.parquet"} <= names
+    failures = _rows(out, "SELECT pe, name, step FROM events WHERE kind = 'failure' AND cat = 'script'")
+    assert {"pe": 1, "name": "RuntimeError", "step": 2} in failures
+    restarts = _rows(out, "SELECT pe, obj FROM events WHERE kind = 'restart' ORDER BY pe")
+    assert restarts == [{"pe": 0, "obj": 1}, {"pe": 1, "obj": 1}]
+    with DuckDBEngine(open_trace(out)) as eng:
+        steps = eng.query("training_breakdown").to_pylist()
+    assert sorted({(r["pe"], r["step"]) for r in steps}) == [(pe, s) for pe in (0, 1) for s in range(4)]

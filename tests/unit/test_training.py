@@ -1,0 +1,247 @@
+"""Training analysis on small synthetic traces with hand-computed answers, on real Kineto
+traces (HTA test data), and the tracer's public API without torch."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from builders import TraceBuilder, charm_like
+from paradise.analyses import training
+from paradise.analyses.base import AnalysisConfig
+from paradise.engines.duckdb_engine import DuckDBEngine
+from paradise.store import open_trace
+
+MS = 1_000_000
+
+
+def _analyze(path):
+    trace = open_trace(path)
+    with DuckDBEngine(trace) as eng:
+        return training.analyze(eng, trace, AnalysisConfig()), eng, trace
+
+
+def _ddp_step(b, pe, step, t, *, fwd, bwd, opt, comm, nbytes=4 * MS, buckets=1, gap=1 * MS):
+    """One traced-DDP-like step at t: forward, backward, bucket all-reduces launched during
+    backward (the last at its end), optimizer after the reduction; returns the step's end."""
+    t0 = t
+    b.add(pe, "phase", t, t + fwd, name="forward", cat="compute", step=step)
+    t += fwd
+    b.add(pe, "phase", t, t + bwd, name="backward", cat="compute", step=step)
+    for k in range(buckets):
+        launch = t + bwd * (k + 1) // buckets
+        b.add(pe, "collective", launch, launch + comm, name="allreduce", cat="ddp_bucket", coll="ddp",
+              obj=k, bytes=nbytes // buckets, dtype="float32", step=step, group="default_pg", group_size=b.pes)
+    t = t + bwd + comm
+    b.add(pe, "phase", t, t + opt, name="optimizer", cat="compute", step=step)
+    t += opt
+    b.step(pe, step, t0, t, name="step")
+    return t + gap
+
+
+def test_breakdown_parts_are_interval_unions(tmp_path):
+    # Window [0, 100]: C = [10, 70] u [90, 95] = 65, M = [60, 85] = 25, C n M = [60, 70] = 10.
+    b = TraceBuilder(1, source="torch")
+    b.step(0, 0, 0, 100)
+    b.add(0, "phase", 10, 40, name="forward")
+    b.add(0, "phase", 40, 70, name="backward")
+    b.add(0, "phase", 20, 30, name="loss")  # nested in forward: counted once
+    b.add(0, "phase", 90, 95, name="optimizer")
+    b.add(0, "phase", 96, 99, name="eval")  # not a compute phase
+    b.add(0, "collective", 60, 85, name="allreduce", cat="ddp_bucket")
+    b.add(0, "collective", 97, 130, name="barrier", cat="c10d")  # clipped to [97, 100]
+    with DuckDBEngine(open_trace(b.write(tmp_path / "t"))) as eng:
+        row = eng.query("training_breakdown").to_pylist()[0]
+    assert row["step_ns"] == 100
+    assert (row["compute_ns"], row["comm_ns"], row["overlap_ns"]) == (55, 15 + 3, 10)
+    assert row["idle_ns"] == 100 - (65 + 28 - 10)
+    assert row["compute_ns"] + row["comm_ns"] + row["overlap_ns"] + row["idle_ns"] == row["step_ns"]
+
+
+def test_repeated_step_after_restart_counts_once(tmp_path):
+    b = TraceBuilder(1, source="torch")
+    b.step(0, 3, 0, 100)
+    b.add(0, "restart", 150, None, name="restart", obj=1)
+    b.step(0, 3, 200, 260)  # the re-run of step 3 after the restart
+    with DuckDBEngine(open_trace(b.write(tmp_path / "t"))) as eng:
+        rows = eng.query("training_breakdown").to_pylist()
+    assert [(r["step"], r["step_ns"]) for r in rows] == [(3, 60)]
+
+
+def test_injected_straggler_found_with_cost(tmp_path):
+    # 3 ranks, 10 steps; rank 2 computes 5 ms longer each step; median compute is rank 0/1's.
+    b = TraceBuilder(3, source="torch")
+    for pe in range(3):
+        t = 0
+        for s in range(10):
+            t = _ddp_step(b, pe, s, t, fwd=(8 if pe == 2 else 3) * MS, bwd=6 * MS, opt=1 * MS, comm=2 * MS)
+    result, _, _ = _analyze(b.write(tmp_path / "t"))
+    assert result.sections["stragglers"] == [
+        {"rank": 2, "cost_ns": 10 * 5 * MS, "slow_steps": 10, "steps": 10, "share": 1.0, "mean_compute_ns": 15 * MS}
+    ]
+    char = next(c for c in result.characteristics if c.name == "stragglers")
+    assert char.value == [2]
+
+
+def test_no_straggler_when_the_slowest_rank_changes(tmp_path):
+    b = TraceBuilder(2, source="torch")
+    for pe in range(2):
+        t = 0
+        for s in range(12):
+            slow = (s % 2) == pe
+            t = _ddp_step(b, pe, s, t, fwd=(6 if slow else 3) * MS, bwd=6 * MS, opt=MS, comm=MS)
+    result, _, _ = _analyze(b.write(tmp_path / "t"))
+    assert result.sections["stragglers"] == []
+
+
+def test_single_large_bucket_with_exposed_comm_gets_a_smaller_bucket_hint(tmp_path):
+    from hints.format import load_hint, write_hint
+
+    b = TraceBuilder(2, source="torch", program="train")
+    for pe in range(2):
+        t = 0
+        for s in range(6):
+            t = _ddp_step(b, pe, s, t, fwd=3 * MS, bwd=6 * MS, opt=MS, comm=8 * MS, nbytes=40 * MS, buckets=1)
+    result, _, trace = _analyze(b.write(tmp_path / "t"))
+    sizing = result.sections["ddp_buckets"]
+    assert sizing["verdict"] == "too_large"
+    assert sizing["buckets_per_step"] == 1
+    assert 1.0 <= sizing["suggested_bucket_cap_mb"] < 40
+    assert sizing["predicted_gain_ns_per_step"] > 0
+    [doc] = result.hints
+    assert doc["kind"] == "comm" and doc["ddp"]["bucket_cap_mb"] == sizing["suggested_bucket_cap_mb"]
+    path = write_hint(tmp_path / "hints", doc)
+    assert load_hint(path, "comm", program="train", pes=2)["ddp"]["verdict"] == "too_large"
+
+
+def test_latency_bound_small_buckets_get_a_larger_bucket_hint(tmp_path):
+    # 8 buckets of 100 kB, each 1 ms; a 32-byte all_reduce takes 0.9 ms: latency dominates.
+    b = TraceBuilder(2, source="torch")
+    for pe in range(2):
+        t = 0
+        for s in range(6):
+            t = _ddp_step(b, pe, s, t, fwd=3 * MS, bwd=16 * MS, opt=MS, comm=MS, nbytes=800_000, buckets=8)
+            b.add(pe, "collective", t, t + 900_000, name="all_reduce", cat="c10d", bytes=32, step=s)
+            t += 2 * MS
+    result, _, _ = _analyze(b.write(tmp_path / "t"))
+    sizing = result.sections["ddp_buckets"]
+    assert sizing["latency_ns"] == 900_000
+    assert sizing["latency_share"] > training.LATENCY_SHARE_MAX
+    assert sizing["verdict"] == "too_small"
+    assert sizing["suggested_bucket_cap_mb"] >= training.MIN_BUCKET_MB
+
+
+def test_input_stalls_exclude_checkpoint_time(tmp_path):
+    b = TraceBuilder(1, source="torch")
+    b.step(0, 0, 0, 100)
+    b.step(0, 1, 150, 250)  # gap 50
+    b.step(0, 2, 400, 500)  # gap 150, of which a 100-long checkpoint
+    b.add(0, "checkpoint", 260, 360, name="dcp.save", bytes=10)
+    with DuckDBEngine(open_trace(b.write(tmp_path / "t"))) as eng:
+        rows = eng.query("training_stalls").to_pylist()
+    assert [(r["step"], r["gap_ns"], r["io_ns"], r["stall_ns"]) for r in rows] == [(1, 50, 0, 50), (2, 150, 100, 50)]
+
+
+def test_applies_to_torch_not_charm(tmp_path):
+    b = TraceBuilder(1, source="torch")
+    b.step(0, 0, 0, 10)
+    assert training.applies(open_trace(b.write(tmp_path / "torch")))
+    assert not training.applies(open_trace(charm_like(pes=2, steps=2).write(tmp_path / "charm")))
+
+
+# --- real Kineto traces (HTA test data) --------------------------------------------------------
+
+HTA = ("hta", "tests", "data")
+
+
+def _import(real_data, tmp_path, *rels, rank=None):
+    from paradise.importers.kineto import import_trace
+
+    files = [real_data / "hta" / r if r.startswith("_history") else real_data.joinpath(*HTA, r) for r in rels]
+    return import_trace(files, tmp_path / "k.parquet", rank=rank)
+
+
+def test_two_gpu_ranks_kernel_time_by_stream(real_data, tmp_path):
+    path = _import(real_data, tmp_path, "trace_filter/sampled_rank-0.json.gz", "trace_filter/sampled_rank-1.json.gz")
+    result, eng, _ = _analyze(path)
+    streams = result.sections["streams"]
+    assert {s["pe"] for s in streams} == {0, 1}
+    per_stream = [s for s in streams if s["stream"] >= 0]
+    assert len(per_stream) >= 2 and all(s["kernel_ns"] > 0 and s["busy_ns"] > 0 for s in per_stream)
+    # NCCL SendRecv kernels are collectives on a stream: counted as communication kernels.
+    assert any(s["comm_ns"] > 0 for s in per_stream)
+    for s in streams:
+        assert s["busy_ns"] + s["idle_ns"] == s["last_ns"] - s["first_ns"]
+    assert any(c.name == "device_idle" for c in result.characteristics)
+    for r in result.sections["breakdown_steps"]:
+        assert r["compute_ns"] + r["comm_ns"] + r["overlap_ns"] + r["idle_ns"] == r["step_ns"]
+    json.dumps(result.to_dict())  # JSON-safe
+
+
+def test_nccl_trace_collectives_by_kind_and_size(real_data, tmp_path):
+    result, _, _ = _analyze(_import(real_data, tmp_path, "nccl_parser_config/nccl_data.json.gz"))
+    coll = result.sections["collectives"]
+    assert any(c["on_device"] for c in coll)  # NCCL kernels
+    assert any(c["bucket_log2"] >= 0 and c["bytes"] > 0 for c in coll)  # sizes from record_param_comms
+    assert result.sections["stragglers"] == []  # one rank: nothing to compare
+
+
+def test_cpu_gloo_trace_has_breakdown(real_data, tmp_path):
+    path = _import(real_data, tmp_path, "_history/tests/data/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz")
+    result, _, _ = _analyze(path)
+    rows = result.sections["breakdown_steps"]
+    assert len(rows) == 5 and all(r["pe"] == 34 for r in rows)
+    assert all(r["comm_ns"] + r["overlap_ns"] > 0 for r in rows)  # gloo:all_reduce annotations
+    assert result.sections["streams"] == []
+
+
+# --- the tracer's public API, without torch -------------------------------------------------------
+
+
+def test_api_is_a_noop_when_not_tracing():
+    import tracers.torch as api
+
+    assert not api.enabled()
+    with api.step(1), api.phase("data"):
+        api.record_event("checkpoint", "x", time.time_ns(), time.time_ns(), bytes=1)
+    assert api.current_step() is None
+
+
+def test_record_event_converts_times_and_replaces_automatic_rows(tmp_path):
+    import tracers.torch as api
+    from tracers.torch.tracer import Tracer
+
+    origin = time.time_ns()
+    tr = Tracer(tmp_path, rank=1, world_size=2, origin_ns=origin, program="p")
+    api._tracer = tr
+    try:
+        auto = tr.new_row("checkpoint", "torch.save", 5_000, 6_000)  # as the torch.save wrapper makes
+        tr.auto_io(auto)
+        api.record_event("checkpoint", "periodic", origin + 4_000, origin + 7_000, bytes=123, step=9, kind_of="dcp")
+        with api.phase("data"):
+            pass
+        tr.end_step(9, None, tr.now())
+    finally:
+        api._tracer = None
+        tr.close(complete=True)
+    trace = open_trace(tmp_path)
+    with DuckDBEngine(trace) as eng:
+        rows = eng.sql("SELECT kind, name, t0, t1, bytes, step, args FROM events ORDER BY t0").to_pylist()
+    ck = [r for r in rows if r["kind"] == "checkpoint"]
+    assert ck == [{"kind": "checkpoint", "name": "periodic", "t0": 4_000, "t1": 7_000, "bytes": 123, "step": 9,
+                   "args": json.dumps({"kind_of": "dcp"})}]
+    assert [r["step"] for r in rows if r["kind"] == "phase"] == [9]
+    assert trace.complete and trace.metadata["source"] == "torch"
+
+
+@pytest.mark.parametrize("restart", [0, 2])
+def test_rank_files_per_restart_are_distinct(tmp_path, restart):
+    from tracers.torch.tracer import Tracer
+
+    tr = Tracer(tmp_path, rank=3, world_size=4, restart=restart)
+    tr.close(complete=False)
+    expected = "pe-00003.parquet" if restart == 0 else "pe-00003.restart-02.parquet"
+    assert [p.name for p in tmp_path.glob("*.parquet")] == [expected]
+    assert open_trace(tmp_path).file_metadata[0]["extra"]["restart"] == restart

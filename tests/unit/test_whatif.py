@@ -1,0 +1,109 @@
+"""What-if replay: reproduces synthetic runs, predicts remappings, refuses foreign or damaged hints."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hints.format import make_hint, provenance, write_hint
+from paradise.engines.duckdb_engine import DuckDBEngine
+from paradise.store import open_trace
+from paradise.whatif import load_replayer
+from paradise.whatif.sim import simulate
+from tests.unit import charm_synth as cs
+
+
+@pytest.fixture
+def grid(tmp_path):
+    prog, pl = cs.grid2d(4, 4, 2, 4, cost=lambda i, j, s: 500_000 if i < 2 and j < 2 else 100_000)
+    return prog, pl, open_trace(prog.write(tmp_path / "grid", pl))
+
+
+def replayer(trace):
+    with DuckDBEngine(trace) as eng:
+        return load_replayer(eng, 2)
+
+
+@pytest.mark.parametrize("builder", [lambda: cs.grid2d(4, 4, 2, 4), lambda: cs.master_worker(5, 2, 25),
+                                     lambda: cs.pipeline(5, 2, 5), lambda: cs.histsort(6, 2),
+                                     lambda: cs.ping_filler(8, 10)])
+def test_unchanged_mapping_reproduces_makespan(tmp_path, builder):
+    prog, pl = builder()
+    rp = replayer(open_trace(prog.write(tmp_path / "t", pl)))
+    out = rp.replay()
+    assert out["baseline_replay_makespan_ns"] == pytest.approx(out["measured_makespan_ns"], rel=0.03)
+    assert out["predicted_makespan_ns"] == out["measured_makespan_ns"]
+
+
+def test_remapping_prediction_matches_rerun(tmp_path, grid):
+    prog, pl, trace = grid
+    new = {k: (0 if (k[1][0] + k[1][1]) % 2 else 1) for k in pl}  # checkerboard
+    out = replayer(trace).replay({"Cell#0": {f"[{i},{j}]": p for (_, (i, j)), p in new.items()}})
+    times = prog.timing(new)
+    actual = max(t1 for _, _, t1 in times) - min(t0 for _, t0, _ in times)
+    assert out["replay_makespan_ns"] == pytest.approx(actual, rel=0.05)
+    assert sum(out["pe_load_ns"]) == sum(out["baseline_pe_load_ns"])  # work moves, it is not lost
+
+
+def test_fitted_latency(grid):
+    _, _, trace = grid
+    m = replayer(trace).model
+    # the builder's message cost: 20 µs + 1 ns/byte (64-byte starts and 4 kB ghosts pin both terms)
+    assert m.a_ns == pytest.approx(20_000, rel=0.05) and m.ns_per_byte == pytest.approx(1.0, rel=0.05)
+
+
+def test_simulator_is_deterministic(grid):
+    _, _, trace = grid
+    rp = replayer(trace)
+    a = simulate(rp.graph, rp.graph.pe, rp.model, pes=2)
+    b = simulate(rp.graph, rp.graph.pe, rp.model, pes=2)
+    assert (a.start == b.start).all() and a.makespan_ns == b.makespan_ns
+
+
+def _mapping_doc(trace, cells, **prov):
+    p = provenance(trace_fingerprint=trace.fingerprint, program=trace.program, pes=2, source="synthetic")
+    p.update(prov)
+    return make_hint("mapping", {"collections": {"Cell#0": cells}, "strategy": "greedy"}, provenance=p,
+                     justified_by=[])
+
+
+def test_cli_json(tmp_path, grid, cli):
+    _, _, trace = grid
+    cells = {f"[{i},{j}]": (i + j) % 2 for i in range(4) for j in range(4)}
+    write_hint(tmp_path / "h", _mapping_doc(trace, cells))
+    rc, out, err = cli("whatif", trace.path, "--hints", tmp_path / "h", "--json")
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert set(doc) >= {"predicted_makespan_ns", "pe_load_ns", "baseline_replay_makespan_ns",
+                        "measured_makespan_ns"}
+    assert len(doc["pe_load_ns"]) == 2 and doc["hints"] == ["mapping"]
+
+
+@pytest.mark.parametrize("case,needle", [
+    ("program", "made for program 'other'"),
+    ("pes", "made for 4 PEs"),
+    ("fingerprint", "made for trace deadbeef"),
+    ("damaged", "damaged hint file"),
+    ("bad_pe", "mapped to PE 7"),
+    ("empty", "holds neither mapping.json nor schedule.json"),
+])
+def test_cli_refuses_bad_hints(tmp_path, grid, cli, case, needle):
+    _, _, trace = grid
+    d = tmp_path / "h"
+    d.mkdir()
+    cells = {"[0,0]": 1}
+    if case == "program":
+        write_hint(d, _mapping_doc(trace, cells, program="other"))
+    elif case == "pes":
+        write_hint(d, _mapping_doc(trace, cells, pes=4))
+    elif case == "fingerprint":
+        write_hint(d, _mapping_doc(trace, cells, trace_fingerprint="deadbeef"))
+    elif case == "damaged":
+        (d / "mapping.json").write_text('{"format": "paradise-hints/1", "kind": "mapp')
+    elif case == "bad_pe":
+        write_hint(d, _mapping_doc(trace, {"[0,0]": 7}))
+    rc, out, err = cli("whatif", trace.path, "--hints", d)
+    assert rc == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("paradise: error: ") and needle in lines[0]
