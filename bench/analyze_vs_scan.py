@@ -17,6 +17,7 @@ Run: .venv/bin/python bench/analyze_vs_scan.py [--rows N] [--pes P] [--reps R]
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -139,7 +140,10 @@ def main() -> None:
 
     path = generate(args.rows, args.pes)
     trace = open_trace(path)
+    import duckdb
+
     print(f"trace: {path.relative_to(ROOT)}  files={len(trace.files)}  rows={trace.num_rows:,}")
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start; duckdb {duckdb.__version__}")
 
     def scan() -> None:
         with DuckDBEngine(trace) as eng:

@@ -31,7 +31,7 @@ PROGRAMS: dict[str, tuple[str, list[str]]] = {
     # name: (path, args) sized to run a few seconds each on a small machine
     "pingpong": ("tests/charm_programs/pingpong.py", ["20000"]),
     "histsort": ("examples/histsort.py", []),
-    "stencil2d": ("examples/stencil2d.py", ["--grid", "8", "8", "--block", "64", "--iters", "40"]),
+    "stencil2d": ("examples/stencil2d.py", ["--grid", "8", "8", "--block", "128", "--iters", "40"]),
     "masterworker": ("examples/masterworker.py", []),
     "wavefront": ("examples/wavefront.py", []),
 }

@@ -122,7 +122,7 @@ def _tree_rss_kb(pid: int) -> int:
 
 
 def measure(cmd: list[str]) -> dict:
-    """Runs cmd; wall seconds, peak tree RSS (sampled) and max single-process RSS (wait4), in MiB."""
+    """Runs cmd: wall and CPU seconds, peak tree RSS (sampled) and max single-process RSS (wait4), MiB."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     peak = [0]
@@ -143,7 +143,8 @@ def measure(cmd: list[str]) -> dict:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise RuntimeError(f"{cmd[0]} failed ({proc.returncode}): {err.decode(errors='replace')[-800:]}")
-    return {"wall": wall, "tree_mib": peak[0] / 1024, "maxrss_mib": usage.ru_maxrss / 1024}
+    cpu = usage.ru_utime + usage.ru_stime  # the child and the children it reaped (HTA's pool)
+    return {"wall": wall, "cpu": cpu, "tree_mib": peak[0] / 1024, "maxrss_mib": usage.ru_maxrss / 1024}
 
 
 HTA_CODE = (
@@ -183,12 +184,13 @@ PARSERS = {
 
 
 def compare_parsers(big: Path) -> None:
-    """Streaming-parser candidates on the same file: wall time and peak memory (for docs/importers.md)."""
-    print(f"parsers on {big.name} ({big.stat().st_size / 1e6:.0f} MB):")
-    print(f"{'parser':<50} {'s':>7} {'MB/s':>7} {'peak MiB':>9}")
+    """Streaming-parser candidates on the same file: time and peak memory (for docs/importers.md)."""
+    mb = big.stat().st_size / 1e6
+    print(f"parsers on {big.name} ({mb:.0f} MB):")
+    print(f"{'parser':<50} {'wall s':>7} {'CPU s':>7} {'MB/CPU s':>8} {'peak MiB':>9}")
     for label, code in PARSERS.items():
         m = measure([sys.executable, "-c", code, str(big)])
-        print(f"{label:<50} {m['wall']:>7.2f} {big.stat().st_size / 1e6 / m['wall']:>7.1f} {m['tree_mib']:>9.0f}")
+        print(f"{label:<50} {m['wall']:>7.2f} {m['cpu']:>7.2f} {mb / m['cpu']:>8.1f} {m['tree_mib']:>9.0f}")
     print()
 
 
@@ -203,7 +205,7 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
 
     cases: list[tuple[str, list[Path]]] = [
-        ("nccl_parser_config (1 rank, 9.3 MB json.gz)", [REAL / "nccl_parser_config" / "nccl_data.json.gz"]),
+        ("nccl_parser_config (1 rank, 9.3 MB json)", [REAL / "nccl_parser_config" / "nccl_data.json.gz"]),
         (
             "trace_filter sampled ranks 0+1 (2 files)",
             [
@@ -212,7 +214,7 @@ def main() -> None:
             ],
         ),
         (
-            "ns_resolution_trace (1 rank, 14.7 MB json.gz)",
+            "ns_resolution_trace (1 rank, 14.7 MB json)",
             [REAL / "ns_resolution_trace" / "rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"],
         ),
     ]
@@ -225,16 +227,15 @@ def main() -> None:
     if opts.parsers:
         compare_parsers(big)
     hta_py, hta_note = (None, "skipped (--skip-hta)") if opts.skip_hta else ensure_hta()
-    print(f"paradise: {PARADISE}")
     print(f"HTA: {'holistictraceanalysis ' + hta_note if hta_py else 'NOT RUN: ' + hta_note}")
-    print(f"cpus: {os.cpu_count()}; load average before: {os.getloadavg()[0]:.2f}")
+    print(f"cpus: {os.cpu_count()}; load average before: {os.getloadavg()[0]:.2f} (shared machine)")
     print()
-    header = (
-        f"{'case':<48} {'events':>9} {'paradise s':>10} {'HTA s':>8} {'speedup':>8} "
-        f"{'paradise MiB':>12} {'HTA MiB':>8} {'mem ratio':>9}"
+    head = (
+        f"{'case':<44} {'events':>7} | {'wall s: par.':>12} {'HTA':>5} {'speedup':>7} | "
+        f"{'CPU s: par.':>11} {'HTA':>5} {'speedup':>7} | {'MiB: par.':>9} {'HTA':>5} {'ratio':>5}"
     )
-    print(header)
-    print("-" * len(header))
+    print(head)
+    print("-" * len(head))
     for label, files in cases:
         d = work / ("in-" + "".join(c if c.isalnum() else "_" for c in label)[:40])
         if d.exists():
@@ -247,20 +248,27 @@ def main() -> None:
         import pyarrow.parquet as pq
 
         rows = pq.ParquetFile(out).metadata.num_rows
+        line = f"{label:<44} {rows:>7} | {p['wall']:>12.2f} "
         if hta_py is not None:
             h = measure([str(hta_py), "-c", HTA_CODE, str(d)])
-            print(
-                f"{label:<48} {rows:>9} {p['wall']:>10.2f} {h['wall']:>8.2f} {h['wall'] / p['wall']:>7.1f}x "
-                f"{p['tree_mib']:>12.0f} {h['tree_mib']:>8.0f} {p['tree_mib'] / h['tree_mib']:>9.2f}"
+            line += (
+                f"{h['wall']:>5.1f} {h['wall'] / p['wall']:>6.1f}x | {p['cpu']:>11.2f} {h['cpu']:>5.1f} "
+                f"{h['cpu'] / p['cpu']:>6.1f}x | {p['tree_mib']:>9.0f} {h['tree_mib']:>5.0f} "
+                f"{p['tree_mib'] / h['tree_mib']:>5.2f}"
             )
         else:
-            print(f"{label:<48} {rows:>9} {p['wall']:>10.2f} {'-':>8} {'-':>8} {p['tree_mib']:>12.0f}")
+            line += f"{'-':>5} {'-':>7} | {p['cpu']:>11.2f} {'-':>5} {'-':>7} | {p['tree_mib']:>9.0f}"
+        print(line)
         shutil.rmtree(d)
     print()
+    print("speedup = HTA time / paradise time (goal >= 5x); ratio = paradise peak / HTA peak (goal <= 0.33)")
     print(
-        "speedup = HTA wall / paradise wall (goal >= 5x); mem ratio = paradise peak / HTA peak (goal <= 0.33)"
+        "paradise: the `paradise import kineto` command, start-up included; HTA: TraceAnalysis(trace_dir=...)"
     )
-    print("peak = largest summed RSS of the process tree, sampled every 20 ms")
+    print(
+        "peak = largest summed RSS of the process tree, sampled every 20 ms; CPU = user + system of the tree"
+    )
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

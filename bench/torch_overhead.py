@@ -27,8 +27,8 @@ TRAIN = ROOT / "examples" / "ddp_train.py"
 MODES = ("untraced", "paradise", "profiler")
 
 
-def run_once(mode: str, nproc: int, steps: int, work: Path, extra: list[str]) -> float:
-    """Training-loop ns per step on rank 0 for one torchrun run in the given mode."""
+def run_once(mode: str, nproc: int, steps: int, work: Path, extra: list[str]) -> tuple[float, float]:
+    """(wall, CPU) training-loop ns per step on rank 0 for one torchrun run in the given mode."""
     env = dict(os.environ, TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1")
     for k in ("PARADISE_TRACE", "PARADISE_TRACE_PROFILER", "PARADISE_TRACE_PROFILER_DIR"):
         env.pop(k, None)
@@ -45,11 +45,12 @@ def run_once(mode: str, nproc: int, steps: int, work: Path, extra: list[str]) ->
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
     if proc.returncode != 0:
         raise SystemExit(f"{mode} run failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
-    m = re.search(r"train_loop_ns=(\d+) steps=(\d+)", proc.stdout)
+    m = re.search(r"train_loop_ns=(\d+) train_loop_cpu_ns=(\d+) steps=(\d+)", proc.stdout)
     if not m:
         raise SystemExit(f"{mode}: no train_loop_ns line in the output:\n{proc.stdout[-1000:]}")
     shutil.rmtree(out, ignore_errors=True)
-    return int(m.group(1)) / int(m.group(2))
+    n = int(m.group(3))
+    return int(m.group(1)) / n, int(m.group(2)) / n
 
 
 def main() -> None:
@@ -60,27 +61,33 @@ def main() -> None:
     p.add_argument("train_args", nargs="*", help="extra ddp_train.py arguments (after --)")
     args = p.parse_args()
     work = Path(tempfile.mkdtemp(prefix="torch-overhead-"))
-    per_step: dict[str, list[float]] = {m: [] for m in MODES}
+    wall: dict[str, list[float]] = {m: [] for m in MODES}
+    cpu: dict[str, list[float]] = {m: [] for m in MODES}
     try:
         for rep in range(args.reps):
             for mode in MODES:
-                per_step[mode].append(run_once(mode, args.nproc, args.steps, work, args.train_args))
-            print(f"rep {rep + 1}/{args.reps}: " + "  ".join(f"{m} {per_step[m][-1] / 1e6:.2f} ms/step" for m in MODES),
-                  flush=True)  # fmt: skip
+                w, c = run_once(mode, args.nproc, args.steps, work, args.train_args)
+                wall[mode].append(w)
+                cpu[mode].append(c)
+            line = "  ".join(f"{m} {wall[m][-1] / 1e6:.2f} ms ({cpu[m][-1] / 1e6:.2f} ms CPU)" for m in MODES)
+            print(f"rep {rep + 1}/{args.reps} per step: {line}", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    med = {m: statistics.median(v) for m, v in per_step.items()}
-    print(f"\nddp_train.py, {args.nproc} ranks (gloo), {args.steps} steps, {args.reps} interleaved repetitions; "
-          f"median training-loop time per step (rank 0):")  # fmt: skip
-    for m in MODES:
-        lo, hi = min(per_step[m]), max(per_step[m])
-        print(f"  {m:9s} {med[m] / 1e6:8.2f} ms/step   (min {lo / 1e6:.2f}, max {hi / 1e6:.2f})")
-    # Ratio of medians, and the median of per-repetition ratios (pairs run back to back).
-    for m in ("paradise", "profiler"):
-        pairs = statistics.median(a / b for a, b in zip(per_step[m], per_step["untraced"]))
-        print(f"  {m}/untraced: {med[m] / med['untraced']:.3f} (median of paired ratios {pairs:.3f})")
-    pairs = statistics.median(a / b for a, b in zip(per_step["paradise"], per_step["profiler"]))
-    print(f"  paradise/profiler: {med['paradise'] / med['profiler']:.3f} (median of paired ratios {pairs:.3f})")
+    backend = "nccl" if "nccl" in args.train_args else "gloo"
+    print(
+        f"\nddp_train.py {' '.join(args.train_args)}, {args.nproc} ranks ({backend}), {args.steps} steps, "
+        f"{args.reps} interleaved repetitions; training-loop time per step on rank 0 "
+        "(wall, and CPU time of the rank's process: less sensitive to other load on the machine):"
+    )
+    for label, data in (("wall", wall), ("CPU", cpu)):
+        med = {m: statistics.median(v) for m, v in data.items()}
+        for m in MODES:
+            print(f"  {label:4s} {m:9s} median {med[m] / 1e6:8.2f} ms/step  "
+                  f"(min {min(data[m]) / 1e6:.2f}, max {max(data[m]) / 1e6:.2f})")  # fmt: skip
+        # Ratio of medians, and the median of per-repetition ratios (runs back to back).
+        for a, b in (("paradise", "untraced"), ("profiler", "untraced"), ("paradise", "profiler")):
+            pairs = statistics.median(x / y for x, y in zip(data[a], data[b]))
+            print(f"  {label:4s} {a}/{b}: {med[a] / med[b]:.3f} (median of paired ratios {pairs:.3f})")
 
 
 if __name__ == "__main__":

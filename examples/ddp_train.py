@@ -41,14 +41,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--layers", type=int, default=4, help="hidden layers")
     p.add_argument("--classes", type=int, default=10)
     p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--bucket-cap-mb", type=float, default=25.0, help="DDP gradient bucket size (MB)")
+    p.add_argument("--bucket-cap-mb", type=float, default=None,
+                   help="DDP gradient bucket size, MB (default: comm.json's ddp.bucket_cap_mb in --hints DIR, else 25)")
     p.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto")
     p.add_argument("--threads", type=int, default=1, help="intra-op threads per rank (CPU)")
     p.add_argument("--pg-timeout-s", type=float, default=60.0, help="process-group timeout")
     p.add_argument("--straggler-rank", type=int, default=None, help="rank that is slow every step")
     p.add_argument("--straggler-ms", type=float, default=0.0, help="extra ms per forward on that rank")
     p.add_argument("--log-every", type=int, default=0, help="print the loss every N steps on rank 0")
-    p.add_argument("--timing", action="store_true", help="rank 0 prints train_loop_ns=<ns> (for benchmarks)")
+    p.add_argument("--timing", action="store_true", help="rank 0 prints the training loop's wall and CPU ns (benchmarks)")
     add_checkpoint_args(p)
     return p.parse_args(argv)
 
@@ -137,13 +138,32 @@ def setup(args: argparse.Namespace) -> tuple[int, int, torch.device]:
     return dist.get_rank(), dist.get_world_size(), device
 
 
+def bucket_cap_mb(args: argparse.Namespace, world_size: int) -> float:
+    """--bucket-cap-mb, else the ddp.bucket_cap_mb of comm.json in the --hints folder (or
+    PARADISE_HINTS) made by `paradise analyze --hints-out` for this program and world size, else 25."""
+    if args.bucket_cap_mb is not None:
+        return args.bucket_cap_mb
+    folder = args.hints if args.hints and os.path.isdir(args.hints) else os.environ.get("PARADISE_HINTS")
+    path = os.path.join(folder, "comm.json") if folder else None
+    if path and os.path.exists(path):
+        from hints.format import HintError, load_hint
+
+        try:
+            cap = (load_hint(path, "comm", program="ddp_train", pes=world_size).get("ddp") or {}).get("bucket_cap_mb")
+            if cap:
+                return float(cap)
+        except HintError as exc:  # refused: say so in one line, keep DDP's default
+            print(f"ddp_train: warning: {exc}; using bucket_cap_mb=25", file=sys.stderr)
+    return 25.0
+
+
 def build(args: argparse.Namespace, rank: int, device: torch.device) -> tuple[DDP, torch.optim.Optimizer]:
     """Model (same init on every rank from --seed), DDP wrapper and optimizer."""
     torch.manual_seed(args.seed)
     delay = args.straggler_ms / 1e3 if args.straggler_rank == rank else 0.0
     model = MLP(args.features, args.hidden, args.layers, args.classes, delay_s=delay).to(device)
     ids = [device.index] if device.type == "cuda" else None
-    ddp = DDP(model, device_ids=ids, bucket_cap_mb=args.bucket_cap_mb)
+    ddp = DDP(model, device_ids=ids, bucket_cap_mb=bucket_cap_mb(args, dist.get_world_size()))
     optimizer = torch.optim.Adam(ddp.parameters(), lr=args.lr)
     return ddp, optimizer
 
@@ -202,9 +222,9 @@ def main(argv: list[str] | None = None) -> None:
         model, optimizer = build(args, rank, device)
         manager = make_manager(args, model, optimizer)
         start = manager.restore() if manager is not None else 0
-        t_loop = time.perf_counter_ns()
+        t_loop, cpu_loop = time.perf_counter_ns(), time.process_time_ns()
         train(args, model, optimizer, rank, device, start_step=start, manager=manager)
-        t_loop = time.perf_counter_ns() - t_loop
+        t_loop, cpu_loop = time.perf_counter_ns() - t_loop, time.process_time_ns() - cpu_loop
         if manager is not None:
             manager.close()
         digest = param_sha256(model.module)
@@ -213,7 +233,7 @@ def main(argv: list[str] | None = None) -> None:
         dist.destroy_process_group()
     if rank == 0:
         if args.timing:
-            print(f"train_loop_ns={t_loop} steps={args.steps - start}", flush=True)
+            print(f"train_loop_ns={t_loop} train_loop_cpu_ns={cpu_loop} steps={args.steps - start}", flush=True)
         print(f"param_sha256={digest}", flush=True)
 
 

@@ -102,6 +102,8 @@ def waiting_char(g: Any, pes: int) -> Characteristic:
 
 def schedule_hint(engine: Any, trace: Any, rp: Any, entries: pd.DataFrame,
                   why: Characteristic) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """Priorities for queued critical entries: each alone and all together are replayed, and the
+    best is written when it beats the replay without priorities by PRIO_MIN_GAIN."""
     from hints.format import make_hint
 
     crit = [{"coll": c, "entry": e, "share": float(s)} for c, e, s in
@@ -109,14 +111,22 @@ def schedule_hint(engine: Any, trace: Any, rp: Any, entries: pd.DataFrame,
     prios = schedule_gen.priorities(crit)
     if not prios or rp is None:
         return None, {}
-    pred = rp.replay(None, schedule_gen.as_lookup(prios))
-    info = {"priorities": prios, "replay_makespan_ns": pred["replay_makespan_ns"],
-            "baseline_replay_makespan_ns": pred["baseline_replay_makespan_ns"]}
-    if pred["replay_makespan_ns"] > pred["baseline_replay_makespan_ns"] * (1 - PRIO_MIN_GAIN):
+    options = [[p] for p in prios] + ([prios] if len(prios) > 1 else [])
+    tried = []
+    for opt in options:
+        ranked = schedule_gen.priorities([{"coll": p["coll"], "entry": p["entry"], "share": p["critical_share"]}
+                                          for p in opt])
+        pred = rp.replay(None, schedule_gen.as_lookup(ranked))
+        tried.append((pred["replay_makespan_ns"], len(ranked), ranked, pred))
+    best_ns, _, best, pred = min(tried, key=lambda t: (t[0], t[1]))
+    info = {"priorities": best, "replay_makespan_ns": best_ns,
+            "baseline_replay_makespan_ns": pred["baseline_replay_makespan_ns"],
+            "tried": [{"entries": [p["entry"] for p in r], "replay_makespan_ns": ns} for ns, _, r, _ in tried]}
+    if best_ns > pred["baseline_replay_makespan_ns"] * (1 - PRIO_MIN_GAIN):
         return None, info  # priorities would not help (replay): no hint
     gain = {"makespan_ns_before": pred["measured_makespan_ns"],
             "makespan_ns_after": pred["predicted_makespan_ns"], "speedup": pred["predicted_speedup"]}
-    doc = make_hint("schedule", {"priorities": prios, "default_prio": 0}, provenance=provenance_of(trace),
+    doc = make_hint("schedule", {"priorities": best, "default_prio": 0}, provenance=provenance_of(trace),
                     justified_by=[_ev(why)], predicted_gain=gain)
     return doc, info
 

@@ -43,6 +43,9 @@ SMALL_COLLECTIVE_BYTES = 64 * 1024
 MIN_BUCKET_MB = 1.0
 """Never suggest buckets under 1 MB (DDP's own first bucket is 1 MiB)."""
 
+TRANSFER_CATS = ("ddp_bucket", "c10d")
+"""Collective rows (besides device kernels and gloo: annotations) whose duration covers the transfer."""
+
 STALL_SHARE = 0.05
 """Input stalls above 5 % of the time in steps are reported as input-bound."""
 DEVICE_IDLE_SHARE = 0.20
@@ -146,8 +149,12 @@ def stragglers(steps: pd.DataFrame) -> tuple[list[dict[str, Any]], int]:
 
 
 def _latency_ns(coll: pd.DataFrame) -> float | None:
-    """Per-call latency: the fastest small host collective (transfer time negligible)."""
-    small = coll[(~coll["on_device"]) & (coll["bucket_log2"] >= 0) & (coll["max_bytes"] <= SMALL_COLLECTIVE_BYTES)]
+    """Per-call latency: the fastest small collective of the tracer (transfer time negligible)."""
+    small = coll[
+        coll["cat"].isin(TRANSFER_CATS)
+        & (coll["bucket_log2"] >= 0)
+        & (coll["max_bytes"] <= SMALL_COLLECTIVE_BYTES)
+    ]
     small = small[small["name"] != "barrier"] if (small["name"] != "barrier").any() else small
     if small.empty:
         return None
@@ -172,9 +179,15 @@ def bucket_sizing(
     buckets_per_step = float(use["n"].median())
     bytes_per_step = float(use["b"].median())
     mean_bucket = bytes_per_step / buckets_per_step if buckets_per_step else 0.0
-    exposed = float(steps["comm_ns"].sum() / steps["step_ns"].sum()) if not steps.empty and steps["step_ns"].sum() else 0.0
+    exposed = (
+        float(steps["comm_ns"].sum() / steps["step_ns"].sum())
+        if not steps.empty and steps["step_ns"].sum()
+        else 0.0
+    )
     bwd = phases[phases["name"] == "backward"] if not phases.empty else phases
-    backward_per_step = float(bwd["dur_ns"].sum() / bwd["calls"].sum()) if not bwd.empty and bwd["calls"].sum() else 0.0
+    backward_per_step = (
+        float(bwd["dur_ns"].sum() / bwd["calls"].sum()) if not bwd.empty and bwd["calls"].sum() else 0.0
+    )
     min_good = 4.0 * latency * bw if latency and bw else None  # latency share <= 20 %: b >= 4 * alpha * beta
     info: dict[str, Any] = {
         "buckets_per_step": buckets_per_step,
@@ -182,7 +195,9 @@ def bucket_sizing(
         "mean_bucket_bytes": int(mean_bucket),
         "latency_ns": None if latency is None else int(latency),
         "bandwidth_bytes_per_s": None if bw is None or not math.isfinite(bw) else round(bw * 1e9, 1),
-        "latency_share": None if latency is None or not bw else round(latency / (latency + mean_bucket / bw), 4),
+        "latency_share": None
+        if latency is None or not bw
+        else round(latency / (latency + mean_bucket / bw), 4),
         "exposed_comm_share": round(exposed, 4),
         "backward_ns_per_step": int(backward_per_step),
         "verdict": "ok",
@@ -190,17 +205,25 @@ def bucket_sizing(
         "predicted_gain_ns_per_step": 0,
     }
     mean_step = float(steps["step_ns"].mean()) if not steps.empty else 0.0
-    if info["latency_share"] is not None and info["latency_share"] > LATENCY_SHARE_MAX and buckets_per_step > 1:
+    if (
+        info["latency_share"] is not None
+        and info["latency_share"] > LATENCY_SHARE_MAX
+        and buckets_per_step > 1
+    ):
         cap_mb = max(MIN_BUCKET_MB, math.ceil(min_good / 1e6 * 10) / 10)
         new_n = max(1.0, math.ceil(bytes_per_step / (cap_mb * 1e6)))
         info.update(verdict="too_small", suggested_bucket_cap_mb=cap_mb,
                     predicted_gain_ns_per_step=int(max(0.0, buckets_per_step - new_n) * latency))  # fmt: skip
     elif buckets_per_step <= FEW_BUCKETS and exposed > EXPOSED_COMM_SHARE and backward_per_step > 0:
-        cap_mb = max(MIN_BUCKET_MB, round(bytes_per_step / 4 / 1e6, 1), math.ceil((min_good or 0) / 1e6 * 10) / 10)
+        cap_mb = max(
+            MIN_BUCKET_MB, round(bytes_per_step / 4 / 1e6, 1), math.ceil((min_good or 0) / 1e6 * 10) / 10
+        )
         if cap_mb * 1e6 < bytes_per_step / buckets_per_step:
             # Up to 3/4 of the exposed communication can hide behind backward with 4 buckets.
             gain = min(exposed * mean_step, backward_per_step) * 0.75
-            info.update(verdict="too_large", suggested_bucket_cap_mb=cap_mb, predicted_gain_ns_per_step=int(gain))
+            info.update(
+                verdict="too_large", suggested_bucket_cap_mb=cap_mb, predicted_gain_ns_per_step=int(gain)
+            )
     return info
 
 
@@ -215,7 +238,9 @@ def _bucket_hint(trace: TraceHandle, info: dict[str, Any], char: Characteristic)
             "threshold": {"latency_share_max": LATENCY_SHARE_MAX, "exposed_comm_share": EXPOSED_COMM_SHARE},
             "ddp": {"bucket_cap_mb": info["suggested_bucket_cap_mb"], "verdict": info["verdict"]},
         },
-        provenance=provenance(trace_fingerprint=trace.fingerprint, program=trace.program, pes=pes, source=trace.source),
+        provenance=provenance(
+            trace_fingerprint=trace.fingerprint, program=trace.program, pes=pes, source=trace.source
+        ),
         justified_by=[char.to_dict()],
         predicted_gain={"step_ns_saved_per_step": info["predicted_gain_ns_per_step"]},
     )
@@ -224,7 +249,10 @@ def _bucket_hint(trace: TraceHandle, info: dict[str, Any], char: Characteristic)
 def _collectives(coll: pd.DataFrame) -> pd.DataFrame:
     c = coll.copy()
     c["bandwidth_bytes_per_s"] = (c["bytes"] / c["dur_ns"].where(c["dur_ns"] > 0) * 1e9).round(1)
-    c.loc[(c["bucket_log2"] < 0) | (c["bytes"] <= 0), "bandwidth_bytes_per_s"] = None
+    # Only rows whose duration is the transfer: device kernels, the tracer's rows, gloo worker
+    # annotations. Kineto's CPU ops (c10d::*, record_param_comms) and nccl: annotations only launch.
+    timed = c["on_device"] | c["cat"].isin(TRANSFER_CATS) | c["name"].str.startswith("gloo:")
+    c.loc[(c["bucket_log2"] < 0) | (c["bytes"] <= 0) | ~timed, "bandwidth_bytes_per_s"] = None
     c["mean_ns"] = (c["dur_ns"] / c["calls"]).round(1)
     return c
 
@@ -242,8 +270,13 @@ def _stalls(stalls: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
 
 
 def _characteristics(
-    per_rank: pd.DataFrame, found: list[dict[str, Any]], n_compared: int, sizing: dict[str, Any] | None,
-    stalls: pd.DataFrame, streams: pd.DataFrame, events: pd.DataFrame,
+    per_rank: pd.DataFrame,
+    found: list[dict[str, Any]],
+    n_compared: int,
+    sizing: dict[str, Any] | None,
+    stalls: pd.DataFrame,
+    streams: pd.DataFrame,
+    events: pd.DataFrame,
 ) -> list[Characteristic]:
     out: list[Characteristic] = []
     if not per_rank.empty and per_rank["step_ns"].sum() > 0:
@@ -261,7 +294,9 @@ def _characteristics(
     if n_compared:
         ranks = [s["rank"] for s in found]
         ev = [Evidence("steps_compared", n_compared, "steps", MIN_STEPS, "training_breakdown")]
-        ev += [Evidence(f"rank_{s['rank']}_cost", s["cost_ns"], "ns", None, "training_breakdown") for s in found]
+        ev += [
+            Evidence(f"rank_{s['rank']}_cost", s["cost_ns"], "ns", None, "training_breakdown") for s in found
+        ]
         ev += [Evidence(f"rank_{s['rank']}_slow_share", s["share"], "fraction", STRAGGLER_SHARE, "training_breakdown")
                for s in found]  # fmt: skip
         summary = (

@@ -69,3 +69,7 @@ def main() -> None:
             exc.show()
             sys.exit(exc.exit_code)
         raise
+
+
+if __name__ == "__main__":
+    main()

@@ -64,6 +64,17 @@ def group_files(trace: TraceHandle, files_per_task: int = FILES_PER_TASK) -> lis
     return groups
 
 
+def _why(exc: Exception) -> str:
+    """One line saying why a scheduler could not be reached."""
+    lines = str(exc).strip().splitlines()
+    first = lines[0] if lines else type(exc).__name__
+    if isinstance(exc, ValueError):
+        return f"not a scheduler address ({first})"
+    if isinstance(exc, (OSError, TimeoutError)):
+        return f"unreachable within {CONNECT_TIMEOUT_S} s ({first})"
+    return f"cannot connect ({type(exc).__name__}: {first})"
+
+
 class DaskEngine:
     """Stage-1 queries as Dask tasks over groups of files; `.sql()` runs on the client."""
 
@@ -93,11 +104,8 @@ class DaskEngine:
             return Client(self._cluster)
         try:
             return Client(scheduler, timeout=f"{CONNECT_TIMEOUT_S}s")
-        except Exception as exc:  # OSError/TimeoutError/ValueError, with long multi-line texts
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise EngineUnavailable(
-                f"dask scheduler {scheduler}: unreachable within {CONNECT_TIMEOUT_S} s ({reason})"
-            ) from None
+        except Exception as exc:  # distributed raises many kinds, with long multi-line texts
+            raise EngineUnavailable(f"dask scheduler {scheduler}: {_why(exc)}") from None
 
     def query(self, name: str, **params: Any) -> pa.Table:
         """Runs analyses/sql/<name>.sql per group of files and merges by its `-- merge:` rule."""

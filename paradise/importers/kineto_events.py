@@ -39,6 +39,9 @@ DEVICE_CATS = frozenset(
 )
 """Categories (lower-cased) of work that runs on a device stream, not on a CPU thread."""
 
+HOST_CATS = frozenset({"cpu_op", "user_annotation", "python_function", "trace"})
+"""CPU-side categories whose args hold no correlation or stream (decoded only when collective)."""
+
 MARK_CATS = frozenset({"trace"})
 """The profiler's own window span ("PyTorch Profiler (0)"): a marker, not work."""
 
@@ -268,10 +271,9 @@ def _to_int(v: Any) -> int | None:
     return None
 
 
-def _raw_strings(raws: list, lens: np.ndarray) -> pa.Array:
-    """A string column straight from raw JSON slices; empty slices become nulls."""
-    n = len(raws)
-    data = b"".join(raws)
+def _raw_strings(data: bytes, lens: np.ndarray) -> pa.Array:
+    """A string column straight from the joined raw JSON slices; empty slices become nulls."""
+    n = len(lens)
     offsets = np.zeros(n + 1, dtype=np.int32)
     np.cumsum(lens, out=offsets[1:])
     present = lens > 0
@@ -298,6 +300,19 @@ def _gloo_bytes(dims_raw: bytes, types_raw: bytes) -> int | None:
         total += math.prod(shape) * size
         seen = True
     return total if seen else None
+
+
+_COLLECTIVE_KEY = b'"Collective name"'
+
+
+def _find_all(data: bytes, key: bytes) -> np.ndarray:
+    """Byte offsets of every occurrence of key (few: collectives only)."""
+    found = []
+    i = data.find(key)
+    while i >= 0:
+        found.append(i)
+        i = data.find(key, i + 1)
+    return np.array(found, dtype=np.int64)
 
 
 def decode_batch(text: bytes) -> BatchResult:
@@ -335,32 +350,47 @@ def decode_batch(text: bytes) -> BatchResult:
         tid_np, tid_ok = _nullable_np(tids)
     tid_arr = from_numpy(tid_np, tid_ok)
 
-    raws = [e.args for e in xs]
-    lens = np.fromiter(map(len, raws), dtype=np.int64, count=n)
-    try:
-        args = _ARGS_DECODER.decode(b"[" + b",".join([r or b"{}" for r in raws]) + b"]")
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise EventDecodeError(f"event args: {exc}") from None
-    corr = _nullable_np([a.correlation for a in args])
-    stream_arg = [a.stream for a in args]
-    has_coll_arg = np.fromiter((a.collective is not None for a in args), dtype=np.bool_, count=n)
-
     device = _per_unique(cats, lambda c: isinstance(c, str) and c.lower() in DEVICE_CATS)
     mark = _per_unique(cats, lambda c: isinstance(c, str) and c.lower() in MARK_CATS)
+    host = _per_unique(cats, lambda c: isinstance(c, str) and c.lower() in HOST_CATS)
     step_no = _per_unique(
         names, lambda s: int(m.group(1)) if (m := _STEP_RE.match(s)) else -1, dtype=np.int64, null_value=-1
     )
     coll_name = _per_unique(names, lambda s: is_collective_name(s, False))
     coll_dev = _per_unique(names, lambda s: is_collective_name(s, True))
+    named_coll = np.where(device, coll_dev, coll_name)
+
+    raws = [e.args for e in xs]
+    lens = np.fromiter(map(len, raws), dtype=np.int64, count=n)
+    joined = b"".join(raws)
+    has_coll_arg = np.zeros(n, dtype=np.bool_)
+    hits = _find_all(joined, _COLLECTIVE_KEY)
+    if hits.size:
+        has_coll_arg[np.searchsorted(np.cumsum(lens), hits, side="right")] = True
+    # only rows that can carry correlation, stream or collective fields get their args decoded
+    need = np.flatnonzero(~host | named_coll | has_coll_arg)
+    try:
+        args = _ARGS_DECODER.decode(b"[" + b",".join([raws[i] or b"{}" for i in need.tolist()]) + b"]")
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise EventDecodeError(f"event args: {exc}") from None
+    slot = np.full(n, -1, dtype=np.int64)
+    slot[need] = np.arange(need.size)
+    corr = (np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.bool_))
+    corr[0][need], corr[1][need] = _nullable_np([a.correlation for a in args])
+    sv, sok = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.bool_)
+    sv[need], sok[need] = _nullable_np([a.stream for a in args])
+    has_coll_arg[need] |= np.fromiter(
+        (a.collective is not None for a in args), dtype=np.bool_, count=need.size
+    )
+
     is_step = (step_no >= 0) & ~device
-    is_coll = ~is_step & (np.where(device, coll_dev, coll_name) | has_coll_arg)
+    is_coll = ~is_step & (named_coll | has_coll_arg)
     kind_idx = np.full(n, _EXEC, dtype=np.int32)
     kind_idx[mark] = _MARK
     kind_idx[is_coll] = _COLL
     kind_idx[is_step] = _STEP
 
     step_vals = np.where(is_step, step_no, 0).astype(np.int32)
-    sv, sok = _nullable_np(stream_arg)
     stream_vals = np.where(sok, sv, tid_np)
     stream_ok = device & (sok | tid_ok) & (stream_vals >= -(2**31)) & (stream_vals < 2**31)
 
@@ -371,7 +401,7 @@ def decode_batch(text: bytes) -> BatchResult:
     group: list = [None] * n
     dtype: list = [None] * n
     for i in np.flatnonzero(is_coll).tolist():  # a few per step
-        a = args[i]
+        a = args[slot[i]]
         size = dtype_size(a.dtype)
         nel = _to_int(a.in_nelems)
         if nel is None:
@@ -406,7 +436,7 @@ def decode_batch(text: bytes) -> BatchResult:
             dict_strings(group),
             from_numpy(gsize, gsize_ok),
             dict_strings(dtype),
-            _raw_strings(raws, lens),
+            _raw_strings(joined, lens),
             from_numpy(device),
         ],
         schema=PASS1_SCHEMA,

@@ -58,7 +58,17 @@ def _collectives(rows: list[dict[str, Any]]) -> Table:
 
 def _streams(rows: list[dict[str, Any]]) -> Table:
     t = Table(title="device time by stream (stream -1 = whole device)", title_justify="left")
-    for col in ("rank", "stream", "kernels", "kernel time", "comm kernels", "busy", "idle", "gaps", "longest gap"):
+    for col in (
+        "rank",
+        "stream",
+        "kernels",
+        "kernel time",
+        "comm kernels",
+        "busy",
+        "idle",
+        "gaps",
+        "longest gap",
+    ):
         t.add_column(col, justify="right")
     for r in rows:
         t.add_row(
@@ -102,4 +112,6 @@ def render(console: Console, result: dict[str, Any]) -> None:
         console.print(_streams(result["streams"]))
     for e in result.get("events", []):
         size = f", {fmt_bytes(e['bytes'])}" if e.get("bytes") else ""
-        console.print(f"  rank {e['pe']}: {e['kind']} {escape(str(e['name']))} ×{e['count']}, {fmt_ns(e['dur_ns'])}{size}")
+        console.print(
+            f"  rank {e['pe']}: {e['kind']} {escape(str(e['name']))} ×{e['count']}, {fmt_ns(e['dur_ns'])}{size}"
+        )

@@ -68,7 +68,7 @@ class Replayer:
         }
 
 
-CALIBRATION_SCALES = (0.0, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0)
+CALIBRATION_SCALES = (0.0, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
 """Multipliers of the fitted cross-PE latency tried so that the baseline replay matches the
 measured makespan: idle-receiver gaps include OS wake-up that busy receivers do not pay."""
 CALIBRATION_TOLERANCE = 0.005

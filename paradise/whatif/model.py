@@ -15,6 +15,10 @@ import pyarrow.compute as pc
 
 LATENCY_FIT_QUANTILE = 0.9
 """Gaps above this quantile are dropped before fitting (queueing noise, clock jitter)."""
+MIN_FIT_SAMPLES = 5
+"""Fewer cross-PE messages that found their receiver idle than this: no least-squares fit."""
+FEW_SAMPLES_QUANTILE = 0.1
+"""...then the latency is this quantile of all cross-PE send -> exec delays (fast deliveries)."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,8 @@ class ExecGraph:
     obj_prev: np.ndarray  # previous exec of the same object or -1
     pe_prev: np.ndarray  # previous exec on the same PE or -1
     gap: np.ndarray  # ns idle on the PE before this exec (t0 - end of pe_prev, >= 0)
+    hold: np.ndarray  # for execs no traced message caused: the exec (any PE) that ended last before it, or -1
+    hold_gap: np.ndarray  # ns from that exec's end to this exec's start
     crit_pred: np.ndarray
     wait_msg: np.ndarray
     coll: list = field(default_factory=list)
@@ -71,6 +77,28 @@ def _int(t: pa.Table, col: str, fill: int = -1) -> np.ndarray:
     return c.to_numpy(zero_copy_only=False).astype(np.int64)
 
 
+def _untraced_causes(t0: np.ndarray, cost: np.ndarray, src: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each exec without a traced cause, the exec on any PE whose active end came last before
+    its start (an untraced reduction, future or runtime message most likely came from there)."""
+    n = len(t0)
+    hold = np.full(n, -1, np.int64)
+    gap = np.zeros(n, np.int64)
+    if n == 0:
+        return hold, gap
+    end = t0 + cost
+    order = np.argsort(end, kind="stable")
+    ends = end[order]
+    who = np.nonzero(src < 0)[0]
+    k = np.searchsorted(ends, t0[who], side="right") - 1
+    j = np.where(k >= 0, order[np.maximum(k, 0)], -1)
+    same = j == who  # a zero-cost exec ends where it starts: take the one before it
+    k2 = np.where(same, k - 1, k)
+    j = np.where(k2 >= 0, order[np.maximum(k2, 0)], -1)
+    hold[who] = j
+    gap[who] = np.where(j >= 0, np.maximum(t0[who] - end[np.maximum(j, 0)], 0), 0)
+    return hold, gap
+
+
 def exec_graph(table: pa.Table) -> ExecGraph:
     """Arrays from the rows of the scheduling_exec_graph query (ordered by id)."""
     pe = _int(table, "pe")
@@ -83,7 +111,9 @@ def exec_graph(table: pa.Table) -> ExecGraph:
     pe_prev = _int(table, "pe_prev")
     prev_t1 = _int(table, "pe_prev_t1", 0)
     gap = np.where(pe_prev >= 0, np.maximum(t0 - prev_t1, 0), 0)
+    hold, hold_gap = _untraced_causes(t0, cost, src)
     return ExecGraph(
+        hold=hold, hold_gap=hold_gap,
         pe=pe, t0=t0, t1=t1, cost=cost, src=src, offset=offset, nbytes=_int(table, "bytes", 0),
         src_pe=_int(table, "src_pe"), send_t0=_int(table, "send_t0"), obj_prev=_int(table, "obj_prev"),
         pe_prev=pe_prev, gap=gap, crit_pred=_int(table, "crit_pred"), wait_msg=_int(table, "wait_msg_ns", 0),
@@ -105,7 +135,11 @@ def fit_latency(g: ExecGraph) -> LatencyModel:
     cross = idle_at_send & (g.src_pe != g.pe) & (delay >= 0)
     local = idle_at_send & (g.src_pe == g.pe) & (delay >= 0)
     a, b = 0.0, 0.0
-    if cross.sum() >= 1:
+    any_cross = has & (g.src_pe != g.pe) & (delay >= 0)
+    if cross.sum() < MIN_FIT_SAMPLES and any_cross.any():
+        # too few idle receivers to fit: the fastest deliveries bound the latency from above
+        a = float(np.quantile(delay[any_cross], FEW_SAMPLES_QUANTILE))
+    elif cross.sum() >= 1:
         d, x = delay[cross], g.nbytes[cross].astype(np.float64)
         keep = d <= np.quantile(d, LATENCY_FIT_QUANTILE) if len(d) > 4 else np.ones(len(d), bool)
         d, x = d[keep], x[keep]
@@ -120,7 +154,7 @@ def fit_latency(g: ExecGraph) -> LatencyModel:
     busy = (g.pe_prev >= 0) & (~has | (g.send_t0 < prev_end))
     overhead = float(np.median(g.gap[busy])) if busy.any() else 0.0
     return LatencyModel(a_ns=max(float(a), 0.0), ns_per_byte=max(float(b), 0.0), local_ns=max(local_ns, 0.0),
-                        overhead_ns=max(overhead, 0.0), samples=int(cross.sum()))
+                        overhead_ns=max(overhead, 0.0), samples=int(max(cross.sum(), any_cross.sum())))
 
 
 def pe_under(g: ExecGraph, mapping: dict[str, dict[str, int]] | None) -> np.ndarray:

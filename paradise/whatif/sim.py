@@ -2,8 +2,8 @@
 
 Each exec waits for (a) the message that caused it, which arrives `offset + latency` after its
 sender starts, (b) the previous exec of its object (objects keep their order), and (c) for execs
-with no traced cause, the exec that preceded it on its PE in the run plus the idle gap seen then
-(an untraced reduction or future). No PE starts before its first exec in the trace (start-up).
+with no traced cause, the exec (on any PE) whose end came last before it in the run, plus the gap
+seen then (an untraced reduction, future or runtime message most likely came from there). No PE starts before its first exec in the trace (start-up).
 A PE runs one exec at a time, picking the ready exec with the
 best (priority, ready time, original start). O(n log n) in the number of execs: about 1e6 execs
 replay in well under a minute; beyond ~5e6 memory (Python lists) is the limit.
@@ -50,8 +50,7 @@ def simulate(g: ExecGraph, pe: np.ndarray, model: LatencyModel, prio: np.ndarray
     if n == 0:
         return SimResult(np.zeros(0, np.int64), np.zeros(0, np.int64), pe, 0)
     npes = int(max(pe.max() + 1, pes or 0))
-    uncaused = (g.src < 0) & (g.pe_prev >= 0)
-    hold = np.where(uncaused, g.pe_prev, -1)
+    hold = g.hold
     pending = ((g.src >= 0).astype(np.int64) + (g.obj_prev >= 0) + (hold >= 0)).tolist()
     msg_off, msg_kids = _children(g.src, n)
     obj_off, obj_kids = _children(g.obj_prev, n)
@@ -59,7 +58,7 @@ def simulate(g: ExecGraph, pe: np.ndarray, model: LatencyModel, prio: np.ndarray
     same = pe[np.where(g.src >= 0, g.src, 0)] == pe
     lat = np.where(same, model.local_ns, model.a_ns + model.ns_per_byte * g.nbytes)
     arrive_after = (g.offset + lat).astype(np.int64).tolist()  # ns after the sender's start
-    cost, gap, pe_l = g.cost.tolist(), g.gap.tolist(), pe.tolist()
+    cost, gap, pe_l = g.cost.tolist(), g.hold_gap.tolist(), pe.tolist()
     prio_l = (prio if prio is not None else np.zeros(n, np.int64)).tolist()
     orig = (g.t0 - g.t0.min()).tolist()
     overhead = int(model.overhead_ns)

@@ -128,7 +128,18 @@ def test_masterworker_is_a_star(analysed):
 
 def test_wavefront_is_a_chain(analysed):
     _, _, doc = analysed("wavefront")
-    assert "chain" in all_patterns(doc)
+    assert patterns(doc, "Stage#0")["block"] == "chain"  # element i forwards each wave to i+1
+
+
+def test_wavefront_priorities_for_block(analysed):
+    # FIFO delivery queues `block` messages behind `local` tasks and later waves (the example's
+    # docstring); the replay finds that delivering `block` first shortens the run
+    _, hints, doc = analysed("wavefront")
+    tried = doc["analyses"]["scheduling"]["priority_replay"]
+    assert {"block"} in [set(t["entries"]) for t in tried["tried"]]
+    sched = json.loads((hints / "schedule.json").read_text())
+    assert sched["priorities"][0]["entry"] == "block" and sched["priorities"][0]["prio"] < 0
+    assert sched["predicted_gain"]["makespan_ns_after"] < sched["predicted_gain"]["makespan_ns_before"]
 
 
 @pytest.mark.parametrize("folder", ["ping-pong-projections", "projections-data/hello-1darray-projections"])

@@ -156,3 +156,39 @@ def test_analyze_runs_on_trace(ring, tmp_path):
     proc = subprocess.run([bin_path("paradise"), "analyze", str(ring)], capture_output=True, text=True,
                           timeout=300, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+EXAMPLES = {  # small sizes: structure only
+    "histsort": ["--elements", "8", "--keys-per-element", "2000"],
+    "stencil2d": ["--grid", "4", "4", "--block", "16", "--iters", "6"],
+    "masterworker": ["--workers", "4", "--tasks", "30"],
+    "wavefront": ["--elements", "6", "--waves", "4", "--block", "1000", "--block-reps", "1", "--local-reps", "1"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_example_traced(name, tmp_path):
+    program = ROOT / "examples" / f"{name}.py"
+    if not program.exists():
+        pytest.skip(f"{program} not written yet")
+    out = tmp_path / "trace"
+    proc = trace_charm(out, program, *EXAMPLES[name])
+    require_ok(proc)
+    assert "RESULT ok" in proc.stdout
+    assert open_trace(out).complete
+    con = events(out)
+    # every send is executed somewhere, and every exec that names a msg has its send
+    assert rows(con, "SELECT count(*) FROM ev s WHERE s.kind='send' AND NOT EXISTS "
+                     "(SELECT 1 FROM ev e WHERE e.kind='exec' AND e.msg=s.msg)") == [(0,)]
+    assert rows(con, "SELECT count(*) FROM ev e WHERE e.kind='exec' AND e.msg IS NOT NULL AND NOT EXISTS "
+                     "(SELECT 1 FROM ev s WHERE s.kind='send' AND s.msg=e.msg)") == [(0,)]
+    # every user object was created once and executed at least its constructor
+    users = rows(con, "SELECT coll, count(*), count(DISTINCT obj) FROM ev WHERE kind='create' "
+                      "AND cat IN ('array','chare') GROUP BY coll")
+    assert users and all(n == distinct for _, n, distinct in users)
+    marks = open(program).read().count("step(")
+    if marks:
+        assert rows(con, "SELECT count(*) > 0 FROM ev WHERE kind='step'") == [(True,)]
+    an = subprocess.run([bin_path("paradise"), "analyze", str(out)], capture_output=True, text=True,
+                        timeout=300, cwd=ROOT)
+    assert an.returncode == 0, an.stderr[-2000:]

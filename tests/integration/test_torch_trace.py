@@ -26,7 +26,9 @@ TIMEOUT_S = 300
 
 
 def _paradise(*args: str | Path) -> subprocess.CompletedProcess:
-    return subprocess.run([bin_path("paradise"), *map(str, args)], capture_output=True, text=True, timeout=TIMEOUT_S)
+    return subprocess.run(
+        [bin_path("paradise"), *map(str, args)], capture_output=True, text=True, timeout=TIMEOUT_S
+    )
 
 
 @pytest.fixture(scope="module")
@@ -59,9 +61,14 @@ def test_every_step_recorded_on_both_ranks(traced):
     out, _ = traced
     trace = open_trace(out)
     assert trace.complete and trace.source == "torch" and trace.metadata["pes_seen"] == [0, 1]
-    rows = _rows(out, "SELECT pe, list(step ORDER BY step) AS steps FROM events WHERE kind = 'step' GROUP BY pe ORDER BY pe")
+    rows = _rows(
+        out,
+        "SELECT pe, list(step ORDER BY step) AS steps FROM events WHERE kind = 'step' GROUP BY pe ORDER BY pe",
+    )
     assert rows == [{"pe": pe, "steps": list(range(STEPS))} for pe in (0, 1)]
-    phases = _rows(out, "SELECT pe, name, count(*) AS n FROM events WHERE kind = 'phase' GROUP BY ALL ORDER BY ALL")
+    phases = _rows(
+        out, "SELECT pe, name, count(*) AS n FROM events WHERE kind = 'phase' GROUP BY ALL ORDER BY ALL"
+    )
     assert {(r["pe"], r["name"]): r["n"] for r in phases} == {
         (pe, name): STEPS for pe in (0, 1) for name in ("backward", "forward", "loss", "optimizer")
     }
@@ -131,7 +138,10 @@ def test_script_failing_before_its_first_step(tmp_path):
     assert proc.returncode != 0
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in proc.stderr
-    assert lines[0].startswith("paradise: error: ") and "before its first step: ValueError: no data found" in lines[0]
+    assert (
+        lines[0].startswith("paradise: error: ")
+        and "before its first step: ValueError: no data found" in lines[0]
+    )
     rows = _rows(out, "SELECT pe, kind, name FROM events WHERE kind IN ('failure', 'step') ORDER BY pe")
     assert rows == [{"pe": pe, "kind": "failure", "name": "ValueError"} for pe in (0, 1)]
     assert not open_trace(out).complete
@@ -142,7 +152,10 @@ def test_existing_output_is_refused_without_force(tmp_path):
     (tmp_path / "trace" / "pe-00000.parquet").write_bytes(b"x")
     proc = _paradise("trace", "torch", "--nproc", "2", "-o", tmp_path / "trace", TRAIN)
     assert proc.returncode == 2
-    assert proc.stderr.strip() == f"paradise: error: {tmp_path / 'trace'}: already exists and is not empty; pass --force to overwrite it"
+    assert (
+        proc.stderr.strip()
+        == f"paradise: error: {tmp_path / 'trace'}: already exists and is not empty; pass --force to overwrite it"
+    )
 
 
 FLAKY = """

@@ -7,8 +7,8 @@ import json
 import time
 
 import pytest
-
 from builders import TraceBuilder, charm_like
+
 from paradise.analyses import training
 from paradise.analyses.base import AnalysisConfig
 from paradise.engines.duckdb_engine import DuckDBEngine
@@ -32,8 +32,21 @@ def _ddp_step(b, pe, step, t, *, fwd, bwd, opt, comm, nbytes=4 * MS, buckets=1, 
     b.add(pe, "phase", t, t + bwd, name="backward", cat="compute", step=step)
     for k in range(buckets):
         launch = t + bwd * (k + 1) // buckets
-        b.add(pe, "collective", launch, launch + comm, name="allreduce", cat="ddp_bucket", coll="ddp",
-              obj=k, bytes=nbytes // buckets, dtype="float32", step=step, group="default_pg", group_size=b.pes)
+        b.add(
+            pe,
+            "collective",
+            launch,
+            launch + comm,
+            name="allreduce",
+            cat="ddp_bucket",
+            coll="ddp",
+            obj=k,
+            bytes=nbytes // buckets,
+            dtype="float32",
+            step=step,
+            group="default_pg",
+            group_size=b.pes,
+        )
     t = t + bwd + comm
     b.add(pe, "phase", t, t + opt, name="optimizer", cat="compute", step=step)
     t += opt
@@ -79,7 +92,14 @@ def test_injected_straggler_found_with_cost(tmp_path):
             t = _ddp_step(b, pe, s, t, fwd=(8 if pe == 2 else 3) * MS, bwd=6 * MS, opt=1 * MS, comm=2 * MS)
     result, _, _ = _analyze(b.write(tmp_path / "t"))
     assert result.sections["stragglers"] == [
-        {"rank": 2, "cost_ns": 10 * 5 * MS, "slow_steps": 10, "steps": 10, "share": 1.0, "mean_compute_ns": 15 * MS}
+        {
+            "rank": 2,
+            "cost_ns": 10 * 5 * MS,
+            "slow_steps": 10,
+            "steps": 10,
+            "share": 1.0,
+            "mean_compute_ns": 15 * MS,
+        }
     ]
     char = next(c for c in result.characteristics if c.name == "stragglers")
     assert char.value == [2]
@@ -141,7 +161,10 @@ def test_input_stalls_exclude_checkpoint_time(tmp_path):
     b.add(0, "checkpoint", 260, 360, name="dcp.save", bytes=10)
     with DuckDBEngine(open_trace(b.write(tmp_path / "t"))) as eng:
         rows = eng.query("training_stalls").to_pylist()
-    assert [(r["step"], r["gap_ns"], r["io_ns"], r["stall_ns"]) for r in rows] == [(1, 50, 0, 50), (2, 150, 100, 50)]
+    assert [(r["step"], r["gap_ns"], r["io_ns"], r["stall_ns"]) for r in rows] == [
+        (1, 50, 0, 50),
+        (2, 150, 100, 50),
+    ]
 
 
 def test_applies_to_torch_not_charm(tmp_path):
@@ -164,7 +187,9 @@ def _import(real_data, tmp_path, *rels, rank=None):
 
 
 def test_two_gpu_ranks_kernel_time_by_stream(real_data, tmp_path):
-    path = _import(real_data, tmp_path, "trace_filter/sampled_rank-0.json.gz", "trace_filter/sampled_rank-1.json.gz")
+    path = _import(
+        real_data, tmp_path, "trace_filter/sampled_rank-0.json.gz", "trace_filter/sampled_rank-1.json.gz"
+    )
     result, eng, _ = _analyze(path)
     streams = result.sections["streams"]
     assert {s["pe"] for s in streams} == {0, 1}
@@ -189,7 +214,9 @@ def test_nccl_trace_collectives_by_kind_and_size(real_data, tmp_path):
 
 
 def test_cpu_gloo_trace_has_breakdown(real_data, tmp_path):
-    path = _import(real_data, tmp_path, "_history/tests/data/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz")
+    path = _import(
+        real_data, tmp_path, "_history/tests/data/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
+    )
     result, _, _ = _analyze(path)
     rows = result.sections["breakdown_steps"]
     assert len(rows) == 5 and all(r["pe"] == 34 for r in rows)
@@ -219,7 +246,9 @@ def test_record_event_converts_times_and_replaces_automatic_rows(tmp_path):
     try:
         auto = tr.new_row("checkpoint", "torch.save", 5_000, 6_000)  # as the torch.save wrapper makes
         tr.auto_io(auto)
-        api.record_event("checkpoint", "periodic", origin + 4_000, origin + 7_000, bytes=123, step=9, kind_of="dcp")
+        api.record_event(
+            "checkpoint", "periodic", origin + 4_000, origin + 7_000, bytes=123, step=9, kind_of="dcp"
+        )
         with api.phase("data"):
             pass
         tr.end_step(9, None, tr.now())
@@ -230,8 +259,17 @@ def test_record_event_converts_times_and_replaces_automatic_rows(tmp_path):
     with DuckDBEngine(trace) as eng:
         rows = eng.sql("SELECT kind, name, t0, t1, bytes, step, args FROM events ORDER BY t0").to_pylist()
     ck = [r for r in rows if r["kind"] == "checkpoint"]
-    assert ck == [{"kind": "checkpoint", "name": "periodic", "t0": 4_000, "t1": 7_000, "bytes": 123, "step": 9,
-                   "args": json.dumps({"kind_of": "dcp"})}]
+    assert ck == [
+        {
+            "kind": "checkpoint",
+            "name": "periodic",
+            "t0": 4_000,
+            "t1": 7_000,
+            "bytes": 123,
+            "step": 9,
+            "args": json.dumps({"kind_of": "dcp"}),
+        }
+    ]
     assert [r["step"] for r in rows if r["kind"] == "phase"] == [9]
     assert trace.complete and trace.metadata["source"] == "torch"
 
@@ -245,3 +283,34 @@ def test_rank_files_per_restart_are_distinct(tmp_path, restart):
     expected = "pe-00003.parquet" if restart == 0 else "pe-00003.restart-02.parquet"
     assert [p.name for p in tmp_path.glob("*.parquet")] == [expected]
     assert open_trace(tmp_path).file_metadata[0]["extra"]["restart"] == restart
+
+
+def test_ddp_train_reads_bucket_cap_from_a_comm_hint(tmp_path, capsys):
+    pytest.importorskip("torch")
+    import importlib.util
+    from pathlib import Path
+
+    from hints.format import make_hint, provenance, write_hint
+
+    spec = importlib.util.spec_from_file_location(
+        "ddp_train", Path(__file__).resolve().parents[2] / "examples" / "ddp_train.py"
+    )
+    ddp_train = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ddp_train)
+
+    def doc(program):
+        prov = provenance(trace_fingerprint="f", program=program, pes=2, source="torch")
+        return make_hint("comm", {"ddp": {"bucket_cap_mb": 6.5}}, provenance=prov, justified_by=[])
+
+    write_hint(tmp_path / "good", doc("ddp_train"))
+    write_hint(tmp_path / "other", doc("another_program"))
+    args = ddp_train.parse_args(["--hints", str(tmp_path / "good")])
+    assert ddp_train.bucket_cap_mb(args, 2) == 6.5
+    assert (
+        ddp_train.bucket_cap_mb(
+            ddp_train.parse_args(["--hints", str(tmp_path / "good"), "--bucket-cap-mb", "3"]), 2
+        )
+        == 3
+    )
+    assert ddp_train.bucket_cap_mb(ddp_train.parse_args(["--hints", str(tmp_path / "other")]), 2) == 25.0
+    assert "made for program 'another_program'" in capsys.readouterr().err

@@ -49,7 +49,7 @@ def install_creation_hooks(chare_mod, charm) -> None:
         cat = "chare" if ST.single_next else "array"
         ST.single_next = False
         name = reg.new_name(C.__name__, charm.myPe())
-        cat = reg.category(C.__name__, cat)
+        cat = reg.category(C, cat)
         if map is None and ST.mapper is not None and cat == "array":
             map = ST.mapper.map_for(name, dims)
         ST.pending_create = (name, cat)
@@ -68,7 +68,7 @@ def install_creation_hooks(chare_mod, charm) -> None:
 
     def group_new(cls, C, args=[], onPEs=None):  # noqa: B006
         name = reg.new_name(C.__name__, charm.myPe())
-        cat = reg.category(C.__name__, "group")
+        cat = reg.category(C, "group")
         if C.__name__ == "_TracerGroup":
             ST.mute[0] += 1
         ST.pending_create = (name, cat)

@@ -12,10 +12,9 @@ from __future__ import annotations
 from paradise.format import index_text, pack_index
 from tracers.charm.rowbuf import NULL, Strings
 
-RUNTIME_CLASSES = frozenset(
-    {"CharmRemote", "SectionManager", "PoolScheduler", "Worker", "ParadiseMap"}
-)
-"""charm4py-internal chare classes (and our map group): their rows get cat='runtime'."""
+RUNTIME_MODULES = ("charm4py", "hints.charm_map")
+"""Chare classes defined in these modules (charm4py's CharmRemote, SectionManager, pool
+Worker/PoolScheduler, and our map group) are runtime machinery: their rows get cat='runtime'."""
 
 SKIP_CLASSES = frozenset({"_TracerGroup"})
 """The tracer's own group: never recorded."""
@@ -48,8 +47,8 @@ class Registry:
         return f"{cls_name}#{n}" if pe == 0 else f"{cls_name}#{pe}.{n}"
 
     @staticmethod
-    def category(cls_name: str, cat: str) -> str:
-        return "runtime" if cls_name in RUNTIME_CLASSES else cat
+    def category(cls: type, cat: str) -> str:
+        return "runtime" if cls.__module__.startswith(RUNTIME_MODULES) else cat
 
     def identify(self, obj, header: dict | None) -> list | None:
         """Identity record of a chare instance (None for the tracer's own group)."""
@@ -81,7 +80,7 @@ class Registry:
             ent = self.main if cls_name == "DefaultMainchare" else (f"{cls_name}#0", "mainchare")
             index = (0,)
         code = self.strings.code
-        return [code(ent[0]), pack_index(index), code(index_text(index)), code(self.category(cls_name, ent[1])),
+        return [code(ent[0]), pack_index(index), code(index_text(index)), code(self.category(type(obj), ent[1])),
                 NULL, False, 0]
 
     def carry(self, obj) -> None:

@@ -50,14 +50,42 @@ class Strings:
         return c
 
 
+def _ints(values: np.ndarray, mask: np.ndarray, typ: pa.DataType, np_type) -> pa.Array:
+    """Arrow ints straight from numpy buffers (pa.array(ndarray) would import pandas: ~1 s)."""
+    data = pa.py_buffer(np.ascontiguousarray(values.astype(np_type, copy=False)))
+    nulls = int(mask.sum())
+    valid = pa.py_buffer(np.packbits(~mask, bitorder="little")) if nulls else None
+    return pa.Array.from_buffers(typ, len(values), [valid, data], null_count=nulls)
+
+
+def _strings(texts: list[str]) -> pa.Array:
+    """Arrow strings from buffers (pa.array on a list would import pandas too)."""
+    encoded = [t.encode() for t in texts]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int32)
+    np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    return pa.Array.from_buffers(pa.string(), len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
+
+
 def _column(values: np.ndarray, typ: pa.DataType, strings: pa.Array) -> pa.Array:
-    values = np.ascontiguousarray(values)
     mask = values == NULL
     if pa.types.is_dictionary(typ) or pa.types.is_string(typ):
-        idx = pa.array(np.where(mask, 0, values).astype(np.int32), mask=mask)
+        idx = _ints(np.where(mask, 0, values), mask, pa.int32(), np.int32)
         col = pa.DictionaryArray.from_arrays(idx, strings)
         return col if pa.types.is_dictionary(typ) else col.dictionary_decode()
-    return pa.array(values, mask=mask).cast(typ)
+    if typ == pa.int32():
+        return _ints(values, mask, typ, np.int32)
+    return _ints(values, mask, pa.int64(), np.int64).cast(typ)
+
+
+def warm_up() -> None:
+    """First Parquet write in a process costs ~0.1-1 s of lazy initialisation: pay it at start-up,
+    before the program's own time starts."""
+    strings = Strings()
+    strings.code("exec")
+    data = pack(0, 0, 0, 1, 1, NULL, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
+    table = PackedWriter._packed_table_of(data, strings)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table.unify_dictionaries(), sink, compression="zstd")
 
 
 class PackedWriter(TraceWriter):
@@ -72,15 +100,19 @@ class PackedWriter(TraceWriter):
         return len(self.buf) + len(self._rows)
 
     def _packed_table(self, data: bytes) -> pa.Table:
+        return self._packed_table_of(data, self.strings)
+
+    @staticmethod
+    def _packed_table_of(data: bytes, table: Strings) -> pa.Table:
         arr = np.frombuffer(data, dtype="<i8").reshape(-1, len(PACKED))
-        strings = pa.array(self.strings.texts, type=pa.string())
+        strings = _strings(table.texts)
         n = arr.shape[0]
         cols = []
         for field in SCHEMA:
             if field.name in PACKED:
                 cols.append(_column(arr[:, PACKED.index(field.name)], field.type, strings))
             elif field.name == "tid":
-                cols.append(pa.array(np.zeros(n, dtype=np.int64)))
+                cols.append(_ints(np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool), pa.int64(), np.int64))
             else:
                 cols.append(pa.nulls(n, field.type))
         return pa.Table.from_arrays(cols, schema=SCHEMA)

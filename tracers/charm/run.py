@@ -23,8 +23,9 @@ def install(trace_dir: str | None, hints_dir: str | None, program: str) -> None:
     st.program = program
     st.hints_dir = hints_dir
     if trace_dir:
-        from tracers.charm import hooks, lifecycle
+        from tracers.charm import hooks, lifecycle, rowbuf
 
+        rowbuf.warm_up()
         st.tracing = True
         st.trace_dir = trace_dir
         lifecycle.install_lifecycle(charm, program)

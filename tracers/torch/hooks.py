@@ -377,7 +377,9 @@ def _wrap_io(tr: Tracer, kind: str, label: str, orig: Any, target_of: Any) -> An
 
 
 def _install_torch_io(tr: Tracer) -> None:
-    torch.save = _wrap_io(tr, "checkpoint", "torch.save", torch.save, lambda a, k: a[1] if len(a) > 1 else k.get("f"))
+    torch.save = _wrap_io(
+        tr, "checkpoint", "torch.save", torch.save, lambda a, k: a[1] if len(a) > 1 else k.get("f")
+    )
     torch.load = _wrap_io(tr, "restore", "torch.load", torch.load, lambda a, k: a[0] if a else k.get("f"))
 
 

@@ -27,7 +27,22 @@ COL = {name: i for i, name in enumerate(COLUMN_NAMES)}
 WIDTH = len(COLUMN_NAMES)
 K, PE, T0, T1, CAT, COLL, OBJ, NAME, BYTES, STEP, GROUP, GSIZE, DTYPE, ARGS = (
     COL[c]
-    for c in ("kind", "pe", "t0", "t1", "cat", "coll", "obj", "name", "bytes", "step", "group", "group_size", "dtype", "args")
+    for c in (
+        "kind",
+        "pe",
+        "t0",
+        "t1",
+        "cat",
+        "coll",
+        "obj",
+        "name",
+        "bytes",
+        "step",
+        "group",
+        "group_size",
+        "dtype",
+        "args",
+    )
 )
 
 BUFFER_MAX_ROWS = 10_000
@@ -79,7 +94,12 @@ class Tracer:
             hosts=None,
             clock={"method": "unaligned", "residual_ns": None},
             origin_ns=self.origin_ns,
-            extra={"restart": restart, "local_rank": local_rank, "host": self.host, "tracer": "paradise-torch"},
+            extra={
+                "restart": restart,
+                "local_rank": local_rank,
+                "host": self.host,
+                "tracer": "paradise-torch",
+            },
         )
         self.writer.stem = rank_file_stem(rank, restart)  # distinct files per torchrun attempt
         self.flush_interval_ns = int(flush_interval_s * 1e9)

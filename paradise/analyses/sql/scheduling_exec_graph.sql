@@ -9,7 +9,9 @@
 --   pe_prev     (id of the previous exec on the same PE, null for the first)
 --   pe_prev_t1  (ns, end of that exec's active time: t0 + cost_ns, so a suspended coroutine
 --                does not hide the execs that ran while it waited)
---   obj_prev    (id of the previous exec of the same object, null for the first or no object)
+--   obj_prev    (id of the previous exec of the same object and entry method, null for the first
+--                or no object: an object's invocations of one entry keep their order, while
+--                different entries may be reordered by message priorities)
 --   src_id      (id of the exec that sent the message causing this one, null when unknown)
 --   src_pe      (PE of the send)
 --   send_t0     (ns, time of the send)
@@ -53,7 +55,7 @@ w AS (
     SELECT x.*,
            lag(id) OVER (PARTITION BY pe ORDER BY t0, t1) AS pe_prev,
            lag(t0 + cost_ns) OVER (PARTITION BY pe ORDER BY t0, t1) AS pe_prev_t1,
-           CASE WHEN coll IS NOT NULL THEN lag(id) OVER (PARTITION BY coll, obj ORDER BY t0, t1) END AS obj_prev,
+           CASE WHEN coll IS NOT NULL THEN lag(id) OVER (PARTITION BY coll, obj, name ORDER BY t0, t1) END AS obj_prev,
            min(t0) OVER () AS run_t0
     FROM x
 )
