@@ -29,7 +29,7 @@ from tracers.charm.launch import launch  # noqa: E402
 
 PROGRAMS: dict[str, tuple[str, list[str]]] = {
     # name: (path, args) sized to run a few seconds each on a small machine
-    "pingpong": ("tests/charm_programs/pingpong.py", ["20000"]),
+    "pingpong": ("tests/charm_programs/pingpong.py", ["10000"]),
     "histsort": ("examples/histsort.py", []),
     "stencil2d": ("examples/stencil2d.py", ["--grid", "8", "8", "--block", "128", "--iters", "40"]),
     "masterworker": ("examples/masterworker.py", []),
@@ -86,7 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="+", default=None, help="program names (default: all that exist)")
     a = ap.parse_args(argv)
     names = a.only or list(PROGRAMS)
+    import os
+
     print(f"charm4py tracer overhead: median of {a.reps} untraced/traced pairs per row")
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
     print(f"{'program':<13}{'PEs':>4}{'messages':>10}  {'time':<5}{'untraced s':>11}{'traced s':>10}"
           f"{'ratio':>7}{'us/msg':>8}")
     for name in names:

@@ -169,16 +169,18 @@ PARSERS = {
         "import ijson.backends.yajl2_c as ijson, sys\n"
         "print(sum(1 for e in ijson.items(open(sys.argv[1], 'rb'), 'traceEvents.item') if e.get('ph') == 'X'))\n"
     ),
-    "paradise scanner + msgspec batches (no output)": (
+    "paradise split + msgspec batches to Arrow (no output)": (
         "import sys\n"
         "from pathlib import Path\n"
         "from paradise.importers.kineto_scan import EventScanner\n"
-        "from paradise.importers.kineto_events import decode_batch\n"
-        "n = 0\n"
-        "for text in EventScanner(Path(sys.argv[1])).batches():\n"
-        "    t = decode_batch(text).table\n"
-        "    n += 0 if t is None else t.num_rows\n"
-        "print(n)\n"
+        "from paradise.importers.kineto_events import EventDecodeError, decode_batch\n"
+        "scan = EventScanner(Path(sys.argv[1]), decode=decode_batch, retry_on=(EventDecodeError,))\n"
+        "print(sum(0 if r.table is None else r.table.num_rows for r in scan.batches()))\n"
+    ),
+    "paradise import_trace (to Parquet, steps, clocks)": (
+        "import sys\n"
+        "from paradise.importers.kineto import import_trace\n"
+        "import_trace([sys.argv[1]], sys.argv[1] + '.parquet', force=True)\n"
     ),
 }
 

@@ -13,6 +13,7 @@ import pandas as pd
 
 from hints import mapping_gen
 from paradise.analyses.base import Characteristic
+from paradise.analyses.objgraph import object_graph
 from paradise.analyses.placement import (
     COMM_MATTERS_SHARE,
     IMBALANCE_RATIO,
@@ -74,9 +75,8 @@ def mapping_hint(engine: Any, trace: Any, pes: int, objs: pd.DataFrame, mov: pd.
     for o, p in current.items():
         base[p] -= loads[o]
     base = [max(b, 0.0) for b in base]
-    e = edges[edges["src_index"].notna() & edges["dst_index"].notna()]
-    wedges = [((a, b), (c, d), w) for a, b, c, d, w in
-              zip(e["src_coll"], e["src_index"], e["dst_coll"], e["dst_index"], e["bytes"])]
+    graph = object_graph(edges, loads, current)  # undirected, bytes summed over both directions
+    wedges = [(u, v, d["bytes"]) for u, v, d in graph.edges(data=True)]
     plans: dict[str, tuple[dict, str]] = {}
     for strat, why in _strategies(chars):
         if strat == "refine":

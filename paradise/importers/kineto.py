@@ -2,7 +2,7 @@
 
 Two passes keep memory bounded whatever the input size:
 1. each file is streamed (kineto_scan) and decoded batch by batch (kineto_events) into a
-   temporary Parquet file; step intervals, CPU launches (correlation -> time) and the time
+   temporary Arrow IPC stream; step intervals, CPU launches (correlation -> time) and the time
    range are collected on the side;
 2. once every header is known (rank, baseTimeNanoseconds may come after the events), the
    temporary files are rewritten with ranks, aligned times from the earliest event, and
@@ -40,6 +40,11 @@ RELATIVE_MAX_NS = 30 * 86400 * 10**9
 base are a host clock the base does not describe (seen: 51 days of uptime), left unaligned."""
 OUT_ROW_GROUP = 64 * 1024
 """Rows per output row group: big enough for good compression, small enough to stream."""
+MSG_RANK_SHIFT = 1 << 40
+"""msg = rank * 2**40 + correlation id: unique across ranks (CUPTI ids are 32-bit); the raw id
+stays in args.correlation."""
+MAX_RANK = (1 << 22) - 1
+"""Largest rank whose packed msg still fits int64."""
 
 
 _DICT_COLUMNS = ["kind", "cat", "name", "group", "dtype", "index", "coll", "peer_coll"]
@@ -245,8 +250,10 @@ def _rewrite(info: _FileInfo, index: _StepIndex, shift: int, reader: pa.ipc.Reco
         cols = {
             name: batch.column(name)
             for name in batch.schema.names
-            if name not in ("_dev", "t0", "t1", "step")
+            if name not in ("_dev", "t0", "t1", "step", "msg")
         }
+        packable = has_msg & (msg >= 0) & (msg < MSG_RANK_SHIFT)
+        cols["msg"] = from_numpy(np.where(packable, msg + info.rank * MSG_RANK_SHIFT, msg), has_msg)
         cols["pe"] = from_numpy(np.full(n, info.rank, dtype=np.int32))
         cols["t0"] = from_numpy(t0)
         cols["t1"] = from_numpy(t1)

@@ -45,14 +45,15 @@ def strings(values: list) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), n, buffers, null_count=nulls)
 
 
-def dict_strings(values: list) -> pa.DictionaryArray:
-    """Dictionary-encodes with a Python dict: names repeat, and a str caches its hash."""
-    codes: dict = {}
-    idx = np.fromiter((codes.setdefault(v, len(codes)) for v in values), dtype=np.int32, count=len(values))
-    uniq = ["" if u is None else u if type(u) is str else str(u) for u in codes]
-    none_code = codes.get(None)  # its "" entry stays unreferenced: Parquet refuses null dictionary values
-    valid = None if none_code is None else idx != none_code
-    return pa.DictionaryArray.from_arrays(from_numpy(idx, valid), strings(uniq))
+def sparse_dict_strings(n: int, items: list[tuple[int, str]]) -> pa.DictionaryArray:
+    """A dictionary column of n rows, null except at the (row, text) items given."""
+    codes: dict[str, int] = {}
+    idx = np.zeros(n, dtype=np.int32)
+    valid = np.zeros(n, dtype=np.bool_)
+    for i, text in items:
+        idx[i] = codes.setdefault(text, len(codes))
+        valid[i] = True
+    return pa.DictionaryArray.from_arrays(from_numpy(idx, valid), strings(list(codes)))
 
 
 def validity(arr: pa.Array) -> np.ndarray:
@@ -68,7 +69,40 @@ def to_numpy(arr: pa.Array, dtype: type) -> np.ndarray:
     """Values of a primitive array (nulls read as whatever the buffer holds: mask them)."""
     n = len(arr)
     buf = arr.buffers()[1]
+    width = 1 / 8 if dtype is np.bool_ else np.dtype(dtype).itemsize
+    if buf is None or buf.size < (arr.offset + n) * width:  # an all-null array may omit its values
+        return np.zeros(n, dtype=dtype)
     if dtype is np.bool_:
         bits = np.frombuffer(buf, dtype=np.uint8)
         return np.unpackbits(bits, bitorder="little", count=arr.offset + n)[arr.offset :].astype(np.bool_)
     return np.frombuffer(buf, dtype=dtype, count=arr.offset + n)[arr.offset :]
+
+
+def raw_dict_strings(raws: list, to_text) -> pa.DictionaryArray:
+    """Dictionary-encodes raw JSON values in C, then decodes each distinct one with to_text.
+
+    Why: the same kernel and op names repeat thousands of times; building a Python str per
+    event and hashing it costs more than hashing the raw bytes once in Arrow.
+    """
+    n = len(raws)
+    lens = np.fromiter(map(len, raws), dtype=np.int64, count=n)
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(lens, out=offsets[1:])
+    present = lens > 0
+    nulls = int(n - np.count_nonzero(present))
+    raw = pa.Array.from_buffers(
+        pa.binary(),
+        n,
+        [_bitmap(present) if nulls else None, pa.py_buffer(offsets), pa.py_buffer(b"".join(raws))],
+        null_count=nulls,
+    )
+    enc = raw.dictionary_encode()
+    texts = [to_text(b) for b in enc.dictionary.to_pylist()]
+    idx = to_numpy(enc.indices, np.int32)
+    valid = validity(enc.indices)
+    none_codes = [i for i, t in enumerate(texts) if t is None]
+    if none_codes:
+        valid &= ~np.isin(idx, none_codes)
+    return pa.DictionaryArray.from_arrays(
+        from_numpy(idx, valid), strings(["" if t is None else t for t in texts])
+    )

@@ -20,7 +20,14 @@ import msgspec
 import numpy as np
 import pyarrow as pa
 
-from paradise.importers.kineto_arrow import dict_strings, from_numpy, strings, to_numpy, validity
+from paradise.importers.kineto_arrow import (
+    from_numpy,
+    raw_dict_strings,
+    sparse_dict_strings,
+    strings,
+    to_numpy,
+    validity,
+)
 
 # --- classification rules (documented in docs/importers.md, "Kineto") ----------------------------
 
@@ -82,8 +89,8 @@ def dtype_size(dtype: Any) -> int | None:
 
 class _Event(msgspec.Struct):
     ph: Any = None
-    name: Any = None
-    cat: Any = None
+    name: msgspec.Raw = msgspec.Raw(b"")  # raw: names repeat, so they are decoded once per distinct text
+    cat: msgspec.Raw = msgspec.Raw(b"")
     ts: msgspec.Raw = msgspec.Raw(b"")
     dur: msgspec.Raw = msgspec.Raw(b"")
     pid: Any = None
@@ -91,7 +98,29 @@ class _Event(msgspec.Struct):
     args: msgspec.Raw = msgspec.Raw(b"")
 
 
+_MISSING = -(2**63)
+
+
 class _Args(msgspec.Struct):
+    """Fields paradise promotes to columns; correlation and stream typed for a fast path."""
+
+    correlation: int = _MISSING
+    stream: int = _MISSING
+    collective: Any = msgspec.field(default=None, name="Collective name")
+    in_nelems: Any = msgspec.field(default=None, name="In msg nelems")
+    out_nelems: Any = msgspec.field(default=None, name="Out msg nelems")
+    dtype: Any = None
+    group_size: Any = msgspec.field(default=None, name="Group size")
+    pg_name: Any = msgspec.field(default=None, name="Process Group Name")
+    pg_desc: Any = msgspec.field(default=None, name="Process Group Description")
+    pg_id: Any = msgspec.field(default=None, name="Process Group ID")
+    input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input Dims")
+    input_type: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input type")
+
+
+class _ArgsLoose(msgspec.Struct):
+    """The same fields, any JSON type (odd traces); values are checked one by one."""
+
     correlation: Any = None
     stream: Any = None
     collective: Any = msgspec.field(default=None, name="Collective name")
@@ -108,6 +137,29 @@ class _Args(msgspec.Struct):
 
 _EVENTS_DECODER = msgspec.json.Decoder(list[_Event])
 _ARGS_DECODER = msgspec.json.Decoder(list[_Args])
+_ARGS_LOOSE_DECODER = msgspec.json.Decoder(list[_ArgsLoose])
+
+
+def _text(raw: bytes | msgspec.Raw) -> str | None:
+    """A raw JSON value as text: strings decoded, null/missing -> None, others as their JSON."""
+    if not raw:
+        return None
+    try:
+        value = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return None
+    if value is None or isinstance(value, str):
+        return value
+    return bytes(raw).decode()
+
+
+def _ints_fast(values: list) -> tuple[np.ndarray, np.ndarray]:
+    """(int64 values, present) from ints where _MISSING means absent; odd values via the slow path."""
+    try:
+        vals = np.fromiter(values, dtype=np.int64, count=len(values))
+    except (TypeError, ValueError, OverflowError):
+        return _nullable_np(values)
+    return vals, vals != _MISSING
 
 
 class EventDecodeError(ValueError):
@@ -326,7 +378,7 @@ def decode_batch(text: bytes) -> BatchResult:
     if len(xs) != len(events):
         for e in events:
             if e.ph == "M":
-                result.meta_events.append((e.name, e.pid, e.tid, bytes(e.args)))
+                result.meta_events.append((_text(e.name), e.pid, e.tid, bytes(e.args)))
             elif e.ph != "X":
                 key = str(e.ph)
                 result.other_phases[key] = result.other_phases.get(key, 0) + 1
@@ -337,12 +389,12 @@ def decode_batch(text: bytes) -> BatchResult:
     t0, t0_ok = us_text_to_ns([e.ts for e in xs])
     if not t0_ok.all():
         bad = int(np.flatnonzero(~t0_ok)[0])
-        raise EventDecodeError(f"complete event {xs[bad].name!r} has no numeric ts")
+        raise EventDecodeError(f"complete event {_text(xs[bad].name)!r} has no numeric ts")
     dur, dur_ok = us_text_to_ns([e.dur for e in xs])
     t1 = t0 + np.where(dur_ok, dur, 0)  # an X event without dur is zero-length
 
-    names = dict_strings([e.name for e in xs])
-    cats = dict_strings([e.cat for e in xs])
+    names = raw_dict_strings([e.name for e in xs], _text)
+    cats = raw_dict_strings([e.cat for e in xs], _text)
     tids = [e.tid for e in xs]
     try:
         tid_np, tid_ok = np.fromiter(tids, dtype=np.int64, count=n), np.ones(n, dtype=np.bool_)
@@ -369,19 +421,22 @@ def decode_batch(text: bytes) -> BatchResult:
         has_coll_arg[np.searchsorted(np.cumsum(lens), hits, side="right")] = True
     # only rows that can carry correlation, stream or collective fields get their args decoded
     need = np.flatnonzero(~host | named_coll | has_coll_arg)
+    need_text = b"[" + b",".join([raws[i] or b"{}" for i in need.tolist()]) + b"]"
     try:
-        args = _ARGS_DECODER.decode(b"[" + b",".join([raws[i] or b"{}" for i in need.tolist()]) + b"]")
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        args = _ARGS_DECODER.decode(need_text)
+    except msgspec.ValidationError:  # e.g. a null or text correlation: take every value as it comes
+        try:
+            args = _ARGS_LOOSE_DECODER.decode(need_text)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise EventDecodeError(f"event args: {exc}") from None
+    except msgspec.DecodeError as exc:
         raise EventDecodeError(f"event args: {exc}") from None
     slot = np.full(n, -1, dtype=np.int64)
     slot[need] = np.arange(need.size)
     corr = (np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.bool_))
-    corr[0][need], corr[1][need] = _nullable_np([a.correlation for a in args])
+    corr[0][need], corr[1][need] = _ints_fast([a.correlation for a in args])
     sv, sok = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.bool_)
-    sv[need], sok[need] = _nullable_np([a.stream for a in args])
-    has_coll_arg[need] |= np.fromiter(
-        (a.collective is not None for a in args), dtype=np.bool_, count=need.size
-    )
+    sv[need], sok[need] = _ints_fast([a.stream for a in args])
 
     is_step = (step_no >= 0) & ~device
     is_coll = ~is_step & (named_coll | has_coll_arg)
@@ -398,8 +453,8 @@ def decode_batch(text: bytes) -> BatchResult:
     nbytes_ok = np.zeros(n, dtype=np.bool_)
     gsize = np.zeros(n, dtype=np.int32)
     gsize_ok = np.zeros(n, dtype=np.bool_)
-    group: list = [None] * n
-    dtype: list = [None] * n
+    group: list[tuple[int, str]] = []
+    dtype: list[tuple[int, str]] = []
     for i in np.flatnonzero(is_coll).tolist():  # a few per step
         a = args[slot[i]]
         size = dtype_size(a.dtype)
@@ -413,13 +468,13 @@ def decode_batch(text: bytes) -> BatchResult:
             nbytes[i], nbytes_ok[i] = nb, True
         for g in (a.pg_name, a.pg_desc, a.pg_id):
             if g is not None and g != "":
-                group[i] = str(g)
+                group.append((i, str(g)))
                 break
         gs = _to_int(a.group_size)
         if gs is not None and -(2**31) <= gs < 2**31:
             gsize[i], gsize_ok[i] = gs, True
         if a.dtype is not None:
-            dtype[i] = str(a.dtype)
+            dtype.append((i, str(a.dtype)))
 
     table = pa.Table.from_arrays(
         [
@@ -433,9 +488,9 @@ def decode_batch(text: bytes) -> BatchResult:
             from_numpy(nbytes, nbytes_ok),
             from_numpy(step_vals, is_step),
             from_numpy(stream_vals.astype(np.int32), stream_ok),
-            dict_strings(group),
+            sparse_dict_strings(n, group),
             from_numpy(gsize, gsize_ok),
-            dict_strings(dtype),
+            sparse_dict_strings(n, dtype),
             _raw_strings(joined, lens),
             from_numpy(device),
         ],

@@ -41,7 +41,7 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.2f}%"
 
 
-def render_policy(c: Console, policy: dict[str, Any]) -> None:
+def render_policy(c: Console, policy: dict[str, Any], show_inputs: bool = True) -> None:
     """The comparison of periodic, jit and jit+periodic, then the chosen policy and its inputs."""
     inp = policy["inputs"]
     src = inp.get("sources", {})
@@ -71,6 +71,8 @@ def render_policy(c: Console, policy: dict[str, Any]) -> None:
     iv = policy["intervals"]
     c.print(f"optimal periodic interval: Young {_dur(iv['young_s'])}, Daly 1st order "
             f"{_dur(iv['daly_first_order_s'])}, Daly higher order {_dur(iv['daly_higher_order_s'])}")
+    if not show_inputs:
+        return
     ti = Table(title="inputs")
     ti.add_column("input")
     ti.add_column("value", justify="right")
@@ -89,8 +91,19 @@ def render(c: Console, result: dict[str, Any]) -> None:
     c.rule("[bold]resilience[/bold]")
     for ch in result.get("characteristics", []):
         c.print(f"• {ch['summary'] or ch['name']}  [dim](confidence {ch['confidence']:.2f})[/dim]")
-    for note in result.get("notes", []):
-        c.print(f"[dim]{note}[/dim]")
     policy = result.get("policy")
-    if policy:
-        render_policy(c, policy)
+    if not policy:
+        for note in result.get("notes", []):
+            c.print(f"[dim]{note}[/dim]")
+        return
+    render_policy(c, policy, show_inputs=False)
+    t = Table(title="inputs")
+    for col, just in (("input", "left"), ("value", "right"), ("from", "left"), ("detail", "left")):
+        t.add_column(col, justify=just)
+    for row in result.get("inputs", []):
+        value = _dur(row["value"]) if row["unit"] == "s" else f"{row['value']:g}"
+        t.add_row(row["input"], value, row["source"], row["detail"])
+    c.print(t)
+    for inc in result.get("incidents", []):
+        c.print(f"failure in step {inc['failed_step']}: restored to step {inc['restored_step']}, "
+                f"{inc['replayed']} step(s) replayed")

@@ -121,3 +121,10 @@ def test_schema_names_the_fields():
     sch = schema("mapping")
     assert set(sch["required"]) == {"format", "kind", "provenance", "collections"}
     assert {"collections", "pes", "program", "strategy"} <= set(sch["properties"])
+
+
+def test_hints_doc_lists_mapping_fields():
+    text = (ROOT / "docs" / "hints.md").read_text()
+    section = text.split("## mapping.json", 1)[1].split("\n## ", 1)[0]
+    for field in ("collections", "strategy", "pes", "program", "provenance.program", "provenance.pes"):
+        assert f"`{field}`" in section, field

@@ -192,3 +192,28 @@ def test_example_traced(name, tmp_path):
     an = subprocess.run([bin_path("paradise"), "analyze", str(out)], capture_output=True, text=True,
                         timeout=300, cwd=ROOT)
     assert an.returncode == 0, an.stderr[-2000:]
+
+
+def test_packed_rows_round_trip(tmp_path):
+    """rowbuf: packed rows (codes, NULLs) come back as the schema's typed, nullable columns."""
+    import pyarrow.parquet as pq
+
+    from paradise.format import SCHEMA
+    from tracers.charm.rowbuf import NULL, PackedWriter, Strings, pack
+
+    strings = Strings()
+    kind, coll, idx, name, args = (strings.code(t) for t in ("exec", "Cell#0", "[1,2]", "work", '{"a":1}'))
+    w = PackedWriter(tmp_path, 3, strings, source="charm4py", program="t", pes=4)
+    w.buf.extend(pack(kind, 3, 10, 20, 7, NULL, coll, 5, idx, name, 99, 1, NULL, NULL, 64, 2, args))
+    w.buf.extend(pack(kind, 3, 30, 40, 9, NULL, NULL, NULL, NULL, name, NULL, NULL, NULL, NULL, NULL, NULL, NULL))
+    w.flush()
+    w.append_dict(kind="step", pe=3, t0=50, name="step", step=4)  # tuple rows share the file
+    table = pq.ParquetFile(w.close()).read()
+    assert table.schema.remove_metadata() == SCHEMA
+    got = table.select(["kind", "pe", "t0", "t1", "active", "coll", "obj", "index", "name", "msg", "peer_pe",
+                        "bytes", "step", "args", "tid"]).to_pylist()
+    assert got[0] == {"kind": "exec", "pe": 3, "t0": 10, "t1": 20, "active": 7, "coll": "Cell#0", "obj": 5,
+                      "index": "[1,2]", "name": "work", "msg": 99, "peer_pe": 1, "bytes": 64, "step": 2,
+                      "args": '{"a":1}', "tid": 0}
+    assert got[1]["coll"] is None and got[1]["msg"] is None and got[1]["step"] is None
+    assert (got[2]["kind"], got[2]["step"]) == ("step", 4)

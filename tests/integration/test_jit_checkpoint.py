@@ -184,3 +184,41 @@ def test_manager_skips_marker_less_directories(tmp_path):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+_SIGTERM_LOOP = """
+import sys, time, torch
+from hints.checkpoint_manager import CheckpointManager
+model = torch.nn.Linear(8, 8)
+opt = torch.optim.Adam(model.parameters())
+mgr = CheckpointManager(sys.argv[1], mode="jit", model=model, optimizer=opt)
+for step in range(100000):
+    with mgr.guard(step):
+        model(torch.ones(2, 8)).sum().backward()
+        opt.step()
+        opt.zero_grad()
+        if step == 5:
+            print("ready", flush=True)
+        time.sleep(0.01)
+    mgr.maybe_save(step)
+"""
+
+
+@pytest.mark.timeout(120)
+def test_sigterm_while_healthy_saves_at_the_step_boundary(tmp_path):
+    """Preemption: SIGTERM to a healthy rank -> JIT save of a consistent state, exit 17, not 143."""
+    import signal
+
+    from hints.checkpoint_manager import JIT_EXIT_CODE, MARKER
+
+    proc = subprocess.Popen([sys.executable, "-c", _SIGTERM_LOOP, str(tmp_path)], stdout=subprocess.PIPE,
+                            text=True, cwd=ROOT, env=ENV)
+    assert proc.stdout.readline().strip() == "ready"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == JIT_EXIT_CODE
+    (saved,) = [e for e in _events(tmp_path) if e["kind"] == "checkpoint"]
+    (failure,) = [e for e in _events(tmp_path) if e["kind"] == "failure"]
+    assert failure["name"] == "SIGTERM"
+    # the step in progress finished (its optimizer step ran), so the save holds step + 1 steps
+    assert saved["step"] == failure["step"] + 1
+    assert (tmp_path / f"jit-{saved['step']:08d}-a0" / "rank-0" / MARKER).exists()

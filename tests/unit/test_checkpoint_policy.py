@@ -166,3 +166,22 @@ def test_policy_cli_bad_args(cli, args, message):
     rc, out, err = cli("policy", *args)
     assert rc == 2
     assert err == f"paradise: error: {message}\n"
+
+
+def test_hints_doc_lists_every_checkpoint_field():
+    """docs/hints.md `## checkpoint.json` documents every payload field of hints/schemas/checkpoint-1.json."""
+    import re
+    from pathlib import Path
+
+    from hints.format import schema
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "hints.md").read_text()
+    m = re.search(r"^## checkpoint\.json\s*$(.*?)(?=^## |\Z)", doc, re.M | re.S)
+    assert m, "docs/hints.md has no '## checkpoint.json' section"
+    documented = set(re.findall(r"^\|\s*`([a-z_]+)`\s*\|", m.group(1), re.M))
+    envelope = {"format", "kind", "provenance", "justified_by", "predicted_gain"}
+    assert documented == set(schema("checkpoint")["properties"]) - envelope
+    p = plan(PolicyInputs(iteration_s=1, checkpoint_s=1, restart_s=1, mtbf_s=100))
+    from hints.checkpoint_policy import hint_payload
+
+    assert set(hint_payload(p)) == documented

@@ -182,6 +182,12 @@ def test_two_ranks_one_job(real_data, tmp_path):
     assert sorted(steps["step"]) == [551, 551, 552, 552]
     nccl = df[(df["kind"] == "collective") & (df["cat"] == "kernel")]
     assert len(nccl) == 20  # 10 ncclKernel_SendRecv per rank
+    # msg = rank * 2**40 + correlation: launch and kernel share it, and no id is shared across ranks
+    linked = df[df["msg"].notna()]
+    assert linked.groupby("msg")["pe"].nunique().max() == 1
+    kernels = df[df["cat"] == "kernel"]
+    corr = kernels["args"].map(lambda a: json.loads(a)["correlation"])
+    assert (kernels["msg"] == kernels["pe"].astype("int64") * 2**40 + corr).all()
     meta = read_metadata(pq.read_schema(out).metadata)
     assert meta["pes"] == 128 and meta["pe"] is None and meta["clock"]["method"] == "unix_ts"
     with pytest.raises(ImportFormatError, match="--rank applies to a single file"):
@@ -230,7 +236,9 @@ _tricky = st.text(alphabet='ab{}[]",:\\ \u00e9\n', max_size=12)
 
 @settings(max_examples=40, deadline=None)
 @given(
-    names=st.lists(_tricky, min_size=1, max_size=30), chunk=st.integers(min_value=1, max_value=64), fast=st.booleans()
+    names=st.lists(_tricky, min_size=1, max_size=30),
+    chunk=st.integers(min_value=1, max_value=64),
+    fast=st.booleans(),
 )
 def test_scanner_splits_exactly(names, chunk, fast, tmp_path_factory):
     # Events whose strings hold braces, quotes and backslashes, cut at any chunk size, come out whole.
@@ -262,3 +270,20 @@ def test_scanner_errors(tmp_path):
     f.write_text('{"traceEvents": [{"ph": "X"}, {"ph"')
     with pytest.raises(TruncatedTrace):
         list(kscan.EventScanner(f).batches())
+
+
+def test_import_does_not_load_pandas(real_data, tmp_path):
+    # pa.array()/to_numpy() would import pandas (~50 MB, ~1 s); the importer avoids them.
+    import subprocess
+    import sys
+
+    f = real_data / "hta" / "tests" / "data" / "trace_filter" / "sampled_rank-0.json.gz"
+    code = (
+        "import sys\n"
+        "from paradise.importers.kineto import import_trace\n"
+        f"import_trace([{str(f)!r}], {str(tmp_path / 'p.parquet')!r})\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"

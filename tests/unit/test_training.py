@@ -300,7 +300,12 @@ def test_ddp_train_reads_bucket_cap_from_a_comm_hint(tmp_path, capsys):
 
     def doc(program):
         prov = provenance(trace_fingerprint="f", program=program, pes=2, source="torch")
-        return make_hint("comm", {"ddp": {"bucket_cap_mb": 6.5}}, provenance=prov, justified_by=[])
+        return make_hint(
+            "comm",
+            {"ddp": {"bucket_cap_mb": 6.5}, "combine": [], "threshold": {}},
+            provenance=prov,
+            justified_by=[],
+        )
 
     write_hint(tmp_path / "good", doc("ddp_train"))
     write_hint(tmp_path / "other", doc("another_program"))
@@ -314,3 +319,54 @@ def test_ddp_train_reads_bucket_cap_from_a_comm_hint(tmp_path, capsys):
     )
     assert ddp_train.bucket_cap_mb(ddp_train.parse_args(["--hints", str(tmp_path / "other")]), 2) == 25.0
     assert "made for program 'another_program'" in capsys.readouterr().err
+
+
+TRAINING_QUERIES = (
+    "training_breakdown",
+    "training_collectives",
+    "training_buckets",
+    "training_phases",
+    "training_stalls",
+    "training_streams",
+    "training_events",
+)
+
+
+def test_duckdb_and_dask_engines_agree(tmp_path):
+    from builders import torch_like
+    from dask.distributed import Client, LocalCluster
+
+    from paradise.engines import load_sql
+    from paradise.engines.dask_engine import DaskEngine
+    from paradise.engines.merge import parse_merge_rule
+
+    b = TraceBuilder(3, source="torch")
+    for pe in range(3):
+        t = 0
+        for s in range(4):
+            t = _ddp_step(
+                b, pe, s, t, fwd=(5 if pe == 2 else 3) * MS, bwd=6 * MS, opt=MS, comm=2 * MS, buckets=3
+            )
+        b.add(pe, "checkpoint", t, t + MS, name="dcp.save", bytes=100)
+        b.add(pe, "failure", t + 2 * MS, t + 2 * MS, name="RuntimeError")
+    traces = [
+        b.write(tmp_path / "ddp", parts_per_pe=2),
+        torch_like(ranks=3, steps=3).write(tmp_path / "like"),
+    ]
+
+    def rows(table, name):
+        keys = parse_merge_rule(load_sql(name), name).key_columns(table.column_names)
+        return sorted(table.to_pylist(), key=lambda r: tuple((r[k] is not None, r[k]) for k in keys))
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0")
+    client = Client(cluster)
+    try:
+        for path in traces:
+            trace = open_trace(path)
+            with DuckDBEngine(trace) as duck, DaskEngine(trace, client=client, files_per_task=1) as dask:
+                for name in TRAINING_QUERIES:
+                    a, d = duck.query(name), dask.query(name)
+                    assert rows(a, name) == rows(d, name), name
+    finally:
+        client.close()
+        cluster.close()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import greenlet
 
-from paradise.format import pack_index
+from paradise.format import INDEX_BITS, pack_index
 from tracers.charm._state import MSG_PE_SHIFT, ST, clock
 from tracers.charm.identity import CAT, COLL, EXPLICIT, INDEX, NO_OBJECT, OBJ, STEP, SYNCS
 from tracers.charm.rowbuf import FLUSH_BYTES, NULL, pack
@@ -19,6 +19,8 @@ from tracers.charm.rowbuf import FLUSH_BYTES, NULL, pack
 IDLE_MIN_NS = 10_000
 """Gaps between scheduler dispatches shorter than 10 us are charm4py's own dispatch cost
 (one Cython callback, unpickling), not waiting; only longer gaps become `idle` rows."""
+
+MASK2 = (1 << INDEX_BITS) - 1  # 2-D indices packed inline, as pack_index does
 
 # Kind codes: the string table is seeded with the kind names, so the code is the index.
 KINDS = ("exec", "send", "idle", "create", "migrate", "step")
@@ -212,7 +214,9 @@ def install_send_hooks(charm) -> None:
         rec = cur[0]
         s = NO_OBJECT if rec is None else rec[3]
         if index:
-            peer, args = (index[0] if len(index) == 1 else pack_index(index)), NULL
+            n = len(index)
+            peer = index[0] if n == 1 else ((index[0] << INDEX_BITS) | (index[1] & MASK2)) if n == 2 else pack_index(index)
+            args = NULL
         else:
             peer, args = NULL, bcast
         put(pack(K_SEND, P.pe, p[3] - P.origin, NULL, NULL, s[CAT], s[COLL], s[OBJ], s[INDEX], ep_name(ep), p[1],
