@@ -53,13 +53,114 @@ def run_once(mode: str, nproc: int, steps: int, work: Path, extra: list[str]) ->
     return int(m.group(1)) / n, int(m.group(2)) / n
 
 
+CHILD_STEPS = 200
+CHILD_BLOCKS = 5
+
+
+def child(mode: str, train_args: list[str]) -> None:
+    """One process, world size 1 (gloo): CPU ns per step of ddp_train's train_step, min over blocks.
+
+    No peers and no torchrun, so nothing but this process's own work is timed: the cost the
+    tracer (or the profiler) adds to each step, with far less noise than a loaded machine's wall
+    clock gives a 2-rank run."""
+    import statistics as st
+
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(20000 + os.getpid() % 20000), RANK="0", WORLD_SIZE="1"
+    )
+    import torch
+    import torch.distributed as dist
+
+    tracer = prof = None
+    if mode == "paradise":
+        import tracers.torch as api
+        from tracers.torch import hooks
+        from tracers.torch.tracer import Tracer
+
+        tracer = Tracer(tempfile.mkdtemp(prefix="torch-overhead-"), rank=0, world_size=1)
+        hooks.install(tracer)
+        api._tracer = tracer
+    sys.path.insert(0, str(TRAIN.parent))
+    import ddp_train as d
+
+    args = d.parse_args(train_args)
+    torch.set_num_threads(args.threads)
+    dist.init_process_group("gloo")
+    model, opt = d.build(args, 0, torch.device("cpu"))
+    if mode == "profiler":
+        from torch.profiler import ProfilerAction
+
+        prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                      schedule=lambda _: ProfilerAction.RECORD)  # fmt: skip
+        import torch.optim.optimizer as optim_mod
+
+        optim_mod.register_optimizer_step_post_hook(lambda *_: prof.step())
+        prof.start()
+    batches = [d.batch_for(args, 0, s, torch.device("cpu")) for s in range(50)]
+    for s in range(50):  # warm-up (DDP bucket rebuild, allocator, first flush)
+        d.train_step(model, opt, *batches[s])
+    if tracer is not None:
+        tracer.flush()
+    blocks = []
+    for _ in range(CHILD_BLOCKS):
+        t = time.process_time_ns()
+        for s in range(CHILD_STEPS):
+            d.train_step(model, opt, *batches[s % 50])
+        blocks.append((time.process_time_ns() - t) / CHILD_STEPS)
+    if prof is not None:
+        prof.stop()
+    if tracer is not None:
+        tracer.close(complete=True)
+        shutil.rmtree(tracer.writer.directory, ignore_errors=True)
+    dist.destroy_process_group()
+    print(f"cpu_ns_per_step_min={min(blocks):.0f} median={st.median(blocks):.0f}")
+
+
+def run_child(mode: str, train_args: list[str]) -> float:
+    proc = subprocess.run([sys.executable, __file__, "--child", mode, "--", *train_args],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)  # fmt: skip
+    m = re.search(r"cpu_ns_per_step_min=(\d+)", proc.stdout)
+    if proc.returncode != 0 or not m:
+        raise SystemExit(f"in-process {mode} run failed:\n{proc.stderr[-3000:]}")
+    return float(m.group(1))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--nproc", type=int, default=2)
+    p.add_argument("--child", choices=MODES, help=argparse.SUPPRESS)
+    p.add_argument("--skip-torchrun", action="store_true", help="only the in-process measurement")
     p.add_argument("train_args", nargs="*", help="extra ddp_train.py arguments (after --)")
     args = p.parse_args()
+    if args.child:
+        child(args.child, args.train_args)
+        return
+    if not args.skip_torchrun:
+        torchrun_runs(args)
+    in_process(args)
+
+
+def in_process(args: argparse.Namespace) -> None:
+    cost: dict[str, list[float]] = {m: [] for m in MODES}
+    for _ in range(args.reps):
+        for mode in MODES:
+            cost[mode].append(run_child(mode, args.train_args))
+    print(
+        f"\nin-process, world size 1 (gloo), ddp_train.py {' '.join(args.train_args)}: CPU time per train_step, "
+        f"min over {CHILD_BLOCKS} blocks of {CHILD_STEPS} steps, {args.reps} interleaved repetitions:"
+    )
+    best = {m: min(v) for m, v in cost.items()}
+    for m in MODES:
+        print(f"  {m:9s} {best[m] / 1e3:8.1f} us/step  (all: {', '.join(f'{x / 1e3:.1f}' for x in cost[m])})")
+    for a, b in (("paradise", "untraced"), ("profiler", "untraced"), ("paradise", "profiler")):
+        print(f"  {a}/{b}: {best[a] / best[b]:.3f}")
+    print(f"  paradise adds {(best['paradise'] - best['untraced']) / 1e3:.1f} us/step, "
+          f"the profiler {(best['profiler'] - best['untraced']) / 1e3:.1f} us/step")  # fmt: skip
+
+
+def torchrun_runs(args: argparse.Namespace) -> None:
     work = Path(tempfile.mkdtemp(prefix="torch-overhead-"))
     wall: dict[str, list[float]] = {m: [] for m in MODES}
     cpu: dict[str, list[float]] = {m: [] for m in MODES}

@@ -1,0 +1,44 @@
+"""`paradise compare` on two real charm4py runs: default map vs a mapping hint that moves heavy chares."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hints.format import make_hint, provenance, write_hint
+from tests.integration.charm_helpers import ROOT, require_ok, trace_charm
+
+pytestmark = pytest.mark.timeout(600)
+
+STENCIL = ROOT / "examples" / "stencil2d.py"
+# 4x4 chares, heavy region i in 0..1, j in 0..1 at 8x work. charm4py's default map puts the
+# first 8 chares in row-major order (rows 0-1) on PE 0: all 4 heavy ones, so per step PE 0
+# does 4*8 + 4 = 36 units and PE 1 does 8. Swapping chares (1,0),(1,1) with (2,0),(2,1)
+# gives 2*8 + 6 = 22 units on each PE.
+ARGS = ["--grid", "4", "4", "--block", "256", "--iters", "16", "--heavy", "0:2,0:2", "--heavy-factor", "8"]
+SWAP = {"[1,0]": 1, "[1,1]": 1, "[2,0]": 0, "[2,1]": 0}
+
+
+def test_compare_with_and_without_mapping_hint(tmp_path, cli):
+    require_ok(trace_charm(tmp_path / "default", STENCIL, *ARGS))
+    hints = tmp_path / "hints"
+    doc = make_hint(
+        "mapping",
+        {"collections": {"Block#0": SWAP}, "strategy": "test"},
+        provenance=provenance(trace_fingerprint="test", program="stencil2d", pes=2, source="charm4py"),
+        justified_by=[],
+    )
+    write_hint(hints, doc)
+    require_ok(trace_charm(tmp_path / "hinted", STENCIL, *ARGS, hints=hints))
+    rc, out, err = cli("compare", tmp_path / "default", tmp_path / "hinted", "--json")
+    assert rc == 0, err
+    perf = json.loads(out)["performance"]
+    by = {c["metric"]: c for c in perf["changes"]}
+    assert "makespan" in by and "step_time" in by
+    # PE 0 loses two heavy chares (36 -> 22 units per step), PE 1 gains them (8 -> 22)
+    assert by["pe0.busy"]["delta"] < 0 and by["pe0.busy"]["significant"]
+    assert by["pe1.busy"]["delta"] > 0 and by["pe1.busy"]["significant"]
+    assert perf["steps_base"] >= 16 and perf["steps_candidate"] >= 16
+    rc, out, err = cli("compare", tmp_path / "default", tmp_path / "hinted")
+    assert rc == 0 and "makespan" in out and "pe0.busy" in out
