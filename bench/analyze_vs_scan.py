@@ -1,15 +1,18 @@
-"""How much slower is `paradise analyze` (overview) than a bare DuckDB scan of the same files?
+"""How much slower is the whole `paradise analyze` than a bare DuckDB scan of the same files?
 
-Generates a Charm-like synthetic trace of at least 10 million rows (cached under .bench/,
-gitignored), then times, side by side and several times each:
+Generates a Charm-style synthetic trace of at least 10 million rows (cached under .bench/,
+gitignored): a 2-D grid of array elements (Cell#0, 16 per PE, block-mapped) exchanging ghost
+messages with their four neighbours; each exec row (coll/obj/index/name/step) is caused by a
+send row of a neighbour's earlier exec (linked on `msg`), and each exec is followed by an idle
+row. Object loads are persistent and lognormal, so placement, communication (a periodic grid)
+and scheduling (critical path through ~3.3 million messages) all do real work.
+
+Times, interleaved and several times each:
   * scan:      one DuckDB query reading every column the overview uses (count and sums),
-  * analyze:   the overview analysis in-process (DuckDB engine, stage 1 + stage 2); this
-               Charm-like trace takes busy as the sum of exec time (no sort),
-  * union:     the same, forcing busy as the union of intervals (the rule for torch/Kineto
-               traces: one window sort of the exec rows),
-  * cli:       with --cli, `paradise analyze --json` as a subprocess: interpreter start-up and
-               every analysis in ANALYSES, not only the overview,
-and prints the medians and the ratios (goal: analyze / scan <= 3).
+  * full:      `paradise analyze --json` as a subprocess: interpreter start-up and every
+               analysis in ANALYSES that applies (the headline; goal: full / scan <= 3),
+  * overview:  the overview analysis alone, in-process,
+and prints the medians, the ratios, and the peak memory (max RSS) of the full run.
 
 Run: .venv/bin/python bench/analyze_vs_scan.py [--rows N] [--pes P] [--reps R]
 """
@@ -17,6 +20,7 @@ Run: .venv/bin/python bench/analyze_vs_scan.py [--rows N] [--pes P] [--reps R]
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -31,11 +35,15 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from paradise.format import SCHEMA, make_metadata  # noqa: E402
+from paradise.format import INDEX_BITS, SCHEMA, make_metadata  # noqa: E402
 
 BENCH_DIR = ROOT / ".bench"
-ENTRY_NAMES = [f"Cell.entry{i}" for i in range(24)]
-COLLS = ["Cell#0", "Reducer#1", "Main#2"]
+GENERATOR_VERSION = 2
+"""Bumped when the synthetic trace changes, so a stale cached trace is not reused."""
+ENTRIES = ["Cell.ghost_left", "Cell.ghost_right", "Cell.ghost_up", "Cell.ghost_down"]
+OBJS_PER_PE = 16
+LATENCY_NS = 2_000
+"""Minimum send -> exec delay of the synthetic messages."""
 
 SCAN_SQL = """
 SELECT count(*), sum(t1 - t0), min(t0), max(coalesce(t1, t0)), sum(active), count(DISTINCT pe),
@@ -46,83 +54,114 @@ FROM events
 """One pass over every column the overview queries read: the floor any analysis pays."""
 
 
-def _pe_table(pe: int, pes: int, rows: int, rng: np.random.Generator) -> pa.Table:
-    """Rows of one PE: execs separated by idles, each exec sending ~1.5 messages (vectorised)."""
-    n_exec = rows * 2 // 7  # per exec: 1 exec + 1 idle + ~1.5 sends = 3.5 rows
-    dur = rng.integers(2_000, 200_000, n_exec)
-    gap = rng.integers(0, 50_000, n_exec)
-    t0 = np.cumsum(np.concatenate([[0], (dur + gap)[:-1]])) + rng.integers(0, 1000)
+def _dict(codes: np.ndarray, mask: np.ndarray, vocab: list[str]) -> pa.DictionaryArray:
+    return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32), mask=mask), pa.array(vocab))
+
+
+def build(rows: int, pes: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Every exec of the run (vectorised), with the neighbour exec whose message caused it."""
+    n_obj = pes * OBJS_PER_PE
+    wdt = int(np.sqrt(n_obj))
+    while n_obj % wdt:
+        wdt -= 1
+    hgt = n_obj // wdt
+    per_pe = -(-rows // (3 * pes)) + 4 * OBJS_PER_PE  # exec + idle + send rows per exec, margin for unlinked
+    n = per_pe * pes
+    pe = np.repeat(np.arange(pes), per_pe)
+    j = np.tile(np.arange(per_pe), pes)
+    oid = pe * OBJS_PER_PE + j % OBJS_PER_PE  # block mapping; a PE's objects run round-robin
+    step = j // (OBJS_PER_PE * 4)  # four ghost receipts per object and step
+    heavy = rng.lognormal(0.0, 0.35, n_obj)  # persistent object loads: an imbalance to find
+    dur = (rng.integers(5_000, 60_000, n) * heavy[oid]).astype(np.int64)
+    gap = rng.integers(0, 20_000, n)
+    slot = (dur + gap).reshape(pes, per_pe)
+    t0 = ((np.cumsum(slot, axis=1) - slot) + rng.integers(0, 1000, (pes, 1))).ravel()
     t1 = t0 + dur
-    idle_t0 = t1
-    idle_t1 = t1 + gap
-    n_send = rows - 2 * n_exec
-    src = rng.integers(0, n_exec, n_send)
-    send_t = t0[src] + (dur[src] * rng.random(n_send)).astype(np.int64)
-    msg_base = pe * 10_000_000_000
+    ent = rng.integers(0, 4, n)  # which neighbour's ghost this exec receives
+    x, y = oid % wdt, oid // wdt
+    sx = np.select([ent == 0, ent == 1], [(x - 1) % wdt, (x + 1) % wdt], x)
+    sy = np.select([ent == 2, ent == 3], [(y - 1) % hgt, (y + 1) % hgt], y)
+    sid = sy * wdt + sx
+    order = np.lexsort((t0, oid))  # the sender: the neighbour's latest exec started LATENCY_NS before
+    keys = oid[order] * (1 << 42) + t0[order]
+    k = np.searchsorted(keys, sid * (1 << 42) + t0 - LATENCY_NS, side="right") - 1
+    src = order[np.maximum(k, 0)]
+    linked = (k >= 0) & (oid[src] == sid)
+    hi = np.minimum(t1[src], t0 - LATENCY_NS)
+    send_t = t0[src] + (rng.random(n) * np.maximum(hi - t0[src], 0)).astype(np.int64)
+    nbytes = np.where(rng.random(n) < 0.9, rng.integers(64, 2048, n), rng.integers(2048, 1 << 20, n))
+    return {"pe": pe, "t0": t0, "t1": t1, "gap": gap, "oid": oid, "obj": (x.astype(np.int64) << INDEX_BITS) | y,
+            "step": step, "ent": ent, "src": src, "linked": linked, "send_t": send_t, "nbytes": nbytes,
+            "msg": np.arange(n, dtype=np.int64) + 1, "idx_vocab": np.array([f"[{i % wdt},{i // wdt}]"
+                                                                           for i in range(n_obj)])}
 
-    def col(a, typ):
-        return pa.array(a, type=typ)
 
-    kinds = np.concatenate([np.zeros(n_exec, np.int32), np.ones(n_exec, np.int32), np.full(n_send, 2, np.int32)])
-    names = rng.integers(0, len(ENTRY_NAMES), 2 * n_exec + n_send).astype(np.int32)
-    colls = rng.integers(0, len(COLLS), 2 * n_exec + n_send).astype(np.int32)
-    idle_mask = np.concatenate([np.zeros(n_exec, bool), np.ones(n_exec, bool), np.zeros(n_send, bool)])
-    name = pa.DictionaryArray.from_arrays(pa.array(names, mask=idle_mask), pa.array(ENTRY_NAMES))
-    coll = pa.DictionaryArray.from_arrays(pa.array(colls, mask=idle_mask), pa.array(COLLS))
-    n = 2 * n_exec + n_send
-    peer = np.concatenate([np.zeros(2 * n_exec, np.int32), rng.integers(0, pes, n_send).astype(np.int32)])
-    peer_mask = np.concatenate([np.ones(2 * n_exec, bool), np.zeros(n_send, bool)])
-    nbytes = np.concatenate([np.zeros(2 * n_exec, np.int64), rng.integers(8, 65_536, n_send)])
-    msg = np.concatenate([msg_base + np.arange(n_exec), np.zeros(n_exec, np.int64), msg_base + 5_000_000_000 + np.arange(n_send)])
-    msg_mask = np.concatenate([np.zeros(n_exec, bool), np.ones(n_exec, bool), np.zeros(n_send, bool)])
-    t0_all = np.concatenate([t0, idle_t0, send_t])
-    t1_all = np.concatenate([t1, idle_t1, send_t])
-    t1_mask = np.concatenate([np.zeros(2 * n_exec, bool), np.ones(n_send, bool)])
-    order = np.argsort(t0_all, kind="stable")
-    arrays = {
-        "kind": pa.DictionaryArray.from_arrays(pa.array(kinds), pa.array(["exec", "idle", "send"])),
-        "pe": col(np.full(n, pe, np.int32), pa.int32()),
-        "t0": col(t0_all, pa.int64()),
-        "t1": pa.array(t1_all, mask=t1_mask, type=pa.int64()),
-        "name": name,
-        "coll": coll,
-        "obj": col(rng.integers(0, 64, n), pa.int64()),
-        "msg": pa.array(msg, mask=msg_mask, type=pa.int64()),
-        "peer_pe": pa.array(peer, mask=peer_mask, type=pa.int32()),
-        "bytes": pa.array(nbytes, mask=peer_mask, type=pa.int64()),
+def _pe_table(d: dict[str, np.ndarray], p: int, pes: int) -> pa.Table:
+    """Rows of PE p: its execs, an idle row after each, and the sends its execs made."""
+    e = np.nonzero(d["pe"] == p)[0]
+    s = np.nonzero((d["pe"][d["src"]] == p) & d["linked"])[0]  # messages sent from p (index of receiver)
+    ne, ns = len(e), len(s)
+    rows = 2 * ne + ns
+    idle = np.concatenate([np.zeros(ne, bool), np.ones(ne, bool), np.zeros(ns, bool)])
+    not_send = np.concatenate([np.ones(2 * ne, bool), np.zeros(ns, bool)])
+    sender = d["src"][s]
+
+    def three(col: str) -> np.ndarray:  # exec, idle, send (the send carries the sender's identity)
+        return np.concatenate([d[col][e], d[col][e], d[col][sender]])
+
+    cols = {
+        "kind": _dict(np.concatenate([np.zeros(ne), np.ones(ne), np.full(ns, 2)]), np.zeros(rows, bool),
+                      ["exec", "idle", "send"]),
+        "pe": pa.array(np.full(rows, p, np.int32)),
+        "t0": pa.array(np.concatenate([d["t0"][e], d["t1"][e], d["send_t"][s]])),
+        "t1": pa.array(np.concatenate([d["t1"][e], d["t1"][e] + d["gap"][e], d["send_t"][s]])),
+        "cat": _dict(np.zeros(rows), idle, ["array"]),
+        "coll": _dict(np.zeros(rows), idle, ["Cell#0"]),
+        "obj": pa.array(three("obj"), mask=idle),
+        "index": _dict(three("oid"), idle, list(d["idx_vocab"])),
+        "name": _dict(np.concatenate([d["ent"][e], d["ent"][e], d["ent"][s]]), idle, ENTRIES),
+        "msg": pa.array(np.concatenate([d["msg"][e], d["msg"][e], d["msg"][s]]),
+                        mask=np.concatenate([~d["linked"][e], np.ones(ne, bool), np.zeros(ns, bool)])),
+        "peer_pe": pa.array(np.concatenate([np.zeros(2 * ne), d["pe"][s]]).astype(np.int32), mask=not_send),
+        "bytes": pa.array(np.concatenate([np.zeros(2 * ne, np.int64), d["nbytes"][s]]), mask=not_send),
+        "step": pa.array(three("step").astype(np.int32), mask=idle),
     }
-    cols = []
-    for field in SCHEMA:
-        if field.name in arrays:
-            cols.append(arrays[field.name].take(pa.array(order)).cast(field.type))
-        else:
-            cols.append(pa.nulls(n, field.type))
-    meta = make_metadata(source="synthetic", program="bench", pes=pes, pe=pe, complete=True)
-    return pa.Table.from_arrays(cols, schema=SCHEMA.with_metadata(meta))
+    order = pa.array(np.argsort(cols["t0"].to_numpy(), kind="stable"))
+    arrays = [cols[f.name].take(order).cast(f.type) if f.name in cols else pa.nulls(rows, f.type) for f in SCHEMA]
+    meta = make_metadata(source="synthetic", program="bench", pes=pes, pe=p, complete=True)
+    return pa.Table.from_arrays(arrays, schema=SCHEMA.with_metadata(meta))
 
 
 def generate(rows: int, pes: int) -> Path:
     """The cached bench trace directory for (rows, pes), generated once."""
-    out = BENCH_DIR / f"analyze-{rows}-{pes}"
+    out = BENCH_DIR / f"analyze-v{GENERATOR_VERSION}-{rows}-{pes}"
     done = out / ".done"
     if done.exists():
         return out
     out.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(7)
+    d = build(rows, pes, np.random.default_rng(7))
     for pe in range(pes):
-        table = _pe_table(pe, pes, -(-rows // pes), rng)
-        pq.write_table(table, out / f"pe-{pe:05d}.parquet", compression="zstd", row_group_size=122_880)
+        pq.write_table(_pe_table(d, pe, pes), out / f"pe-{pe:05d}.parquet", compression="zstd",
+                       row_group_size=122_880)
     done.write_text("ok\n")
     return out
 
 
-def _time(fn, reps: int) -> list[float]:
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return times
+def run_full(path: Path) -> tuple[float, float, dict]:
+    """`paradise analyze --json` in a subprocess: (seconds, peak RSS in MiB, parsed output)."""
+    cmd = [str(Path(sys.executable).parent / "paradise"), "analyze", "--json", str(path)]
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = proc.communicate()
+    dt = time.perf_counter() - t
+    _, status, usage = os.wait4(proc.pid, 0) if proc.returncode is None else (0, 0, None)
+    if usage is None:
+        import resource
+
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise SystemExit(f"paradise analyze failed ({proc.returncode}): {err.decode()[-2000:]}")
+    return dt, usage.ru_maxrss / 1024, json.loads(out)
 
 
 def main() -> None:
@@ -130,8 +169,9 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--pes", type=int, default=64)
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--cli", action="store_true", help="also time the whole CLI (every analysis, not only overview)")
     args = ap.parse_args()
+
+    import duckdb
 
     from paradise.analyses import overview
     from paradise.analyses.base import AnalysisConfig
@@ -140,8 +180,6 @@ def main() -> None:
 
     path = generate(args.rows, args.pes)
     trace = open_trace(path)
-    import duckdb
-
     print(f"trace: {path.relative_to(ROOT)}  files={len(trace.files)}  rows={trace.num_rows:,}")
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start; duckdb {duckdb.__version__}")
 
@@ -149,36 +187,38 @@ def main() -> None:
         with DuckDBEngine(trace) as eng:
             eng.sql(SCAN_SQL)
 
-    def analyze() -> None:
+    def overview_only() -> None:
         with DuckDBEngine(trace) as eng:
             overview.analyze(eng, trace, AnalysisConfig())
 
-    def analyze_union() -> None:
-        with DuckDBEngine(trace) as eng:
-            overview.analyze(eng, trace, AnalysisConfig(options={"busy": "union"}))
+    rss: list[float] = []
+    doc: dict = {}
 
-    def cli() -> None:
-        subprocess.run(
-            [str(Path(sys.executable).parent / "paradise"), "analyze", "--json", str(path)],
-            check=True,
-            capture_output=True,
-        )
+    def full() -> None:
+        nonlocal doc
+        _, mib, doc = run_full(path)
+        rss.append(mib)
 
-    runs = {"scan": scan, "overview analyze (in-process)": analyze, "overview, busy as union (torch rule)": analyze_union}
-    if args.cli:
-        runs["paradise analyze --json (CLI)"] = cli
+    runs = {"scan": scan, "paradise analyze --json (all, CLI)": full, "overview analyze (in-process)": overview_only}
     scan()  # warm the OS file cache once so neither side pays cold reads
     results: dict[str, list[float]] = {label: [] for label in runs}
     for _ in range(args.reps):  # interleaved, so load from other processes hits every variant alike
         for label, fn in runs.items():
-            results[label] += _time(fn, 1)
+            t = time.perf_counter()
+            fn()
+            results[label].append(time.perf_counter() - t)
+    ran = sorted(doc.get("analyses", {}))
+    print(f"analyses run: {', '.join(ran)}; errors: {doc.get('errors') or 'none'}")
     base = statistics.median(results["scan"])
     print(f"repetitions: {args.reps} (median, min, max in seconds)")
     for label, times in results.items():
         med = statistics.median(times)
         print(f"  {label:36s} {med:7.3f}  {min(times):7.3f}  {max(times):7.3f}   ratio {med / base:5.2f}x")
-    ratio = statistics.median(results["overview analyze (in-process)"]) / base
-    print(f"overview analyze / scan = {ratio:.2f}x (goal <= 3x): {'met' if ratio <= 3 else 'NOT met'}")
+    print(f"peak memory of the full run (max RSS): median {statistics.median(rss):.0f} MiB, max {max(rss):.0f} MiB")
+    full_ratio = statistics.median(results["paradise analyze --json (all, CLI)"]) / base
+    ov_ratio = statistics.median(results["overview analyze (in-process)"]) / base
+    print(f"full paradise analyze / scan = {full_ratio:.2f}x (goal <= 3x): {'met' if full_ratio <= 3 else 'NOT met'}")
+    print(f"overview analyze / scan = {ov_ratio:.2f}x (goal <= 3x): {'met' if ov_ratio <= 3 else 'NOT met'}")
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ PROGRAMS: dict[str, tuple[str, list[str]]] = {
     "masterworker": ("examples/masterworker.py", []),
     "wavefront": ("examples/wavefront.py", []),
 }
-RUN_TIMEOUT_S = 600
+RUN_TIMEOUT_S = 300
 ELAPSED_RE = re.compile(r"elapsed_s=([0-9.eE+-]+)")
 
 
@@ -99,7 +99,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:<13}  (skipped: {rel} not found)")
             continue
         for pes in a.pes:
-            row = bench(name, path, args, pes, a.reps)
+            try:
+                row = bench(name, path, args, pes, a.reps)
+            except RuntimeError as exc:  # a hung or failed run (either side) is reported, not fatal
+                print(f"{name:<13}{pes:>4}  (skipped: {exc})")
+                continue
             for label in ("prog", "wall"):
                 if label in row:
                     plain, traced, ratio, per_msg = row[label]

@@ -13,7 +13,9 @@ import numpy as np
 import pandas as pd
 
 from hints import comm_gen
+from paradise.analyses import execarrays
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
+from paradise.analyses.cache import cached_query
 from paradise.analyses.objgraph import collection_patterns
 from paradise.analyses.placement import _ev, fmt_s, provenance_of
 
@@ -100,11 +102,10 @@ def small_messages(cands: list[dict[str, Any]], all_streams: list[dict[str, Any]
 
 def comm_hint(engine: Any, trace: Any, cands: list[dict[str, Any]], why: Characteristic) -> dict[str, Any]:
     from hints.format import make_hint
-    from paradise.whatif import load_replayer
 
     per_msg = DEFAULT_PER_MESSAGE_NS
     if engine is not None:
-        model = load_replayer(engine, trace.metadata.get("pes")).model
+        model = execarrays.latency_model(engine, trace.metadata.get("pes"))
         if model.samples:
             per_msg = model.a_ns
     saved = comm_gen.saving_ns(cands, per_msg)
@@ -134,7 +135,7 @@ def inferred_reductions(engine: Any) -> pd.DataFrame:
 
 def analyze(engine: Any, trace: Any, config: AnalysisConfig | None = None) -> AnalysisResult:
     """Patterns per collection, message sizes, small-message streams and the comm hint."""
-    edges = engine.query("communication_edges").to_pandas()
+    edges = cached_query(engine, "communication_edges").to_pandas()
     hist = engine.query("communication_sizes").to_pandas()
     result = AnalysisResult("communication")
     if edges.empty:

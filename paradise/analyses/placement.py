@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
+from paradise.whatif.model import STEP_LOAD_CLIP
 
 IMBALANCE_RATIO = 1.1
 """max/mean PE busy time above which the run is called imbalanced (10 %: Charm++ LB practice)."""
@@ -26,6 +27,8 @@ persistent: flat loads have no correlation to measure; 15 % is timing noise on a
 TRIM_SHARE = 0.1
 """Per step pair, the 10 % of objects (at least one, from 5 objects) whose load changed most are left
 out of the change: a PE descheduled in one step makes one object's load jump, not the pattern."""
+PERSIST_WINDOWS = 10
+"""Runs of more steps are compared in this many windows of consecutive steps."""
 COMM_MATTERS_SHARE = 0.1
 """Share of bytes crossing PEs above which a communication-aware partition is tried."""
 KEEP_MARGIN = 0.03
@@ -130,6 +133,15 @@ def distribution(objs: pd.DataFrame) -> Characteristic:
 
 def persistence(obj: pd.DataFrame) -> Characteristic:
     per = obj[obj["step"] >= 0].groupby(["coll", "index", "step"])["load_ns"].sum().unstack("step")
+    # a step in which the OS descheduled the PE reads 10-100x the object's usual load: clip each
+    # object's step loads at STEP_LOAD_CLIP x its median step load (the spike, not the pattern)
+    per = per.clip(upper=STEP_LOAD_CLIP * per.median(axis=1), axis=0)
+    # long runs: compare windows of steps (each object's median step load in the window), so
+    # that timing noise of single steps of tiny objects does not pass for changing loads
+    width = max(1, per.shape[1] // PERSIST_WINDOWS)
+    if width > 1:
+        win = np.arange(per.shape[1]) // width
+        per = per.T.groupby(win).median().T
     steps = list(per.columns)
     corrs, changes, weights = [], [], []
     for a, b in zip(steps, steps[1:]):
@@ -210,12 +222,13 @@ def movable(objs: pd.DataFrame, cr: pd.DataFrame) -> pd.DataFrame:
 
 def analyze(engine: Any, trace: Any, config: AnalysisConfig | None = None) -> AnalysisResult:
     """Placement characteristics and the mapping hint."""
+    from paradise.analyses.cache import cached_query  # shared with scheduling / communication
     from paradise.analyses.placement_hint import mapping_hint
 
-    pe_load = engine.query("placement_pe_load").to_pandas()
+    pe_load = cached_query(engine, "placement_pe_load").to_pandas()
     obj = engine.query("placement_obj_load").to_pandas()
     cr = engine.query("placement_creation").to_pandas()
-    edges = engine.query("communication_edges").to_pandas()
+    edges = cached_query(engine, "communication_edges").to_pandas()
     pes = _pes(trace, pe_load)
     result = AnalysisResult("placement")
     if pe_load.empty:
@@ -226,7 +239,7 @@ def analyze(engine: Any, trace: Any, config: AnalysisConfig | None = None) -> An
     chars = [imbalance(pe_load, pes)]
     if len(app):
         keys = set(zip(app["coll"], app["index"]))
-        steps = obj[[k in keys for k in zip(obj["coll"], obj["index"])]]
+        steps = obj[pd.MultiIndex.from_arrays([obj["coll"], obj["index"]]).isin(list(keys))]
         chars += [distribution(app), persistence(steps)]
     chars += [locality(edges), creation(cr)]
     result.characteristics = chars

@@ -5,6 +5,9 @@ Stage 1: scheduling_exec_graph gives each exec its binding predecessor (the send
 message arrived after the PE was free, else the previous exec on the PE) with SQL windows and
 an ASOF join. Stage 2 walks those pointers back from the last exec to finish: the realized
 critical path. The walk is O(path length) over numpy arrays (1e6 execs: about a second).
+Traces above REPLAY_MAX_EXECS (no replay, so no priority hint) use the lean integer arrays of
+paradise.analyses.execarrays instead (scheduling_execs, scheduling_sends): same pointers,
+seconds and hundreds of MB instead of a minute and gigabytes on 10 million rows.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from hints import schedule_gen
+from paradise.analyses import execarrays
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
 from paradise.analyses.placement import REPLAY_MAX_EXECS, _ev, fmt_s, provenance_of
 
@@ -42,6 +46,19 @@ def critical_path(g: Any) -> np.ndarray:
     return np.asarray(path[::-1], np.int64)
 
 
+def entry_codes(g: Any) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
+    """Per exec, integer codes of its collection and entry method (-1 for none), and their names."""
+    if hasattr(g, "coll_code"):
+        return g.coll_code, g.name_code, g.coll_names, g.entry_names
+    cc, cu = pd.factorize(pd.Series(g.coll, dtype=object))
+    nc, nu = pd.factorize(pd.Series(g.name, dtype=object))
+    return (np.asarray(cc, np.int64), np.asarray(nc, np.int64), [str(x) for x in cu], [str(x) for x in nu])
+
+
+def _labels(codes: np.ndarray, names: list[str], none: str) -> list[str]:
+    return [names[c] if c >= 0 else none for c in codes.tolist()]
+
+
 def path_entries(g: Any, path: np.ndarray, model: Any) -> pd.DataFrame:
     """Per (coll, entry) on the path: compute time, and queue delay (its message had arrived but
     the PE ran something else first). Queue delay is what a message priority can remove."""
@@ -51,10 +68,12 @@ def path_entries(g: Any, path: np.ndarray, model: Any) -> pd.DataFrame:
     lat = np.where(same, model.local_ns, model.a_ns + model.ns_per_byte * g.nbytes[path])
     queued = np.where(has, np.maximum(g.t0[path] - (g.send_t0[path] + lat), 0), 0)
     # waiting behind execs of the same entry method is not something a priority on it can fix
+    cc, nc, coll_names, entry_names = entry_codes(g)
     prev = g.pe_prev[path]
-    other = [p < 0 or g.name[p] != g.name[i] or g.coll[p] != g.coll[i] for p, i in zip(prev.tolist(), path.tolist())]
-    queued = np.where(np.asarray(other, bool), queued, 0)
-    df = pd.DataFrame({"coll": [g.coll[i] or "" for i in path], "entry": [g.name[i] for i in path],
+    pp = np.maximum(prev, 0)
+    other = (prev < 0) | (nc[pp] != nc[path]) | (cc[pp] != cc[path])
+    queued = np.where(other, queued, 0)
+    df = pd.DataFrame({"coll": _labels(cc[path], coll_names, ""), "entry": _labels(nc[path], entry_names, "None"),
                        "cost_ns": g.cost[path], "queue_ns": queued.astype(np.int64)})
     agg = df.groupby(["coll", "entry"], sort=True).agg(
         cost_ns=("cost_ns", "sum"), queue_ns=("queue_ns", "sum"), execs=("cost_ns", "size"))
@@ -66,7 +85,7 @@ def path_entries(g: Any, path: np.ndarray, model: Any) -> pd.DataFrame:
 def path_char(g: Any, path: np.ndarray, entries: pd.DataFrame) -> Characteristic:
     span = int(g.t1[path[-1]] - g.t0[path[0]]) if len(path) else 0
     compute = int(g.cost[path].sum()) if len(path) else 0
-    msgs = int(sum(1 for a, b in zip(path[:-1], path[1:]) if g.src[b] == a)) if len(path) else 0
+    msgs = int((g.src[path[1:]] == path[:-1]).sum()) if len(path) else 0
     top = entries.head(5)
     names = [f"{c}.{e}" if c else str(e) for c, e in zip(top["coll"], top["entry"])]
     return Characteristic(
@@ -87,8 +106,12 @@ def waiting_char(g: Any, pes: int) -> Characteristic:
     per_pe = np.bincount(g.pe, weights=g.wait_msg, minlength=pes)
     span = max(g.makespan_ns, 1)
     share = float(per_pe.sum() / (span * pes))
-    df = pd.DataFrame({"entry": [f"{c}.{n}" if c else str(n) for c, n in zip(g.coll, g.name)], "w": g.wait_msg})
-    top = df[df["w"] > 0].groupby("entry")["w"].sum().sort_values(ascending=False).head(5)
+    cc, nc, coll_names, entry_names = entry_codes(g)
+    w = g.wait_msg > 0
+    sums = pd.DataFrame({"c": cc[w], "n": nc[w], "w": g.wait_msg[w]}).groupby(["c", "n"])["w"].sum()
+    labels = [f"{coll_names[c]}.{entry_names[n] if n >= 0 else None}" if c >= 0 and coll_names[c]
+              else (entry_names[n] if n >= 0 else "None") for c, n in sums.index]
+    top = pd.Series(sums.to_numpy(), index=labels).groupby(level=0).sum().sort_values(ascending=False).head(5)
     return Characteristic(
         "scheduling", "idle_waiting_for_messages", round(share, 4),
         (Evidence("wait_ns", int(per_pe.sum()), "ns"), Evidence("share_of_pe_time", round(share, 4), "",
@@ -133,24 +156,27 @@ def schedule_hint(engine: Any, trace: Any, rp: Any, entries: pd.DataFrame,
 
 def analyze(engine: Any, trace: Any, config: AnalysisConfig | None = None) -> AnalysisResult:
     """Critical path, waiting time and the schedule hint (priorities for entries queued on the path)."""
-    from paradise.whatif import load_replayer
-
-    rp = load_replayer(engine, trace.metadata.get("pes"))
-    g = rp.graph
+    pes = trace.metadata.get("pes")
+    if execarrays.too_large_to_replay(engine):  # no replay at this size: the lean arrays suffice
+        rp, g = None, execarrays.lean_graph(engine)
+        model, npes = execarrays.latency_model(engine, pes), int(max(pes or 0, (g.pe.max() + 1) if g.n else 1))
+    else:
+        rp = execarrays.replayer(engine, pes)
+        g, model, npes = rp.graph, rp.model, rp.pes
     result = AnalysisResult("scheduling")
     if g.n == 0:
         return result
     path = critical_path(g)
-    entries = path_entries(g, path, rp.model)
+    entries = path_entries(g, path, model)
     cp = path_char(g, path, entries)
-    result.characteristics = [cp, waiting_char(g, rp.pes)]
+    result.characteristics = [cp, waiting_char(g, npes)]
     result.sections["critical_entries"] = [
         {"coll": c, "entry": e, "cost_ns": int(n), "execs": int(k), "share": round(float(s), 4),
          "queue_ns": int(q), "queue_share": round(float(qs), 4)}
         for c, e, n, k, s, q, qs in zip(entries["coll"], entries["entry"], entries["cost_ns"], entries["execs"],
                                         entries["share"], entries["queue_ns"], entries["queue_share"])][:10]
-    result.sections["latency_model"] = rp.model.to_dict()
-    doc, info = schedule_hint(engine, trace, rp if g.n <= REPLAY_MAX_EXECS else None, entries, cp)
+    result.sections["latency_model"] = model.to_dict()
+    doc, info = schedule_hint(engine, trace, rp if rp is not None and g.n <= REPLAY_MAX_EXECS else None, entries, cp)
     if info:
         result.sections["priority_replay"] = info
     if doc is not None:

@@ -119,16 +119,17 @@ def stragglers(steps: pd.DataFrame) -> tuple[list[dict[str, Any]], int]:
     s["median"] = s.groupby("step")["compute_all_ns"].transform("median")
     s["excess"] = s["compute_all_ns"] - s["median"]
     s["top"] = s.groupby("step")["compute_all_ns"].transform("max")
-    s["n_top"] = s.groupby("step")["compute_all_ns"].transform(lambda x: int((x == x.max()).sum()))
+    s["is_top"] = s["compute_all_ns"] == s["top"]
+    s["n_top"] = s.groupby("step")["is_top"].transform("sum")
     slow = (
         (s["compute_all_ns"] == s["top"]) & (s["n_top"] == 1)
         & (s["excess"] > SLOW_REL * s["median"]) & (s["excess"] > SLOW_ABS_NS)
     )  # fmt: skip
     s["slow"] = slow
+    s["slow_excess"] = s["excess"].where(slow, 0)
     n_steps = int(s["step"].nunique())
     per = s.groupby("pe").agg(
-        slow_steps=("slow", "sum"), steps=("step", "count"),
-        cost_ns=("excess", lambda x: float(x[s.loc[x.index, "slow"]].sum())),
+        slow_steps=("slow", "sum"), steps=("step", "count"), cost_ns=("slow_excess", "sum"),
         mean_compute_ns=("compute_all_ns", "mean"),
     ).reset_index()  # fmt: skip
     per["share"] = per["slow_steps"] / per["steps"]

@@ -3,7 +3,7 @@
 Traces examples/stencil2d.py (a heavy region makes the default mapping imbalanced) on 2 PEs,
 analyzes the trace, writes hints, predicts the next run with what-if, reruns with the hints,
 and prints before, predicted and after side by side. Each step is the `paradise` command a
-user would type, printed before it runs.
+user would type, printed before it runs; the closing table reads the two traces directly.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -20,59 +21,136 @@ from paradise.errors import ParadiseError, TraceNotFound
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 STEP_TIMEOUT_S = 600
+DEMO_ENTRIES = frozenset({"before", "after", "hints", "demo.json"})
+"""What the demo writes into its folder: a folder holding anything else is not overwritten."""
 
 
 class DemoStepFailed(ParadiseError):
     """A step of the demo exited non-zero; its own message was printed above."""
 
 
+class DemoFolderInUse(ParadiseError):
+    """The output folder holds files the demo did not write."""
+
+
+_SHOW = {"stdout": None}
+"""Where uncaptured steps print: the terminal, or stderr when --json keeps stdout for JSON."""
+
+
 def _run(args: list[str], echo: bool = True, capture: bool = True) -> str:
     cmd = [sys.executable, "-m", "paradise.cli.main", *args]
     if echo:
         typer.secho("$ paradise " + " ".join(shlex.quote(a) for a in args), fg="cyan", err=True)
-    proc = subprocess.run(cmd, capture_output=capture, text=True, timeout=STEP_TIMEOUT_S)
+    try:
+        if capture:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=STEP_TIMEOUT_S)
+        else:
+            proc = subprocess.run(cmd, stdout=_SHOW["stdout"], text=True, timeout=STEP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise DemoStepFailed(f"step 'paradise {' '.join(args[:2])}' ran past {STEP_TIMEOUT_S} s") from None
     if proc.returncode != 0:
         if capture:
             sys.stderr.write(proc.stderr[-4000:])
-        raise DemoStepFailed(f"step 'paradise {args[0]} {args[1] if len(args) > 1 else ''}' failed with exit code {proc.returncode}")
+        raise DemoStepFailed(f"step 'paradise {' '.join(args[:2])}' failed with exit code {proc.returncode}")
     return proc.stdout
 
 
-def _busy(perf: dict, pes: int) -> tuple[list[float], list[float]]:
-    by = {c["metric"]: c for c in perf["changes"]}
-    before = [by.get(f"pe{p}.busy", {}).get("base", 0.0) for p in range(pes)]
-    after = [by.get(f"pe{p}.busy", {}).get("candidate", 0.0) for p in range(pes)]
-    return before, after
+def trace_facts(path: Path) -> dict[str, Any]:
+    """Busy time per PE and the PE of every array element, read from a trace."""
+    from paradise.engines import get_engine
+    from paradise.store import open_trace
+
+    trace = open_trace(path)
+    eng = get_engine(trace, "duckdb")
+    pes = int(trace.metadata.get("pes") or 1)
+    load = eng.query("placement_pe_load").to_pandas()
+    busy = [0] * max(pes, int(load["pe"].max()) + 1 if len(load) else 1)
+    for pe, ns in zip(load["pe"], load["busy_ns"]):
+        busy[int(pe)] = int(ns)
+    # where each element ran (its last PE: elements do not migrate without a balancer)
+    rows = eng.sql("SELECT coll, index, arg_max(pe, t1) AS pe FROM events "
+                   "WHERE kind = 'exec' AND coll IS NOT NULL AND index IS NOT NULL GROUP BY coll, index")
+    placed: dict[str, dict[str, int]] = {}
+    for c, i, p in zip(*(rows.column(k).to_pylist() for k in ("coll", "index", "pe"))):
+        placed.setdefault(str(c), {})[str(i)] = int(p)
+    span = eng.sql("SELECT max(t1) - min(t0) AS m FROM events WHERE kind = 'exec'").column("m")[0].as_py()
+    return {"busy_ns": busy, "placement": placed, "makespan_ns": int(span or 0)}
 
 
-def run_demo(out: Path, pes: int, example: str, example_args: list[str]) -> dict:
+def moves(before: dict[str, dict[str, int]], mapping: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
+    """The elements mapping.json places on another PE than the traced run did."""
+    out = []
+    for coll, objs in sorted(mapping.items()):
+        for idx, pe in sorted(objs.items()):
+            was = before.get(coll, {}).get(idx)
+            if was is not None and was != pe:
+                out.append({"object": f"{coll}{idx}", "from": was, "to": pe})
+    return out
+
+
+def _check_folder(out: Path) -> None:
+    if out.exists() and (not out.is_dir() or any(p.name not in DEMO_ENTRIES for p in out.iterdir())):
+        raise DemoFolderInUse(f"{out}: holds files the demo did not write; choose another --out")
+
+
+def _heavy(analysis: dict[str, Any]) -> list[str]:
+    chars = analysis.get("analyses", {}).get("placement", {}).get("characteristics", [])
+    for c in chars:
+        if c.get("name") == "object_load_distribution":
+            for e in c.get("evidence", []):
+                if e.get("metric") == "heavy_objects":
+                    return list(e.get("value") or [])
+    return []
+
+
+def run_demo(out: Path, pes: int, example: str, example_args: list[str]) -> dict[str, Any]:
     app = EXAMPLES / f"{example}.py"
     if not app.is_file():
         raise TraceNotFound(f"{app}: example not found (the demo runs from a source checkout)")
+    _check_folder(out)
     before, after, hints = out / "before", out / "after", out / "hints"
     common = ["--pes", str(pes), "--force", "--timeout", str(STEP_TIMEOUT_S)]
     _run(["trace", "charm", *common, "-o", str(before), str(app), *example_args], capture=False)
     analysis = json.loads(_run(["analyze", str(before), "--hints-out", str(hints), "--force", "--json"]))
     _run(["analyze", str(before)], echo=False, capture=False)
+    result: dict[str, Any] = {"analysis": analysis, "pes": pes, "out": str(out),
+                              "heavy_objects": _heavy(analysis)}
     if not (hints / "mapping.json").exists():
         typer.echo("paradise found no mapping worth changing; nothing to rerun.")
-        return {"analysis": analysis, "hints": []}
-    predicted = json.loads(_run(["whatif", str(before), "--hints", str(hints), "--json"]))
-    _run(["trace", "charm", *common, "--hints", str(hints), "-o", str(after), str(app), *example_args], capture=False)
-    perf = json.loads(_run(["compare", str(before), str(after), "--json"]))["performance"]
-    return {"analysis": analysis, "predicted": predicted, "performance": perf, "pes": pes}
+        return result
+    mapping = json.loads((hints / "mapping.json").read_text())
+    facts_before = trace_facts(before)
+    result["strategy"] = mapping.get("strategy")
+    result["moves"] = moves(facts_before["placement"], mapping.get("collections", {}))
+    if result["strategy"] == "keep" or not result["moves"]:
+        typer.echo("paradise proposes to keep the current mapping; nothing to rerun.")
+        return result
+    result["predicted"] = json.loads(_run(["whatif", str(before), "--hints", str(hints), "--json"]))
+    _run(["trace", "charm", *common, "--hints", str(hints), "-o", str(after), str(app), *example_args],
+         capture=False)
+    result["performance"] = json.loads(_run(["compare", str(before), str(after), "--json"]))["performance"]
+    facts_after = trace_facts(after)
+    result["before"], result["after"] = facts_before, facts_after
+    placed = facts_after["placement"]
+    result["placed_as_mapped"] = sum(1 for c, objs in mapping["collections"].items()
+                                     for i, p in objs.items() if placed.get(c, {}).get(i) == p)
+    result["mapped_objects"] = sum(len(objs) for objs in mapping["collections"].values())
+    (out / "demo.json").write_text(json.dumps(result, indent=1, sort_keys=True, default=float))
+    return result
 
 
 def register(app: typer.Typer) -> None:
     @app.command("demo")
     def demo_cmd(
-        out: Path = typer.Option(Path("paradise-demo"), "--out", "-o", help="Folder for traces and hints."),
+        out: Path = typer.Option(Path("paradise-demo"), "--out", "-o",
+                                 help="Folder for traces and hints (rewritten by each demo run)."),
         pes: int = typer.Option(2, "--pes", min=1, help="PEs for both runs."),
         example: str = typer.Option("stencil2d", "--example", help="Example program under examples/."),
         example_args: str = typer.Option("", "--args", help="Arguments for the example, as one string."),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable summary."),
     ) -> None:
         """Trace an example, analyze it, write hints, rerun with them, and show before / predicted / after."""
+        _SHOW["stdout"] = sys.stderr if as_json else None
         result = run_demo(out, pes, example, shlex.split(example_args))
         if as_json:
             typer.echo(json.dumps(result, indent=1, sort_keys=True, default=float))
@@ -81,4 +159,4 @@ def register(app: typer.Typer) -> None:
             return
         from paradise.report.demo import render_demo
 
-        render_demo(result, *_busy(result["performance"], pes))
+        render_demo(result)

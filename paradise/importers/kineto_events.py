@@ -367,6 +367,18 @@ def _find_all(data: bytes, key: bytes) -> np.ndarray:
     return np.array(found, dtype=np.int64)
 
 
+_SPLIT_CHECK = msgspec.json.Decoder(list[msgspec.Raw])
+
+
+def validate_batch(text: bytes) -> bytes:
+    """Checks a guessed batch is whole events (~0.7 ns/byte), leaving the decoding to a worker."""
+    try:
+        _SPLIT_CHECK.decode(text)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise EventDecodeError(str(exc)) from None
+    return text
+
+
 def decode_batch(text: bytes) -> BatchResult:
     """Decodes one `[...]` batch of events into pass-1 columns for its X events."""
     try:

@@ -31,11 +31,14 @@ class LatencyModel:
     overhead_ns: float
     """Scheduler gap between two executions on a busy PE (the median of such gaps)."""
     samples: int = 0
+    overhead_mean_ns: float = 0.0
+    """The mean of those gaps: on a loaded machine the OS deschedules a busy PE between
+    executions, which the median does not see (calibration may use it)."""
 
     def to_dict(self) -> dict[str, float]:
         return {"a_ns": round(self.a_ns, 1), "ns_per_byte": round(self.ns_per_byte, 4),
                 "local_ns": round(self.local_ns, 1), "overhead_ns": round(self.overhead_ns, 1),
-                "samples": self.samples}
+                "samples": self.samples, "overhead_mean_ns": round(self.overhead_mean_ns, 1)}
 
 
 @dataclass
@@ -62,6 +65,7 @@ class ExecGraph:
     index: list = field(default_factory=list)
     name: list = field(default_factory=list)
     prio: np.ndarray | None = None
+    step: np.ndarray | None = None  # iteration the trace marks for the exec, -1 where none
 
     @property
     def n(self) -> int:
@@ -119,7 +123,45 @@ def exec_graph(table: pa.Table) -> ExecGraph:
         pe_prev=pe_prev, gap=gap, crit_pred=_int(table, "crit_pred"), wait_msg=_int(table, "wait_msg_ns", 0),
         coll=table.column("coll").to_pylist(), index=table.column("index").to_pylist(),
         name=table.column("name").to_pylist(), prio=_int(table, "prio", 0),
+        step=_int(table, "step") if "step" in table.column_names else None,
     )
+
+
+STEP_LOAD_CLIP = 4.0
+"""An object's step load above this many times its median step load is a preemption spike."""
+
+
+def robust_cost(g: ExecGraph) -> np.ndarray:
+    """Exec costs with each object's step loads clipped at STEP_LOAD_CLIP x its median step load.
+
+    On a shared machine the OS deschedules a PE for 20-80 ms at a time, and the exec running
+    then absorbs it: a 0.7 ms step reads 20 ms. Replayed as is, the spike moves with the object
+    and makes the objects of the busiest (most preempted) PE look heavier than they are, so the
+    replay under-rates moving them. The execs of a clipped (object, step) are scaled down
+    together, then all stepped execs are scaled up so that their total stays the measured one
+    (the spikes' time is shared out, not dropped); execs without a step or an object keep
+    their measured cost."""
+    cost = g.cost.astype(np.int64)
+    if g.step is None or g.n == 0:
+        return cost
+    has = (g.step >= 0) & pd.Series(g.coll, dtype=object).notna().to_numpy()
+    if not has.any():
+        return cost
+    ids = np.nonzero(has)[0]
+    df = pd.DataFrame({"coll": np.asarray(g.coll, object)[ids], "index": np.asarray(g.index, object)[ids],
+                       "step": g.step[ids], "cost": cost[ids], "id": ids})
+    per = df.groupby(["coll", "index", "step"], sort=False, dropna=False)["cost"].sum().rename("load").reset_index()
+    per["cap"] = STEP_LOAD_CLIP * per.groupby(["coll", "index"], sort=False, dropna=False)["load"].transform("median")
+    per["scale"] = np.where(per["load"] > per["cap"], per["cap"] / per["load"].clip(lower=1), 1.0)
+    df = df.merge(per[["coll", "index", "step", "scale"]], on=["coll", "index", "step"], how="left")
+    clipped = df["cost"].to_numpy() * df["scale"].fillna(1.0).to_numpy()
+    # the clipped time is spread back over all stepped execs: preemption takes from whoever
+    # runs, so once the load is balanced every PE pays its share of it
+    if clipped.sum() > 0:
+        clipped *= df["cost"].to_numpy().sum() / clipped.sum()
+    out = cost.copy()
+    out[df["id"].to_numpy()] = np.round(clipped).astype(np.int64)
+    return out
 
 
 def fit_latency(g: ExecGraph) -> LatencyModel:
@@ -153,8 +195,10 @@ def fit_latency(g: ExecGraph) -> LatencyModel:
     # busy PE: the next exec's message was there before the previous exec ended
     busy = (g.pe_prev >= 0) & (~has | (g.send_t0 < prev_end))
     overhead = float(np.median(g.gap[busy])) if busy.any() else 0.0
+    overhead_mean = float(np.mean(g.gap[busy])) if busy.any() else 0.0
     return LatencyModel(a_ns=max(float(a), 0.0), ns_per_byte=max(float(b), 0.0), local_ns=max(local_ns, 0.0),
-                        overhead_ns=max(overhead, 0.0), samples=int(max(cross.sum(), any_cross.sum())))
+                        overhead_ns=max(overhead, 0.0), samples=int(max(cross.sum(), any_cross.sum())),
+                        overhead_mean_ns=max(overhead_mean, 0.0))
 
 
 def pe_under(g: ExecGraph, mapping: dict[str, dict[str, int]] | None) -> np.ndarray:

@@ -108,6 +108,10 @@ def test_nccl_collectives_carry_sizes_and_groups(real_data, tmp_path):
     assert n_same_step == n_linked
     meta = read_metadata(pq.read_schema(tmp_path / "n.parquet").metadata)
     assert meta["pes"] == 2 and meta["source"] == "kineto" and meta["complete"] is True
+    # ts are 51 days past baseTimeNanoseconds, yet base + ts is right: the file's own INFO log says
+    # "2024-05-22 17:15:22" (PDT) when tracing started, i.e. 1716423322 s Unix time
+    assert meta["clock"]["method"] == "baseTimeNanoseconds"
+    assert abs(meta["origin_ns"] / 1e9 - 1716423322) < 2
 
 
 def test_ns_resolution_times_are_exact(real_data, tmp_path):
@@ -287,3 +291,18 @@ def test_import_does_not_load_pandas(real_data, tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_worker_processes_give_the_same_trace(real_data, tmp_path, monkeypatch):
+    # Large inputs decode in a forkserver pool; forcing it on a small file must not change a byte of data.
+    import paradise.importers.kineto as kineto
+
+    d = real_data / "hta" / "tests" / "data" / "trace_filter"
+    files = [d / "sampled_rank-0.json.gz", d / "sampled_rank-1.json.gz"]
+    inline = pq.read_table(import_trace(files, tmp_path / "inline.parquet"))
+    monkeypatch.setattr(kineto, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(kineto, "MIN_CPUS_FOR_WORKERS", 2)
+    monkeypatch.setattr(kscan, "CHUNK_BYTES", 256 * 1024)  # many batches in flight
+    assert kineto._worker_count(1) >= 1 or pytest.skip("one CPU: no worker pool")
+    pooled = pq.read_table(import_trace(files, tmp_path / "pooled.parquet"))
+    assert pooled.equals(inline.replace_schema_metadata(pooled.schema.metadata))

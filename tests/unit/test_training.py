@@ -370,3 +370,19 @@ def test_duckdb_and_dask_engines_agree(tmp_path):
     finally:
         client.close()
         cluster.close()
+
+
+def test_one_failure_incident_is_recorded_once(tmp_path):
+    from tracers.torch.tracer import FAILURE_DEDUP_NS, Tracer
+
+    origin = time.time_ns()
+    tr = Tracer(tmp_path, rank=0, world_size=2, origin_ns=origin)
+    err = RuntimeError("Connection closed by peer")
+    tr.failure(err, "backward")
+    tr.failure(err, "script")  # the same exception escaping the script
+    tr.record_wall("failure", "RuntimeError", time.time_ns())  # the checkpoint manager's log of it
+    tr.record_wall("failure", "Later", origin + tr.now() + 2 * FAILURE_DEDUP_NS)  # another incident
+    tr.close(complete=False)
+    with DuckDBEngine(open_trace(tmp_path)) as eng:
+        rows = eng.sql("SELECT name, cat FROM events WHERE kind = 'failure' ORDER BY t0").to_pylist()
+    assert rows == [{"name": "RuntimeError", "cat": "backward"}, {"name": "Later", "cat": None}]

@@ -168,7 +168,7 @@ _DTYPES: dict[Any, str] = {}
 
 
 def _default_comm_hook(tr: Tracer) -> Any:
-    """DDP's default gradient averaging (as ddp_comm_hooks.default_hooks.allreduce_hook), timed."""
+    """DDP's default gradient averaging (sum of gradients times 1/world size), timed."""
     all_reduce = _orig["all_reduce"]
     groups: dict[int, tuple[Any, tuple[Any, Any]]] = {}  # id(process_group) -> (group, info)
 
@@ -182,7 +182,11 @@ def _default_comm_hook(tr: Tracer) -> Any:
         group, info = cached
         tensor = bucket.buffer()
         row = _bucket_row(tr, "allreduce", info, bucket, tensor)
-        tensor.div_(group.size())
+        size = group.size()
+        if size > 1:
+            # As DDP's built-in path: times the reciprocal (bit-identical results). The built-in
+            # path fuses this into the gradient copy; a Python hook cannot: one extra pass.
+            tensor.mul_(1.0 / size)
         fut = all_reduce(tensor, group=group, async_op=True).get_future()
 
         def done(f: torch.futures.Future) -> torch.Tensor:
@@ -219,6 +223,7 @@ def _install_ddp(tr: Tracer) -> None:
     def fwd_pre(module: Any, args: Any) -> None:
         t = tr.now()
         tr.fwd_stack.append(t)
+        tr.forward_seen = True
         if tr.step_start is None:
             tr.step_start = t
         if not module._paradise_comm_hook:

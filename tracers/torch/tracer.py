@@ -45,6 +45,10 @@ K, PE, T0, T1, CAT, COLL, OBJ, NAME, BYTES, STEP, GROUP, GSIZE, DTYPE, ARGS = (
     )
 )
 
+FAILURE_DEDUP_NS = 10_000_000_000
+"""A failure within 10 s of one already recorded on the rank is the same incident seen twice
+(an exception recorded by the backward hook, then logged by the checkpoint manager or escaping
+the script): it is not written again."""
 BUFFER_MAX_ROWS = 10_000
 """Rows held for a step that never ends (a loop without optimizer.step) before writing them untagged."""
 
@@ -111,9 +115,12 @@ class Tracer:
         self._explicit = False  # the program marks steps itself with tracers.torch.step()
         self.step_start: int | None = None  # trace ns of the current step's first forward
         self.closed = False
+        self._last_failure: int | None = None  # trace ns of the last failure row written
         # state shared with tracers.torch.hooks
         self.fwd_stack: list[int] = []  # start times of forwards in progress
         self.fwd_end: int | None = None  # end of the last forward not yet followed by backward
+        self.forward_seen = False  # a DDP forward ran in the step in progress
+        self._prev_end: int | None = None  # end of the previous step
         self.last_launch: int | None = None  # last DDP bucket launch (end of backward compute)
         self.dcp_installed = False
         self.step_callbacks: list[Any] = []  # called after each step row (e.g. profiler.step)
@@ -150,12 +157,13 @@ class Tracer:
         """Adds a row of the step in progress (written when the step ends)."""
         buf = self._buffer
         buf.append(row)
-        if len(buf) > BUFFER_MAX_ROWS:
+        if len(buf) > BUFFER_MAX_ROWS and not self.closed:
             self._emit_buffer(None, None)
 
     def write(self, row: list[Any]) -> None:
-        """Writes a row now (rows outside steps, failures)."""
-        self.writer.append(tuple(row))
+        """Writes a row now (rows outside steps, failures); nothing after close()."""
+        if not self.closed:
+            self.writer.append(tuple(row))
 
     def record_wall(self, kind: str, name: str, t0_ns: int, t1_ns: int | None = None, **columns: Any) -> None:
         """Public record_event: wall-clock times; trace columns by name, the rest into args."""
@@ -177,23 +185,28 @@ class Tracer:
             self._auto_io = [r for r in self._auto_io if not (t0 <= r[T0] and r[T1] <= t1)]
         if kind == "phase":
             self.buffer(row)
+        elif kind == "failure":
+            if self._seen_failure(t0):
+                return
+            self.write(row)
+            self.flush()
         else:
             self.write(row)
-            if kind == "failure":
-                self.flush()
 
     def auto_io(self, row: list[Any]) -> None:
         self._auto_io.append(row)
 
     def failure(self, exc: BaseException, where: str, t0: int | None = None) -> None:
         """Writes and flushes a `failure` row for an exception (once per exception object)."""
-        if getattr(exc, "_paradise_recorded", False):
+        if self.closed or getattr(exc, "_paradise_recorded", False):
             return
         try:
             exc._paradise_recorded = True  # type: ignore[attr-defined]
         except Exception:  # noqa: BLE001 - some exception types refuse attributes
             pass
         t1 = self.now()
+        if self._seen_failure(t1):
+            return
         row = self.new_row("failure", type(exc).__name__, t0 if t0 is not None else t1, t1)
         row[CAT] = where
         row[STEP] = self.step
@@ -202,10 +215,20 @@ class Tracer:
         self.write(row)
         self.flush()
 
+    def _seen_failure(self, t: int) -> bool:
+        """True when a failure was written within FAILURE_DEDUP_NS of t; else notes t."""
+        last = self._last_failure
+        if last is not None and abs(t - last) < FAILURE_DEDUP_NS:
+            return True
+        self._last_failure = t
+        return False
+
     # steps
     def end_step(self, n: int, t0: int | None, t1: int) -> None:
         """Writes the step row and the buffered rows of step n."""
         start = self.step_start if t0 is None else t0
+        if t0 is None and not self.forward_seen and self._prev_end is not None:
+            start = self._prev_end  # no DDP module (e.g. FSDP): the step runs from the previous one's end
         if start is None:
             start = min((r[T0] for r in self._buffer if r[K] == "phase"), default=t1)
         row = self.new_row("step", "step", start, t1)
@@ -215,6 +238,9 @@ class Tracer:
         self._counter += 1
         self.step = n + 1
         self.step_start = None
+        self.forward_seen = False
+        self.fwd_end = None
+        self._prev_end = t1
         for cb in self.step_callbacks:
             cb()
         if time.monotonic_ns() - self.writer._last_flush > self.flush_interval_ns and (
@@ -227,6 +253,9 @@ class Tracer:
         self.end_step(n, self.to_trace(t0_wall), self.to_trace(t1_wall))
 
     def _emit_buffer(self, n: int | None, start: int | None) -> None:
+        if self.closed:
+            self._buffer = []
+            return
         append = self.writer.append
         for row in self._buffer:
             if n is not None and row[T0] >= start:
@@ -254,6 +283,8 @@ class Tracer:
 
     # files
     def flush(self) -> None:
+        if self.closed:
+            return
         if self._warmup is not None:
             self._warmup.join()
             self._warmup = None
@@ -263,7 +294,6 @@ class Tracer:
         """Writes everything still buffered and compacts this rank's file."""
         if self.closed:
             return
-        self.closed = True
         if self._warmup is not None:
             self._warmup.join()
             self._warmup = None
@@ -271,4 +301,5 @@ class Tracer:
         for r in self._inflight:
             self.writer.append(tuple(r))
         self._inflight = []
+        self.closed = True  # from here on hooks that still fire record nothing
         self.writer.close(complete=complete)

@@ -59,12 +59,28 @@ comm_src AS (
             AND (cat IN ('ddp_bucket', 'c10d') OR pe NOT IN (SELECT pe FROM own_comm)))
     )
 ),
-clipped AS (
-    SELECT 'C' AS part, w.pe, w.step, greatest(s.t0, w.w0) AS t0, least(s.t1, w.w1) AS t1
-    FROM comp_src s JOIN w ON s.pe = w.pe AND s.t0 < w.w1 AND s.t1 > w.w0
+-- Interval -> windows without a per-rank cross product: windows numbered k in time order; two
+-- ASOF joins find the first window ending after t0 (k_a) and the last starting before t1 (k_b).
+wk AS (SELECT pe, step, w0, w1, row_number() OVER (PARTITION BY pe ORDER BY w0, w1) AS k FROM w),
+src AS (
+    SELECT 'C' AS part, pe, t0, t1 FROM comp_src
     UNION ALL
-    SELECT 'M' AS part, w.pe, w.step, greatest(s.t0, w.w0), least(s.t1, w.w1)
-    FROM comm_src s JOIN w ON s.pe = w.pe AND s.t0 < w.w1 AND s.t1 > w.w0
+    SELECT 'M' AS part, pe, t0, t1 FROM comm_src
+),
+first_w AS (
+    SELECT s.part, s.pe, s.t0, s.t1, a.k AS k_a FROM src s ASOF JOIN wk a ON s.pe = a.pe AND s.t0 < a.w1
+),
+span AS (
+    SELECT f.part, f.pe, f.t0, f.t1, f.k_a, b.k AS k_b
+    FROM first_w f ASOF JOIN wk b ON f.pe = b.pe AND f.t1 > b.w0
+),
+pairs AS (
+    SELECT part, pe, t0, t1, unnest(range(k_a, k_b + 1)) AS k FROM span WHERE k_a <= k_b
+),
+clipped AS (
+    SELECT p.part, p.pe, wk.step, greatest(p.t0, wk.w0) AS t0, least(p.t1, wk.w1) AS t1
+    FROM pairs p JOIN wk ON p.pe = wk.pe AND p.k = wk.k
+    WHERE p.t0 < wk.w1 AND p.t1 > wk.w0
 ),
 marked AS (
     SELECT part, pe, step, t0, t1,

@@ -1,0 +1,156 @@
+"""Load balancing on the heavy-region stencil: default map vs paradise's mapping hint vs GreedyRefineLB.
+
+    .venv/bin/python bench/lb_compare.py [--reps 5] [--pes 2] [--lb-period 10] [--args "..."]
+
+1. One traced run under the default map; `paradise analyze --hints-out` writes mapping.json and
+   `paradise whatif --hints` predicts the hinted run's makespan (first to last exec in the trace).
+2. REPS rounds, each running (in this order, so a busy machine hurts all alike): the default map,
+   the mapping hint (untraced), charm4py's `+balancer GreedyRefineLB` with AtSync every
+   --lb-period iterations, and the mapping hint traced (for the what-if check).
+3. Prints the median of the program's own elapsed_s (its measured region: from the first
+   `start` to the last block done) per configuration and their ratios; the lower bound
+   max(total work / PEs, heaviest object) from the traced default run's object loads (per
+   object the median step load x steps, the load placement uses, so OS preemption spikes do
+   not count; and, beside it, the same bound from the raw busy time of those execs, which
+   includes what a loaded machine took from the program); and what-if's prediction against
+   the median makespan of the traced hinted runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tracers.charm.launch import launch  # noqa: E402
+
+APP = ROOT / "examples" / "stencil2d.py"
+DEFAULT_ARGS = "--grid 8 8 --block 256 --iters 80"
+RUN_TIMEOUT_S = 600
+HANG_S = 150
+"""A benchmark run longer than this is killed and counted as hung (seen once: a hinted,
+untraced 8x8 run spinning on both PEs for minutes), not waited for."""
+ELAPSED_RE = re.compile(r"elapsed_s=([0-9.eE+-]+)")
+
+
+def _paradise(*args: str) -> str:
+    proc = subprocess.run([sys.executable, "-m", "paradise.cli.main", *args], capture_output=True, text=True,
+                          timeout=RUN_TIMEOUT_S, cwd=ROOT)
+    if proc.returncode != 0:
+        raise RuntimeError(f"paradise {' '.join(args[:2])} failed: {proc.stderr[-800:]}")
+    return proc.stdout
+
+
+HUNG: list[str] = []
+
+
+def _run(args: list[str], pes: int, trace_dir: Path | None = None, hints: Path | None = None) -> float | None:
+    res = launch(APP, args, pes, trace_dir=trace_dir, hints_dir=hints, capture=True, timeout_s=HANG_S)
+    if res.timed_out:
+        HUNG.append(f"{'traced ' if trace_dir else ''}{'hinted ' if hints else ''}{' '.join(args)}")
+        return None
+    if res.returncode != 0 or "RESULT ok" not in (res.stdout or ""):
+        raise RuntimeError(f"stencil2d {' '.join(args)} failed ({res.returncode}): {(res.stderr or '')[-800:]}")
+    return float(ELAPSED_RE.search(res.stdout.split("RESULT ok", 1)[1]).group(1))
+
+
+def _makespan_ns(trace_dir: Path) -> int:
+    from paradise.engines import get_engine
+    from paradise.store import open_trace
+
+    eng = get_engine(open_trace(trace_dir), "duckdb")
+    return int(eng.sql("SELECT max(t1) - min(t0) AS m FROM events WHERE kind = 'exec'").column("m")[0].as_py())
+
+
+def _bounds(trace_dir: Path, pes: int) -> dict[str, float]:
+    """max(total / PEs, heaviest) over the array elements, from robust and from raw loads (s)."""
+    from paradise.analyses import placement
+    from paradise.engines import get_engine
+    from paradise.store import open_trace
+
+    trace = open_trace(trace_dir)
+    eng = get_engine(trace, "duckdb")
+    obj = eng.query("placement_obj_load").to_pandas()
+    obj = obj[obj["coll"].astype(str).str.startswith("Block")]
+    robust = placement.object_loads(obj)["load_ns"].astype(float) / 1e9
+    raw = obj[obj["step"] >= 0].groupby(["coll", "index"])["load_ns"].sum().astype(float) / 1e9
+    return {"robust": max(robust.sum() / pes, robust.max()), "raw": max(raw.sum() / pes, raw.max()),
+            "robust_total": robust.sum(), "raw_total": raw.sum()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--pes", type=int, default=2)
+    ap.add_argument("--lb-period", type=int, default=10, help="AtSync period for GreedyRefineLB")
+    ap.add_argument("--args", default=DEFAULT_ARGS, help="stencil2d arguments (default: %(default)s)")
+    a = ap.parse_args(argv)
+    args = shlex.split(a.args)
+    tmp = Path(tempfile.mkdtemp(prefix="paradise-lb-"))
+    try:
+        print(f"load balancing: stencil2d {a.args} (heavy top-left quarter x8) on {a.pes} PEs, "
+              f"median of {a.reps} interleaved rounds")
+        print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
+        before, hints = tmp / "before", tmp / "hints"
+        _run(args, a.pes, trace_dir=before)
+        _paradise("analyze", str(before), "--hints-out", str(hints), "--force", "--json")
+        if not (hints / "mapping.json").exists():
+            print("paradise wrote no mapping.json: nothing to compare")
+            return 1
+        mapping = json.loads((hints / "mapping.json").read_text())
+        pred = json.loads(_paradise("whatif", str(before), "--hints", str(hints), "--json"))
+        bounds = _bounds(before, a.pes)
+        runs: dict[str, list[float]] = {"default": [], "paradise": [], "greedyrefine": []}
+        traced: list[int] = []
+        lb = [*args, "--lb-period", str(a.lb_period), "+balancer", "GreedyRefineLB"]
+        for r in range(a.reps):
+            for key, run_args, h in (("default", args, None), ("paradise", args, hints),
+                                     ("greedyrefine", lb, None)):
+                t = _run(run_args, a.pes, hints=h)
+                if t is not None:
+                    runs[key].append(t)
+            if _run(args, a.pes, trace_dir=tmp / f"after{r}", hints=hints) is not None:
+                traced.append(_makespan_ns(tmp / f"after{r}"))
+            shutil.rmtree(tmp / f"after{r}", ignore_errors=True)
+        print(f"load average {os.getloadavg()[0]:.1f} at end")
+        if HUNG:
+            print(f"killed after {HANG_S} s (hung), left out: {'; '.join(HUNG)}")
+        gain = mapping.get("predicted_gain", {})
+        print(f"paradise mapping.json: strategy {mapping.get('strategy')}, {gain.get('moves')} of "
+              f"{sum(len(v) for v in mapping['collections'].values())} elements move")
+        med = {k: statistics.median(v) for k, v in runs.items()}
+        print(f"{'configuration':<34}{'median s':>9}  {'runs (elapsed_s)'}")
+        names = {"default": "default map", "paradise": "paradise mapping.json",
+                 "greedyrefine": f"GreedyRefineLB (AtSync every {a.lb_period})"}
+        for k, v in runs.items():
+            print(f"{names[k]:<34}{med[k]:>9.3f}  {' '.join(f'{x:.2f}' for x in v)}")
+        print(f"speedup over default: paradise {med['default'] / med['paradise']:.2f}x, "
+              f"GreedyRefineLB {med['default'] / med['greedyrefine']:.2f}x; "
+              f"paradise / GreedyRefineLB = {med['paradise'] / med['greedyrefine']:.2f}")
+        print(f"lower bound max(work/PEs, heaviest), robust loads (median step x steps): {bounds['robust']:.3f} s "
+              f"(work {bounds['robust_total']:.3f} s); paradise / bound = {med['paradise'] / bounds['robust']:.2f}")
+        print(f"lower bound from raw busy time of the same execs (incl. preemption): {bounds['raw']:.3f} s "
+              f"(work {bounds['raw_total']:.3f} s); paradise / bound = {med['paradise'] / bounds['raw']:.2f}")
+        m = statistics.median(traced)
+        p = pred["predicted_makespan_ns"]
+        print(f"what-if: predicted {p / 1e9:.3f} s vs measured {m / 1e9:.3f} s (median of {len(traced)} traced "
+              f"hinted runs, first to last exec: {' '.join(f'{x / 1e9:.2f}' for x in traced)}); "
+              f"error {(p - m) / m * 100:+.1f}%")
+        return 0
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,180 @@
+"""The exec DAG of a trace too large to replay, as flat numpy arrays (no Python per exec).
+
+Above REPLAY_MAX_EXECS executions no what-if replay runs, so the full replay graph
+(scheduling_exec_graph: per-exec identity strings, object order, untraced causes) is not
+needed; the critical path, the message waits and the latency fit need only integers. Two
+narrow event-level queries (scheduling_execs, scheduling_sends) are matched here with sorts
+and binary searches: on 10 million rows (3.3 million execs) this takes seconds and a few
+hundred MB, where the SQL exec graph took 40 s and 5 GB.
+
+Matching rules (those of scheduling_exec_graph.sql): a message's send is its earliest send
+row; its sending exec is the latest exec on the sending PE that started at or before the send
+and was still running then. (The SQL first tries the sender object's own exec, which only
+differs for a coroutine that sends after resuming; at this size the PE rule is used.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from paradise.analyses.cache import cached
+
+
+@dataclass
+class LeanGraph:
+    """One row per exec, ordered by (pe, t0, t1); ids are positions. Field names follow
+    paradise.whatif.model.ExecGraph where they mean the same, so fit_latency accepts it."""
+
+    pe: np.ndarray
+    t0: np.ndarray
+    t1: np.ndarray
+    cost: np.ndarray
+    src: np.ndarray  # sending exec id or -1
+    src_pe: np.ndarray  # PE of the send or -1
+    send_t0: np.ndarray  # ns, -1 when no message
+    nbytes: np.ndarray
+    pe_prev: np.ndarray  # previous exec on the PE or -1
+    gap: np.ndarray  # ns idle on the PE before this exec
+    crit_pred: np.ndarray
+    wait_msg: np.ndarray
+    coll_code: np.ndarray  # index into coll_names, -1 for none
+    name_code: np.ndarray  # index into entry_names, -1 for none
+    coll_names: list[str]
+    entry_names: list[str]
+
+    @property
+    def n(self) -> int:
+        return int(self.pe.shape[0])
+
+    @property
+    def makespan_ns(self) -> int:
+        return int(self.t1.max() - self.t0.min()) if self.n else 0
+
+
+def _ints(t: pa.Table, col: str, fill: int = -1) -> np.ndarray:
+    return pc.fill_null(t.column(col).cast(pa.int64()), fill).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _codes(t: pa.Table, col: str) -> tuple[np.ndarray, list[str]]:
+    arr = t.column(col)
+    if not pa.types.is_dictionary(arr.type):
+        arr = pc.dictionary_encode(arr)
+    arr = arr.unify_dictionaries() if isinstance(arr, pa.ChunkedArray) else arr
+    chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+    if not chunks:
+        return np.zeros(0, np.int64), []
+    codes = np.concatenate([pc.fill_null(c.indices.cast(pa.int64()), -1).to_numpy(zero_copy_only=False)
+                            for c in chunks])
+    return codes.astype(np.int64), [str(v) for v in chunks[0].dictionary.to_pylist()]
+
+
+def _order(pe: np.ndarray, t0: np.ndarray, t1: np.ndarray) -> np.ndarray | None:
+    """The permutation sorting by (pe, t0, t1), or None when already sorted (the usual case:
+    one file per PE, rows in time order)."""
+    if len(pe) < 2:
+        return None
+    dp, d0, d1 = np.diff(pe), np.diff(t0), np.diff(t1)
+    if bool(np.all((dp > 0) | ((dp == 0) & ((d0 > 0) | ((d0 == 0) & (d1 >= 0)))))):
+        return None
+    return np.lexsort((t1, t0, pe))
+
+
+def _sends(engine: object) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per distinct msg (sorted): sending PE and time (earliest send row), max bytes."""
+    s = engine.query("scheduling_sends")  # type: ignore[attr-defined]
+    msg, pe, t0, nb = _ints(s, "msg"), _ints(s, "pe"), _ints(s, "t0", 0), _ints(s, "bytes", 0)
+    del s
+    order = np.lexsort((t0, msg))
+    msg, pe, t0, nb = msg[order], pe[order], t0[order], nb[order]
+    first = np.flatnonzero(np.r_[True, msg[1:] != msg[:-1]]) if len(msg) else np.zeros(0, np.int64)
+    nbytes = np.maximum.reduceat(nb, first) if len(first) else nb
+    return msg[first], pe[first], t0[first], nbytes
+
+
+def _sending_exec(pe: np.ndarray, t0: np.ndarray, t1: np.ndarray, s_pe: np.ndarray, s_t0: np.ndarray) -> np.ndarray:
+    """For each send, the latest exec on its PE started at or before it and still running, or -1."""
+    if len(pe) == 0 or len(s_pe) == 0:
+        return np.full(len(s_pe), -1, np.int64)
+    tmin = int(min(t0.min(), s_t0.min()))
+    width = int(max(t0.max(), s_t0.max())) - tmin + 2
+    if width * (int(max(pe.max(), s_pe.max())) + 2) >= 2**62:  # packed (pe, t) keys would overflow
+        raise ValueError("trace spans too long a time to pack (pe, t0) keys")
+    keys = pe * width + (t0 - tmin)  # sorted: execs are ordered by (pe, t0)
+    k = np.searchsorted(keys, s_pe * width + (s_t0 - tmin), side="right") - 1
+    kk = np.maximum(k, 0)
+    ok = (k >= 0) & (pe[kk] == s_pe) & (s_t0 <= t1[kk])
+    return np.where(ok, kk, -1)
+
+
+def build(engine: object) -> LeanGraph:
+    """The lean exec graph from the two narrow queries."""
+    ex = engine.query("scheduling_execs")  # type: ignore[attr-defined]
+    pe, t0, t1 = _ints(ex, "pe"), _ints(ex, "t0", 0), _ints(ex, "t1", 0)
+    cost, msg = np.maximum(_ints(ex, "cost_ns", 0), 0), _ints(ex, "msg")
+    coll, coll_names = _codes(ex, "coll")
+    name, entry_names = _codes(ex, "name")
+    del ex
+    order = _order(pe, t0, t1)
+    if order is not None:
+        pe, t0, t1, cost, msg, coll, name = (a[order] for a in (pe, t0, t1, cost, msg, coll, name))
+    n = len(pe)
+    ids = np.arange(n, dtype=np.int64)
+    pe_prev = np.where(np.r_[False, pe[1:] == pe[:-1]], ids - 1, -1)
+    prev_end = np.where(pe_prev >= 0, (t0 + cost)[np.maximum(pe_prev, 0)], -1)
+    u_msg, u_pe, u_t0, u_bytes = _sends(engine)
+    u_src = _sending_exec(pe, t0, t1, u_pe, u_t0)
+    k = np.minimum(np.searchsorted(u_msg, msg), max(len(u_msg) - 1, 0))
+    has = (msg >= 0) & (len(u_msg) > 0) & (u_msg[k] == msg if len(u_msg) else False)
+    src = np.where(has, u_src[k] if len(u_msg) else -1, -1)
+    src_pe = np.where(has, u_pe[k] if len(u_msg) else -1, -1)
+    send_t0 = np.where(has, u_t0[k] if len(u_msg) else -1, -1)
+    nbytes = np.where(has, u_bytes[k] if len(u_msg) else 0, 0)
+    binding = (src >= 0) & ((pe_prev < 0) | (send_t0 > prev_end))  # the message came after the PE was free
+    crit_pred = np.where(binding & (src != ids), src, pe_prev)
+    run_t0 = int(t0.min()) if n else 0
+    wait_msg = np.where(binding, np.maximum(t0 - np.where(pe_prev >= 0, prev_end, run_t0), 0), 0)
+    gap = np.where(pe_prev >= 0, np.maximum(t0 - prev_end, 0), 0)
+    return LeanGraph(pe=pe, t0=t0, t1=t1, cost=cost, src=src, src_pe=src_pe, send_t0=send_t0, nbytes=nbytes,
+                     pe_prev=pe_prev, gap=gap, crit_pred=crit_pred, wait_msg=wait_msg, coll_code=coll,
+                     name_code=name, coll_names=coll_names, entry_names=entry_names)
+
+
+def lean_graph(engine: object) -> LeanGraph:
+    """build(engine), once per engine (communication's latency fit and scheduling share it)."""
+    return cached(engine, "lean_graph", lambda: build(engine))
+
+
+def exec_count(engine: object) -> int:
+    """Executions with an end (the exec graph's size), from the cached placement_pe_load."""
+    from paradise.analyses.cache import cached_query
+
+    t = cached_query(engine, "placement_pe_load")
+    return int(pc.sum(t.column("execs")).as_py() or 0) if t.num_rows else 0
+
+
+def too_large_to_replay(engine: object) -> bool:
+    """Above REPLAY_MAX_EXECS no replay runs: the lean arrays replace the replay graph."""
+    from paradise.analyses.placement import REPLAY_MAX_EXECS
+
+    return exec_count(engine) > REPLAY_MAX_EXECS
+
+
+def replayer(engine: object, pes: int | None) -> object:
+    """paradise.whatif.load_replayer, once per engine (communication and scheduling share it)."""
+    from paradise.whatif import load_replayer
+
+    return cached(engine, "replayer", lambda: load_replayer(engine, pes))
+
+
+def latency_model(engine: object, pes: int | None) -> object:
+    """The fitted message cost: from the lean arrays for traces too large to replay (not
+    calibrated: calibration replays, skipped above CALIBRATE_MAX_EXECS anyway), else the replayer's."""
+    from paradise.whatif.model import fit_latency
+
+    if too_large_to_replay(engine):
+        return cached(engine, "lean_model", lambda: fit_latency(lean_graph(engine)))  # type: ignore[arg-type]
+    return replayer(engine, pes).model  # type: ignore[attr-defined]
