@@ -148,20 +148,21 @@ def generate(rows: int, pes: int) -> Path:
 
 
 def run_full(path: Path) -> tuple[float, float, dict]:
-    """`paradise analyze --json` in a subprocess: (seconds, peak RSS in MiB, parsed output)."""
-    cmd = [str(Path(sys.executable).parent / "paradise"), "analyze", "--json", str(path)]
-    t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out, err = proc.communicate()
-    dt = time.perf_counter() - t
-    _, status, usage = os.wait4(proc.pid, 0) if proc.returncode is None else (0, 0, None)
-    if usage is None:
-        import resource
+    """`paradise analyze --json` in a subprocess: (seconds, its peak RSS in MiB, parsed output)."""
+    import tempfile
 
-        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        raise SystemExit(f"paradise analyze failed ({proc.returncode}): {err.decode()[-2000:]}")
-    return dt, usage.ru_maxrss / 1024, json.loads(out)
+    cmd = [str(Path(sys.executable).parent / "paradise"), "analyze", "--json", str(path)]
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage: its max RSS
+        dt = time.perf_counter() - t
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            err.seek(0)
+            raise SystemExit(f"paradise analyze failed ({proc.returncode}): {err.read().decode()[-2000:]}")
+        out.seek(0)
+        return dt, usage.ru_maxrss / 1024, json.loads(out.read())
 
 
 def main() -> None:

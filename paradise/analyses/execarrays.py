@@ -56,7 +56,9 @@ class LeanGraph:
 
 
 def _ints(t: pa.Table, col: str, fill: int = -1) -> np.ndarray:
-    return pc.fill_null(t.column(col).cast(pa.int64()), fill).to_numpy(zero_copy_only=False).astype(np.int64)
+    c = t.column(col)
+    c = c.cast(pa.int64()) if c.type != pa.int64() else c
+    return np.asarray(pc.fill_null(c, fill).to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
 def _codes(t: pa.Table, col: str) -> tuple[np.ndarray, list[str]]:
@@ -84,15 +86,19 @@ def _order(pe: np.ndarray, t0: np.ndarray, t1: np.ndarray) -> np.ndarray | None:
 
 
 def _sends(engine: object) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per distinct msg (sorted): sending PE and time (earliest send row), max bytes."""
+    """Per distinct msg: sending PE and time (its earliest send row) and max bytes; unsorted when
+    every msg has one send row (the usual case: no sort, the lookup is a hash)."""
+    import pandas as pd
+
     s = engine.query("scheduling_sends")  # type: ignore[attr-defined]
     msg, pe, t0, nb = _ints(s, "msg"), _ints(s, "pe"), _ints(s, "t0", 0), _ints(s, "bytes", 0)
     del s
+    if pd.Index(msg).is_unique:
+        return msg, pe, t0, nb
     order = np.lexsort((t0, msg))
     msg, pe, t0, nb = msg[order], pe[order], t0[order], nb[order]
-    first = np.flatnonzero(np.r_[True, msg[1:] != msg[:-1]]) if len(msg) else np.zeros(0, np.int64)
-    nbytes = np.maximum.reduceat(nb, first) if len(first) else nb
-    return msg[first], pe[first], t0[first], nbytes
+    first = np.flatnonzero(np.r_[True, msg[1:] != msg[:-1]])
+    return msg[first], pe[first], t0[first], np.maximum.reduceat(nb, first)
 
 
 def _sending_exec(pe: np.ndarray, t0: np.ndarray, t1: np.ndarray, s_pe: np.ndarray, s_t0: np.ndarray) -> np.ndarray:
@@ -112,6 +118,8 @@ def _sending_exec(pe: np.ndarray, t0: np.ndarray, t1: np.ndarray, s_pe: np.ndarr
 
 def build(engine: object) -> LeanGraph:
     """The lean exec graph from the two narrow queries."""
+    import pandas as pd
+
     ex = engine.query("scheduling_execs")  # type: ignore[attr-defined]
     pe, t0, t1 = _ints(ex, "pe"), _ints(ex, "t0", 0), _ints(ex, "t1", 0)
     cost, msg = np.maximum(_ints(ex, "cost_ns", 0), 0), _ints(ex, "msg")
@@ -127,12 +135,11 @@ def build(engine: object) -> LeanGraph:
     prev_end = np.where(pe_prev >= 0, (t0 + cost)[np.maximum(pe_prev, 0)], -1)
     u_msg, u_pe, u_t0, u_bytes = _sends(engine)
     u_src = _sending_exec(pe, t0, t1, u_pe, u_t0)
-    k = np.minimum(np.searchsorted(u_msg, msg), max(len(u_msg) - 1, 0))
-    has = (msg >= 0) & (len(u_msg) > 0) & (u_msg[k] == msg if len(u_msg) else False)
-    src = np.where(has, u_src[k] if len(u_msg) else -1, -1)
-    src_pe = np.where(has, u_pe[k] if len(u_msg) else -1, -1)
-    send_t0 = np.where(has, u_t0[k] if len(u_msg) else -1, -1)
-    nbytes = np.where(has, u_bytes[k] if len(u_msg) else 0, 0)
+    k = pd.Index(u_msg).get_indexer(msg)  # hash lookup of each exec's message (-1: untraced)
+    has = (msg >= 0) & (k >= 0)
+    kk = np.maximum(k, 0)
+    pick = (lambda a, fill: np.where(has, a[kk], fill)) if len(u_msg) else (lambda a, fill: np.full(n, fill))
+    src, src_pe, send_t0, nbytes = pick(u_src, -1), pick(u_pe, -1), pick(u_t0, -1), pick(u_bytes, 0)
     binding = (src >= 0) & ((pe_prev < 0) | (send_t0 > prev_end))  # the message came after the PE was free
     crit_pred = np.where(binding & (src != ids), src, pe_prev)
     run_t0 = int(t0.min()) if n else 0

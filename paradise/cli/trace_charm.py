@@ -49,12 +49,12 @@ def register(app: typer.Typer) -> None:
         _prepare_out(out, force)
         res = launch(program, list(app_args or []), pes, trace_dir=out, hints_dir=hints, timeout_s=timeout)
         finals = sorted(out.glob("pe-?????.parquet"))
+        written = f"partial trace in {out} (marked incomplete)" if any(out.glob("pe-*.parquet")) else "no trace written"
         if res.timed_out:
-            print(f"paradise: {program.name} timed out after {timeout:g} s; partial trace in {out}", file=sys.stderr)
+            print(f"paradise: {program.name} timed out after {timeout:g} s; {written}", file=sys.stderr)
             raise typer.Exit(124)
         if res.returncode != 0:
-            print(f"paradise: {program.name} failed (exit code {res.returncode}); "
-                  f"partial trace in {out} (marked incomplete)", file=sys.stderr)
+            print(f"paradise: {program.name} failed (exit code {res.returncode}); {written}", file=sys.stderr)
             raise typer.Exit(res.returncode if 0 < res.returncode < 256 else 1)
         if len(finals) == pes:
             resolve_peers(out)

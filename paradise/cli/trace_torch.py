@@ -8,6 +8,7 @@ through; worker and torchrun stderr go to OUT/logs/ so that a failed run ends in
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -108,10 +109,16 @@ def _import_profiles(out: Path, force: bool, program: str) -> str:
 
     Kept apart from the tracer's files: both record the same collectives, and the importer
     counts time from the profile's first event (its metadata origin_ns gives the Unix time).
+    After restarts only the last attempt is imported (earlier ones stay as JSON).
     """
-    files = sorted((out / "kineto").glob("rank-*.json"))
-    if not files:
+    by_attempt: dict[int, list[Path]] = {}
+    for f in sorted((out / "kineto").glob("rank-*.json")):
+        m = re.match(r"^rank-\d+(?:\.restart-(\d+))?\.json$", f.name)
+        if m:
+            by_attempt.setdefault(int(m.group(1) or 0), []).append(f)
+    if not by_attempt:
         return ""
+    files = by_attempt[max(by_attempt)]  # one profile per rank: the last torchrun attempt
     try:
         from paradise.importers.kineto import import_trace
     except ImportError:

@@ -4,7 +4,6 @@ Prints `RESULT ok hops=H elapsed_s=T` where T covers only the bouncing (used by
 bench/charm_overhead.py to price the tracer per message).
 """
 
-import sys
 import time
 
 from charm4py import Array, Chare, charm

@@ -306,3 +306,32 @@ def test_worker_processes_give_the_same_trace(real_data, tmp_path, monkeypatch):
     assert kineto._worker_count(1) >= 1 or pytest.skip("one CPU: no worker pool")
     pooled = pq.read_table(import_trace(files, tmp_path / "pooled.parquet"))
     assert pooled.equals(inline.replace_schema_metadata(pooled.schema.metadata))
+
+
+def test_gloo_collectives_sized_from_shapes(real_data, tmp_path):
+    # CPU-only gloo rank 34 of 300: 10 gloo:all_reduce annotations (worker threads) with Input Dims,
+    # 10 c10d::allreduce_ launches (main thread) without sizes; 5 ProfilerSteps 551..555.
+    f = (
+        real_data
+        / "hta"
+        / "_history"
+        / "tests"
+        / "data"
+        / "cpu_only"
+        / "rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
+    )
+    df = _table(import_trace([f], tmp_path / "g.parquet"))
+    gloo = df[df["name"] == "gloo:all_reduce"]
+    assert len(gloo) == 10 and set(gloo["kind"]) == {"collective"}
+    for _, row in gloo.iterrows():
+        args = json.loads(row["args"])
+        assert args["Input type"] == ["float"]
+        assert row["bytes"] == args["Input Dims"][0][0] * 4
+    launches = df[df["name"] == "c10d::allreduce_"]
+    assert len(launches) == 10 and launches["bytes"].isna().all()
+    assert sorted(df.loc[df["kind"] == "step", "step"]) == [551, 552, 553, 554, 555]
+    assert set(df.loc[df["kind"] == "collective", "step"]) == {551, 552, 553, 554, 555}
+    meta = read_metadata(pq.read_schema(tmp_path / "g.parquet").metadata)
+    assert meta["pes"] == 300 and meta["pe"] == 34 and set(df["pe"]) == {34}
+    # base + ts lands on the time in the file's name: Jul 15 10:52:41 PDT = 17:52:41 UTC
+    assert abs(meta["origin_ns"] / 1e9 - 1721065961) < 2

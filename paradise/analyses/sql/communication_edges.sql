@@ -13,19 +13,28 @@
 --   steps                         (count of distinct steps the edge was used in; 0 when no steps)
 -- note: the join on msg needs a message's send and exec rows together (they sit on different PEs),
 -- so distributed engines run this query on the client over all files.
+-- speed: most messages have one send row and one exec; only messages with several send rows
+-- (multi) are reduced to their earliest with arg_min, and fan-out is a semi-join on the few
+-- messages with several execs (fan), never a window or an aggregate over every message. The
+-- event CTEs are NOT MATERIALIZED: re-reading two Parquet columns beats buffering all rows.
 -- merge: client
-WITH s AS (
-    SELECT msg, arg_min(pe, t0) AS pe, arg_min(coll, t0) AS coll, arg_min(obj, t0) AS obj,
-           arg_min(index, t0) AS index, arg_min(peer_pe, t0) AS peer_pe,
-           arg_min(peer_coll, t0) AS peer_coll, arg_min(peer_obj, t0) AS peer_obj,
-           max(bytes) AS bytes, arg_min(name, t0) AS name, min(step) AS step
-    FROM events WHERE kind = 'send' AND msg IS NOT NULL GROUP BY msg
+WITH sr AS NOT MATERIALIZED (
+    SELECT msg, t0, pe, coll, obj, index, peer_pe, peer_coll, peer_obj, bytes, name, step
+    FROM events WHERE kind = 'send' AND msg IS NOT NULL
 ),
-x AS (
-    SELECT msg, pe, coll, obj, index, name, step,
-           count(*) OVER (PARTITION BY msg) AS fan
-    FROM events WHERE kind = 'exec' AND msg IS NOT NULL
-)
+multi AS (SELECT msg FROM sr GROUP BY msg HAVING count(*) > 1),
+s AS (
+    SELECT msg, pe, coll, obj, index, peer_pe, peer_coll, peer_obj, bytes, name, step
+    FROM sr ANTI JOIN multi USING (msg)
+    UNION ALL
+    SELECT msg, arg_min(pe, t0), arg_min(coll, t0), arg_min(obj, t0), arg_min(index, t0), arg_min(peer_pe, t0),
+           arg_min(peer_coll, t0), arg_min(peer_obj, t0), max(bytes), arg_min(name, t0), min(step)
+    FROM sr SEMI JOIN multi USING (msg) GROUP BY msg
+),
+x AS NOT MATERIALIZED (
+    SELECT msg, pe, coll, obj, index, name, step FROM events WHERE kind = 'exec' AND msg IS NOT NULL
+),
+fan AS (SELECT msg FROM x GROUP BY msg HAVING count(*) > 1)
 SELECT s.coll AS src_coll, s.obj AS src_obj, s.index AS src_index, s.pe AS src_pe,
        coalesce(x.coll, s.peer_coll) AS dst_coll, coalesce(x.obj, s.peer_obj) AS dst_obj,
        x.index AS dst_index, coalesce(x.pe, s.peer_pe) AS dst_pe,
@@ -34,8 +43,8 @@ SELECT s.coll AS src_coll, s.obj AS src_obj, s.index AS src_index, s.pe AS src_p
        CAST(sum(coalesce(s.bytes, 0)) AS BIGINT) AS bytes,
        min(s.bytes) AS min_bytes,
        max(s.bytes) AS max_bytes,
-       count(*) FILTER (WHERE x.fan > 1) AS bcast_msgs,
+       count(*) FILTER (WHERE fan.msg IS NOT NULL) AS bcast_msgs,
        count(DISTINCT coalesce(s.step, x.step)) AS steps
-FROM s LEFT JOIN x ON s.msg = x.msg
+FROM s LEFT JOIN x ON s.msg = x.msg LEFT JOIN fan ON s.msg = fan.msg
 GROUP BY ALL
 ORDER BY src_coll, src_obj, dst_coll, dst_obj, entry

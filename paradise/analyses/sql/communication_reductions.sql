@@ -9,20 +9,28 @@
 --   target_t0                             (ns, start of the target execution)
 --   src_coll, src_obj, src_index, src_pe  (a contributing array element, its PE at its last exec)
 -- note: a heuristic (no message exists to match), flagged `inferred` where it is reported.
+-- speed: the per-object window and the array-size count run only when candidate targets exist.
 -- merge: client (a join of execs across PEs)
-WITH x AS (
+WITH x AS NOT MATERIALIZED (
     SELECT pe, t0, t0 + coalesce(active, t1 - t0) AS t_end, coll, obj, index, name, msg, cat
     FROM events WHERE kind = 'exec' AND t1 IS NOT NULL AND coll IS NOT NULL
 ),
+-- candidate targets first: the window below then runs only over objects that have one (none
+-- in a trace whose every exec is caused by a traced message or is an array element)
+tobj AS (
+    SELECT DISTINCT coll, obj FROM x
+    WHERE msg IS NULL AND coalesce(cat, '') NOT IN ('runtime', 'mainchare', 'array') AND name <> '__init__'
+),
 o AS (
-    SELECT *, lag(t_end) OVER (PARTITION BY coll, obj ORDER BY t0, t_end) AS prev_end FROM x
+    SELECT x.*, lag(x.t_end) OVER (PARTITION BY x.coll, x.obj ORDER BY x.t0, x.t_end) AS prev_end
+    FROM x SEMI JOIN tobj ON x.coll = tobj.coll AND x.obj IS NOT DISTINCT FROM tobj.obj
 ),
 t AS (
     SELECT * FROM o
     WHERE msg IS NULL AND coalesce(cat, '') NOT IN ('runtime', 'mainchare', 'array') AND name <> '__init__'
 ),
 sizes AS (
-    SELECT coll, count(DISTINCT obj) AS n FROM x WHERE cat = 'array' GROUP BY coll
+    SELECT coll, count(DISTINCT obj) AS n FROM x WHERE cat = 'array' AND EXISTS (SELECT 1 FROM tobj) GROUP BY coll
 ),
 c AS (
     SELECT t.coll AS dst_coll, t.obj AS dst_obj, t.index AS dst_index, t.pe AS dst_pe, t.name AS entry,
