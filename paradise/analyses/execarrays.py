@@ -8,9 +8,9 @@ and binary searches: on 10 million rows (3.3 million execs) this takes seconds a
 hundred MB, where the SQL exec graph took 40 s and 5 GB.
 
 Matching rules (those of scheduling_exec_graph.sql): a message's send is its earliest send
-row; its sending exec is the latest exec on the sending PE that started at or before the send
-and was still running then. (The SQL first tries the sender object's own exec, which only
-differs for a coroutine that sends after resuming; at this size the PE rule is used.)
+row; its sending exec is the sending object's latest exec on that PE started at or before the
+send, when the send lies within its active time; else the latest exec on the sending PE that
+started at or before the send and was still running then.
 """
 
 from __future__ import annotations
@@ -85,35 +85,59 @@ def _order(pe: np.ndarray, t0: np.ndarray, t1: np.ndarray) -> np.ndarray | None:
     return np.lexsort((t1, t0, pe))
 
 
-def _sends(engine: object) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per distinct msg: sending PE and time (its earliest send row) and max bytes; unsorted when
-    every msg has one send row (the usual case: no sort, the lookup is a hash)."""
+def _sends(engine: object) -> tuple[np.ndarray, ...]:
+    """Per distinct msg: sending PE, time and object key (its earliest send row), max bytes;
+    unsorted when every msg has one send row (the usual case: no sort, the lookup is a hash)."""
     import pandas as pd
 
     s = engine.query("scheduling_sends")  # type: ignore[attr-defined]
-    msg, pe, t0, nb = _ints(s, "msg"), _ints(s, "pe"), _ints(s, "t0", 0), _ints(s, "bytes", 0)
+    msg, pe, t0, nb, ok = (_ints(s, "msg"), _ints(s, "pe"), _ints(s, "t0", 0), _ints(s, "bytes", 0),
+                           _ints(s, "okey"))
     del s
     if pd.Index(msg).is_unique:
-        return msg, pe, t0, nb
+        return msg, pe, t0, nb, ok
     order = np.lexsort((t0, msg))
-    msg, pe, t0, nb = msg[order], pe[order], t0[order], nb[order]
+    msg, pe, t0, nb, ok = msg[order], pe[order], t0[order], nb[order], ok[order]
     first = np.flatnonzero(np.r_[True, msg[1:] != msg[:-1]])
-    return msg[first], pe[first], t0[first], np.maximum.reduceat(nb, first)
+    return msg[first], pe[first], t0[first], np.maximum.reduceat(nb, first), ok[first]
 
 
-def _sending_exec(pe: np.ndarray, t0: np.ndarray, t1: np.ndarray, s_pe: np.ndarray, s_t0: np.ndarray) -> np.ndarray:
-    """For each send, the latest exec on its PE started at or before it and still running, or -1."""
-    if len(pe) == 0 or len(s_pe) == 0:
-        return np.full(len(s_pe), -1, np.int64)
-    tmin = int(min(t0.min(), s_t0.min()))
-    width = int(max(t0.max(), s_t0.max())) - tmin + 2
-    if width * (int(max(pe.max(), s_pe.max())) + 2) >= 2**62:  # packed (pe, t) keys would overflow
-        raise ValueError("trace spans too long a time to pack (pe, t0) keys")
-    keys = pe * width + (t0 - tmin)  # sorted: execs are ordered by (pe, t0)
-    k = np.searchsorted(keys, s_pe * width + (s_t0 - tmin), side="right") - 1
+def _latest_before(grp: np.ndarray, t: np.ndarray, q_grp: np.ndarray, q_t: np.ndarray) -> np.ndarray:
+    """For each query (group, time), the position of the latest row of that group with t <= time
+    (rows sorted by (grp, t)), or -1. Packs (group, time) into one int64 key."""
+    if len(grp) == 0 or len(q_grp) == 0:
+        return np.full(len(q_grp), -1, np.int64)
+    tmin = int(min(t.min(), q_t.min()))
+    width = int(max(t.max(), q_t.max())) - tmin + 2
+    if width * (int(max(grp.max(), q_grp.max())) + 2) >= 2**62:  # packed keys would overflow
+        raise ValueError("trace spans too long a time to pack (group, t0) keys")
+    k = np.searchsorted(grp * width + (t - tmin), q_grp * width + (q_t - tmin), side="right") - 1
     kk = np.maximum(k, 0)
-    ok = (k >= 0) & (pe[kk] == s_pe) & (s_t0 <= t1[kk])
-    return np.where(ok, kk, -1)
+    return np.where((k >= 0) & (grp[kk] == q_grp), kk, -1)
+
+
+def _sending_exec(pe: np.ndarray, t0: np.ndarray, t1: np.ndarray, cost: np.ndarray, okey: np.ndarray,
+                  s_pe: np.ndarray, s_t0: np.ndarray, s_okey: np.ndarray) -> np.ndarray:
+    """For each send, its sending exec id (object rule, else PE rule; see the module doc), or -1."""
+    import pandas as pd
+
+    by_pe = _latest_before(pe, t0, s_pe, s_t0)  # execs are sorted by (pe, t0)
+    by_pe = np.where((by_pe >= 0) & (s_t0 <= t1[np.maximum(by_pe, 0)]), by_pe, -1)
+    has_o = okey >= 0
+    if not has_o.any() or len(s_pe) == 0:
+        return by_pe
+    codes, uniq = pd.factorize(okey)  # object -> dense code; then groups are (pe, object)
+    grp = np.where(has_o, pe * len(uniq) + codes, -1)
+    s_code = pd.Index(uniq).get_indexer(s_okey)
+    s_grp = np.where((s_okey >= 0) & (s_code >= 0), s_pe * len(uniq) + s_code, -2)
+    order = np.lexsort((t0, grp))
+    try:
+        j = _latest_before(grp[order], t0[order], s_grp, s_t0)
+    except ValueError:  # too many (pe, object) groups to pack with the time: the PE rule alone
+        return by_pe
+    by_obj = np.where(j >= 0, order[np.maximum(j, 0)], -1)
+    ok = (by_obj >= 0) & (s_t0 - t0[np.maximum(by_obj, 0)] <= cost[np.maximum(by_obj, 0)])
+    return np.where(ok, by_obj, by_pe)
 
 
 def build(engine: object) -> LeanGraph:
@@ -125,16 +149,17 @@ def build(engine: object) -> LeanGraph:
     cost, msg = np.maximum(_ints(ex, "cost_ns", 0), 0), _ints(ex, "msg")
     coll, coll_names = _codes(ex, "coll")
     name, entry_names = _codes(ex, "name")
+    okey = _ints(ex, "okey")
     del ex
     order = _order(pe, t0, t1)
     if order is not None:
-        pe, t0, t1, cost, msg, coll, name = (a[order] for a in (pe, t0, t1, cost, msg, coll, name))
+        pe, t0, t1, cost, msg, coll, name, okey = (a[order] for a in (pe, t0, t1, cost, msg, coll, name, okey))
     n = len(pe)
     ids = np.arange(n, dtype=np.int64)
     pe_prev = np.where(np.r_[False, pe[1:] == pe[:-1]], ids - 1, -1)
     prev_end = np.where(pe_prev >= 0, (t0 + cost)[np.maximum(pe_prev, 0)], -1)
-    u_msg, u_pe, u_t0, u_bytes = _sends(engine)
-    u_src = _sending_exec(pe, t0, t1, u_pe, u_t0)
+    u_msg, u_pe, u_t0, u_bytes, u_okey = _sends(engine)
+    u_src = _sending_exec(pe, t0, t1, cost, okey, u_pe, u_t0, u_okey)
     k = pd.Index(u_msg).get_indexer(msg)  # hash lookup of each exec's message (-1: untraced)
     has = (msg >= 0) & (k >= 0)
     kk = np.maximum(k, 0)

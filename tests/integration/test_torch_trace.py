@@ -190,3 +190,23 @@ def test_restart_attempts_write_distinct_files(tmp_path):
     with DuckDBEngine(open_trace(out)) as eng:
         steps = eng.query("training_breakdown").to_pylist()
     assert sorted({(r["pe"], r["step"]) for r in steps}) == [(pe, s) for pe in (0, 1) for s in range(4)]
+
+
+def test_profiler_output_is_imported_beside_the_trace(tmp_path):
+    out = tmp_path / "trace"
+    proc = _paradise(
+        "trace", "torch", "--nproc", "2", "--profiler", "-o", out, TRAIN, "--steps", "4", "--hidden", "64"
+    )
+    assert proc.returncode == 0, proc.stderr
+    profile = out / "kineto" / "profile.parquet"
+    assert "profiler trace in" in proc.stderr and profile.exists()
+    trace = open_trace(profile)
+    assert trace.source == "kineto"
+    rows = _rows(profile, "SELECT pe, count(*) AS n FROM events WHERE kind = 'step' GROUP BY pe ORDER BY pe")
+    assert [r["pe"] for r in rows] == [0, 1] and all(r["n"] >= 4 for r in rows)  # ProfilerStep#N per step
+    with DuckDBEngine(trace) as eng:
+        steps = eng.query("training_breakdown").to_pylist()
+    assert steps and all(
+        r["compute_ns"] + r["comm_ns"] + r["overlap_ns"] + r["idle_ns"] == r["step_ns"] for r in steps
+    )
+    assert open_trace(out).source == "torch"  # the tracer's own files are untouched

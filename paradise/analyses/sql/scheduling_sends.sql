@@ -6,8 +6,10 @@
 --   pe     (PE of the send)
 --   t0     (ns, time of the send)
 --   bytes  (bytes of the payload, null when unknown)
+--   okey   (63-bit hash of the sending object's (coll, obj), as in scheduling_execs; null outside any)
 -- note: event level; the consumer keeps the earliest send row per msg.
 -- merge: client
-SELECT msg, pe, t0, bytes
+SELECT msg, pe, t0, bytes,
+       CASE WHEN coll IS NOT NULL AND obj IS NOT NULL THEN CAST(hash(coll, obj) >> 1 AS BIGINT) END AS okey
 FROM events
 WHERE kind = 'send' AND msg IS NOT NULL
