@@ -134,14 +134,16 @@ class Block(Chare):
             self.nbrs.append(((i, j + 1), WEST))
         self.it = 0
         self.inbox: dict[int, dict[int, np.ndarray]] = {}
-        # True from AtSync() until resumeFromSync(): neighbours resumed earlier may already
-        # send halos, which must wait until this chare has sent its own for the iteration
-        self.paused = False
+        # True until start() and from AtSync() until resumeFromSync(): neighbours that started
+        # (or resumed) earlier may already send halos, which must wait until this chare has sent
+        # its own for the iteration (else its halos of that iteration are never sent: deadlock)
+        self.paused = True
 
     def where(self):
         return charm.myPe()
 
     def start(self):
+        self.paused = False
         self.send_halos()
         self.advance()
 

@@ -123,19 +123,25 @@ def _sending_exec(pe: np.ndarray, t0: np.ndarray, t1: np.ndarray, cost: np.ndarr
 
     by_pe = _latest_before(pe, t0, s_pe, s_t0)  # execs are sorted by (pe, t0)
     by_pe = np.where((by_pe >= 0) & (s_t0 <= t1[np.maximum(by_pe, 0)]), by_pe, -1)
-    has_o = okey >= 0
-    if not has_o.any() or len(s_pe) == 0:
+    # where the PE rule already found an exec of the sending object, the object rule agrees
+    # (the latest exec on the PE is the object's latest); only the other sends need it
+    bp = np.maximum(by_pe, 0)
+    need = (s_okey >= 0) & ~((by_pe >= 0) & (okey[bp] == s_okey))
+    if not need.any():
         return by_pe
-    codes, uniq = pd.factorize(okey)  # object -> dense code; then groups are (pe, object)
-    grp = np.where(has_o, pe * len(uniq) + codes, -1)
+    sub = np.flatnonzero((okey >= 0) & np.isin(okey, np.unique(s_okey[need])))
+    if len(sub) == 0:
+        return by_pe
+    codes, uniq = pd.factorize(okey[sub])  # object -> dense code; groups are (pe, object)
+    grp = pe[sub] * len(uniq) + codes
     s_code = pd.Index(uniq).get_indexer(s_okey)
-    s_grp = np.where((s_okey >= 0) & (s_code >= 0), s_pe * len(uniq) + s_code, -2)
-    order = np.lexsort((t0, grp))
+    s_grp = np.where(need & (s_code >= 0), s_pe * len(uniq) + s_code, -1)
+    order = np.lexsort((t0[sub], grp))
     try:
-        j = _latest_before(grp[order], t0[order], s_grp, s_t0)
+        j = _latest_before(grp[order], t0[sub][order], s_grp, s_t0)
     except ValueError:  # too many (pe, object) groups to pack with the time: the PE rule alone
         return by_pe
-    by_obj = np.where(j >= 0, order[np.maximum(j, 0)], -1)
+    by_obj = np.where(j >= 0, sub[order[np.maximum(j, 0)]], -1)
     ok = (by_obj >= 0) & (s_t0 - t0[np.maximum(by_obj, 0)] <= cost[np.maximum(by_obj, 0)])
     return np.where(ok, by_obj, by_pe)
 

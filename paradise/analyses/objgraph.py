@@ -27,6 +27,10 @@ BCAST_SHARE = 0.5
 """Share of a hub's deliveries that came from broadcasts above which the fan-out is a tree."""
 MIN_NODES = 3
 """Below this many objects no pattern is meaningful."""
+PHASE_EDGES_MAX = 200_000
+"""Phases with more object pairs than this are not built as networkx graphs (a Python graph of
+that size costs seconds and hundreds of MB per phase): their pattern is decided from counts
+alone, all-to-all by density or else irregular with confidence 0 and `bounded` in the evidence."""
 
 
 class Pattern(str, Enum):
@@ -215,6 +219,9 @@ def collection_patterns(edges: pd.DataFrame) -> dict[str, list[dict[str, Any]]]:
         e["inferred"] = False
     e["inferred"] = e["inferred"].fillna(False).astype(bool)
     for (coll, entry), part in e.groupby(["dst_coll_s", "entry"], sort=True):
+        if len(part) > PHASE_EDGES_MAX:
+            out.setdefault(coll, []).append(_bounded_phase(part, str(entry)))
+            continue
         g = phase_digraph(part)
         if g.number_of_nodes() < MIN_NODES:
             continue
@@ -230,6 +237,19 @@ def collection_patterns(edges: pd.DataFrame) -> dict[str, list[dict[str, Any]]]:
             {"pattern": pattern.value, "phase": str(entry), "confidence": round(float(conf), 3),
              "evidence": ev})
     return out
+
+
+def _bounded_phase(part: pd.DataFrame, entry: str) -> dict[str, Any]:
+    """The pattern of a phase above PHASE_EDGES_MAX object pairs, from counts (no graph)."""
+    p = part[part["src"] != part["dst"]]
+    n = len(set(p["src"]) | set(p["dst"]))
+    m = int(p.groupby(["src", "dst"]).ngroups)
+    density = m / (n * (n - 1)) if n > 1 else 0.0
+    ev: dict[str, Any] = {"objects": n, "edges": m, "density": round(density, 4), "bounded": PHASE_EDGES_MAX,
+                          "msgs": int(part["msgs"].sum()), "bytes": int(part["bytes"].sum())}
+    a2a = density >= ALL_TO_ALL_DENSITY
+    return {"pattern": (Pattern.ALL_TO_ALL if a2a else Pattern.IRREGULAR).value, "phase": entry,
+            "confidence": round(min(1.0, density), 3) if a2a else 0.0, "evidence": ev}
 
 
 def pattern_set(patterns: Iterable[dict[str, Any]]) -> set[str]:

@@ -43,3 +43,4 @@ def test_scheduling_lean_path_finds_the_same_critical_path(tmp_path, monkeypatch
     for k in ("execs", "message_hops", "length_ns", "entries"):
         assert ev[0][k] == ev[1][k], k
     assert "priority_replay" not in big.sections  # no replay above the limit
+
