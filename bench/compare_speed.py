@@ -19,6 +19,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from paradise.compare.outputs import compare_outputs
@@ -32,7 +33,7 @@ def make(path: Path, n: int, k: int, seed: int, base: np.ndarray | None = None) 
         scale=0.3, size=(n, k)).astype(np.float32)
     lp = logits - np.log(np.exp(logits).sum(1, keepdims=True))
     labels = np.random.default_rng(0).integers(0, k, n).astype(np.int32)
-    items = pa.array([f"q{i}" for i in range(n)]) if n <= 1_000_000 else pa.compute.binary_join_element_wise(
+    items = pa.array([f"q{i}" for i in range(n)]) if n <= 1_000_000 else pc.binary_join_element_wise(
         "q", pa.array(np.arange(n)).cast(pa.string()), "")
     values = pa.FixedSizeListArray.from_arrays(pa.array(lp.reshape(-1)), k).cast(pa.list_(pa.float32()))
     pq.write_table(pa.table({"item": items, "label": labels, "logprobs": values}), path, row_group_size=1 << 20)

@@ -15,6 +15,7 @@ from typing import Any
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from paradise.errors import NotAParadiseTrace, TraceNotFound
@@ -204,8 +205,8 @@ def _check_unique(side: _Side, rows: np.ndarray, matched: np.ndarray, other: Pat
     if len(alone_rows) < 2:
         return
     alone = side.items.take(pa.array(alone_rows))
-    if len(alone) != len(pa.compute.unique(alone)):
-        dup = pa.compute.value_counts(alone)
+    if len(alone) != len(pc.unique(alone)):
+        dup = pc.value_counts(alone)
         first = [v["values"] for v in dup.to_pylist() if v["counts"] > 1][0]
         raise NotAParadiseTrace(f"{side.path}: item {first!r} appears more than once")
 

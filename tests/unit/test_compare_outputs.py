@@ -143,3 +143,12 @@ def test_properties(tmp_path, data):
     same = compare_outputs(b, b)
     assert same.flips == 0 and same.prediction_changes == 0
     assert same.kl_mean == pytest.approx(0.0, abs=1e-9)
+
+
+def test_duplicate_items_missing_on_other_side_refused(tmp_path):
+    d = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"item": ["z", "z", "a"], "label": pa.array([0, 0, 0], pa.int32()),
+                             "pred": pa.array([0, 0, 0], pa.int32())}), d)
+    other = write(tmp_path / "o", ["a"], [0], preds=[0])
+    with pytest.raises(NotAParadiseTrace, match="'z' appears more than once"):
+        compare_outputs(d, other)
