@@ -8,6 +8,7 @@ numpy matrices of log-probabilities, so 10 M items × 4 options take seconds.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,7 +66,7 @@ class _Side:
     logp: np.ndarray | None  # (n, width) log-probabilities as given, -inf padding
     width: np.ndarray | None  # options per item
     lse: np.ndarray | None = None  # log-sum-exp per row: logp - lse is the normalised log-softmax
-    second: np.ndarray | None = None  # runner-up raw value per row
+    padded: bool = False  # rows of fewer options than the widest carry -inf padding
     _items: pa.ChunkedArray | None = None
 
     @property
@@ -133,29 +134,37 @@ def _logp_matrix(col: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     return m, width
 
 
-def _row_stats(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per row: argmax (first on ties), runner-up value, log-sum-exp.
+def _row_stats(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: argmax (first on ties) and log-sum-exp.
 
-    Loops over the few answer options (columns), never over items: whole-column numpy
-    operations are several times faster than axis=1 reductions on narrow matrices.
+    Works on the transposed matrix, one contiguous row per answer option, looping over the
+    few options, never over items: several times faster than axis=1 reductions.
     """
-    n, k = m.shape
-    top = m[:, 0].copy()
-    second = np.full(n, -np.inf, dtype=m.dtype)
-    arg = np.zeros(n, dtype=np.int64)
-    for j in range(1, k):
-        col = m[:, j]
-        better = col > top
-        np.copyto(second, np.where(better, top, np.maximum(second, col)))
-        np.copyto(top, col, where=better)
+    cols = np.ascontiguousarray(m.T)
+    top = cols[0].copy()
+    arg = np.zeros(len(top), dtype=np.int8)
+    for j in range(1, len(cols)):
+        better = cols[j] > top
+        np.copyto(top, cols[j], where=better)
         arg[better] = j
-    total = np.zeros(n, dtype=np.float64)
-    for j in range(k):
-        total += np.exp(m[:, j] - top)
-    return arg, second, top + np.log(total)
+    total = np.zeros_like(top)
+    tmp = np.empty_like(top)
+    for col in cols:
+        np.subtract(col, top, out=tmp)
+        np.exp(tmp, out=tmp)
+        total += tmp
+    return arg.astype(np.int64), top.astype(np.float64) + np.log(total, dtype=np.float64)
 
 
-def _load_side(p: Path, mode: str) -> _Side:
+def _margin(m: np.ndarray, lse: np.ndarray) -> np.ndarray:
+    """Top-1 minus top-2 probability per row (only for the rows that need it: flipped items)."""
+    if m.shape[1] < 2:
+        return np.ones(len(m))
+    top2 = -np.partition(-m, 1, axis=1)[:, :2].astype(np.float64)
+    return np.exp(top2[:, 0] - lse) - np.exp(top2[:, 1] - lse)
+
+
+def _read_side(p: Path, mode: str) -> _Side:
     cols = ["label", "logprobs" if mode == "logprobs" else "pred"]
     t = pq.read_table(p, columns=cols)
     label = t.column("label").to_numpy().astype(np.int64)
@@ -166,10 +175,17 @@ def _load_side(p: Path, mode: str) -> _Side:
             raise NotAParadiseTrace(f"{p}: column 'logprobs' has null rows") from None
         if logp.shape[1] == 0:
             raise NotAParadiseTrace(f"{p}: column 'logprobs' holds only empty lists")
-        pred, second, lse = _row_stats(logp)
-        return _Side(p, label, pred, logp, width, lse=lse, second=second)
+        pred, lse = _row_stats(logp)
+        return _Side(p, label, pred, logp, width, lse=lse, padded=bool((width != logp.shape[1]).any()))
     pred = t.column("pred").fill_null(-1).to_numpy().astype(np.int64)
     return _Side(p, label, pred, None, None)
+
+
+def _load_side(p: Path, mode: str) -> _Side:
+    """One side, item names included (they decide whether rows pair by position)."""
+    side = _read_side(p, mode)
+    side.items  # noqa: B018 - read now, in this worker thread
+    return side
 
 
 def _align(b: Path, c: Path) -> tuple[np.ndarray, np.ndarray]:
@@ -211,11 +227,16 @@ def _check_unique(side: _Side, rows: np.ndarray, matched: np.ndarray, other: Pat
         raise NotAParadiseTrace(f"{side.path}: item {first!r} appears more than once")
 
 
-def _rows(m: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """m[idx] without the copy when idx is the identity (both files list items in the same order)."""
-    if len(idx) == len(m) and (len(idx) == 0 or (idx[0] == 0 and idx[-1] == len(m) - 1 and (np.diff(idx) == 1).all())):
-        return m
-    return m[idx]
+class _Rows:
+    """Takes rows by an index array, skipping the copy when the index is the identity
+    (both files list their items in the same order, the common case)."""
+
+    def __init__(self, idx: np.ndarray, n: int) -> None:
+        self.idx = idx
+        self.identity = len(idx) == n and (n == 0 or bool((np.diff(idx) == 1).all()) and idx[0] == 0)
+
+    def __call__(self, m: np.ndarray) -> np.ndarray:
+        return m if self.identity else m[self.idx]
 
 
 def _examples(side: _Side, rows: np.ndarray) -> list[str]:
@@ -233,61 +254,76 @@ def compare_outputs(
 ) -> OutputsComparison:
     """Compares two outputs tables item by item; items missing on one side are counted, not dropped."""
     bp, cp = outputs_path(base), outputs_path(candidate)
-    b, c = _load_side(bp, _check_schema(bp)), _load_side(cp, _check_schema(cp))
-    rb, rc = _align(bp, cp)
-    both = (rb >= 0) & (rc >= 0)
-    _check_unique(b, rb, both, cp)
-    _check_unique(c, rc, both, bp)
-    ib, ic = rb[both], rc[both]
-    label = b.label[ib]
-    bad = np.flatnonzero(label != c.label[ic])
+    modes = _check_schema(bp), _check_schema(cp)
+    with ThreadPoolExecutor(2) as pool:  # Arrow reads and numpy release the GIL: one side per core
+        b, c = pool.map(_load_side, (bp, cp), modes)
+    if len(b.label) == len(c.label) and b.items.equals(c.items):
+        # Same items in the same order (the usual case): pair rows by position, no join needed.
+        rb = rc = np.arange(len(b.label), dtype=np.int64)
+    else:
+        rb, rc = _align(bp, cp)
+        both = (rb >= 0) & (rc >= 0)
+        _check_unique(b, rb, both, cp)
+        _check_unique(c, rc, both, bp)
+    # Pairs in baseline row order, so a side whose rows line up needs no gather of its matrix.
+    rc_of_b = np.full(len(b.label), -1, dtype=np.int64)
+    rc_of_b[rb[rb >= 0]] = rc[rb >= 0]
+    ib = np.flatnonzero(rc_of_b >= 0)
+    ic = rc_of_b[ib]
+    take_b, take_c = _Rows(ib, len(b.label)), _Rows(ic, len(c.label))
+    label = take_b(b.label)
+    bad = np.flatnonzero(label != take_c(c.label))
     if len(bad):
         item = b.items[int(ib[bad[0]])].as_py()
         raise NotAParadiseTrace(f"{cp}: item {item!r} has a different label than in {bp}; not the same evaluation set")
-    ok_b, ok_c = b.pred[ib] == label, c.pred[ic] == label
+    pred_b, pred_c = take_b(b.pred), take_c(c.pred)
+    ok_b, ok_c = pred_b == label, pred_c == label
     c2i, i2c = ok_b & ~ok_c, ~ok_b & ok_c
-    common = int(both.sum())
+    common = len(ib)
 
-    kl = margin = None
-    if b.logp is not None:
-        lse_b = b.lse[ib]
-        if b.logp.shape[1] > 1:
-            top_b = b.logp[ib, b.pred[ib]]
-            margin = np.exp(top_b - lse_b) - np.exp(b.second[ib] - lse_b)
-        if c.logp is not None:
-            wb, wc = b.width[ib], c.width[ic]
-            if (wb != wc).any():
-                k = int(np.flatnonzero(wb != wc)[0])
-                raise NotAParadiseTrace(
-                    f"{cp}: item {b.items[int(ib[k])].as_py()!r} has a different number of answer options than in {bp}"
-                )
-            lse_c = c.lse[ic]
-            # KL(b||c) = sum_j p_b,j (lb_j - lc_j) - lse_b + lse_c on the raw values, since sum_j p_b,j = 1.
-            acc = np.zeros(common, dtype=np.float64)
-            mb, mc = _rows(b.logp, ib), _rows(c.logp, ic)
-            for j in range(min(mb.shape[1], mc.shape[1])):
-                xb, xc = mb[:, j], mc[:, j]
+    kl = None
+    if b.logp is not None and c.logp is not None:
+        wb, wc = take_b(b.width), take_c(c.width)
+        if (wb != wc).any():
+            k = int(np.flatnonzero(wb != wc)[0])
+            raise NotAParadiseTrace(
+                f"{cp}: item {b.items[int(ib[k])].as_py()!r} has a different number of answer options than in {bp}"
+            )
+        lse_b, lse_c = take_b(b.lse), take_c(c.lse)
+        # KL(b||c) = sum_j p_b,j (lb_j - lc_j) - lse_b + lse_c on the raw values, since sum_j p_b,j = 1.
+        acc = np.zeros(common, dtype=np.float64)
+        mb, mc = take_b(b.logp), take_c(c.logp)
+        for j in range(min(mb.shape[1], mc.shape[1])):
+            xb, xc = mb[:, j], mc[:, j]
+            if b.padded or c.padded:
                 with np.errstate(invalid="ignore"):
                     acc += np.where(np.isfinite(xb), np.exp(xb - lse_b) * (xb - xc), 0.0)
-            kl = np.maximum(acc - lse_b + lse_c, 0.0)  # clip float rounding below zero
+            else:
+                acc += np.exp(xb - lse_b) * (xb - xc)
+        kl = np.maximum(acc - lse_b + lse_c, 0.0)  # clip float rounding below zero
 
     flip_idx = np.flatnonzero(c2i | i2c)
-    if margin is not None:
-        flip_idx = flip_idx[np.argsort(margin[flip_idx], kind="stable")]
-    flip_idx = flip_idx[:flipped_shown]
+    margin = None
+    if b.logp is not None:
+        rows_b = ib[flip_idx]
+        margin = _margin(b.logp[rows_b], b.lse[rows_b])
+        order = np.argsort(margin, kind="stable")[:flipped_shown]
+        flip_idx, margin = flip_idx[order], margin[order]
+    else:
+        flip_idx = flip_idx[:flipped_shown]
     flipped = [
         {
             "item": b.items[int(ib[k])].as_py(),
             "label": int(label[k]),
-            "pred_base": int(b.pred[ib[k]]),
-            "pred_candidate": int(c.pred[ic[k]]),
+            "pred_base": int(pred_b[k]),
+            "pred_candidate": int(pred_c[k]),
             "direction": "correct->incorrect" if ok_b[k] else "incorrect->correct",
-            "margin_base": None if margin is None else float(margin[k]),
+            "margin_base": None if margin is None else float(margin[pos]),
             "kl": None if kl is None else float(kl[k]),
         }
-        for k in flip_idx
+        for pos, k in enumerate(flip_idx)
     ]
-    only_b, only_c = rb[rc < 0], rc[rb < 0]
+    only_b, only_c = np.flatnonzero(rc_of_b < 0), rc[rb < 0]
     result = OutputsComparison(
         base=str(bp),
         candidate=str(cp),
@@ -299,7 +335,7 @@ def compare_outputs(
         flips=float((c2i | i2c).sum() / common) if common else 0.0,
         flips_correct_to_incorrect=int(c2i.sum()),
         flips_incorrect_to_correct=int(i2c.sum()),
-        prediction_changes=int((b.pred[ib] != c.pred[ic]).sum()),
+        prediction_changes=int((pred_b != pred_c).sum()),
         kl_mean=float(kl.mean()) if kl is not None and len(kl) else None,
         kl_items=0 if kl is None else len(kl),
         kl_quantiles={f"p{int(q * 100)}": float(v) for q, v in zip(KL_QUANTILES, np.quantile(kl, KL_QUANTILES))}
