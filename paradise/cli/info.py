@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from paradise.cli.analyze import trace_summary
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.store import open_trace
 
@@ -27,14 +28,8 @@ def trace_info(path: Path) -> dict:
     steps = [r for r in rows if r["step_min"] is not None]
     meta = trace.metadata
     return {
-        "path": str(trace.path),
-        "files": len(trace.files),
-        "source": trace.source,
-        "program": trace.program,
-        "pes": meta.get("pes") or len(meta.get("pes_seen", [])) or None,
+        **trace_summary(trace),
         "pes_seen": meta.get("pes_seen"),
-        "complete": trace.complete,
-        "rows": trace.num_rows,
         "events_by_kind": kinds,
         "span_ns": (t_max - t_min) if t_min is not None and t_max is not None else 0,
         "steps": {
@@ -43,8 +38,6 @@ def trace_info(path: Path) -> dict:
         }
         if steps
         else None,
-        "format_version": meta.get("format_version"),
-        "fingerprint": trace.fingerprint,
     }
 
 
