@@ -1,6 +1,6 @@
 """Cost of the charm4py tracer: each program traced and untraced, side by side, on 1 and 2 PEs.
 
-    .venv/bin/python bench/charm_overhead.py [--reps 3] [--pes 1 2] [--only stencil2d ...]
+    .venv/bin/python bench/charm_overhead.py [--reps 3] [--pes 1 2] [--only stencil2d ...] [--micro]
 
 For every (program, PEs) it runs REPS untraced/traced pairs (interleaved, so a busy machine
 hurts both alike) and prints the median times, their ratio, and the tracer's cost per
@@ -8,6 +8,12 @@ message = (traced - untraced) / messages, messages = `send` rows in the traced r
 Two times are compared: the program's own `elapsed_s=` from its RESULT line when it prints
 one (the measured region, without interpreter start-up and the final trace compaction),
 and the whole charmrun wall time.
+
+`--micro` first prices the hooks alone, in-process and without charmrun: a fake charm4py
+(packMsg, CkArraySend, recvArrayMsg, EntryMethod._run as cheap stand-ins) bounces one local
+array message HOPS times through the real hooks, in fresh interpreters, hooked and not, and
+prints the minimum over many short repetitions (the least-disturbed one on a busy machine).
+The difference is the tracer's CPU cost per message (one send row + one exec row + dispatch).
 """
 
 from __future__ import annotations
@@ -79,17 +85,121 @@ def bench(name: str, path: Path, args: list[str], pes: int, reps: int) -> dict:
     return row
 
 
+MICRO_HOPS = 20_000
+MICRO_REPS = 60
+
+
+def _micro_child(traced: bool) -> float:
+    """ns per simulated hop (min over MICRO_REPS runs of MICRO_HOPS hops) in this process."""
+    import time
+    import types
+
+    class EntryMethod:  # charm4py's EntryMethod: run bound at __init__, _run calls the method
+        def __init__(self, C, name, profile=False):
+            self.C, self.name = C, name
+            self.run = self._run
+
+        def _run(self, obj, header, args, ret_fut=False):
+            getattr(obj, self.name)(*args)
+            if b"block" in header:
+                pass
+
+    class Proxy:
+        aid = 0
+
+    class Player:
+        def __init__(self):
+            self.thisProxy, self.thisIndex = Proxy(), (0,)
+
+        def ball(self, n, payload):
+            header = {"is_ray": False}
+            msg = charm.packMsg(self, (n + 1, payload), header)
+            charm.CkArraySend(0, (1,), 5, msg)
+
+    class Charm:  # local-message path: packMsg stores (header, args), the message is a tag
+        def packMsg(self, destObj, msgArgs, header):
+            self.last = (header, msgArgs)
+            return (b"_local:1", [])
+
+        def CkArraySend(self, aid, index, ep, msg):
+            pass
+
+        def recvArrayMsg(self, aid, index, ep, msg, dcopy_start):
+            header, args = self.last
+            self.entryMethods[ep].run(obj, header, args)
+
+        CkGroupSend = CkChareSend = recvGroupMsg = recvChareMsg = recvArrayBcast = buildMainchare = None
+
+    charm, mod = Charm(), types.SimpleNamespace(EntryMethod=EntryMethod)
+    charm.entryMethods = {}
+    if traced:
+        from tracers.charm import hooks
+        from tracers.charm._state import ST, clock
+
+        ST.reg.arrays[0] = ("Player#0", "array")
+        ST.pe, ST.origin = 0, clock()
+        hooks.install_exec_hooks(mod)
+        hooks.install_send_hooks(charm)
+        charm.recvGroupMsg = charm.recvChareMsg = charm.buildMainchare = lambda a, b, c, d: None
+        charm.recvArrayBcast = lambda a, b, c, d, e: None
+        hooks.install_dispatch_hooks(charm)
+        hooks.install_greenlet_trace()
+    charm.entryMethods[5] = EntryMethod(Player, "ball")
+    charm.last = ({}, (0, b"x" * 64))
+    obj, recv, best = Player(), charm.recvArrayMsg, float("inf")
+    for _ in range(MICRO_REPS):
+        if traced:
+            del ST.buf[:]
+        t = time.perf_counter()
+        for _ in range(MICRO_HOPS):
+            recv(0, (0,), 5, b"_local:1", 0)
+        best = min(best, time.perf_counter() - t)
+    if traced:
+        from tracers.charm.rowbuf import ROW
+
+        rows = len(ST.buf) // ROW.size
+        assert rows >= 2 * MICRO_HOPS, rows  # one send and one exec row per hop (+ idle rows)
+    return best / MICRO_HOPS * 1e9
+
+
+def micro(rounds: int) -> None:
+    """Hooked vs plain hop cost, `rounds` interleaved pairs of fresh interpreters."""
+    import subprocess
+
+    plain, traced = [], []
+    for _ in range(rounds):
+        for flag, out in (("plain", plain), ("traced", traced)):
+            res = subprocess.run([sys.executable, __file__, "--micro-child", flag], capture_output=True, text=True,
+                                 check=True, cwd=ROOT)
+            out.append(float(res.stdout.split()[-1]))
+    a, b = statistics.median(plain), statistics.median(traced)
+    print(f"micro (in-process hooks, 1 local array message per hop, min of {MICRO_REPS}x{MICRO_HOPS} hops, "
+          f"median of {rounds} interpreters): plain {a:.0f} ns/hop, traced {b:.0f} ns/hop, "
+          f"tracer {b - a:.0f} ns/msg")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--pes", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--only", nargs="+", default=None, help="program names (default: all that exist)")
+    ap.add_argument("--micro", action="store_true", help="also price the hooks alone, in-process (see above)")
+    ap.add_argument("--micro-rounds", type=int, default=3)
+    ap.add_argument("--micro-child", choices=("plain", "traced"), help=argparse.SUPPRESS)
+    ap.add_argument("--no-programs", action="store_true", help="only the --micro measurement")
     a = ap.parse_args(argv)
+    if a.micro_child:
+        print(f"{_micro_child(a.micro_child == 'traced'):.1f}")
+        return 0
     names = a.only or list(PROGRAMS)
     import os
 
-    print(f"charm4py tracer overhead: median of {a.reps} untraced/traced pairs per row")
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
+    if a.micro:
+        micro(a.micro_rounds)
+    if a.no_programs:
+        return 0
+    print(f"charm4py tracer overhead: median of {a.reps} untraced/traced pairs per row")
     print(f"{'program':<13}{'PEs':>4}{'messages':>10}  {'time':<5}{'untraced s':>11}{'traced s':>10}"
           f"{'ratio':>7}{'us/msg':>8}")
     for name in names:

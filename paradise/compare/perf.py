@@ -1,8 +1,10 @@
 """Did the change help? A trace diff: makespan, step time, per-PE busy/idle, per-entry time, volume.
 
-Changes are ranked significant first. With several steps on both sides a change counts as
-significant when it exceeds the run-to-run spread (|Δmean| > SIGNIFICANCE_Z · standard error
-of the difference over steps); without steps, when it exceeds RELATIVE_THRESHOLD.
+Changes are ranked significant first. With several steps on both sides a figure is compared
+as its median per step, and a change counts as significant when it exceeds the run-to-run
+spread (|Δmedian| > SIGNIFICANCE_Z · standard error of the difference, from each run's MAD,
+so that a few preempted steps do not hide a real change); without steps, when it exceeds
+RELATIVE_THRESHOLD.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ SIGNIFICANCE_Z = 2.0
 RELATIVE_THRESHOLD = 0.05
 """Without per-step samples, changes under 5% are treated as noise (run-to-run spread seen here: 2-5%)."""
 MIN_STEPS = 3
+MAD_TO_SIGMA = 1.4826
+"""MAD x 1.4826 estimates the standard deviation of a normal sample."""
+MEDIAN_SE_FACTOR = 1.2533
+"""sqrt(pi/2): standard error of the median relative to that of the mean, for normal samples."""
 """Fewer steps than this give no usable spread."""
 TOP_NAMES = 15
 
@@ -77,11 +83,17 @@ def _step_durations(pe_step: pd.DataFrame) -> pd.Series:
     return (g["t_max"].max() - g["t_min"].min()).astype(float)
 
 
+def _median_se(x: pd.Series) -> float:
+    """Standard error of a median from the MAD: robust to the preemption spikes of shared machines."""
+    mad = float((x - x.median()).abs().median())
+    return MEDIAN_SE_FACTOR * MAD_TO_SIGMA * mad / math.sqrt(len(x))
+
+
 def _change(metric: str, unit: str, b: pd.Series | float, c: pd.Series | float, per_step: bool) -> Change:
     """Compares totals (or step means) and decides significance from the step spread."""
     if per_step and isinstance(b, pd.Series) and isinstance(c, pd.Series) and min(len(b), len(c)) >= MIN_STEPS:
-        mb, mc = float(b.mean()), float(c.mean())
-        se = math.sqrt(float(b.var(ddof=1)) / len(b) + float(c.var(ddof=1)) / len(c))
+        mb, mc = float(b.median()), float(c.median())
+        se = math.sqrt(_median_se(b) ** 2 + _median_se(c) ** 2)
         delta = mc - mb
         sig = abs(delta) > SIGNIFICANCE_Z * se if se > 0 else delta != 0
         return Change(metric, mb, mc, unit, delta, delta / mb if mb else None, bool(sig), se)

@@ -3,8 +3,10 @@
 Installed before `charm.start()`: `EntryMethod._run` is patched on the class (every entry
 method is bound at registration inside start), and the dispatch/send callables are replaced
 on the `charm` instance, which the Cython layer and the proxies look up by attribute on each
-call. Per event the work is one clock read and one `struct.pack` of the row into a bytearray
-(tracers/charm/rowbuf.py; fields in rowbuf.PACKED order, strings as codes, nulls as NULL).
+call. Per event the work is one clock read, one `struct.pack` of the row's per-event values and
+one append of the chare's pre-packed tail into a bytearray (tracers/charm/rowbuf.py; strings as
+codes, nulls as NULL). Hot paths bind everything they touch as closure locals, call the wrapped
+function positionally, and cache per entry method / array what does not change per message.
 """
 
 from __future__ import annotations
@@ -13,8 +15,20 @@ import greenlet
 
 from paradise.format import INDEX_BITS, pack_index
 from tracers.charm._state import MSG_PE_SHIFT, ST, clock
-from tracers.charm.identity import CAT, COLL, EXPLICIT, INDEX, NO_OBJECT, OBJ, STEP, SYNCS
-from tracers.charm.rowbuf import FLUSH_BYTES, NULL, pack
+from tracers.charm.identity import (
+    CAT,
+    COLL,
+    EXPLICIT,
+    INDEX,
+    NO_OBJECT,
+    OBJ,
+    STAIL,
+    STEP,
+    SYNCS,
+    XTAIL,
+    set_step,
+)
+from tracers.charm.rowbuf import ARRAY_SEND_HEAD, EXEC_HEAD, FLUSH_BYTES, NULL, NULL_HI, SEND_HEAD, pack
 
 IDLE_MIN_NS = 10_000
 """Gaps between scheduler dispatches shorter than 10 us are charm4py's own dispatch cost
@@ -71,36 +85,38 @@ def install_exec_hooks(entry_method_mod) -> None:
     def run(self, obj, header, args, ret_fut=False):
         name, flag, coro = self._pt
         if flag == F_SKIP:
-            return orig_run(self, obj, header, args, ret_fut=ret_fut)
+            return orig_run(self, obj, header, args, ret_fut)
         try:
             ident = obj._pt_id
         except AttributeError:
             ident = reg.identify(obj, header)
             obj._pt_id = ident
-        mid = header.get(b"_pt", NULL) if header else NULL
+        if header:
+            mid = header.get(b"_pt", NULL)
+            src = NULL if mid == NULL else mid >> MSG_PE_SHIFT
+        else:
+            mid = src = NULL
         t0 = clock()
         parent = cur[0]
         if parent is not None:
             parent[1] += t0 - parent[0]
-        rec = [t0, 0, parent, ident, t0, name, mid]
-        cur[0] = rec
+        cur[0] = rec = [t0, 0, parent, ident, t0, name, mid]
         if flag:
             _special(flag, obj, ident, mid, t0)
         if coro:
             opened[id(rec)] = rec
         try:
-            orig_run(self, obj, header, args, ret_fut=ret_fut)
+            orig_run(self, obj, header, args, ret_fut)
         finally:
             t1 = clock()
-            rec[1] += t1 - rec[0]
             cur[0] = parent
             if parent is not None:
                 parent[0] = t1
             if coro:
                 opened.pop(id(rec), None)
             o = P.origin
-            put(pack(K_EXEC, P.pe, t0 - o, t1 - o, rec[1], ident[CAT], ident[COLL], ident[OBJ], ident[INDEX],
-                     name, mid, NULL if mid == NULL else mid >> MSG_PE_SHIFT, NULL, NULL, NULL, ident[STEP], NULL))
+            put(EXEC_HEAD(t0 - o, mid, name, P.pe, src, t1 - o, rec[1] + t1 - rec[0]))
+            put(ident[XTAIL])  # read at the end: the step may have changed during the execution
 
     EM.__init__ = em_init
     EM._run = run
@@ -118,7 +134,7 @@ def _special(flag: int, obj, ident: list, mid: int, t: int) -> None:
     elif flag == F_SYNC:
         ident[SYNCS] += 1
         if not ident[EXPLICIT]:
-            ident[STEP] = ident[SYNCS]
+            set_step(ident, ident[SYNCS])
         row = (K_STEP, code("resumeFromSync"), NULL, NULL)
     if row is not None:
         kind, name, msg, peer_pe = row
@@ -136,7 +152,7 @@ def record_step(n: int) -> None:
     rec = ST.cur[0]
     ident = NO_OBJECT if rec is None else rec[3]
     if rec is not None:
-        ident[STEP] = int(n)
+        set_step(ident, int(n))
         ident[EXPLICIT] = True
     _step_row(ident, "step", int(n))
 
@@ -167,34 +183,38 @@ def install_send_hooks(charm) -> None:
         if mute[0]:
             return orig_pack(destObj, msgArgs, header)
         t = clock()
-        seq[0] += 1
-        mid = P.msg_base + seq[0]
-        header[b"_pt"] = mid
-        pc = P.pending_create
-        if pc is not None:
-            header[b"_pc"] = pc
+        seq[0] = n = seq[0] + 1
+        header[b"_pt"] = mid = P.msg_base + n
+        if P.pending_create is not None:
+            header[b"_pc"] = P.pending_create
         msg = orig_pack(destObj, msgArgs, header)
-        m0 = msg[0]
         if destObj is None:
+            m0 = msg[0]
             size = len(m0)
             dc = header.get(b"dcopy")
             if dc:
                 for d in dc:
                     size += d[3]
-        else:
-            size = NULL  # local-message optimisation: nothing is serialised
-        pend[0] = (m0, mid, size, t)
+            pend[0] = (m0, mid, size, t)
+        else:  # local-message optimisation: nothing is serialised
+            pend[0] = (msg[0], mid, NULL, t)
         return msg
 
+    ep_codes: dict[int, int] = {}
+
     def ep_name(ep) -> int:
-        em = em_table.get(ep)
-        return em._pt[0] if em is not None else NULL
+        code = ep_codes.get(ep)
+        if code is None:
+            em = em_table.get(ep)
+            if em is None:
+                return NULL
+            code = ep_codes[ep] = em._pt[0]
+        return code
 
     def row(p, name: int, peer_pe: int, peer_coll: int, peer_obj: int, args: int) -> None:
         rec = cur[0]
-        s = NO_OBJECT if rec is None else rec[3]
-        put(pack(K_SEND, P.pe, p[3] - P.origin, NULL, NULL, s[CAT], s[COLL], s[OBJ], s[INDEX], name, p[1],
-                 peer_pe, peer_coll, peer_obj, p[2], s[STEP], args))
+        put(SEND_HEAD(p[3] - P.origin, p[1], name, P.pe, peer_pe, NULL, NULL, peer_coll, peer_obj, p[2], args))
+        put((NO_OBJECT if rec is None else rec[3])[STAIL])
 
     orig_array, orig_group, orig_chare = charm.CkArraySend, charm.CkGroupSend, charm.CkChareSend
     ST.orig.update(CkArraySend=orig_array, CkGroupSend=orig_group, CkChareSend=orig_chare)
@@ -211,16 +231,18 @@ def install_send_hooks(charm) -> None:
             coll = reg.coll_code(reg.arrays, aid)
             if coll != NULL:
                 acodes[aid] = coll
-        rec = cur[0]
-        s = NO_OBJECT if rec is None else rec[3]
+        name = ep_codes.get(ep)
+        if name is None:
+            name = ep_name(ep)
         if index:
             n = len(index)
             peer = index[0] if n == 1 else ((index[0] << INDEX_BITS) | (index[1] & MASK2)) if n == 2 else pack_index(index)
             args = NULL
         else:
             peer, args = NULL, bcast
-        put(pack(K_SEND, P.pe, p[3] - P.origin, NULL, NULL, s[CAT], s[COLL], s[OBJ], s[INDEX], ep_name(ep), p[1],
-                 NULL, coll, peer, p[2], s[STEP], args))
+        rec = cur[0]
+        put(ARRAY_SEND_HEAD(p[3] - P.origin, p[1], name, P.pe, NULL_HI, NULL_HI, NULL_HI, coll, peer, p[2], args))
+        put((NO_OBJECT if rec is None else rec[3])[STAIL])
 
     def CkGroupSend(gid, index, ep, msg):
         orig_group(gid, index, ep, msg)
@@ -294,27 +316,35 @@ def install_dispatch_hooks(charm) -> None:
     # No try/finally: an exception here ends the run (handleGeneralError -> abort).
     def wrap5(fn):
         def dispatch(a, b, c, d, e):
-            t = clock()
-            if state[0] == 0 and state[1] and t - state[1] > IDLE_MIN_NS:
-                idle(t)
-            state[0] += 1
+            depth = state[0]
+            if depth == 0:
+                t = clock()
+                if state[1] and t - state[1] > IDLE_MIN_NS:
+                    idle(t)
+            state[0] = depth + 1
             fn(a, b, c, d, e)
-            state[0] -= 1
-            if state[0] == 0:
-                back(clock())
+            state[0] = depth
+            if depth == 0:
+                state[1] = clock()
+                if len(buf) > FLUSH_BYTES:
+                    back(state[1])
 
         return dispatch
 
     def wrap4(fn):
         def dispatch(a, b, c, d):
-            t = clock()
-            if state[0] == 0 and state[1] and t - state[1] > IDLE_MIN_NS:
-                idle(t)
-            state[0] += 1
+            depth = state[0]
+            if depth == 0:
+                t = clock()
+                if state[1] and t - state[1] > IDLE_MIN_NS:
+                    idle(t)
+            state[0] = depth + 1
             fn(a, b, c, d)
-            state[0] -= 1
-            if state[0] == 0:
-                back(clock())
+            state[0] = depth
+            if depth == 0:
+                state[1] = clock()
+                if len(buf) > FLUSH_BYTES:
+                    back(state[1])
 
         return dispatch
 

@@ -10,7 +10,7 @@ and the name travels to the other PEs in the creation message header.
 from __future__ import annotations
 
 from paradise.format import index_text, pack_index
-from tracers.charm.rowbuf import NULL, Strings
+from tracers.charm.rowbuf import NULL, Strings, tails
 
 RUNTIME_MODULES = ("charm4py", "hints.charm_map")
 """Chare classes defined in these modules (charm4py's CharmRemote, SectionManager, pool
@@ -24,9 +24,24 @@ MAIN_COLL = "Main#0"
 
 # Fields of an identity record (a list, mutable: step numbers change over the run). Strings
 # are held as codes of the PE's string table and nulls as NULL, ready for packed rows.
-COLL, OBJ, INDEX, CAT, STEP, EXPLICIT, SYNCS = range(7)
+# XTAIL / STAIL: the packed exec / send row tails (rowbuf.tails) of this identity at its step.
+COLL, OBJ, INDEX, CAT, STEP, EXPLICIT, SYNCS, XTAIL, STAIL = range(9)
+K_EXEC, K_SEND = 0, 1
+"""String codes of the kinds 'exec' and 'send' (the string table is seeded with the kind names)."""
 
-NO_OBJECT = [NULL, NULL, NULL, NULL, NULL, False, 0]
+
+def record(coll: int, obj: int, index: int, cat: int, step: int, explicit: bool, syncs: int) -> list:
+    """A new identity record, with its packed row tails."""
+    return [coll, obj, index, cat, step, explicit, syncs, *tails(K_EXEC, K_SEND, cat, coll, obj, index, step)]
+
+
+def set_step(ident: list, step: int) -> None:
+    """Changes the step of an identity (and so its packed row tails)."""
+    ident[STEP] = step
+    ident[XTAIL], ident[STAIL] = tails(K_EXEC, K_SEND, ident[CAT], ident[COLL], ident[OBJ], ident[INDEX], step)
+
+
+NO_OBJECT = record(NULL, NULL, NULL, NULL, NULL, False, 0)
 """Identity used for events outside any entry method (sends from the scheduler, startup)."""
 
 
@@ -59,7 +74,7 @@ class Registry:
         if carried is not None:  # migrated in: codes are per PE, so the texts travelled
             coll, index, cat, step, explicit, syncs = carried
             code = self.strings.code
-            return [code(coll), pack_index(index), code(index_text(index)), code(cat), step, explicit, syncs]
+            return record(code(coll), pack_index(index), code(index_text(index)), code(cat), step, explicit, syncs)
         proxy = obj.thisProxy
         created = header.get(b"_pc") if header else None
         if hasattr(proxy, "aid"):
@@ -80,8 +95,8 @@ class Registry:
             ent = self.main if cls_name == "DefaultMainchare" else (f"{cls_name}#0", "mainchare")
             index = (0,)
         code = self.strings.code
-        return [code(ent[0]), pack_index(index), code(index_text(index)), code(self.category(type(obj), ent[1])),
-                NULL, False, 0]
+        return record(code(ent[0]), pack_index(index), code(index_text(index)),
+                      code(self.category(type(obj), ent[1])), NULL, False, 0)
 
     def carry(self, obj) -> None:
         """Before an element migrates: replace its identity codes by texts that mean the same anywhere."""
