@@ -19,7 +19,7 @@ from paradise.engines import Engine, get_engine
 from paradise.store import TraceHandle, open_trace
 
 SIGNIFICANCE_Z = 2.0
-"""About a 95% two-sided band for a normal difference of step means."""
+"""About a 95% two-sided band for a normal difference of step medians."""
 RELATIVE_THRESHOLD = 0.05
 """Without per-step samples, changes under 5% are treated as noise (run-to-run spread seen here: 2-5%)."""
 MIN_STEPS = 3
@@ -90,7 +90,7 @@ def _median_se(x: pd.Series) -> float:
 
 
 def _change(metric: str, unit: str, b: pd.Series | float, c: pd.Series | float, per_step: bool) -> Change:
-    """Compares totals (or step means) and decides significance from the step spread."""
+    """Compares totals (or step medians) and decides significance from the step spread."""
     if per_step and isinstance(b, pd.Series) and isinstance(c, pd.Series) and min(len(b), len(c)) >= MIN_STEPS:
         mb, mc = float(b.median()), float(c.median())
         se = math.sqrt(_median_se(b) ** 2 + _median_se(c) ** 2)
