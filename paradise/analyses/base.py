@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -58,3 +59,20 @@ class AnalysisResult:
             "characteristics": [c.to_dict() for c in self.characteristics],
             **self.sections,
         }
+
+
+def json_scalar(v: Any) -> Any:
+    """A JSON-safe Python scalar: numpy ints/floats unwrapped, NaN/NA -> None, floats rounded."""
+    if v is None or v is _NA:
+        return None
+    if hasattr(v, "item"):
+        v = v.item()
+    if isinstance(v, float):
+        return None if not math.isfinite(v) else round(v, 6)
+    return v
+
+
+try:  # pandas is an analyzer dependency, but base.py stays importable without it
+    from pandas import NA as _NA
+except ImportError:  # pragma: no cover
+    _NA = object()

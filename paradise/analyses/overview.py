@@ -8,13 +8,12 @@ docs/analyses/overview.md.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 
-from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
+from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence, json_scalar
 from paradise.engines import Engine
 from paradise.store import TraceHandle
 
@@ -37,15 +36,7 @@ def applies(trace: TraceHandle) -> bool:
     return True
 
 
-def _py(v: Any) -> Any:
-    """A JSON-safe Python scalar (numpy ints/floats, NaN/NA -> None)."""
-    if v is None or v is pd.NA:
-        return None
-    if hasattr(v, "item"):
-        v = v.item()
-    if isinstance(v, float):
-        return None if not math.isfinite(v) else round(v, 6)
-    return v
+_py = json_scalar
 
 
 _NULLABLE = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(),

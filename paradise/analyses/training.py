@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
+from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence, json_scalar
 from paradise.engines import Engine
 from paradise.store import TraceHandle
 
@@ -74,14 +74,7 @@ def applies(trace: TraceHandle) -> bool:
     return bool(rows)
 
 
-def _py(v: Any) -> Any:
-    if v is None or v is pd.NA:
-        return None
-    if hasattr(v, "item"):
-        v = v.item()
-    if isinstance(v, float):
-        return None if not math.isfinite(v) else round(v, 6)
-    return v
+_py = json_scalar
 
 
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
