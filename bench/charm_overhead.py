@@ -35,9 +35,9 @@ from tracers.charm.launch import launch  # noqa: E402
 
 PROGRAMS: dict[str, tuple[str, list[str]]] = {
     # name: (path, args) sized to run a few seconds each on a small machine
-    "pingpong": ("tests/charm_programs/pingpong.py", ["10000"]),
+    "pingpong": ("tests/charm_programs/pingpong.py", ["50000"]),
     "histsort": ("examples/histsort.py", []),
-    "stencil2d": ("examples/stencil2d.py", ["--grid", "8", "8", "--block", "128", "--iters", "40"]),
+    "stencil2d": ("examples/stencil2d.py", ["--grid", "8", "8", "--block", "128", "--iters", "100"]),
     "masterworker": ("examples/masterworker.py", []),
     "wavefront": ("examples/wavefront.py", []),
 }
@@ -220,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{name:<13}{pes:>4}{row['messages']:>10}  {label:<5}{plain:>11.3f}{traced:>10.3f}"
                           f"{ratio:>7.2f}{per_msg:>8.1f}")
             sys.stdout.flush()
+    print(f"load average {os.getloadavg()[0]:.1f} at end")
     print("prog: the program's own elapsed_s (measured region); wall: whole charmrun run incl. start-up and "
           "trace compaction. us/msg = (traced - untraced) / send rows.")
     return 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 import greenlet
 
 from paradise.format import INDEX_BITS, pack_index
+from tracers.charm import identity
 from tracers.charm._state import MSG_PE_SHIFT, ST, clock
 from tracers.charm.identity import (
     CAT,
@@ -49,6 +50,8 @@ F_PLAIN, F_INIT, F_MIGRATED, F_SYNC, F_SKIP = range(5)
 def seed_strings() -> None:
     for k in KINDS:
         ST.strings.code(k)
+    # the pre-packed row tails (identity.record) carry these codes as constants
+    assert ST.strings.code("exec") == K_EXEC == identity.K_EXEC and ST.strings.code("send") == K_SEND == identity.K_SEND
 
 
 def _em_info(em, entry_name: str | None) -> tuple[int, int, bool]:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import struct
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -132,6 +134,9 @@ class PackedWriter(TraceWriter):
         super().__init__(directory, pe, **metadata)
         self.buf = bytearray()
         self.strings = strings
+        self._pool: ThreadPoolExecutor | None = None
+        self._futures: list[Future] = []
+        self._submitted = 0
 
     def pending(self) -> int:
         return len(self.buf) + len(self._rows)
@@ -155,23 +160,59 @@ class PackedWriter(TraceWriter):
         return pa.Table.from_arrays(cols, schema=SCHEMA)
 
     def flush(self) -> None:
-        """Writes packed and tuple rows buffered so far as one part file."""
+        """Hands the rows buffered so far to the writer thread, which writes them as one part file.
+
+        The program's thread only copies the buffer (memcpy); building the Arrow table and the
+        Parquet write (which releases the GIL) run on one background thread, in order, so a
+        flush overlaps the program instead of stopping it (~0.5 us per row when inline)."""
         self._last_flush = time.monotonic_ns()
         if not self.buf and not self._rows:
             return
+        self._check()
+        data = bytes(self.buf) if self.buf else b""
+        del self.buf[:]  # same object: the hot path keeps a reference to it
+        rows, self._rows = self._rows, []
+        texts = self.strings.texts[:]  # append-only table: a copy is a consistent snapshot
+        part = self.directory / f"{self.stem}.part-{self._submitted:06d}.parquet"
+        self._submitted += 1
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="paradise-flush")
+        self._futures.append(self._pool.submit(self._write_part, data, rows, texts, dict(self.metadata), part))
+
+    def _write_part(self, data: bytes, rows: list, texts: list[str], metadata: dict, part: Path) -> None:
         tables = []
-        if self.buf:
-            data = bytes(self.buf)
-            del self.buf[:]  # same object: the hot path keeps a reference to it
-            tables.append(self._packed_table(data))
-        if self._rows:
-            rows, self._rows = self._rows, []
+        if data:
+            strings = Strings()
+            strings.texts = texts
+            tables.append(self._packed_table_of(data, strings))
+        if rows:
             tables.append(self._table(rows).cast(SCHEMA))
         table = pa.concat_tables(tables).unify_dictionaries()
-        table = table.replace_schema_metadata(make_metadata(**self.metadata))
-        part = self.directory / f"{self.stem}.part-{len(self._parts):06d}.parquet"
+        table = table.replace_schema_metadata(make_metadata(**metadata))
         tmp = part.with_suffix(".tmp")
         pq.write_table(table, tmp, compression="none", write_statistics=False)  # see PART_NOTE
         os.replace(tmp, part)
         self._parts.append(part)
         self.rows_written += table.num_rows
+
+    def _check(self) -> None:
+        """Re-raises a failed background write here, on the program's thread."""
+        while self._futures and self._futures[0].done():
+            self._futures.pop(0).result()
+
+    def drain(self) -> None:
+        """Waits for every submitted part file (before compaction, metadata changes, exit)."""
+        while self._futures:
+            self._futures.pop(0).result()
+
+    def close(self, complete: bool = True) -> Path:
+        """Flushes, waits for the writer thread, then compacts (TraceWriter.close)."""
+        if not self._closed:
+            self.flush()
+            try:
+                self.drain()
+            finally:
+                if self._pool is not None:
+                    self._pool.shutdown(wait=True)
+                    self._pool = None
+        return super().close(complete)
