@@ -21,7 +21,7 @@ from paradise.errors import ParadiseError, TraceNotFound
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 STEP_TIMEOUT_S = 600
-DEMO_ARGS = {"stencil2d": "--grid 8 8 --block 512 --iters 40"}
+DEMO_ARGS = {"stencil2d": "--grid 8 8 --block 512 --iters 40 --check-blocks 2"}
 """Default arguments per example. 512x512 blocks: per message, charm4py's runtime costs about
 as much as relaxing a 256x256 block once, so smaller blocks make the run as much messaging as
 compute, which no mapping removes; at 512 compute dominates and balancing it shows."""
@@ -77,8 +77,12 @@ def trace_facts(path: Path) -> dict[str, Any]:
     placed: dict[str, dict[str, int]] = {}
     for c, i, p in zip(*(rows.column(k).to_pylist() for k in ("coll", "index", "pe"))):
         placed.setdefault(str(c), {})[str(i)] = int(p)
-    span = eng.sql("SELECT max(t1) - min(t0) AS m FROM events WHERE kind = 'exec'").column("m")[0].as_py()
-    return {"busy_ns": busy, "placement": placed, "makespan_ns": int(span or 0)}
+    spans = eng.sql(
+        "SELECT max(t1) - min(t0) AS m, max(t1) FILTER (WHERE step IS NOT NULL) - min(t0) FILTER (WHERE step IS NOT NULL) "
+        "AS s FROM events WHERE kind = 'exec'"
+    ).to_pylist()[0]
+    return {"busy_ns": busy, "placement": placed, "makespan_ns": int(spans["m"] or 0),
+            "iterations_ns": int(spans["s"] or 0)}
 
 
 def moves(before: dict[str, dict[str, int]], mapping: dict[str, dict[str, int]]) -> list[dict[str, Any]]:

@@ -29,6 +29,9 @@ def render_demo(result: dict[str, Any]) -> None:
         t.add_column(col, justify="right" if col else "left")
     t.add_row("makespan", fmt_ns(before["makespan_ns"]), fmt_ns(pred.get("predicted_makespan_ns")),
               fmt_ns(after["makespan_ns"]))
+    if before.get("iterations_ns") and after.get("iterations_ns"):
+        t.add_row("iterations (first to last step)", fmt_ns(before["iterations_ns"]), "",
+                  fmt_ns(after["iterations_ns"]))
     for pe in range(pes):
         b = before["busy_ns"][pe] if pe < len(before["busy_ns"]) else 0
         a = after["busy_ns"][pe] if pe < len(after["busy_ns"]) else 0
@@ -47,6 +50,11 @@ def render_demo(result: dict[str, Any]) -> None:
     c.print(f"the rerun placed {result.get('placed_as_mapped')} of {result.get('mapped_objects')} "
             "objects where mapping.json says.")
     c.print(t)
+    if before.get("iterations_ns") and after.get("iterations_ns"):
+        st = {c["metric"]: c for c in result["performance"]["changes"]}.get("step_time", {})
+        c.print(f"iterations {before['iterations_ns'] / after['iterations_ns']:.2f}x faster with the hints; "
+                f"median step {fmt_ns(st.get('base'))} -> {fmt_ns(st.get('candidate'))} "
+                f"({'significant' if st.get('significant') else 'within noise'}).")
     if mk.get("base"):
         speed = mk["base"] / mk["candidate"] if mk.get("candidate") else None
         c.print(f"makespan {mk['relative'] * 100:+.1f}% with the hints"
