@@ -2,9 +2,10 @@
 
 Keeping Python tuples costs more than making them (each row's ints are heap objects the
 garbage collector walks, and a flush has to transpose them): ~2 us per row on a loaded
-2-core machine. Packing the row's 17 int64 fields (strings as codes into a per-PE string
-table, nulls as INT64_MIN) costs one C call per event and nothing afterwards; the flush
-turns the buffer into Arrow columns without touching single values from Python.
+2-core machine. A row is 17 int64 fields (strings as codes into a per-PE string table, nulls
+as INT64_MIN, in LAYOUT order); hot rows are one pack of their per-event values plus a
+pre-packed per-chare tail, nothing afterwards; the flush (on a background thread) turns the
+buffer into Arrow columns without touching single values from Python.
 """
 
 from __future__ import annotations
