@@ -22,10 +22,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paradise.analyses.cache import cached
+from paradise.whatif.model import ExecSpan, int_column
 
 
 @dataclass
-class LeanGraph:
+class LeanGraph(ExecSpan):
     """One row per exec, ordered by (pe, t0, t1); ids are positions. Field names follow
     paradise.whatif.model.ExecGraph where they mean the same, so fit_latency accepts it."""
 
@@ -46,19 +47,8 @@ class LeanGraph:
     coll_names: list[str]
     entry_names: list[str]
 
-    @property
-    def n(self) -> int:
-        return int(self.pe.shape[0])
 
-    @property
-    def makespan_ns(self) -> int:
-        return int(self.t1.max() - self.t0.min()) if self.n else 0
-
-
-def _ints(t: pa.Table, col: str, fill: int = -1) -> np.ndarray:
-    c = t.column(col)
-    c = c.cast(pa.int64()) if c.type != pa.int64() else c
-    return np.asarray(pc.fill_null(c, fill).to_numpy(zero_copy_only=False), dtype=np.int64)
+_ints = int_column
 
 
 def _codes(t: pa.Table, col: str) -> tuple[np.ndarray, list[str]]:

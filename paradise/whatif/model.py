@@ -41,8 +41,24 @@ class LatencyModel:
                 "samples": self.samples, "overhead_mean_ns": round(self.overhead_mean_ns, 1)}
 
 
+class ExecSpan:
+    """Count and makespan of exec arrays (pe, t0, t1), shared by ExecGraph and the lean graph."""
+
+    pe: np.ndarray
+    t0: np.ndarray
+    t1: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return int(self.pe.shape[0])
+
+    @property
+    def makespan_ns(self) -> int:
+        return int(self.t1.max() - self.t0.min()) if self.n else 0
+
+
 @dataclass
-class ExecGraph:
+class ExecGraph(ExecSpan):
     """One row per exec (arrays of equal length n); ids are positions."""
 
     pe: np.ndarray
@@ -67,18 +83,15 @@ class ExecGraph:
     prio: np.ndarray | None = None
     step: np.ndarray | None = None  # iteration the trace marks for the exec, -1 where none
 
-    @property
-    def n(self) -> int:
-        return int(self.pe.shape[0])
-
-    @property
-    def makespan_ns(self) -> int:
-        return int(self.t1.max() - self.t0.min()) if self.n else 0
 
 
-def _int(t: pa.Table, col: str, fill: int = -1) -> np.ndarray:
+def int_column(t: pa.Table, col: str, fill: int = -1) -> np.ndarray:
+    """An Arrow column as int64 numpy, nulls replaced by `fill`."""
     c = pc.fill_null(t.column(col).cast(pa.int64()), fill)
-    return c.to_numpy(zero_copy_only=False).astype(np.int64)
+    return np.asarray(c.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+_int = int_column
 
 
 def _untraced_causes(t0: np.ndarray, cost: np.ndarray, src: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
