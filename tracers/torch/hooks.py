@@ -107,19 +107,24 @@ def _on_done(tr: Tracer, row: list[Any]):
     return done
 
 
+def _timed_call(tr: Tracer, label: str, orig: Any, args: tuple, kwargs: dict) -> tuple[int, Any]:
+    """Calls a wrapped torch function with nested wrappers off; records a failure, re-raises."""
+    t0 = tr.now()
+    _guard.depth += 1
+    try:
+        return t0, orig(*args, **kwargs)
+    except Exception as exc:
+        tr.failure(exc, label, t0)
+        raise
+    finally:
+        _guard.depth -= 1
+
+
 def _wrap_collective(tr: Tracer, name: str, orig: Any, idx: int | None, key: str | None) -> Any:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if _guard.depth or tr.closed:
             return orig(*args, **kwargs)
-        t0 = tr.now()
-        _guard.depth += 1
-        try:
-            result = orig(*args, **kwargs)
-        except Exception as exc:
-            tr.failure(exc, f"c10d.{name}", t0)
-            raise
-        finally:
-            _guard.depth -= 1
+        t0, result = _timed_call(tr, f"c10d.{name}", orig, args, kwargs)
         row = tr.new_row("collective", name, t0, tr.now())
         row[CAT] = "c10d"
         if idx is not None:
@@ -359,15 +364,7 @@ def _wrap_io(tr: Tracer, kind: str, label: str, orig: Any, target_of: Any) -> An
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if _guard.depth or tr.closed:
             return orig(*args, **kwargs)
-        t0 = tr.now()
-        _guard.depth += 1
-        try:
-            result = orig(*args, **kwargs)
-        except Exception as exc:
-            tr.failure(exc, label, t0)
-            raise
-        finally:
-            _guard.depth -= 1
+        t0, result = _timed_call(tr, label, orig, args, kwargs)
         row = tr.new_row(kind, label, t0, tr.now())
         row[CAT] = label
         row[BYTES] = _path_bytes(target_of(args, kwargs))
