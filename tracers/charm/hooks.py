@@ -317,6 +317,7 @@ def install_dispatch_hooks(charm) -> None:
             P.writer.flush()
 
     # No try/finally: an exception here ends the run (handleGeneralError -> abort).
+    # wrap5 and wrap4 are copies on purpose: fixed arity avoids packing *args on every message.
     def wrap5(fn):
         def dispatch(a, b, c, d, e):
             depth = state[0]
