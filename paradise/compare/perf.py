@@ -23,11 +23,11 @@ SIGNIFICANCE_Z = 2.0
 RELATIVE_THRESHOLD = 0.05
 """Without per-step samples, changes under 5% are treated as noise (run-to-run spread seen here: 2-5%)."""
 MIN_STEPS = 3
+"""Fewer steps than this give no usable spread."""
 MAD_TO_SIGMA = 1.4826
 """MAD x 1.4826 estimates the standard deviation of a normal sample."""
 MEDIAN_SE_FACTOR = 1.2533
 """sqrt(pi/2): standard error of the median relative to that of the mean, for normal samples."""
-"""Fewer steps than this give no usable spread."""
 TOP_NAMES = 15
 
 

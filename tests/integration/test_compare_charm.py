@@ -15,8 +15,10 @@ STENCIL = ROOT / "examples" / "stencil2d.py"
 # 4x4 chares, heavy region i in 0..1, j in 0..1 at 8x work. charm4py's default map puts the
 # first 8 chares in row-major order (rows 0-1) on PE 0: all 4 heavy ones, so per step PE 0
 # does 4*8 + 4 = 36 units and PE 1 does 8. Swapping chares (1,0),(1,1) with (2,0),(2,1)
-# gives 2*8 + 6 = 22 units on each PE.
-ARGS = ["--grid", "4", "4", "--block", "256", "--iters", "16", "--heavy", "0:2,0:2", "--heavy-factor", "8"]
+# gives 2*8 + 6 = 22 units on each PE. Blocks of 512x512 make a unit ~0.4 ms, so the busy
+# change (~8 ms per step) stands well above the preemption noise of a shared 2-core machine
+# (with 256x256 blocks it was ~1 ms per step and a loaded CI run once called it noise).
+ARGS = ["--grid", "4", "4", "--block", "512", "--iters", "24", "--heavy", "0:2,0:2", "--heavy-factor", "8"]
 SWAP = {"[1,0]": 1, "[1,1]": 1, "[2,0]": 0, "[2,1]": 0}
 
 
