@@ -1,12 +1,15 @@
 """Checkpointing cost: steady-state step-time ratio of JIT vs no checkpointing, and time lost per failure.
 
-    .venv/bin/python bench/checkpoint_overhead.py [--steps 1000] [--gpus 16384] [--max-interval 200]
+    .venv/bin/python bench/checkpoint_overhead.py [--steps 2000] [--gpus 16384] [--max-interval 200]
 
-Part 1 runs the examples/ddp_train.py model in one process (gloo, world size 1), alternating plain
-steps, steps under CheckpointManager(mode="jit") (guard + maybe_save), and plain steps again, one by
-one, so all see the same machine load; it compares median step times (goal: ratio < 1.01), prints
-the plain-vs-plain ratio as the noise floor, and times the manager's per-step work on its own and
-one DCP save (the checkpoint stall C).
+Part 1 runs the examples/ddp_train.py model in one process (gloo, world size 1, one thread) in
+rounds: each round runs a plain step, a step under CheckpointManager(mode="jit") (guard + maybe_save)
+and a second plain step, in a fresh random order, so all arms see the same machine load and cache
+state. It times each step in CPU time of the training thread, splits the rounds into blocks, and
+reports the median over blocks of the ratio of the arms' median step times (goal: jit/none < 1.01),
+with quartiles, next to the same ratio for plain against plain (the noise floor). All arms share
+one model and optimizer (which carries the manager's two step hooks); the manager's own per-step
+work, hooks included, is also timed alone in a tight loop, and one DCP save (the checkpoint stall C).
 Part 2 runs real 2-rank torchrun jobs with an injected failure (--fail-mode exit) and without, for
 JIT and for periodic checkpoints at the interval `plan()` gives for a job of --gpus GPUs (default
 MTBF), and prints the wall time each failure cost (failed run minus clean run of the same mode).
@@ -18,6 +21,7 @@ import argparse
 import datetime
 import json
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -25,13 +29,22 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "examples"))
 
 
-def steady_state(steps: int) -> dict[str, float]:
+def _block_ratios(times: dict[str, list[int]], arm: str, base: str, block: int) -> list[float]:
+    """Per block of `block` rounds, 1 + the median of the paired per-round differences arm - base
+    (steps of one round run within milliseconds of each other) over base's median step time."""
+    a, b = times[arm], times[base]
+    return sorted(1 + statistics.median(x - y for x, y in zip(a[i:i + block], b[i:i + block], strict=True))
+                  / statistics.median(b[i:i + block]) for i in range(0, len(a) - block + 1, block))
+
+
+def steady_state(steps: int, block: int = 100) -> dict[str, Any]:
     import ddp_train as ex
     import torch
     import torch.distributed as dist
@@ -47,26 +60,38 @@ def steady_state(steps: int) -> dict[str, float]:
     model, opt = ex.build(args, 0, torch.device("cpu"))
     tmp = Path(tempfile.mkdtemp(prefix="ckbench-"))
     mgr = CheckpointManager(tmp, mode="jit", model=model, optimizer=opt, handle_sigterm=False)
-    times: dict[str, list[float]] = {"none": [], "jit": [], "none_again": []}
-    order = ("none", "jit", "none_again")  # rotate every step: all arms see the same machine load
-    for step in range(3 * steps):
-        kind = order[step % 3]
-        x, y = ex.batch_for(args, 0, step, torch.device("cpu"))
-        t0 = time.perf_counter()
-        if kind == "jit":
-            with mgr.guard(step):
+    clock = time.thread_time_ns  # CPU time of the training thread: other processes' load barely moves it
+    arms = ["none", "jit", "none_again"]
+    times: dict[str, list[int]] = {k: [] for k in arms}
+    order = random.Random(0)  # a private generator: the global ones belong to the training loop
+    for _ in range(20):  # warm-up
+        ex.train_step(model, opt, *ex.batch_for(args, 0, 0, torch.device("cpu")))
+    step = 0
+    for _ in range(steps):  # one round = each arm once, in a fresh random order
+        order.shuffle(arms)
+        for kind in arms:
+            x, y = ex.batch_for(args, 0, step, torch.device("cpu"))
+            if kind == "jit":
+                t0 = clock()
+                with mgr.guard(step):
+                    ex.train_step(model, opt, x, y)
+                mgr.maybe_save(step)
+                t1 = clock()
+            else:
+                t0 = clock()
                 ex.train_step(model, opt, x, y)
-            mgr.maybe_save(step)
-        else:
-            ex.train_step(model, opt, x, y)
-        times[kind].append(time.perf_counter() - t0)
-    direct = []  # the manager's own work per step, without the step: guard entry/exit + maybe_save
-    for i in range(2000):
-        t0 = time.perf_counter()
-        with mgr.guard(10**6 + i):
-            pass
-        mgr.maybe_save(10**6 + i)
-        direct.append(time.perf_counter() - t0)
+                t1 = clock()
+            times[kind].append(t1 - t0)
+            step += 1
+    direct = []  # the manager's own work per step without the step: guard, both optimizer hooks, maybe_save
+    for _ in range(5):
+        t0 = clock()
+        for j in range(2000):
+            with mgr.guard(10**6 + j):
+                mgr._opt_started()
+                mgr._opt_done()
+            mgr.maybe_save(10**6 + j)
+        direct.append((clock() - t0) / 2000)
     saves = []
     for i in range(3):
         t0 = time.perf_counter()
@@ -74,10 +99,13 @@ def steady_state(steps: int) -> dict[str, float]:
         saves.append(time.perf_counter() - t0)
     dist.destroy_process_group()
     shutil.rmtree(tmp, ignore_errors=True)
-    med = {k: statistics.median(v) for k, v in times.items()}
-    return {"step_none_s": med["none"], "step_jit_s": med["jit"], "ratio": med["jit"] / med["none"],
-            "aa_ratio": med["none_again"] / med["none"], "direct_s": statistics.median(direct),
-            "checkpoint_s": statistics.median(saves), "steps_each": len(times["none"])}
+    med = {k: statistics.median(v) / 1e9 for k, v in times.items()}
+    jit, aa = _block_ratios(times, "jit", "none", block), _block_ratios(times, "none_again", "none", block)
+    return {"step_none_s": med["none"], "step_jit_s": med["jit"], "ratio": statistics.median(jit),
+            "ratio_q": (jit[len(jit) // 4], jit[(3 * len(jit)) // 4]), "aa_ratio": statistics.median(aa),
+            "aa_q": (aa[len(aa) // 4], aa[(3 * len(aa)) // 4]), "blocks": len(jit), "block": block,
+            "direct_s": statistics.median(direct) / 1e9, "checkpoint_s": statistics.median(saves),
+            "steps_each": len(times["none"])}
 
 
 def torchrun(ckpt: Path, steps: int, extra: list[str]) -> float:
@@ -144,17 +172,22 @@ def failures(ss: dict[str, float], gpus: int, max_interval: int) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--steps", type=int, default=1000, help="steps per mode in part 1")
+    p.add_argument("--steps", type=int, default=2000, help="steps per arm in part 1")
     p.add_argument("--gpus", type=int, default=16384, help="job size the periodic interval is planned for")
     p.add_argument("--max-interval", type=int, default=200, help="cap on the periodic interval (run time)")
     p.add_argument("--skip-failures", action="store_true", help="part 1 only")
     a = p.parse_args()
+    load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
     ss = steady_state(a.steps)
-    print(f"steady state ({ss['steps_each']} steps each, median): no checkpointing {ss['step_none_s'] * 1e3:.2f} ms, "
-          f"jit {ss['step_jit_s'] * 1e3:.2f} ms, ratio jit/none {ss['ratio']:.4f} (goal < 1.01); "
-          f"noise floor: the same plain step against itself {ss['aa_ratio']:.4f}")
-    print(f"manager work per step alone (guard + RNG snapshot + maybe_save): {ss['direct_s'] * 1e6:.1f} us = "
-          f"{ss['direct_s'] / ss['step_none_s']:.4%} of a step; one DCP save {ss['checkpoint_s'] * 1e3:.0f} ms")
+    print(f"load average at start: {load}; at the end of part 1: {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"steady state, CPU time per step ({ss['steps_each']} steps per arm, interleaved in shuffled rounds): "
+          f"no checkpointing {ss['step_none_s'] * 1e3:.3f} ms, jit {ss['step_jit_s'] * 1e3:.3f} ms")
+    print(f"ratio jit/none {ss['ratio']:.4f} (goal < 1.01; median of {ss['blocks']} blocks of {ss['block']} rounds, "
+          f"quartiles {ss['ratio_q'][0]:.4f}-{ss['ratio_q'][1]:.4f}); noise floor, plain against plain: "
+          f"{ss['aa_ratio']:.4f} ({ss['aa_q'][0]:.4f}-{ss['aa_q'][1]:.4f})")
+    print(f"manager work per step alone, warm (guard + RNG snapshot + optimizer hooks + maybe_save): "
+          f"{ss['direct_s'] * 1e6:.2f} us = {ss['direct_s'] / ss['step_none_s']:.3%} of a step; "
+          f"one DCP save {ss['checkpoint_s'] * 1e3:.0f} ms")
     if not a.skip_failures:
         failures(ss, a.gpus, a.max_interval)
 

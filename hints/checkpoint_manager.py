@@ -20,13 +20,16 @@ every survivor holds the full state. Sharded training (FSDP) would need more (do
 
 from __future__ import annotations
 
+import array
 import contextlib
+import ctypes
 import json
 import os
 import random
 import re
 import shutil
 import signal
+import sys
 import threading
 import time
 import warnings
@@ -130,6 +133,92 @@ def _rng_state() -> dict[str, Any]:
     return st
 
 
+_MT_BYTES = 624 * 4 + 4
+"""sizeof(mt19937_state) in numpy and of (int index; uint32_t state[624]) in CPython's _random."""
+
+
+def _python_random_view() -> Any:
+    """A ctypes view of `random`'s Mersenne Twister state inside CPython's Random object (just past
+    the 16-byte object header), or None when it does not read exactly what getstate() reports."""
+    inst = random._inst  # type: ignore[attr-defined]
+    try:
+        view = (ctypes.c_char * _MT_BYTES).from_address(id(inst) + 16)
+        words = array.array("I", view.raw[4:])
+        _, internal, _ = inst.getstate()
+        ok = words.itemsize == 4 and (*words, int.from_bytes(view.raw[:4], sys.byteorder, signed=True)) == internal
+    except Exception:  # noqa: BLE001 - another interpreter: take getstate() at every step
+        return None
+    return view if ok else None
+
+
+def _numpy_random_view() -> Any:
+    """A ctypes view of the raw MT19937 state of numpy's global RandomState (the one np.random.*
+    functions are bound to), through the documented BitGenerator.ctypes, or None when it does not
+    read exactly what get_state() reports."""
+    try:
+        view = (ctypes.c_char * _MT_BYTES).from_address(np.random.mtrand._rand._bit_generator.ctypes.state_address)
+        _, key, pos = np.random.get_state()[:3]
+        raw = view.raw
+        ok = raw[:-4] == key.tobytes() and int.from_bytes(raw[-4:], sys.byteorder, signed=True) == pos
+    except Exception:  # noqa: BLE001 - another numpy: take get_state() at every step
+        return None
+    return view if ok else None
+
+
+def _python_state(raw: bytes, gauss_next: float | None) -> tuple:
+    """random.getstate()'s value from the raw view's bytes."""
+    words = array.array("I", raw[4:])
+    return random.Random.VERSION, (*words, int.from_bytes(raw[:4], sys.byteorder, signed=True)), gauss_next
+
+
+class _RngSnapshot:
+    """The RNG states at a step's start, taken at every step (a failure before the optimizer step
+    restores them), so it must touch little: right after a step's compute the caches are cold and
+    every Python-level operation costs several times what it does in a tight loop (the plain
+    torch.get_rng_state() + np.random.get_state() + random.getstate() cost 35 us in a tight loop and
+    about 150 us a step in the example's training loop). So the torch CPU state is one 5 KB copy;
+    Python's is the raw bytes of its Mersenne Twister (+ `gauss_next`), turned into a getstate()
+    tuple only on failure; numpy's legacy get_state() (25 us warm: a Python loop over 624 words) is
+    re-read only when its raw state, readable through the documented BitGenerator.ctypes, changed
+    or a cached gaussian was pending. Views whose layout does not check out at start-up fall back
+    to the full calls. take() returns a compact tuple; full() turns it into _rng_state()'s dict."""
+
+    def __init__(self) -> None:
+        self.cuda = torch.cuda.is_available()
+        self._torch = torch.default_generator.get_state
+        self._py_inst = random._inst  # type: ignore[attr-defined]
+        self._py_view = _python_random_view()
+        self._np_view = _numpy_random_view()  # None: no fast path
+        self._np_raw: bytes | None = None  # raw state when _np_state was read
+        self._np_state: tuple | None = None
+
+    def take(self) -> tuple:
+        py = self._py_view
+        return (self._torch(), self._numpy(),
+                (py.raw, self._py_inst.gauss_next) if py is not None else random.getstate(),
+                torch.cuda.get_rng_state_all() if self.cuda else None)
+
+    @staticmethod
+    def full(snap: tuple) -> dict[str, Any]:
+        t, n, p, c = snap
+        st = {"torch": t, "numpy": n, "python": _python_state(*p) if isinstance(p[0], bytes) else p}
+        if c is not None:
+            st["cuda"] = c
+        return st
+
+    def _numpy(self) -> tuple:
+        view = self._np_view
+        if view is None:
+            return np.random.get_state()
+        raw = view.raw
+        # unchanged raw state and no cached gaussian (consuming one leaves the raw state as it is)
+        if raw == self._np_raw and self._np_state[3] == 0:  # type: ignore[index]
+            return self._np_state  # type: ignore[return-value]
+        state = np.random.get_state()
+        self._np_state, self._np_raw = state, (raw if view.raw == raw else None)  # None: drawn meanwhile
+        return state
+
+
 def _set_rng_state(st: dict[str, Any]) -> None:
     torch.set_rng_state(st["torch"])
     np.random.set_state(st["numpy"])
@@ -149,6 +238,28 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 def _dir_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+class _Guard:
+    """The context manager guard() returns: one per manager, so a step allocates no generator."""
+
+    __slots__ = ("mgr", "step")
+
+    def __init__(self, mgr: CheckpointManager) -> None:
+        self.mgr, self.step = mgr, 0
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+        mgr = self.mgr
+        mgr._step = None
+        if exc is None:
+            if mgr._terminating:
+                mgr._fail(self.step, TerminationRequested("SIGTERM"), after_step=True)
+        elif mgr._terminating or not isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            mgr._fail(self.step, exc)  # jit modes exit the process; periodic re-raises
+        return False
 
 
 class CheckpointManager:
@@ -184,15 +295,18 @@ class CheckpointManager:
         self.attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
         self.completed = 0  # optimizer steps completed (the next step to run)
         self._step: int | None = None
-        self._rng_at_step: dict[str, Any] | None = None
+        self._rng_at_step: tuple | None = None
+        self._rng = _RngSnapshot()
+        self._jit = "jit" in self.mode
+        self._guard = _Guard(self)
         self._opt_state = "idle"  # idle | running | done (within the current guarded step)
         self._saving = False
-        self._term = threading.Event()
+        self._terminating = False  # SIGTERM seen (set by the handler or the watcher thread)
         self._pending: tuple[Any, Path] | None = None  # async save in flight: (future, dir)
         self._group = dist.new_group(backend="gloo") if (async_save and self.dist) else None
         self.async_save = async_save
-        optimizer.register_step_pre_hook(lambda *a: self._set_opt("running"))
-        optimizer.register_step_post_hook(lambda *a: self._set_opt("done"))
+        optimizer.register_step_pre_hook(self._opt_started)
+        optimizer.register_step_post_hook(self._opt_done)
         if handle_sigterm and threading.current_thread() is threading.main_thread():
             self._install_sigterm()
         if self.attempt > 0:
@@ -228,7 +342,7 @@ class CheckpointManager:
         thread woken through set_wakeup_fd enforces the deadline; the handler itself only sets a flag."""
         r, w = os.pipe()
         os.set_blocking(w, False)
-        signal.signal(signal.SIGTERM, lambda *a: self._term.set())
+        signal.signal(signal.SIGTERM, lambda *a: setattr(self, "_terminating", True))
         signal.set_wakeup_fd(w, warn_on_full_buffer=False)
         threading.Thread(target=self._watch, args=(r,), daemon=True, name="ckpt-sigterm").start()
 
@@ -237,42 +351,36 @@ class CheckpointManager:
             data = os.read(fd, 64)
             if signal.SIGTERM in data:
                 break
-        self._term.set()
+        self._terminating = True
         deadline = time.monotonic() + self.grace_s
         time.sleep(self.settle_s)
         while self._saving and time.monotonic() < deadline:
             time.sleep(0.05)
         os._exit(143)
 
-    def _set_opt(self, state: str) -> None:
+    def _opt_started(self, *_: Any) -> None:
         if self._step is not None:
-            self._opt_state = state
+            self._opt_state = "running"
+
+    def _opt_done(self, *_: Any) -> None:
+        if self._step is not None:
+            self._opt_state = "done"
 
     # ------------------------------------------------------------ the step guard
 
-    @contextlib.contextmanager
-    def guard(self, step: int) -> Iterator[None]:
+    def guard(self, step: int) -> _Guard:
         """Wraps one training step: on failure (or SIGTERM) save just in time and exit non-zero."""
         self._step, self._opt_state = step, "idle"
-        if "jit" in self.mode:
-            self._rng_at_step = _rng_state()
-        try:
-            yield
-        except BaseException as exc:
-            if isinstance(exc, (KeyboardInterrupt, SystemExit)) and not self._term.is_set():
-                raise
-            self._fail(step, exc)
-            raise
-        finally:
-            self._step = None
-        if self._term.is_set():
-            self._fail(step, TerminationRequested("SIGTERM"), after_step=True)
+        if self._jit:
+            self._rng_at_step = self._rng.take()
+        self._guard.step = step
+        return self._guard
 
     def _fail(self, step: int, exc: BaseException, after_step: bool = False) -> None:
         """Records the failure; in jit modes saves this rank's consistent state, then exits."""
         self._saving = True
         t_fail = time.time_ns()
-        name = "SIGTERM" if self._term.is_set() else type(exc).__name__
+        name = "SIGTERM" if self._terminating else type(exc).__name__
         self._log("failure", name, t_fail, step=step, error=str(exc)[:300])
         with contextlib.suppress(Exception):  # an async save that finished still counts
             self._finish_async()
@@ -282,7 +390,7 @@ class CheckpointManager:
         if after_step or self._opt_state == "done":
             done, rng = step + 1, _rng_state()
         elif self._opt_state == "idle":
-            done, rng = step, self._rng_at_step
+            done, rng = step, (_RngSnapshot.full(self._rng_at_step) if self._rng_at_step else None)
         else:  # failed inside optimizer.step(): parameters may be half-updated
             self._log("mark", "jit_skipped_torn_state", time.time_ns(), step=step)
             _close_tracer()
@@ -315,12 +423,14 @@ class CheckpointManager:
 
     def maybe_save(self, step: int) -> bool:
         """Call after step `step` completed; saves when the periodic interval is due."""
-        self.completed = step + 1
-        self._finish_async()
-        due = self.mode != "jit" and bool(self.interval_steps) and self.completed % self.interval_steps == 0
+        self.completed = done = step + 1
+        if self._pending is not None:
+            self._finish_async()
+        every = self.interval_steps
+        due = bool(every) and self.mode != "jit" and done % every == 0  # type: ignore[operator]
         if due:
             self.save()
-        if self._term.is_set():
+        if self._terminating:
             self._fail(step, TerminationRequested("SIGTERM"), after_step=True)
         return due
 
@@ -415,6 +525,7 @@ class CheckpointManager:
         set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
         rng_file, src = self._rng_file(kind, path)
         _set_rng_state(torch.load(rng_file, weights_only=False)["rng"])  # our own file: numpy/python states
+        self._rng = _RngSnapshot()  # forget numpy's cached state: set_state() replaced it
         self.completed = step
         failed = [e["step"] for e in self.events() if e["kind"] == "failure" and e["attempt"] == self.attempt - 1
                   and e["step"] is not None]

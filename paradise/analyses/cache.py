@@ -1,9 +1,9 @@
 """Stage-1 results shared by the analyses of one `paradise analyze` run.
 
-Several analyses need the same aggregate (communication_edges for placement and
-communication; the exec arrays for communication's latency fit and for scheduling). On a
-10-million-row trace each costs seconds, so the first caller's result is kept for the
-engine's lifetime (a WeakKeyDictionary: closing and dropping the engine frees it).
+Several analyses need the same data (the exec arrays and communication_edges for placement,
+communication and scheduling; the lean exec graph for communication's latency fit and for
+scheduling). On a 10-million-row trace each costs seconds, so the first caller's result is
+kept for the engine's lifetime (a WeakKeyDictionary: closing and dropping the engine frees it).
 """
 
 from __future__ import annotations
@@ -25,7 +25,3 @@ def cached(engine: Any, key: str, make: Callable[[], Any]) -> Any:
         store[key] = make()
     return store[key]
 
-
-def cached_query(engine: Any, name: str) -> Any:
-    """engine.query(name) (no parameters), run once per engine."""
-    return cached(engine, f"query:{name}", lambda: engine.query(name))

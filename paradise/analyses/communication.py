@@ -1,7 +1,9 @@
 """Communication: the pattern of each collection's object graph per phase, message sizes,
 and many small messages between the same PEs; comm.json (message combining).
 
-Stage 1: communication_edges (object pairs per entry method), communication_sizes (histogram).
+Stage 1: communication_edges (object pairs per entry method; computed by
+paradise.analyses.msgedges from the exec arrays shared with placement and scheduling),
+communication_sizes (histogram).
 Stage 2: networkx heuristics in paradise.analyses.objgraph; hints.comm_gen picks the streams.
 """
 
@@ -15,7 +17,7 @@ import pandas as pd
 from hints import comm_gen
 from paradise.analyses import execarrays
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
-from paradise.analyses.cache import cached_query
+from paradise.analyses.msgedges import communication_edges
 from paradise.analyses.objgraph import collection_patterns
 from paradise.analyses.placement import _ev, fmt_s, provenance_of
 
@@ -122,6 +124,8 @@ def comm_hint(engine: Any, trace: Any, cands: list[dict[str, Any]], why: Charact
 def inferred_reductions(engine: Any) -> pd.DataFrame:
     """Reduction fan-in edges inferred from the timeline (communication_reductions), in the
     shape of communication_edges, flagged `inferred`; bytes are unknown (0)."""
+    if not execarrays.reduction_targets(engine):  # no candidate target: the query finds nothing
+        return pd.DataFrame(columns=["inferred"])
     red = engine.query("communication_reductions").to_pandas()
     if red.empty:
         return pd.DataFrame(columns=["inferred"])
@@ -135,7 +139,7 @@ def inferred_reductions(engine: Any) -> pd.DataFrame:
 
 def analyze(engine: Any, trace: Any, config: AnalysisConfig | None = None) -> AnalysisResult:
     """Patterns per collection, message sizes, small-message streams and the comm hint."""
-    edges = cached_query(engine, "communication_edges").to_pandas()
+    edges = communication_edges(engine).to_pandas()  # the SQL query's rows, from the shared message match
     hist = engine.query("communication_sizes").to_pandas()
     result = AnalysisResult("communication")
     if edges.empty:

@@ -81,14 +81,14 @@ def object_graph(edges: pd.DataFrame, loads: dict[Node, float] | None = None,
         g.add_node(node, load_ns=float(load), pe=(placement or {}).get(node))
     e = clean_edges(edges)
     agg = e.groupby(["src", "dst"], sort=True)[["msgs", "bytes"]].sum()
-    for (s, d), row in agg.iterrows():
+    for (s, d), m, b in zip(agg.index, agg["msgs"].tolist(), agg["bytes"].tolist()):
         if s == d:
             continue
         if g.has_edge(s, d):
-            g[s][d]["bytes"] += int(row["bytes"])
-            g[s][d]["msgs"] += int(row["msgs"])
+            g[s][d]["bytes"] += int(b)
+            g[s][d]["msgs"] += int(m)
         else:
-            g.add_edge(s, d, bytes=int(row["bytes"]), msgs=int(row["msgs"]))
+            g.add_edge(s, d, bytes=int(b), msgs=int(m))
     return g
 
 
@@ -104,6 +104,15 @@ def phase_digraph(e: pd.DataFrame) -> nx.DiGraph:
         else:
             g.add_edge(s, d, msgs=int(m), bytes=int(b), bcast=int(bc))
     return g
+
+
+def undirected(g: nx.DiGraph) -> nx.Graph:
+    """The structure of g without directions (nodes in g's order, no edge data): what degrees,
+    connectivity and trees need; DiGraph.to_undirected deep-copies every edge's data."""
+    und = nx.Graph()
+    und.add_nodes_from(g)
+    und.add_edges_from(g.edges())
+    return und
 
 
 def _lattice(g: nx.DiGraph) -> dict[str, Any] | None:
@@ -128,7 +137,7 @@ def _lattice(g: nx.DiGraph) -> dict[str, Any] | None:
     near_wrap = sum(1 for s, d in edges if dist(idx[s], idx[d], True) == 1)
     periodic = near_wrap > near
     present = set(idx.values())
-    und = g.to_undirected()
+    und = undirected(g)
     match = 0
     for n in g.nodes:
         expect = 0
@@ -170,10 +179,10 @@ def classify(g: nx.DiGraph, fanout_hubs: set[Node] | None = None) -> tuple[Patte
     if lat is not None and lat["near_share"] >= GRID_EDGE_SHARE:
         ev.update({k: (round(v, 4) if isinstance(v, float) else v) for k, v in lat.items()})
         if lat["reciprocity"] <= ONE_WAY_RECIPROCITY and (
-                lat["ndim"] == 1 or max(d for _, d in g.to_undirected().degree) <= 2):
+                lat["ndim"] == 1 or max(d for _, d in undirected(g).degree) <= 2):
             return Pattern.CHAIN, lat["near_share"], ev  # a pipeline along the lattice
         return Pattern.GRID, (lat["near_share"] + lat["degree_match"]) / 2, ev
-    und = g.to_undirected()
+    und = undirected(g)
     hub, hub_deg = max(und.degree, key=lambda kv: (kv[1], kv[0]))
     share = hub_deg / max(und.number_of_edges(), 1)
     ev["hub"] = list(hub)

@@ -1,8 +1,10 @@
 """Placement: load imbalance, object loads and their persistence, locality, creation; mapping.json.
 
-Stage 1: placement_pe_load, placement_obj_load, placement_creation, communication_edges.
-Stage 2: pandas over those aggregates; candidate mappings from hints.mapping_gen, each replayed
-by paradise.whatif, the best kept only when it beats the current mapping by KEEP_MARGIN.
+Stage 1: placement_pe_load, placement_obj_load and communication_edges, computed from the exec
+arrays shared with communication and scheduling (paradise.analyses.objloads, .msgedges), and
+placement_creation. Stage 2: pandas over those aggregates; candidate mappings from
+hints.mapping_gen, each replayed by paradise.whatif, the best kept only when it beats the
+current mapping by KEEP_MARGIN.
 """
 
 from __future__ import annotations
@@ -87,26 +89,29 @@ def imbalance(pe_load: pd.DataFrame, pes: int) -> Characteristic:
                  + (": the run is imbalanced." if ratio > IMBALANCE_RATIO else ": the load is balanced.")))
 
 
-def object_loads(obj: pd.DataFrame) -> pd.DataFrame:
-    """One row per object: load, execs, and current PE (where it last ran).
+def object_loads(obj: pd.DataFrame, keys: tuple[str, ...] = ("coll", "index"),
+                 stepped: bool | None = None) -> pd.DataFrame:
+    """One row per object (`keys`: its text, or the object id of paradise.analyses.objloads):
+    load, execs, and current PE (where it last ran).
 
     The load is that of the steps when the trace marks steps (the work that recurs and that a
     mapping moves): the median step load times the number of steps, so that one-off costs such
     as the first constructor or first step on a PE (imports, warm-up) do not pass for heavy
     objects. Without steps it is the load of the whole run."""
     if obj.empty:
-        return pd.DataFrame(columns=["coll", "index", "load_ns", "execs", "pe"])
-    stepped = obj[obj["step"] >= 0]
-    if len(stepped) and stepped["load_ns"].sum() > 0:
-        per = stepped.groupby(["coll", "index", "step"], sort=True).agg(load_ns=("load_ns", "sum"),
-                                                                        execs=("execs", "sum"))
-        tot = per.groupby(level=["coll", "index"]).agg(med=("load_ns", "median"), n=("load_ns", "size"),
-                                                       execs=("execs", "sum"))
+        return pd.DataFrame(columns=[*keys, "load_ns", "execs", "pe"])
+    k = list(keys)
+    step_rows = obj[obj["step"] >= 0]
+    if stepped is None:
+        stepped = bool(len(step_rows) and step_rows["load_ns"].sum() > 0)
+    if stepped:
+        per = step_rows.groupby([*k, "step"], sort=True).agg(load_ns=("load_ns", "sum"), execs=("execs", "sum"))
+        tot = per.groupby(level=k).agg(med=("load_ns", "median"), n=("load_ns", "size"), execs=("execs", "sum"))
         tot["load_ns"] = tot["med"] * tot["n"]  # typical step x steps: a warm-up spike is no load
         tot = tot[["load_ns", "execs"]]
     else:
-        tot = obj.groupby(["coll", "index"], sort=True).agg(load_ns=("load_ns", "sum"), execs=("execs", "sum"))
-    last = obj.sort_values("last_t1").groupby(["coll", "index"]).tail(1).set_index(["coll", "index"])["pe"]
+        tot = obj.groupby(k, sort=True).agg(load_ns=("load_ns", "sum"), execs=("execs", "sum"))
+    last = obj.sort_values("last_t1").groupby(k).tail(1).set_index(k)["pe"]
     out = tot.join(last, how="outer").reset_index()
     return out.fillna({"load_ns": 0, "execs": 0}).astype({"load_ns": "int64", "execs": "int64"})
 
@@ -131,8 +136,8 @@ def distribution(objs: pd.DataFrame) -> Characteristic:
                  + (f", led by {names[0]}" if names else "") + f"; object loads vary with CV {cv:.2f}."))
 
 
-def persistence(obj: pd.DataFrame) -> Characteristic:
-    per = obj[obj["step"] >= 0].groupby(["coll", "index", "step"])["load_ns"].sum().unstack("step")
+def persistence(obj: pd.DataFrame, keys: tuple[str, ...] = ("coll", "index")) -> Characteristic:
+    per = obj[obj["step"] >= 0].groupby([*keys, "step"])["load_ns"].sum().unstack("step")
     # a step in which the OS descheduled the PE reads 10-100x the object's usual load: clip each
     # object's step loads at STEP_LOAD_CLIP x its median step load (the spike, not the pattern)
     per = per.clip(upper=STEP_LOAD_CLIP * per.median(axis=1), axis=0)
@@ -222,25 +227,28 @@ def movable(objs: pd.DataFrame, cr: pd.DataFrame) -> pd.DataFrame:
 
 def analyze(engine: Any, trace: Any, config: AnalysisConfig | None = None) -> AnalysisResult:
     """Placement characteristics and the mapping hint."""
-    from paradise.analyses.cache import cached_query  # shared with scheduling / communication
+    from paradise.analyses import objloads
+    from paradise.analyses.execarrays import event_arrays
+    from paradise.analyses.msgedges import communication_edges  # shared with communication
     from paradise.analyses.placement_hint import mapping_hint
 
-    pe_load = cached_query(engine, "placement_pe_load").to_pandas()
-    obj = engine.query("placement_obj_load").to_pandas()
+    ea = event_arrays(engine)  # shared with communication and scheduling
+    pe_load = objloads.pe_load(ea)
+    obj, labels, stepped = objloads.object_rows(ea)
     cr = engine.query("placement_creation").to_pandas()
-    edges = cached_query(engine, "communication_edges").to_pandas()
+    edges = communication_edges(engine).to_pandas()
     pes = _pes(trace, pe_load)
     result = AnalysisResult("placement")
     if pe_load.empty:
         return result
-    objs = object_loads(obj)
+    by_oid = object_loads(obj, ("oid",), stepped)
+    objs = pd.concat([labels.iloc[by_oid["oid"].to_numpy(int)].reset_index(drop=True), by_oid],
+                     axis=1)  # coll, index, oid, load_ns, execs, pe: oid order is (coll, index) text order
     mov = movable(objs, cr)
     app = mov if len(mov) else objs  # runtime and main chares are not the application's objects
     chars = [imbalance(pe_load, pes)]
     if len(app):
-        keys = set(zip(app["coll"], app["index"]))
-        steps = obj[pd.MultiIndex.from_arrays([obj["coll"], obj["index"]]).isin(list(keys))]
-        chars += [distribution(app), persistence(steps)]
+        chars += [distribution(app), persistence(obj[obj["oid"].isin(app["oid"])], ("oid",))]
     chars += [locality(edges), creation(cr)]
     result.characteristics = chars
     result.sections["pe_load_ns"] = [int(x) for x in _busy(pe_load, pes)]

@@ -16,14 +16,16 @@ import os
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from paradise.analyses import ANALYSES
-from paradise.analyses.base import AnalysisConfig, AnalysisResult
 from paradise.errors import EngineUnavailable, HintMismatch, OutputExists
-from paradise.store import TraceHandle, open_trace
+
+if TYPE_CHECKING:  # pandas and pyarrow load only when a command runs (fast `paradise --help`)
+    from paradise.analyses.base import AnalysisConfig, AnalysisResult
+    from paradise.store import TraceHandle
 
 ENGINES = ("duckdb", "dask")
 
@@ -139,7 +141,9 @@ def analyze_trace(
     path: Path, *, engine: str = "duckdb", scheduler: str | None = None, config: AnalysisConfig | None = None,
 ) -> tuple[TraceHandle, dict[str, AnalysisResult], dict[str, str]]:
     """Opens a trace and runs every analysis (for other commands and tests)."""
+    from paradise.analyses.base import AnalysisConfig
     from paradise.report.progress import progress_bar
+    from paradise.store import open_trace
 
     trace = open_trace(path)
     eng = _make_engine(trace, engine, scheduler)
@@ -167,6 +171,8 @@ def register(app: typer.Typer) -> None:
         gpus: int | None = typer.Option(None, "--gpus", min=1, help="GPUs of the job (resilience)."),
     ) -> None:
         """Classify a trace's characteristics, print the report, and optionally write hints."""
+        from paradise.analyses.base import AnalysisConfig
+
         config = AnalysisConfig(mtbf_hours=mtbf_hours, gpus=gpus, options={"top": top})
         handle, results, errors = analyze_trace(trace, engine=engine.value, scheduler=scheduler, config=config)
         for name, msg in errors.items():

@@ -8,7 +8,6 @@ from pathlib import Path
 import typer
 
 from paradise.errors import TraceNotFound
-from paradise.format import OUTPUTS_FILE
 
 OUTPUT_KEYS = (
     "accuracy_base",
@@ -24,12 +23,16 @@ OUTPUT_KEYS = (
 
 
 def _has_events(path: Path) -> bool:
+    from paradise.format import OUTPUTS_FILE  # pyarrow: loaded only when the command runs
+
     if path.is_dir():
         return any(p.name != OUTPUTS_FILE for p in path.glob("*.parquet"))
     return path.exists() and path.name != OUTPUTS_FILE
 
 
 def _outputs_of(path: Path) -> Path | None:
+    from paradise.format import OUTPUTS_FILE
+
     if path.is_dir():
         return path / OUTPUTS_FILE if (path / OUTPUTS_FILE).exists() else None
     return path if path.name == OUTPUTS_FILE else None
@@ -37,6 +40,8 @@ def _outputs_of(path: Path) -> Path | None:
 
 def run_compare(base: Path, candidate: Path, baseline_repeat: Path | None, engine: str) -> dict:
     """Compares what both sides hold: events (performance) and/or model outputs."""
+    from paradise.format import OUTPUTS_FILE
+
     for p in (base, candidate) + ((baseline_repeat,) if baseline_repeat else ()):
         if not p.exists():
             raise TraceNotFound(f"{p}: no such file or directory")

@@ -8,8 +8,6 @@ from pathlib import Path
 import typer
 
 from paradise.cli.analyze import trace_summary
-from paradise.engines.duckdb_engine import DuckDBEngine
-from paradise.store import open_trace
 
 INFO_SQL = """
 SELECT kind, count(*) AS events, min(t0) AS t_min, max(coalesce(t1, t0)) AS t_max,
@@ -19,6 +17,9 @@ FROM events GROUP BY kind ORDER BY events DESC
 
 
 def trace_info(path: Path) -> dict:
+    from paradise.engines.duckdb_engine import DuckDBEngine
+    from paradise.store import open_trace
+
     trace = open_trace(path)
     with DuckDBEngine(trace) as eng:
         rows = eng.sql(INFO_SQL).to_pylist()

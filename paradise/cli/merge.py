@@ -11,8 +11,6 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import typer
 
 from paradise.errors import OutputExists, require_new_output
@@ -35,6 +33,9 @@ def merged_metadata(trace) -> dict:
 
 def merge_trace(src: str | os.PathLike, out: str | os.PathLike, *, force: bool = False) -> Path:
     """Writes every event of the trace at SRC into OUT, sorted by (pe, t0)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     from paradise.engines.duckdb_engine import DuckDBEngine
     from paradise.format import SCHEMA, conform, make_metadata
     from paradise.store import open_trace
@@ -70,6 +71,8 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(False, "--force", help="Overwrite OUT if it exists."),
     ) -> None:
         """Merge a trace directory into one Parquet file, sorted by PE and time."""
+        import pyarrow.parquet as pq
+
         written = merge_trace(trace_dir, out, force=force)
         rows = pq.ParquetFile(written).metadata.num_rows
         typer.echo(f"wrote {written}: {rows:,} rows")

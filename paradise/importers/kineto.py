@@ -14,14 +14,13 @@ The output appears atomically; see docs/importers.md ("Kineto") for the mapping.
 from __future__ import annotations
 
 import json
-import multiprocessing as mp
 import os
 import shutil
 import tempfile
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -328,7 +327,13 @@ def _worker_pool(workers: int) -> Iterator[Executor | None]:
     CLI, or nothing at all from stdin). Forking is safe while this process runs one thread, so
     every worker is forked up front, before the progress bar's thread can start.
     """
-    if workers == 0 or threading.active_count() > 1 or "fork" not in mp.get_all_start_methods():
+    if workers == 0:  # small inputs: do not even import multiprocessing
+        yield None
+        return
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    if threading.active_count() > 1 or "fork" not in mp.get_all_start_methods():
         yield None
         return
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork"))

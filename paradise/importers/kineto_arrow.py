@@ -78,6 +78,19 @@ def to_numpy(arr: pa.Array, dtype: type) -> np.ndarray:
     return np.frombuffer(buf, dtype=dtype, count=arr.offset + n)[arr.offset :]
 
 
+def _dictionary_encode(arr: pa.Array) -> pa.DictionaryArray:
+    """arr.dictionary_encode() without importing pyarrow.compute.
+
+    Why: that module wraps every compute function in Python at import (~25 ms, a tenth of
+    importing a small trace); the C entry point it calls is the same.
+    """
+    try:
+        from pyarrow._compute import call_function
+    except ImportError:  # pragma: no cover - a pyarrow that moved its private module
+        return arr.dictionary_encode()
+    return call_function("dictionary_encode", [arr])
+
+
 def raw_dict_strings(raws: list, to_text) -> pa.DictionaryArray:
     """Dictionary-encodes raw JSON values in C, then decodes each distinct one with to_text.
 
@@ -96,7 +109,7 @@ def raw_dict_strings(raws: list, to_text) -> pa.DictionaryArray:
         [_bitmap(present) if nulls else None, pa.py_buffer(offsets), pa.py_buffer(b"".join(raws))],
         null_count=nulls,
     )
-    enc = raw.dictionary_encode()
+    enc = _dictionary_encode(raw)
     texts = [to_text(b) for b in enc.dictionary.to_pylist()]
     idx = to_numpy(enc.indices, np.int32)
     valid = validity(enc.indices)

@@ -13,7 +13,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 import msgspec
@@ -176,55 +176,53 @@ def us_text_to_ns(raws: list) -> tuple[np.ndarray, np.ndarray]:
 
     Digits are weighted by their place relative to the decimal point; the fourth decimal
     rounds (half up). Texts with exponents or other oddities go through Decimal one by one.
+    Per-byte work is a handful of numpy passes; tokens are found by searchsorted on their
+    ends, so only the digits' places need a per-byte index array.
     """
     n = len(raws)
     values = np.zeros(n, dtype=np.int64)
     if n == 0:
         return values, np.zeros(0, dtype=np.bool_)
     lens = np.fromiter(map(len, raws), dtype=np.int64, count=n)
-    buf = b"".join(raws)
-    a = np.frombuffer(buf, dtype=np.uint8)
-    ends = np.cumsum(lens)
-    starts = ends - lens
+    a = np.frombuffer(b"".join(raws), dtype=np.uint8)
     if a.size == 0:
         return values, np.zeros(n, dtype=np.bool_)
-    tok = np.repeat(np.arange(n), lens)
-    isdig = (a >= 48) & (a <= 57)
+    ends = np.cumsum(lens)
+    starts = ends - lens
+    digit = a - np.uint8(48)  # wraps around: every non-digit byte becomes >= 10
+    isdig = digit < 10
     isdot = a == 46
     isneg = a == 45
     bad_tok = np.zeros(n, dtype=np.bool_)
-    other = ~(isdig | isdot | isneg)
-    if other.any():
-        bad_tok[tok[other]] = True
+    odd = np.flatnonzero(~(isdig | isdot | isneg))
+    if odd.size:
+        bad_tok[np.searchsorted(ends, odd, side="right")] = True
     dots = np.flatnonzero(isdot)
     dot_at = ends.copy()
     if dots.size:
-        dot_tok = tok[dots]
-        multi = np.bincount(dot_tok, minlength=n) > 1
-        bad_tok |= multi
+        dot_tok = np.searchsorted(ends, dots, side="right")
+        bad_tok |= np.bincount(dot_tok, minlength=n) > 1
         dot_at[dot_tok] = dots
+    negative = np.zeros(n, dtype=np.bool_)
     neg = np.flatnonzero(isneg)
     if neg.size:
-        bad_tok[tok[neg[neg != starts[tok[neg]]]]] = True  # '-' only as the first char
-    idx = np.arange(a.size)
-    d_at = dot_at[tok]
-    power = np.where(idx < d_at, d_at - 1 - idx + 3, 3 - (idx - d_at))
-    digit = (a.astype(np.int64) - 48) * isdig
+        neg_tok = np.searchsorted(ends, neg, side="right")
+        bad_tok[neg_tok[neg != starts[neg_tok]]] = True  # '-' only as the first char
+        negative[neg_tok] = True
+    rel = np.repeat(dot_at, lens) - np.arange(a.size)  # > 0 left of the point
+    power = rel + 3 - (rel > 0)  # the byte's digit counts 10**power ns (3: one microsecond)
     too_big = isdig & (power > 18) & (digit > 0)
     if too_big.any():
-        bad_tok[tok[too_big]] = True
-    contrib = np.where(isdig & (power >= 0) & (power <= 18), digit * _POW10[np.clip(power, 0, 18)], 0)
+        bad_tok[np.searchsorted(ends, np.flatnonzero(too_big), side="right")] = True
+    used = isdig & (power >= 0) & (power <= 18)
+    contrib = np.where(used, _POW10[np.clip(power, 0, 18)] * digit, 0)
     contrib += isdig & (power == -1) & (digit >= 5)  # round on the 4th decimal
     nonempty = lens > 0
     sums = np.zeros(n, dtype=np.int64)
-    if nonempty.any():
-        sums[nonempty] = np.add.reduceat(contrib, starts[nonempty])
     has_digit = np.zeros(n, dtype=np.bool_)
     if nonempty.any():
-        has_digit[nonempty] = np.add.reduceat(isdig.astype(np.int64), starts[nonempty]) > 0
-    negative = np.zeros(n, dtype=np.bool_)
-    if neg.size:
-        negative[tok[neg]] = True
+        sums[nonempty] = np.add.reduceat(contrib, starts[nonempty])
+        has_digit[nonempty] = np.add.reduceat(isdig, starts[nonempty], dtype=np.int64) > 0
     values = np.where(negative, -sums, sums)
     valid = nonempty & has_digit & ~bad_tok
     for i in np.flatnonzero(bad_tok & nonempty).tolist():  # rare: exponents, strings, null
@@ -239,7 +237,7 @@ def _slow_us_to_ns(text: bytes) -> int | None:
     try:
         t = text.strip().strip(b'"').decode()
         d = Decimal(t) * 1000
-    except (InvalidOperation, UnicodeDecodeError, ValueError):
+    except (ArithmeticError, UnicodeDecodeError, ValueError):  # InvalidOperation, Overflow ("1e999999999")
         return None
     if not d.is_finite():
         return None

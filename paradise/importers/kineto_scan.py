@@ -23,7 +23,7 @@ import numpy as np
 
 from paradise.errors import ImportFormatError, TraceNotFound, TruncatedTrace
 
-CHUNK_BYTES = 8 << 20
+CHUNK_BYTES = 4 << 20
 """Bytes read per step: large enough that numpy and msgspec dominate, small enough for memory."""
 MAX_HEADER_BYTES = 64 << 20
 """Bytes outside traceEvents we are willing to hold; more means this is not a profiler trace."""
@@ -38,6 +38,7 @@ _LBRACE, _RBRACE, _LBRACKET, _RBRACKET = b"{}[]"
 _DELTA = np.zeros(256, dtype=np.int64)
 _DELTA[[ord("{"), ord("[")]] = 1
 _DELTA[[ord("}"), ord("]")]] = -1
+_KEY = b'"traceEvents"'
 _KEY_RE = re.compile(rb'"traceEvents"\s*:\s*$')
 _WS = b" \t\r\n"
 
@@ -154,23 +155,32 @@ class EventScanner:
         is whole events and the cut was a boundary too; otherwise (a `},` inside an event or
         a string, or the array's end) the same bytes go through the exact scan.
         """
+        if self._phase == _BEFORE and self._fast:
+            # scan exactly only up to the events array (found by its key), not the whole chunk:
+            # in a small trace the first chunk is nearly the whole file
+            key = chunk.find(_KEY)
+            if 0 <= key < len(chunk) - KEY_LOOKBACK:
+                head, chunk = chunk[: key + KEY_LOOKBACK], chunk[key + KEY_LOOKBACK :]
+                yield from self._robust(head)
         if not (self._phase == _EVENTS and self._fast):
             yield from self._robust(chunk)
             return
-        data = self._carry + chunk if self._carry else chunk
-        self._carry = b""
-        cut = data.rfind(b"},")
+        carry, self._carry = self._carry, b""
+        cut = chunk.rfind(b"},")
+        if cut < 0 and carry:  # no boundary in the chunk: one may straddle carry and chunk
+            chunk, carry = carry + chunk, b""
+            cut = chunk.rfind(b"},")
         if cut >= 0:
-            try:
-                out = self.decode(b"[" + data[: cut + 1] + b"]")
+            try:  # one copy: the batch text is built from the carry and a view of the chunk
+                out = self.decode(b"".join((b"[", carry, memoryview(chunk)[: cut + 1], b"]")))
             except self.retry_on:
                 self._fast_failures += 1
                 self._fast = self._fast_failures < FAST_PATH_TRIES
             else:
-                self._carry = data[cut + 2 :]
+                self._carry = chunk[cut + 2 :]
                 yield out
                 return
-        yield from self._robust(data)
+        yield from self._robust(carry + chunk if carry else chunk)
 
     def _robust(self, data: bytes) -> Iterator[Any]:
         text = self._feed(data)

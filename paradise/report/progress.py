@@ -5,9 +5,10 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
+if TYPE_CHECKING:  # rich loads only once a bar shows: short commands start faster without it
+    from rich.progress import Progress
 
 SHOW_AFTER_S = 1.0
 """Short imports stay silent; a bar appears once work has run this long."""
@@ -25,6 +26,9 @@ class _LazyBar:
     def advance(self, amount: float = 1.0) -> None:
         self.done += amount
         if self.progress is None and time.monotonic() - self.start > SHOW_AFTER_S:
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
+
             self.progress = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),

@@ -38,9 +38,14 @@ def test_compare_with_and_without_mapping_hint(tmp_path, cli):
     perf = json.loads(out)["performance"]
     by = {c["metric"]: c for c in perf["changes"]}
     assert "makespan" in by and "step_time" in by
-    # PE 0 loses two heavy chares (36 -> 22 units per step), PE 1 gains them (8 -> 22)
-    assert by["pe0.busy"]["delta"] < 0 and by["pe0.busy"]["significant"]
+    # PE 1 gains two heavy chares (8 -> 22 units per step): a 2.75x rise no preemption hides
     assert by["pe1.busy"]["delta"] > 0 and by["pe1.busy"]["significant"]
+    # PE 0 loses them (36 -> 22). Busy is wall time, so another process sharing a core during
+    # one run can inflate that run's busy times 2x; PE 0's share of the busy time (0.82 -> 0.5)
+    # is what such contention leaves alone.
+    def share(side: str) -> float:
+        return by["pe0.busy"][side] / (by["pe0.busy"][side] + by["pe1.busy"][side])
+    assert share("candidate") < share("base") - 0.15
     assert perf["steps_base"] >= 16 and perf["steps_candidate"] >= 16
     rc, out, err = cli("compare", tmp_path / "default", tmp_path / "hinted")
     assert rc == 0 and "makespan" in out and "pe0.busy" in out

@@ -44,3 +44,13 @@ def test_scheduling_lean_path_finds_the_same_critical_path(tmp_path, monkeypatch
         assert ev[0][k] == ev[1][k], k
     assert "priority_replay" not in big.sections  # no replay above the limit
 
+
+
+@pytest.mark.parametrize("scale", [1, 1 << 40], ids=["table", "hash"])
+def test_group_ids_are_equal_keys_in_value_order(scale):
+    rng = np.random.default_rng(1)
+    a, b = rng.integers(0, 5, 1000) * scale, rng.integers(0, 7, 1000)
+    g, n = execarrays.group_ids([b, a])
+    pairs = sorted(set(zip(a.tolist(), b.tolist())))
+    assert n == len(pairs)
+    assert [pairs[i] for i in g.tolist()] == list(zip(a.tolist(), b.tolist()))

@@ -229,10 +229,26 @@ def test_header_after_events_and_base_time(tmp_path):
 
 
 def test_us_text_to_ns_exact():
-    texts = [b"1712195495406752.797", b"12", b"-1.5", b"0.0004", b"0.0005", b"1e3", b"", b"null", b"7.0"]
+    texts = [b"1712195495406752.797", b"12", b"-1.5", b"0.0004", b"0.0005", b"1e3", b"", b"null", b"7.0",
+             b"1e999999999"]
     vals, ok = us_text_to_ns([msgspec.Raw(t) for t in texts])
-    assert list(ok) == [True, True, True, True, True, True, False, False, True]
+    assert list(ok) == [True, True, True, True, True, True, False, False, True, False]
     assert list(vals[ok]) == [1712195495406752797, 12000, -1500, 0, 1, 1_000_000, 7000]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(-(10**15), 10**15), st.integers(0, 3), st.integers(0, 999)), max_size=40))
+def test_us_text_to_ns_matches_exact_decimal(items):
+    # Whole microseconds with up to three decimals convert exactly, whatever their lengths.
+    texts, want = [], []
+    for whole, places, frac in items:
+        frac_text = str(frac % 10**places).zfill(places) if places else ""
+        text = f"{whole}.{frac_text}" if places else str(whole)
+        texts.append(text.encode())
+        want.append(int(Decimal(text) * 1000))
+    vals, ok = us_text_to_ns([msgspec.Raw(t) for t in texts])
+    assert ok.all()
+    assert vals.tolist() == want
 
 
 _tricky = st.text(alphabet='ab{}[]",:\\ \u00e9\n', max_size=12)
@@ -264,6 +280,29 @@ def test_scanner_splits_exactly(names, chunk, fast, tmp_path_factory):
         kscan.CHUNK_BYTES = old
     assert got == events
     assert scanner.header == {"a": ']}{[\\"', "z": {"traceEvents": 1}}
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    names=st.lists(_tricky, min_size=1, max_size=60),
+    chunk=st.integers(min_value=600, max_value=3000),
+    pad=st.integers(min_value=0, max_value=2000),
+)
+def test_scanner_finds_events_key_in_large_chunks(names, chunk, pad, tmp_path_factory):
+    # Chunks larger than the header: the exact scan stops at the events array, decoy keys included.
+    events = [{"ph": "X", "name": n, "ts": i, "args": {"k": [n]}} for i, n in enumerate(names)]
+    header = {"a": 'x"traceEvents": [', "note": "traceEvents", "pad": "p" * pad, "m": {"traceEvents": [1]}}
+    path = tmp_path_factory.mktemp("scan") / "t.json"
+    path.write_text(json.dumps({**header, "traceEvents": events, "z": "traceEvents"}))
+    old = kscan.CHUNK_BYTES
+    kscan.CHUNK_BYTES = chunk
+    try:
+        scanner = kscan.EventScanner(path, decode=json.loads, retry_on=(ValueError,))
+        got = [e for batch in scanner.batches() for e in batch]
+    finally:
+        kscan.CHUNK_BYTES = old
+    assert got == events
+    assert scanner.header == {**header, "z": "traceEvents"}
 
 
 def test_scanner_errors(tmp_path):

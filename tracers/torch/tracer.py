@@ -45,6 +45,21 @@ K, PE, T0, T1, CAT, COLL, OBJ, NAME, BYTES, STEP, GROUP, GSIZE, DTYPE, ARGS = (
     )
 )
 
+# The writer takes rows as tuples in COLUMN_NAMES order with a missing tail meaning null; the two
+# rows of every step are built as literal tuples (cheapest), for this column order:
+assert (K, PE, T0, T1, CAT, NAME, STEP) == (0, 1, 2, 3, 6, 10, 16), "update _phase_tuple/_step_tuple"
+
+
+def _phase_tuple(pe: int, t0: int, t1: int, name: str, step: int | None) -> tuple:
+    """A compute `phase` row (cat=compute)."""
+    return ("phase", pe, t0, t1, None, None, "compute", None, None, None, name, None, None, None, None, None, step)  # fmt: skip
+
+
+def _step_tuple(pe: int, t0: int, t1: int, step: int) -> tuple:
+    """A `step` row."""
+    return ("step", pe, t0, t1, None, None, None, None, None, None, "step", None, None, None, None, None, step)  # fmt: skip
+
+
 FAILURE_DEDUP_NS = 10_000_000_000
 """A failure within 10 s of one already recorded on the rank is the same incident seen twice
 (an exception recorded by the backward hook, then logged by the checkpoint manager or escaping
@@ -110,6 +125,7 @@ class Tracer:
         self.step: int | None = None  # number of the step in progress (None before the first)
         self._counter = 0  # steps completed in this process (fallback numbering)
         self._buffer: list[list[Any]] = []  # rows of the step in progress
+        self._phases: list[Any] = []  # compute phases of the step in progress: name, t0, t1, name, ...
         self._inflight: list[list[Any]] = []  # async collectives not yet completed at their step's end
         self._auto_io: list[list[Any]] = []  # torch.save/dcp rows, dropped when record_event covers them
         self._explicit = False  # the program marks steps itself with tracers.torch.step()
@@ -152,6 +168,18 @@ class Tracer:
         row[T1] = t1
         row[NAME] = name
         return row
+
+    def compute(self, name: str, t0: int, t1: int) -> None:
+        """Records a compute phase (forward, loss, backward, optimizer): the per-step hot path.
+
+        Three appends to a flat list and no row object until the step ends: every container a
+        hook allocates also brings Python's cyclic GC (which walks torch's large heap) closer."""
+        ph = self._phases
+        ph.append(name)
+        ph.append(t0)
+        ph.append(t1)
+        if len(ph) > 3 * BUFFER_MAX_ROWS and not self.closed:
+            self._emit_buffer(None, None)
 
     def buffer(self, row: list[Any]) -> None:
         """Adds a row of the step in progress (written when the step ends)."""
@@ -230,10 +258,9 @@ class Tracer:
         if t0 is None and not self.forward_seen and self._prev_end is not None:
             start = self._prev_end  # no DDP module (e.g. FSDP): the step runs from the previous one's end
         if start is None:
-            start = min((r[T0] for r in self._buffer if r[K] == "phase"), default=t1)
-        row = self.new_row("step", "step", start, t1)
-        row[STEP] = n
-        self.write(row)
+            start = min([r[T0] for r in self._buffer if r[K] == "phase"] + self._phases[1::3], default=t1)
+        if not self.closed:
+            self.writer.append(_step_tuple(self.rank, start, t1, n))
         self._emit_buffer(n, start)
         self._counter += 1
         self.step = n + 1
@@ -253,10 +280,19 @@ class Tracer:
         self.end_step(n, self.to_trace(t0_wall), self.to_trace(t1_wall))
 
     def _emit_buffer(self, n: int | None, start: int | None) -> None:
+        """Writes the buffered rows, tagged with step n when they start at or after `start`."""
         if self.closed:
-            self._buffer = []
+            self._buffer.clear()
+            self._phases.clear()
             return
         append = self.writer.append
+        ph = self._phases
+        if ph:
+            pe = self.rank
+            for i in range(0, len(ph), 3):
+                t0 = ph[i + 1]
+                append(_phase_tuple(pe, t0, ph[i + 2], ph[i], n if n is not None and t0 >= start else None))
+            ph.clear()
         for row in self._buffer:
             if n is not None and row[T0] >= start:
                 row[STEP] = n
@@ -264,7 +300,7 @@ class Tracer:
                 self._inflight.append(row)
             else:
                 append(tuple(row))
-        self._buffer = []
+        self._buffer.clear()
         if self._inflight:
             done = [r for r in self._inflight if r[T1] is not None]
             for r in done:

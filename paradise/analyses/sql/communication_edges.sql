@@ -1,4 +1,7 @@
 -- communication_edges: messages between objects, matched send -> exec on `msg`.
+-- The analyses compute these rows from the shared exec arrays (paradise.analyses.msgedges, one
+-- message match for placement, communication and scheduling); this query is the definition,
+-- and tests/unit/test_msgedges.py checks that both give the same rows.
 -- grain: one row per src_coll x src_obj x src_pe x dst_coll x dst_obj x dst_pe x entry.
 -- columns:
 --   src_coll, src_obj, src_index  (sending object; null when sent from outside any object)
@@ -10,7 +13,6 @@
 --   bytes                         (bytes, sum of payload sizes over deliveries)
 --   min_bytes, max_bytes          (bytes, smallest and largest payload)
 --   bcast_msgs                    (count of deliveries whose message reached more than one exec)
---   steps                         (count of distinct steps the edge was used in; 0 when no steps)
 -- note: the join on msg needs a message's send and exec rows together (they sit on different PEs),
 -- so distributed engines run this query on the client over all files.
 -- speed: most messages have one send row and one exec; only messages with several send rows
@@ -19,20 +21,20 @@
 -- event CTEs are NOT MATERIALIZED: re-reading two Parquet columns beats buffering all rows.
 -- merge: client
 WITH sr AS NOT MATERIALIZED (
-    SELECT msg, t0, pe, coll, obj, index, peer_pe, peer_coll, peer_obj, bytes, name, step
+    SELECT msg, t0, pe, coll, obj, index, peer_pe, peer_coll, peer_obj, bytes, name
     FROM events WHERE kind = 'send' AND msg IS NOT NULL
 ),
 multi AS (SELECT msg FROM sr GROUP BY msg HAVING count(*) > 1),
 s AS (
-    SELECT msg, pe, coll, obj, index, peer_pe, peer_coll, peer_obj, bytes, name, step
+    SELECT msg, pe, coll, obj, index, peer_pe, peer_coll, peer_obj, bytes, name
     FROM sr ANTI JOIN multi USING (msg)
     UNION ALL
     SELECT msg, arg_min(pe, t0), arg_min(coll, t0), arg_min(obj, t0), arg_min(index, t0), arg_min(peer_pe, t0),
-           arg_min(peer_coll, t0), arg_min(peer_obj, t0), max(bytes), arg_min(name, t0), min(step)
+           arg_min(peer_coll, t0), arg_min(peer_obj, t0), max(bytes), arg_min(name, t0)
     FROM sr SEMI JOIN multi USING (msg) GROUP BY msg
 ),
 x AS NOT MATERIALIZED (
-    SELECT msg, pe, coll, obj, index, name, step FROM events WHERE kind = 'exec' AND msg IS NOT NULL
+    SELECT msg, pe, coll, obj, index, name FROM events WHERE kind = 'exec' AND msg IS NOT NULL
 ),
 fan AS (SELECT msg FROM x GROUP BY msg HAVING count(*) > 1)
 SELECT s.coll AS src_coll, s.obj AS src_obj, s.index AS src_index, s.pe AS src_pe,
@@ -43,8 +45,7 @@ SELECT s.coll AS src_coll, s.obj AS src_obj, s.index AS src_index, s.pe AS src_p
        CAST(sum(coalesce(s.bytes, 0)) AS BIGINT) AS bytes,
        min(s.bytes) AS min_bytes,
        max(s.bytes) AS max_bytes,
-       count(*) FILTER (WHERE fan.msg IS NOT NULL) AS bcast_msgs,
-       count(DISTINCT coalesce(s.step, x.step)) AS steps
+       count(*) FILTER (WHERE fan.msg IS NOT NULL) AS bcast_msgs
 FROM s LEFT JOIN x ON s.msg = x.msg LEFT JOIN fan ON s.msg = fan.msg
 GROUP BY ALL
 ORDER BY src_coll, src_obj, dst_coll, dst_obj, entry

@@ -1,0 +1,45 @@
+"""The `paradise` command loads only what the command being run needs (fast --help, lean imports)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+HEAVY = ("pandas", "duckdb", "networkx", "pyarrow", "numpy", "rich", "torch", "dask", "pymetis", "msgspec")
+
+
+def _modules_after(code: str) -> set[str]:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return set(out.stdout.split())
+
+
+def test_cli_module_imports_no_heavy_library():
+    loaded = _modules_after(
+        "import sys\nimport paradise.cli.main\nprint(' '.join(m.split('.')[0] for m in sys.modules))"
+    )
+    assert not loaded & set(HEAVY)
+
+
+def test_kineto_import_loads_no_pandas_duckdb_or_rich(real_data, tmp_path):
+    f = real_data / "hta" / "tests" / "data" / "trace_filter" / "sampled_rank-0.json.gz"
+    code = (
+        "import sys\n"
+        "from paradise.cli.main import app\n"
+        f"app(['import', 'kineto', {str(f)!r}, '-o', {str(tmp_path / 'k.parquet')!r}], standalone_mode=False)\n"
+        "print(' '.join(m.split('.')[0] for m in sys.modules))\n"
+    )
+    loaded = _modules_after(code)
+    assert {"pyarrow", "msgspec"} <= loaded
+    assert not loaded & {"pandas", "duckdb", "networkx", "rich", "torch", "dask"}
+
+
+def test_help_lists_every_command(cli):
+    code, out, _ = cli("--help")
+    assert code == 0
+    for command in ("info", "analyze", "merge", "whatif", "compare", "policy", "demo", "import", "trace"):
+        assert command in out
+    code, out, _ = cli("import", "kineto", "--help")
+    assert code == 0
+    for option in ("--out", "--rank", "--program", "--force", "one per rank"):
+        assert option in out
