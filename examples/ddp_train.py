@@ -215,9 +215,34 @@ def train(
             manager.maybe_save(step)
 
 
+def _default_store():
+    """The rendezvous store, kept past destroy_process_group for the exit handshake."""
+    try:
+        return dist.distributed_c10d._get_default_store()
+    except Exception:
+        return None
+
+
+def _leave_store_host_last(store, rank: int, world: int, timeout_s: float = 30.0) -> None:
+    """Rank 0 hosts the TCP store: if it exits while a peer is still tearing down its process
+    group, that peer can abort (SIGABRT) on the lost store. Peers check out; rank 0 waits for them."""
+    if store is None or world <= 1:
+        return
+    try:
+        if rank != 0:
+            store.add("paradise/exit", 1)
+            return
+        deadline = time.monotonic() + timeout_s
+        while store.add("paradise/exit", 0) < world - 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    except Exception:
+        pass  # a peer already gone: nothing left to protect
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    rank, _world, device = setup(args)
+    rank, world, device = setup(args)
+    finished = False
     try:
         model, optimizer = build(args, rank, device)
         manager = make_manager(args, model, optimizer)
@@ -229,8 +254,11 @@ def main(argv: list[str] | None = None) -> None:
             manager.close()
         digest = param_sha256(model.module)
         dist.barrier()
+        finished = True
     finally:
+        store = _default_store() if finished else None  # after a failure, peers may be gone
         dist.destroy_process_group()
+        _leave_store_host_last(store, rank, world)
     if rank == 0:
         if args.timing:
             print(f"train_loop_ns={t_loop} train_loop_cpu_ns={cpu_loop} steps={args.steps - start}", flush=True)
