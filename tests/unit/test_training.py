@@ -386,3 +386,24 @@ def test_one_failure_incident_is_recorded_once(tmp_path):
     with DuckDBEngine(open_trace(tmp_path)) as eng:
         rows = eng.sql("SELECT name, cat FROM events WHERE kind = 'failure' ORDER BY t0").to_pylist()
     assert rows == [{"name": "RuntimeError", "cat": "backward"}, {"name": "Later", "cat": None}]
+
+
+def test_hooks_uninstall_restores_every_patch(tmp_path):
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    from tracers.torch import hooks
+    from tracers.torch.tracer import Tracer
+
+    targets = [(torch.autograd, "backward"), (DistributedDataParallel, "__init__"),
+               (dist.distributed_c10d, "all_reduce"), (dist, "all_reduce")]
+    before = [getattr(o, a) for o, a in targets]
+    tr = Tracer(tmp_path, rank=0, world_size=1)
+    hooks.install(tr)
+    try:
+        assert any(getattr(o, a) is not b for (o, a), b in zip(targets, before))
+    finally:
+        hooks.uninstall()
+        tr.close(complete=True)
+    assert [getattr(o, a) for o, a in targets] == before
