@@ -63,7 +63,7 @@ class AnalysisResult:
 
 def json_scalar(v: Any) -> Any:
     """A JSON-safe Python scalar: numpy ints/floats unwrapped, NaN/NA -> None, floats rounded."""
-    if v is None or v is _NA:
+    if v is None or (type(v).__name__ == "NAType" and type(v).__module__.startswith("pandas")):
         return None
     if hasattr(v, "item"):
         v = v.item()
@@ -71,8 +71,3 @@ def json_scalar(v: Any) -> Any:
         return None if not math.isfinite(v) else round(v, 6)
     return v
 
-
-try:  # pandas is an analyzer dependency, but base.py stays importable without it
-    from pandas import NA as _NA
-except ImportError:  # pragma: no cover
-    _NA = object()

@@ -7,12 +7,14 @@ collection (main, runtime) are ("", "pe<N>"). Graphs are plain networkx graphs.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable
 from enum import Enum
 from typing import Any
 
 import networkx as nx
+import numpy as np
 import pandas as pd
 
 GRID_EDGE_SHARE = 0.9
@@ -51,8 +53,14 @@ def parse_index(text: Any) -> tuple[int, ...] | None:
     """'[3,4]' -> (3, 4); None when there is no index."""
     if text is None or (isinstance(text, float) and pd.isna(text)):
         return None
+    return _parse_index_text(str(text))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _parse_index_text(text: str) -> tuple[int, ...] | None:
+    """parse_index of a text, once per text: every phase's lattice test parses the same objects."""
     try:
-        v = json.loads(str(text))
+        v = json.loads(text)
     except json.JSONDecodeError:
         return None
     return tuple(int(i) for i in v) if isinstance(v, list) else (int(v),)
@@ -68,8 +76,9 @@ def clean_edges(edges: pd.DataFrame) -> pd.DataFrame:
     """Edges with both ends known, with `src`/`dst` node columns added."""
     e = edges[edges["dst_pe"].notna() | edges["dst_coll"].notna()].copy()
     e = e[e["dst_coll"].notna() | e["dst_pe"].notna()]
-    e["src"] = [_node(c, i, p) for c, i, p in zip(e["src_coll"], e["src_index"], e["src_pe"])]
-    e["dst"] = [_node(c, i, p) for c, i, p in zip(e["dst_coll"], e["dst_index"], e["dst_pe"])]
+    for end in ("src", "dst"):  # lists, not Series iteration: the same Python scalars, faster
+        cols = (e[f"{end}_coll"].tolist(), e[f"{end}_index"].tolist(), e[f"{end}_pe"].tolist())
+        e[end] = [_node(c, i, p) for c, i, p in zip(*cols)]
     return e.reset_index(drop=True)
 
 
@@ -95,7 +104,8 @@ def object_graph(edges: pd.DataFrame, loads: dict[Node, float] | None = None,
 def phase_digraph(e: pd.DataFrame) -> nx.DiGraph:
     """Directed graph of one phase's edges (src/dst node columns), weights msgs and bytes."""
     g = nx.DiGraph()
-    for s, d, m, b, bc in zip(e["src"], e["dst"], e["msgs"], e["bytes"], e["bcast_msgs"]):
+    rows = (e[c].tolist() for c in ("src", "dst", "msgs", "bytes", "bcast_msgs"))
+    for s, d, m, b, bc in zip(*rows):
         if s == d:
             continue
         if g.has_edge(s, d):
@@ -115,8 +125,9 @@ def undirected(g: nx.DiGraph) -> nx.Graph:
     return und
 
 
-def _lattice(g: nx.DiGraph) -> dict[str, Any] | None:
-    """Lattice statistics when every node is an object of one collection with same-rank indices."""
+def _lattice(g: nx.DiGraph, und: nx.Graph) -> dict[str, Any] | None:
+    """Lattice statistics when every node is an object of one collection with same-rank indices;
+    und: undirected(g)."""
     idx = {n: parse_index(n[1]) for n in g.nodes}
     colls = {n[0] for n in g.nodes}
     dims = {len(v) for v in idx.values() if v is not None}
@@ -124,20 +135,10 @@ def _lattice(g: nx.DiGraph) -> dict[str, Any] | None:
         return None
     ndim = dims.pop()
     ext = [max(v[k] for v in idx.values()) + 1 for k in range(ndim)]
-
-    def dist(a: tuple[int, ...], b: tuple[int, ...], wrap: bool) -> int:
-        total = 0
-        for k in range(ndim):
-            d = abs(a[k] - b[k])
-            total += min(d, ext[k] - d) if wrap else d
-        return total
-
     edges = list(g.edges)
-    near = sum(1 for s, d in edges if dist(idx[s], idx[d], False) == 1)
-    near_wrap = sum(1 for s, d in edges if dist(idx[s], idx[d], True) == 1)
+    near, near_wrap = _near_edges([idx[s] for s, _ in edges], [idx[d] for _, d in edges], ext)
     periodic = near_wrap > near
     present = set(idx.values())
-    und = undirected(g)
     match = 0
     for n in g.nodes:
         expect = 0
@@ -154,6 +155,18 @@ def _lattice(g: nx.DiGraph) -> dict[str, Any] | None:
     return {"ndim": ndim, "extents": ext, "periodic": periodic,
             "near_share": (near_wrap if periodic else near) / max(len(edges), 1),
             "degree_match": match / max(g.number_of_nodes(), 1), "reciprocity": recip}
+
+
+def _near_edges(a: list[tuple[int, ...]], b: list[tuple[int, ...]], ext: list[int]) -> tuple[int, int]:
+    """How many edges (a[i], b[i]) join lattice neighbours: Manhattan distance 1, plain and with
+    each axis wrapped around its extent. numpy where int64 holds every sum, else Python ints."""
+    if max((abs(c) for v in (*a, *b, ext) for c in v), default=0) < 1 << 58 and len(ext) <= 16:
+        diff = np.abs(np.array(a, np.int64).reshape(-1, len(ext)) - np.array(b, np.int64).reshape(-1, len(ext)))
+        wrapped = np.minimum(diff, np.array(ext, np.int64) - diff)
+        return int(np.count_nonzero(diff.sum(axis=1) == 1)), int(np.count_nonzero(wrapped.sum(axis=1) == 1))
+    diffs = [[abs(x - y) for x, y in zip(u, v)] for u, v in zip(a, b)]
+    return (sum(sum(d) == 1 for d in diffs),
+            sum(sum(min(x, e - x) for x, e in zip(d, ext)) == 1 for d in diffs))
 
 
 def _tree_depth(und: nx.Graph) -> int:
@@ -175,14 +188,14 @@ def classify(g: nx.DiGraph, fanout_hubs: set[Node] | None = None) -> tuple[Patte
     ev["density"] = round(density, 4)
     if density >= ALL_TO_ALL_DENSITY and len({x[0] for x in g.nodes}) == 1:
         return Pattern.ALL_TO_ALL, min(1.0, density), ev
-    lat = _lattice(g)
+    und = undirected(g)
+    lat = _lattice(g, und)
     if lat is not None and lat["near_share"] >= GRID_EDGE_SHARE:
         ev.update({k: (round(v, 4) if isinstance(v, float) else v) for k, v in lat.items()})
         if lat["reciprocity"] <= ONE_WAY_RECIPROCITY and (
-                lat["ndim"] == 1 or max(d for _, d in undirected(g).degree) <= 2):
+                lat["ndim"] == 1 or max(d for _, d in und.degree) <= 2):
             return Pattern.CHAIN, lat["near_share"], ev  # a pipeline along the lattice
         return Pattern.GRID, (lat["near_share"] + lat["degree_match"]) / 2, ev
-    und = undirected(g)
     hub, hub_deg = max(und.degree, key=lambda kv: (kv[1], kv[0]))
     share = hub_deg / max(und.number_of_edges(), 1)
     ev["hub"] = list(hub)

@@ -1,8 +1,9 @@
 """Overview: where each PE's time went, which entry methods / ops cost most, who talked to whom.
 
-Stage 1 (analyses/sql/overview_*.sql): per-PE time accounting, union busy time where rows nest,
-per-entry time, point-to-point volume and collectives. Stage 2 (here, pandas on those small
-tables): busy share per PE, load imbalance (max / mean busy), top entries. Docs:
+Stage 1 (analyses/sql/overview_*.sql): one scan aggregating rows per kind × PE × name × coll ×
+cat × send destination (overview_pe), and the union busy time where rows nest. Stage 2 (here,
+pandas on that small table): per-PE time accounting, busy share, load imbalance (max / mean
+busy), top entries, point-to-point volume and collectives, each a roll-up of overview_pe. Docs:
 docs/analyses/overview.md.
 """
 
@@ -69,9 +70,27 @@ def _busy(engine: Engine, trace: TraceHandle, pe: pd.DataFrame, mode: str) -> tu
     return union.reindex(pe.index).fillna(0).astype("int64"), "union"
 
 
-def per_pe_table(engine: Engine, trace: TraceHandle, mode: str = "auto") -> tuple[pd.DataFrame, str]:
+def _rollup(groups: pd.DataFrame, kind: str, by: list[str], how: dict[str, str], **names: str) -> pd.DataFrame:
+    """The `kind` rows of overview_pe summed up by `by` (null keys kept as a group, as in SQL)."""
+    rows = groups.loc[groups["kind"] == kind, by + list(how)]
+    return rows.groupby(by, dropna=False, sort=True).agg(how).reset_index().rename(columns=names)
+
+
+def per_pe_table(
+    engine: Engine, trace: TraceHandle, mode: str = "auto", groups: pd.DataFrame | None = None
+) -> tuple[pd.DataFrame, str]:
     """One row per PE: span, busy, idle (idle rows when the trace has them, else span - busy)."""
-    pe = _frame(engine, "overview_pe").set_index("pe").sort_index()
+    g = _frame(engine, "overview_pe") if groups is None else groups
+    kind, rows = g["kind"], g["rows"]
+    is_exec, is_idle, is_send = kind.eq("exec"), kind.eq("idle"), kind.eq("send")
+    parts = pd.DataFrame({
+        "pe": g["pe"], "rows": rows, "t_first": g["t_first"], "t_last": g["t_last"],
+        "exec_rows": rows.where(is_exec, 0), "exec_ns": g["dur_ns"].where(is_exec),
+        "idle_rows": rows.where(is_idle, 0), "idle_ns": g["dur_ns"].where(is_idle),
+        "sends": rows.where(is_send, 0), "send_bytes": g["bytes"].where(is_send),
+    })
+    how = {c: "sum" for c in parts.columns[1:]} | {"t_first": "min", "t_last": "max"}
+    pe = parts.groupby("pe", dropna=False, sort=True).agg(how)  # sums of all-null parts are 0
     busy, method = _busy(engine, trace, pe, mode)
     pe["span_ns"] = pe["t_last"] - pe["t_first"]
     pe["busy_ns"] = busy.clip(upper=pe["span_ns"])
@@ -146,17 +165,19 @@ def _busy_share(per_pe: pd.DataFrame, method: str) -> Characteristic:
     )
 
 
-def _top_entries(engine: Engine, top: int) -> tuple[list[dict[str, Any]], int]:
-    e = _frame(engine, "overview_entries")
+def _top_entries(groups: pd.DataFrame, top: int) -> tuple[list[dict[str, Any]], int]:
+    how = {"rows": "sum", "dur_ns": "sum", "max_ns": "max"}
+    e = _rollup(groups, "exec", ["name", "coll", "cat"], how, rows="count", dur_ns="total_ns")
     total = int(e["total_ns"].sum()) if len(e) else 0
     e["mean_ns"] = (e["total_ns"] / e["count"]).round(1)
     e["share"] = (e["total_ns"] / total).round(6) if total else 0.0
-    e = e.sort_values(["total_ns", "name"], ascending=[False, True], na_position="last").head(top)
+    e = e.sort_values(["total_ns", "name", "coll", "cat"], ascending=[False, True, True, True],
+                      na_position="last").head(top)
     return _records(e[["name", "coll", "cat", "count", "total_ns", "mean_ns", "max_ns", "share"]]), total
 
 
-def _comm(engine: Engine) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    c = _frame(engine, "overview_comm")
+def _comm(groups: pd.DataFrame) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    c = _rollup(groups, "send", ["pe", "peer_pe"], {"rows": "sum", "bytes": "sum"}, rows="messages")
     local = c["pe"] == c["peer_pe"]
     totals = {
         "messages": int(c["messages"].sum()),
@@ -170,8 +191,9 @@ def _comm(engine: Engine) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     return _records(c[["pe", "peer_pe", "messages", "bytes"]]), totals
 
 
-def _collectives(engine: Engine) -> list[dict[str, Any]]:
-    c = _frame(engine, "overview_collectives")
+def _collectives(groups: pd.DataFrame) -> list[dict[str, Any]]:
+    how = {"rows": "sum", "bytes": "sum", "dur_ns": "sum", "max_ns": "max"}
+    c = _rollup(groups, "collective", ["name", "pe"], how, rows="count", dur_ns="total_ns")
     c["mean_ns"] = (c["total_ns"] / c["count"]).round(1)
     c = c.sort_values(["name", "pe"], na_position="last")
     return _records(c[["name", "pe", "count", "bytes", "total_ns", "mean_ns", "max_ns"]])
@@ -181,10 +203,11 @@ def analyze(engine: Engine, trace: TraceHandle, config: AnalysisConfig | None = 
     """Busy/idle per PE, load imbalance, top entries, message and collective volume."""
     config = config or AnalysisConfig()
     top = int(config.options.get("top") or DEFAULT_TOP)
-    per_pe, method = per_pe_table(engine, trace, str(config.options.get("busy", "auto")))
-    entries, exec_total = _top_entries(engine, top)
-    comm, comm_totals = _comm(engine)
-    collectives = _collectives(engine)
+    groups = _frame(engine, "overview_pe")
+    per_pe, method = per_pe_table(engine, trace, str(config.options.get("busy", "auto")), groups)
+    entries, exec_total = _top_entries(groups, top)
+    comm, comm_totals = _comm(groups)
+    collectives = _collectives(groups)
     span = int(per_pe["t_last"].max() - per_pe["t_first"].min()) if len(per_pe) else 0
     summary = {
         "pes": len(per_pe),

@@ -2,8 +2,9 @@
 
 Stage 1: placement_pe_load, placement_obj_load and communication_edges, computed from the exec
 arrays shared with communication and scheduling (paradise.analyses.objloads, .msgedges), and
-placement_creation. Stage 2: pandas over those aggregates; candidate mappings from
-hints.mapping_gen, each replayed by paradise.whatif, the best kept only when it beats the
+placement_cats (placement_creation only when the trace creates or migrates objects). Stage 2:
+numpy over an object x step matrix of loads, pandas for the rows per object; candidate mappings
+from hints.mapping_gen, each replayed by paradise.whatif, the best kept only when it beats the
 current mapping by KEEP_MARGIN.
 """
 
@@ -137,31 +138,40 @@ def distribution(objs: pd.DataFrame) -> Characteristic:
 
 
 def persistence(obj: pd.DataFrame, keys: tuple[str, ...] = ("coll", "index")) -> Characteristic:
+    """load_persistence of per-(keys, step) load rows (step -1: none)."""
     per = obj[obj["step"] >= 0].groupby([*keys, "step"])["load_ns"].sum().unstack("step")
+    return step_persistence(per.to_numpy(float))
+
+
+def step_persistence(per: np.ndarray, med: np.ndarray | None = None) -> Characteristic:
+    """load_persistence of a matrix of step loads: one row per object, one column per step in
+    step order, NaN where an object has no load in a step, no row or column all NaN; `med`:
+    objloads.row_medians(per) when already known."""
+    from paradise.analyses.objloads import row_medians
+
     # a step in which the OS descheduled the PE reads 10-100x the object's usual load: clip each
     # object's step loads at STEP_LOAD_CLIP x its median step load (the spike, not the pattern)
-    per = per.clip(upper=STEP_LOAD_CLIP * per.median(axis=1), axis=0)
+    per = np.minimum(per, STEP_LOAD_CLIP * (row_medians(per) if med is None else med)[:, None])
     # long runs: compare windows of steps (each object's median step load in the window), so
     # that timing noise of single steps of tiny objects does not pass for changing loads
     width = max(1, per.shape[1] // PERSIST_WINDOWS)
     if width > 1:
-        win = np.arange(per.shape[1]) // width
-        per = per.T.groupby(win).median().T
-    steps = list(per.columns)
+        per = np.column_stack([row_medians(per[:, w:w + width]) for w in range(0, per.shape[1], width)])
+    present = ~np.isnan(per)
     corrs, changes, weights = [], [], []
-    for a, b in zip(steps, steps[1:]):
-        pair = per[[a, b]].dropna()
-        if len(pair) < 2:
+    for a in range(per.shape[1] - 1):
+        pair = present[:, a] & present[:, a + 1]
+        if pair.sum() < 2:
             continue
-        x, y = pair[a].to_numpy(float), pair[b].to_numpy(float)
-        rx, ry = pair[a].rank().to_numpy(float), pair[b].rank().to_numpy(float)
+        x, y = per[pair, a], per[pair, a + 1]
+        rx, ry = pd.Series(x).rank().to_numpy(float), pd.Series(y).rank().to_numpy(float)
         # rank (Spearman) correlation: one descheduled step on a shared machine must not hide
         # that heavy objects stay heavy
         corrs.append(float(np.corrcoef(rx, ry)[0, 1]) if rx.std() > 0 and ry.std() > 0 else np.nan)
         d = np.abs(y - x)
         keep = np.argsort(d)[: len(d) - (max(1, int(len(d) * TRIM_SHARE)) if len(d) >= 5 else 0)]
         changes.append(float(d[keep].sum() / max(float(x[keep].sum()), 1.0)))  # load-weighted, trimmed
-        weights.append(len(pair))
+        weights.append(int(pair.sum()))
     if not weights:
         return Characteristic("placement", "load_persistence", None, (Evidence("step_pairs", 0),),
                               confidence=0.0, summary="No steps in the trace: persistence of loads is unknown.")
@@ -225,6 +235,57 @@ def movable(objs: pd.DataFrame, cr: pd.DataFrame) -> pd.DataFrame:
     return objs[np.asarray(ok, bool)] if len(objs) else objs
 
 
+def creation_table(engine: Any, ea: Any) -> pd.DataFrame:
+    """Per collection with create, exec or migrate rows: cat, creates, create_first_t0,
+    create_last_t0, migrations and work_first_t0 (its first exec of an entry method other than
+    __init__), as one scan over every exec row gave them before. placement_cats reads the kinds;
+    placement_creation and the first work (from the exec arrays) are read only when the trace
+    has create or migrate rows: without them work_first_t0 is null, as creation() needs it only
+    for created collections."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    cats = engine.query("placement_cats")
+    colls = [str(c) for c in cats.column("coll").to_pylist()]
+    n = len(colls)
+    cols: dict[str, list[Any]] = {k: [None] * n for k in ("create_first_t0", "create_last_t0", "work_first_t0")}
+    cols["creates"], cols["migrations"] = [0] * n, [0] * n
+    if n and pc.sum(cats.column("lifecycle")).as_py():
+        at = {c: i for i, c in enumerate(colls)}
+        for r in engine.query("placement_creation").to_pylist():
+            i = at[str(r["coll"])]
+            for k in ("creates", "create_first_t0", "create_last_t0", "migrations"):
+                cols[k][i] = r[k]
+        for c, t0 in _first_work(ea).items():
+            if c in at:
+                cols["work_first_t0"][at[c]] = t0
+    return pa.table({"coll": pa.array(colls, pa.string()), "cat": cats.column("cat").cast(pa.string()),
+                     "creates": pa.array(cols["creates"], pa.int64()),
+                     "create_first_t0": pa.array(cols["create_first_t0"], pa.int64()),
+                     "create_last_t0": pa.array(cols["create_last_t0"], pa.int64()),
+                     "migrations": pa.array(cols["migrations"], pa.int64()),
+                     "work_first_t0": pa.array(cols["work_first_t0"], pa.int64())}).to_pandas()
+
+
+def _first_work(ea: Any) -> dict[str, int]:
+    """Per collection, the start of its first exec of an entry method other than __init__."""
+    from paradise.analyses.execarrays import NULL, group_ids
+
+    x = ea.execs
+    rows = np.flatnonzero((x["coll"] >= 0) & (x["name"] >= 0) & (x["t0"] != NULL))
+    coll, name, t0 = (x[c][rows].astype(np.int64) for c in ("coll", "name", "t0"))
+    g, n = group_ids([name, coll])
+    first = np.full(n, np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(first, g, t0)
+    rep = np.empty(n, np.int64)
+    rep[g] = np.arange(len(g), dtype=np.int64)
+    out: dict[str, int] = {}
+    for c, m, t in zip(coll[rep].tolist(), name[rep].tolist(), first.tolist()):
+        if ea.names[m] != "__init__":
+            out[ea.names[c]] = min(t, out.get(ea.names[c], t))
+    return out
+
+
 def analyze(engine: Any, trace: Any, config: AnalysisConfig | None = None) -> AnalysisResult:
     """Placement characteristics and the mapping hint."""
     from paradise.analyses import objloads
@@ -235,20 +296,27 @@ def analyze(engine: Any, trace: Any, config: AnalysisConfig | None = None) -> An
     ea = event_arrays(engine)  # shared with communication and scheduling
     pe_load = objloads.pe_load(ea)
     obj, labels, stepped = objloads.object_rows(ea)
-    cr = engine.query("placement_creation").to_pandas()
+    cr = creation_table(engine, ea)
     edges = communication_edges(engine).to_pandas()
     pes = _pes(trace, pe_load)
     result = AnalysisResult("placement")
     if pe_load.empty:
         return result
-    by_oid = object_loads(obj, ("oid",), stepped)
+    steps, _ = objloads.step_matrix(obj)  # object x step loads: medians, loads, persistence
+    med = objloads.row_medians(steps)
+    by_oid = objloads.oid_loads(obj, stepped, steps, med) if len(obj) else None
+    if by_oid is None:
+        by_oid = object_loads(obj, ("oid",), stepped)
     objs = pd.concat([labels.iloc[by_oid["oid"].to_numpy(int)].reset_index(drop=True), by_oid],
                      axis=1)  # coll, index, oid, load_ns, execs, pe: oid order is (coll, index) text order
     mov = movable(objs, cr)
     app = mov if len(mov) else objs  # runtime and main chares are not the application's objects
     chars = [imbalance(pe_load, pes)]
     if len(app):
-        chars += [distribution(app), persistence(obj[obj["oid"].isin(app["oid"])], ("oid",))]
+        rows = np.unique(app["oid"].to_numpy(np.int64))
+        rows = rows[~np.isnan(steps[rows]).all(axis=1)]  # objects with step loads
+        sub = steps[rows]
+        chars += [distribution(app), step_persistence(sub[:, ~np.isnan(sub).all(axis=0)], med[rows])]
     chars += [locality(edges), creation(cr)]
     result.characteristics = chars
     result.sections["pe_load_ns"] = [int(x) for x in _busy(pe_load, pes)]

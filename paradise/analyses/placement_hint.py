@@ -13,7 +13,6 @@ import pandas as pd
 
 from hints import mapping_gen
 from paradise.analyses.base import Characteristic
-from paradise.analyses.objgraph import object_graph
 from paradise.analyses.placement import (
     COMM_MATTERS_SHARE,
     IMBALANCE_RATIO,
@@ -84,22 +83,27 @@ def mapping_hint(engine: Any, trace: Any, pes: int, objs: pd.DataFrame, mov: pd.
     keys = list(zip(mov["coll"].astype(str), mov["index"].astype(str)))
     loads = dict(zip(keys, mov["load_ns"].astype(float)))
     current = dict(zip(keys, mov["pe"].astype(int)))
-    base = fixed_load(objs, set(keys), pes)
-    graph = object_graph(edges, loads, current)  # undirected, bytes summed over both directions
-    wedges = [(u, v, d["bytes"]) for u, v, d in graph.edges(data=True)]
     plans: dict[str, tuple[dict, str]] = {}
-    for strat, why in _strategies(chars):
-        if strat == "refine":
-            plans[strat] = (mapping_gen.refine(current, loads, pes, base), why)
-        elif strat == "greedy":
-            plans[strat] = (mapping_gen.greedy_lpt(loads, pes, base), why)
-        else:
-            plans[strat] = (mapping_gen.metis_partition(loads, wedges, pes, current), why)
-    if plans and engine is not None:  # too large to replay: do not build the replay graph at all
+    rp = None
+    strategies = _strategies(chars)
+    if strategies and engine is not None:
         from paradise.analyses.execarrays import replayer, too_large_to_replay
+        from paradise.analyses.objgraph import object_graph
 
-        plans = {} if too_large_to_replay(engine) else plans
-    rp = replayer(engine, pes) if plans and engine is not None else None  # built once, shared
+        if too_large_to_replay(engine):  # no candidate could be judged: none is generated
+            strategies = []
+        else:
+            base = fixed_load(objs, set(keys), pes)
+            graph = object_graph(edges, loads, current)  # undirected, bytes summed over both directions
+            wedges = [(u, v, d["bytes"]) for u, v, d in graph.edges(data=True)]
+        for strat, why in strategies:
+            if strat == "refine":
+                plans[strat] = (mapping_gen.refine(current, loads, pes, base), why)
+            elif strat == "greedy":
+                plans[strat] = (mapping_gen.greedy_lpt(loads, pes, base), why)
+            else:
+                plans[strat] = (mapping_gen.metis_partition(loads, wedges, pes, current), why)
+        rp = replayer(engine, pes) if plans else None  # built once, shared
     table = []
     if rp is not None and rp.graph.n > REPLAY_MAX_EXECS:
         rp, plans = None, {}

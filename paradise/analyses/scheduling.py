@@ -6,7 +6,7 @@ message arrived after the PE was free, else the previous exec on the PE) with SQ
 an ASOF join. Stage 2 walks those pointers back from the last exec to finish: the realized
 critical path. The walk is O(path length) over numpy arrays (1e6 execs: about a second).
 Traces above REPLAY_MAX_EXECS (no replay, so no priority hint) use the lean integer arrays of
-paradise.analyses.execarrays instead (scheduling_execs, scheduling_sends, scheduling_names):
+paradise.analyses.execarrays instead (scheduling_events, scheduling_names):
 same pointers, seconds and hundreds of MB instead of a minute and gigabytes on 10 million rows.
 """
 

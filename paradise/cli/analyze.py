@@ -61,21 +61,35 @@ def _one_line(exc: BaseException) -> str:
 def run_analyses(
     engine: Any, trace: TraceHandle, config: AnalysisConfig, names: tuple[str, ...] = ANALYSES, progress: Any = None
 ) -> tuple[dict[str, AnalysisResult], dict[str, str]]:
-    """Results of every analysis that applies, and a one-line error per analysis that failed."""
-    results: dict[str, AnalysisResult] = {}
-    errors: dict[str, str] = {}
+    """Results of every analysis that applies, and a one-line error per analysis that failed.
+
+    On an engine that allows it (`thread_safe`), analyses run two at a time: the overview's SQL
+    scans use the cores while another analysis works in numpy, and analyses that need the same
+    stage-1 result wait for the one that makes it (paradise.analyses.cache). Results and errors
+    keep the order of `names` whatever order the analyses finish in."""
+    from concurrent.futures import ThreadPoolExecutor
+
     debug = bool(os.environ.get("PARADISE_DEBUG"))
-    for name in names:
-        try:
-            module = importlib.import_module(f"paradise.analyses.{name}")
-            if module.applies(trace):
-                results[name] = module.analyze(engine, trace, config)
-        except Exception as exc:  # a bug in one analysis must not hide the others
-            if debug:
-                raise
-            errors[name] = _one_line(exc)
-        if progress is not None:
-            progress.advance(1)
+
+    def one(name: str) -> AnalysisResult | None:
+        module = importlib.import_module(f"paradise.analyses.{name}")
+        return module.analyze(engine, trace, config) if module.applies(trace) else None
+
+    workers = 2 if getattr(engine, "thread_safe", False) and len(names) > 1 else 1
+    outcomes: dict[str, AnalysisResult | None | BaseException] = {}
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="paradise-analysis") as pool:
+        futures = {pool.submit(one, name): name for name in names}
+        for fut in futures:  # in submission order; each is waited for, so none is left running
+            try:
+                outcomes[futures[fut]] = fut.result()
+            except Exception as exc:  # a bug in one analysis must not hide the others
+                if debug:
+                    raise
+                outcomes[futures[fut]] = exc
+            if progress is not None:
+                progress.advance(1)
+    results = {n: r for n, r in outcomes.items() if r is not None and not isinstance(r, BaseException)}
+    errors = {n: _one_line(r) for n, r in outcomes.items() if isinstance(r, BaseException)}
     return results, errors
 
 
@@ -137,6 +151,28 @@ def _make_engine(trace: TraceHandle, engine: str, scheduler: str | None) -> Any:
     return get_engine(trace, engine, scheduler=scheduler)
 
 
+def keep_freed_memory() -> None:
+    """Tells glibc's malloc to keep freed memory for reuse instead of handing it back to the
+    kernel: one arena for all threads, no mmap for large blocks, no trimming. An analysis
+    frees and reallocates arrays of tens of MB many times; on virtual machines that return
+    freed guest pages to the host (free page reporting) every fresh page costs a host fault,
+    and this setting cut `paradise analyze`'s page faults by about a third on a 10-million-row
+    trace (docs/benchmarks.md). A no-op where the C library is not glibc."""
+    import ctypes
+    import platform
+
+    if platform.libc_ver()[0] != "glibc":
+        return
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    m_trim_threshold, m_top_pad, m_mmap_max, m_arena_max = -1, -2, -4, -8  # <malloc.h>
+    for option, value in ((m_arena_max, 1), (m_mmap_max, 0), (m_trim_threshold, -1), (m_top_pad, 1 << 27)):
+        mallopt(option, value)  # trim threshold -1: never trim
+
+
 def analyze_trace(
     path: Path, *, engine: str = "duckdb", scheduler: str | None = None, config: AnalysisConfig | None = None,
 ) -> tuple[TraceHandle, dict[str, AnalysisResult], dict[str, str]]:
@@ -147,10 +183,17 @@ def analyze_trace(
 
     trace = open_trace(path)
     eng = _make_engine(trace, engine, scheduler)
+    if getattr(eng, "thread_safe", False) and trace.source not in ("torch", "kineto"):
+        from paradise.analyses import eventload
+
+        eventload.start(eng)  # the event scan runs while the analyses import pandas and networkx
     try:
         with progress_bar("analyzing", total=len(ANALYSES)) as bar:
             results, errors = run_analyses(eng, trace, config or AnalysisConfig(), progress=bar)
     finally:
+        from paradise.analyses.cache import settle
+
+        settle(eng)
         eng.close()
     return trace, results, errors
 
@@ -174,6 +217,7 @@ def register(app: typer.Typer) -> None:
         from paradise.analyses.base import AnalysisConfig
 
         config = AnalysisConfig(mtbf_hours=mtbf_hours, gpus=gpus, options={"top": top})
+        keep_freed_memory()  # this process ends after the report: it need not give memory back
         handle, results, errors = analyze_trace(trace, engine=engine.value, scheduler=scheduler, config=config)
         for name, msg in errors.items():
             print(f"paradise: warning: analysis {name!r} failed: {msg}", file=sys.stderr)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import duckdb
@@ -24,7 +25,9 @@ def events_view_sql(files: list[str]) -> str:
 
 
 class DuckDBEngine:
-    """One in-memory DuckDB connection with an `events` view over the trace files."""
+    """One in-memory DuckDB connection with an `events` view over the trace files. Queries from
+    other threads than the creator's run on their own cursor (a DuckDB connection serves one
+    thread at a time); the view is shared."""
 
     def __init__(self, trace: TraceHandle, files: list[str] | None = None, threads: int | None = None) -> None:
         self.trace = trace
@@ -33,14 +36,38 @@ class DuckDBEngine:
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
         self.con.execute(events_view_sql(files if files is not None else trace.sql_files()))
+        self._owner = threading.get_ident()
+        self._cursors: dict[int, duckdb.DuckDBPyConnection] = {}
+        self._lock = threading.Lock()
+        self.thread_safe = True
+        """paradise.cli.analyze may run analyses on this engine from several threads."""
+
+    def _con(self) -> duckdb.DuckDBPyConnection:
+        ident = threading.get_ident()
+        if ident == self._owner:
+            return self.con
+        with self._lock:
+            cur = self._cursors.get(ident)
+            if cur is None:
+                cur = self._cursors[ident] = self.con.cursor()
+        return cur
 
     def sql(self, text: str, **params: Any) -> pa.Table:
-        return self.con.sql(text, params=params or None).to_arrow_table()
+        return self._con().sql(text, params=params or None).to_arrow_table()
 
     def query(self, name: str, **params: Any) -> pa.Table:
         return self.sql(load_sql(name), **params)
 
+    def batches(self, name: str, **params: Any) -> pa.RecordBatchReader:
+        """A stage-1 query's result streamed in record batches, for consumers that copy it into
+        arrays of their own and should not hold the whole Arrow table as well."""
+        return self._con().sql(load_sql(name), params=params or None).to_arrow_reader(batch_size=1 << 20)
+
     def close(self) -> None:
+        with self._lock:
+            for cur in self._cursors.values():
+                cur.close()
+            self._cursors.clear()
         self.con.close()
 
     def __enter__(self) -> DuckDBEngine:

@@ -54,3 +54,26 @@ def test_group_ids_are_equal_keys_in_value_order(scale):
     pairs = sorted(set(zip(a.tolist(), b.tolist())))
     assert n == len(pairs)
     assert [pairs[i] for i in g.tolist()] == list(zip(a.tolist(), b.tolist()))
+
+
+def test_group_ids_order_nulls_and_wide_values():
+    # small ranges, random 63-bit values (digits, then a hash), few wide values, packed 3-D
+    # indices (21-bit digits): ids follow the key order (last column first), NULL last
+    rng = np.random.default_rng(3)
+    null = execarrays.NULL
+    for _ in range(100):
+        n = int(rng.integers(1, 200))
+        cols = []
+        for kind in rng.integers(0, 4, int(rng.integers(1, 5))):
+            c = [rng.integers(-5, 5, n), rng.integers(-2**62, 2**62, n),
+                 rng.choice(rng.integers(-2**63 + 1, 2**63 - 1, 5), n),
+                 (rng.integers(0, 40, n) << 42) | (rng.integers(0, 40, n) << 21) | rng.integers(0, 40, n)][kind]
+            cols.append(np.where(rng.random(n) < 0.2, null, c))
+
+        def key(i, cols=cols):
+            return tuple((1, 0) if c[i] == null else (0, int(c[i])) for c in reversed(cols))
+
+        keys = sorted({key(i) for i in range(n)})
+        g, k = execarrays.group_ids(list(cols))
+        assert k == len(keys)
+        assert g.tolist() == [keys.index(key(i)) for i in range(n)]

@@ -131,6 +131,58 @@ def test_dask_engine_gives_the_same_result(tmp_path):
     assert via_dask == _analyze(path)
 
 
+# One query per section, as the overview computed them before it rolled every section up from one
+# scan (overview_pe): the oracle the roll-ups must equal.
+_DIRECT = {
+    "per_pe": """SELECT pe, count(*) AS rows, min(t0) AS t_first, max(coalesce(t1, t0)) AS t_last,
+        count(*) FILTER (WHERE kind = 'exec') AS exec_rows,
+        count(*) FILTER (WHERE kind = 'send') AS sends,
+        coalesce(sum(bytes) FILTER (WHERE kind = 'send'), 0) AS send_bytes FROM events GROUP BY pe""",
+    "exec_ns": "SELECT coalesce(sum(coalesce(active, t1 - t0)), 0) AS n FROM events WHERE kind = 'exec'",
+    "top_entries": """SELECT name, coll, cat, count(*) AS count, coalesce(sum(coalesce(active, t1 - t0)), 0) AS total_ns,
+        max(coalesce(active, t1 - t0)) AS max_ns FROM events WHERE kind = 'exec' GROUP BY ALL""",
+    "comm_matrix": """SELECT pe, peer_pe, count(*) AS messages, coalesce(sum(bytes), 0) AS bytes
+        FROM events WHERE kind = 'send' GROUP BY ALL""",
+    "collectives": """SELECT name, pe, count(*) AS count, coalesce(sum(bytes), 0) AS bytes,
+        sum(coalesce(t1, t0) - t0) AS total_ns, max(coalesce(t1, t0) - t0) AS max_ns
+        FROM events WHERE kind = 'collective' GROUP BY ALL""",
+}
+
+
+def _rows(rows: list[dict], keys: list[str]) -> list[tuple]:
+    return sorted((tuple(r[k] for k in keys) for r in rows), key=lambda t: [(v is None, v) for v in t])
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["exec", "send", "collective", "idle", "mark"]), st.integers(0, 2),
+                          st.integers(-50, 1_000), st.integers(0, 300), st.integers(0, 3)), min_size=1, max_size=40))
+def test_sections_equal_one_query_per_section(events):
+    # Execs carry their sender's peer_pe and sends their target's name: neither may split a row.
+    b = TraceBuilder(3)
+    for kind, pe, t0, dur, k in events:
+        if kind == "exec":
+            b.exec(pe, t0, t0 + dur, "xyz"[k % 3], peer_pe=k % 2, active=dur // 2 if k == 3 else None,
+                   coll=None if k == 0 else "C#0", cat=None if k < 2 else "cpu_op")
+        elif kind == "send":
+            b.send(pe, t0, None if k == 3 else k, 8 * k, name="xyz"[k % 3], coll="C#0")
+        elif kind == "collective":
+            b.collective(pe, "ar" if k % 2 else "bc", t0, t0 + dur, nbytes=64 * k)
+        elif kind == "idle":
+            b.idle(pe, t0, t0 + dur)
+        else:
+            b.add(pe, "mark", t0)
+    with tempfile.TemporaryDirectory() as d:
+        trace = open_trace(b.write(Path(d) / "t"))
+        with DuckDBEngine(trace) as eng:
+            got = overview.analyze(eng, trace, AnalysisConfig(options={"top": 1000})).to_dict()
+            want = {name: eng.sql(sql).to_pylist() for name, sql in _DIRECT.items()}
+    assert got["summary"]["exec_ns"] == want["exec_ns"][0]["n"]
+    for section in ("per_pe", "top_entries", "comm_matrix", "collectives"):
+        keys = list(want[section][0]) if want[section] else []
+        assert _rows(got[section], keys) == _rows(want[section], keys), section
+    assert len(got["top_entries"]) == len(want["top_entries"])
+
+
 # -- characteristics and sections -----------------------------------------------------------------
 def test_load_imbalance_is_max_over_mean_busy(tmp_path):
     b = charm_like(pes=4, steps=2)

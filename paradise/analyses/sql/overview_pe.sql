@@ -1,29 +1,41 @@
--- overview_pe: per-PE time accounting and message counts from every row, in one scan.
--- grain: one row per pe.
+-- overview_pe: every aggregate of the overview in one scan, per PE and kind, split further by the
+-- columns the other sections roll up on (stage 2 sums these rows into per-PE time, entries, the
+-- communication matrix and collectives; one scan instead of one per section).
+-- grain: one row per kind × pe × name × coll × cat × peer_pe; peer_pe is kept on send rows only
+-- (null on others: an exec's peer_pe, its sender, would multiply the entry rows by the senders).
+-- A few hundred rows on a Charm run (PEs × entry methods, plus the PE pairs that talk); a Kineto
+-- rank adds a row per distinct op name.
 -- columns:
+--   kind        string       row kind (exec, idle, send, collective, ...)
 --   pe          int32        PE (Charm) or global rank (PyTorch)
---   rows        int64 count  rows of any kind on the PE
---   t_first     int64 ns     earliest t0 of any row on the PE
---   t_last      int64 ns     latest end of any row (t1, or t0 for instants)
---   exec_rows   int64 count  exec rows (entry methods, ops, kernels)
---   exec_ns     int64 ns     sum of coalesce(active, t1 - t0) over exec rows; equals busy time on a
---                            serial PE (Charm), double-counts nested or concurrent rows (Kineto)
---   idle_rows   int64 count  idle rows
---   idle_ns     int64 ns     sum of t1 - t0 over idle rows
---   sends       int64 count  send rows
---   send_bytes  int64 bytes  sum of bytes over send rows
--- merge: keys(pe) sum(rows, exec_rows, exec_ns, idle_rows, idle_ns, sends, send_bytes) min(t_first) max(t_last)
+--   name        string       entry method / op / kernel / collective name (send: target entry)
+--   coll        string       object collection (chare array, process group), null if none
+--   cat         string       source category (Kineto cat, Charm chare kind), null if none
+--   peer_pe     int32        receiving PE of a send row (null when unknown); null on other kinds
+--   rows        int64 count  rows
+--   t_first     int64 ns     earliest t0
+--   t_last      int64 ns     latest end (t1, or t0 for instants)
+--   dur_ns      int64 ns     sum of the row time: coalesce(active, t1 - t0) on exec rows (null
+--                            when no row has one), coalesce(t1, t0) - t0 on others (instants 0)
+--   max_ns      int64 ns     largest single row time, as in dur_ns
+--   bytes       int64 bytes  sum of bytes (null when no row has bytes)
+-- merge: keys(kind, pe, name, coll, cat, peer_pe) sum(rows, dur_ns, bytes) min(t_first) max(t_last, max_ns)
+-- Rows come sorted by the keys, nulls first (as the Dask engine's merge returns them).
+-- Speed: one hash aggregate over the scan; a CASE on the string keys (nulling name / coll / cat
+-- on send rows) costs more than the few extra send rows it saves, so only peer_pe is nulled.
 SELECT
+    kind,
     pe,
+    name,
+    coll,
+    cat,
+    CASE WHEN kind = 'send' THEN peer_pe END AS peer_pe,
     count(*) AS rows,
     min(t0) AS t_first,
     max(coalesce(t1, t0)) AS t_last,
-    count(*) FILTER (WHERE kind = 'exec') AS exec_rows,
-    coalesce(sum(coalesce(active, t1 - t0)) FILTER (WHERE kind = 'exec'), 0)::BIGINT AS exec_ns,
-    count(*) FILTER (WHERE kind = 'idle') AS idle_rows,
-    coalesce(sum(t1 - t0) FILTER (WHERE kind = 'idle'), 0)::BIGINT AS idle_ns,
-    count(*) FILTER (WHERE kind = 'send') AS sends,
-    coalesce(sum(bytes) FILTER (WHERE kind = 'send'), 0)::BIGINT AS send_bytes
+    sum(CASE WHEN kind = 'exec' THEN coalesce(active, t1 - t0) ELSE coalesce(t1, t0) - t0 END)::BIGINT AS dur_ns,
+    max(CASE WHEN kind = 'exec' THEN coalesce(active, t1 - t0) ELSE coalesce(t1, t0) - t0 END) AS max_ns,
+    sum(bytes)::BIGINT AS bytes
 FROM events
-GROUP BY pe
-ORDER BY pe
+GROUP BY kind, pe, name, coll, cat, CASE WHEN kind = 'send' THEN peer_pe END
+ORDER BY kind NULLS FIRST, pe NULLS FIRST, name NULLS FIRST, coll NULLS FIRST, cat NULLS FIRST, peer_pe NULLS FIRST

@@ -1,0 +1,159 @@
+"""placement's numpy stage 2 (objloads, step_persistence, creation_table) against the pandas and
+SQL definitions it replaced, on tables with missing steps, ties, odd and even step counts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from builders import TraceBuilder, charm_like
+
+from paradise.analyses import objloads, placement
+from paradise.analyses.execarrays import event_arrays
+from paradise.engines.duckdb_engine import DuckDBEngine
+from paradise.store import open_trace
+from paradise.whatif.model import STEP_LOAD_CLIP
+
+ONE_SCAN_CREATION = """
+SELECT coll, max(cat) AS cat,
+       count(*) FILTER (WHERE kind = 'create') AS creates,
+       min(t0) FILTER (WHERE kind = 'create') AS create_first_t0,
+       max(t0) FILTER (WHERE kind = 'create') AS create_last_t0,
+       count(*) FILTER (WHERE kind = 'migrate') AS migrations,
+       min(t0) FILTER (WHERE kind = 'exec' AND name <> '__init__') AS work_first_t0
+FROM events
+WHERE kind IN ('create', 'exec', 'migrate') AND coll IS NOT NULL
+GROUP BY coll ORDER BY coll
+"""
+"""placement_creation as one scan gave it before it was split (the definition creation_table keeps)."""
+
+
+def rows_table(seed: int, objects: int = 12, steps: int = 9, missing: float = 0.2,
+               unstepped: bool = True, ties: bool = False) -> pd.DataFrame:
+    """A table shaped like objloads.object_rows': one row per (oid, step), sorted, step -1 allowed."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for o in range(objects):
+        ss = [s for s in range(steps) if rng.random() >= missing] or [0]
+        if unstepped and rng.random() < 0.3:
+            ss = [-1, *ss]
+        for s in ss:
+            t1 = 1_000 * (s + 2) if ties else int(rng.integers(0, 10**9))
+            out.append({"oid": o, "pe": int(rng.integers(0, 4)), "step": s,
+                        "load_ns": int(rng.integers(1, 10**6)), "execs": int(rng.integers(1, 5)), "last_t1": t1})
+    return pd.DataFrame(out)
+
+
+def persistence_by_pandas(obj: pd.DataFrame) -> placement.Characteristic:
+    """The pandas persistence placement used before step_persistence (the reference)."""
+    per = obj[obj["step"] >= 0].groupby(["oid", "step"])["load_ns"].sum().unstack("step")
+    per = per.clip(upper=STEP_LOAD_CLIP * per.median(axis=1), axis=0)
+    width = max(1, per.shape[1] // placement.PERSIST_WINDOWS)
+    if width > 1:
+        per = per.T.groupby(np.arange(per.shape[1]) // width).median().T
+    steps = list(per.columns)
+    corrs, changes = [], []
+    for a, b in zip(steps, steps[1:]):
+        pair = per[[a, b]].dropna()
+        if len(pair) < 2:
+            continue
+        x, y = pair[a].to_numpy(float), pair[b].to_numpy(float)
+        rx, ry = pair[a].rank().to_numpy(float), pair[b].rank().to_numpy(float)
+        corrs.append(float(np.corrcoef(rx, ry)[0, 1]) if rx.std() > 0 and ry.std() > 0 else np.nan)
+        d = np.abs(y - x)
+        keep = np.argsort(d)[: len(d) - (max(1, int(len(d) * placement.TRIM_SHARE)) if len(d) >= 5 else 0)]
+        changes.append(float(d[keep].sum() / max(float(x[keep].sum()), 1.0)))
+    return corrs, changes
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("steps", [1, 4, 9, 25, 64])
+def test_row_medians_are_pandas_medians(seed, steps):
+    m, _ = objloads.step_matrix(rows_table(seed, steps=steps, missing=0.3 if seed % 2 else 0.0))
+    expect = pd.DataFrame(m).median(axis=1).to_numpy()
+    assert np.array_equal(objloads.row_medians(m), expect, equal_nan=True)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("stepped", [True, False])
+def test_oid_loads_equal_object_loads(seed, stepped):
+    obj = rows_table(seed, missing=0.3 if seed % 2 else 0.0)
+    m, _ = objloads.step_matrix(obj)
+    got = objloads.oid_loads(obj, stepped, m, objloads.row_medians(m))
+    pd.testing.assert_frame_equal(got, placement.object_loads(obj, ("oid",), stepped))
+
+
+def test_oid_loads_leave_tied_latest_ends_to_pandas():
+    obj = rows_table(0, ties=True)
+    obj.loc[obj["oid"] == 0, "last_t1"] = 5_000  # object 0: every row is its latest
+    assert (obj["oid"] == 0).sum() > 1
+    m, _ = objloads.step_matrix(obj)
+    assert objloads.oid_loads(obj, True, m, objloads.row_medians(m)) is None
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("steps", [2, 6, 19, 40, 131])
+def test_step_persistence_matches_the_pandas_definition(seed, steps):
+    obj = rows_table(seed, steps=steps, missing=0.25 if seed % 2 else 0.0)
+    corrs, changes = persistence_by_pandas(obj)
+    got = {e.metric: e.value for e in placement.persistence(obj, ("oid",)).evidence}
+    assert got["step_pairs"] == len(changes)
+    if changes:
+        c = np.nanmedian(corrs) if not all(np.isnan(corrs)) else None
+        assert got["mean_step_corr"] == (round(float(c), 4) if c is not None else None)
+        assert got["mean_rel_change"] == round(float(np.median(changes)), 4)
+
+
+def lifecycle_trace(tmp_path):
+    """Creations before and after the first work, migrations, a group, __init__ and unnamed execs,
+    a non-instant create row and a collection with no create row."""
+    b = TraceBuilder(2, source="synthetic")
+    b.add(0, "create", 10, None, coll="A#0", index=(0,), cat="array")
+    b.add(1, "create", 15, 40, coll="A#0", index=(1,), cat="array")
+    b.exec(0, 20, 30, "__init__", coll="A#0", index=(0,), cat="array")
+    b.exec(0, 50, 90, "A.work", coll="A#0", index=(0,), cat="array", step=0)
+    b.exec(1, 45, 95, "A.work", coll="A#0", index=(1,), cat="array", step=0)
+    b.add(1, "create", 60, None, coll="B#1", index=(0,), cat="array")  # created after B's first work
+    b.exec(1, 55, 58, "B.go", coll="B#1", index=(0,), cat="array")
+    b.exec(1, 70, 80, "B.go", coll="B#1", index=(0,), cat="array")
+    b.add(0, "migrate", 100, None, coll="A#0", index=(1,), cat="array")
+    b.exec(0, 1, 5, "G.init", coll="G#2", index=(0,), cat="group")
+    b.exec(1, 2, 6, None, coll="G#2", index=(1,), cat="group")
+    b.exec(0, 96, 99, "Main.done", coll="Main#3", cat="mainchare")
+    return open_trace(b.write(tmp_path / "life"))
+
+
+@pytest.mark.parametrize("make", ["lifecycle", "charm_like"])
+def test_creation_table_equals_the_one_scan_query(tmp_path, make):
+    trace = lifecycle_trace(tmp_path) if make == "lifecycle" else open_trace(
+        charm_like(pes=3, steps=3).write(tmp_path / "charm"))
+    with DuckDBEngine(trace) as eng:
+        got = placement.creation_table(eng, event_arrays(eng))
+        expect = eng.sql(ONE_SCAN_CREATION).to_pandas()
+    pd.testing.assert_frame_equal(got, expect, check_dtype=False)
+    assert list(got.columns) == list(expect.columns)
+    if make == "lifecycle":
+        assert placement.creation(got).value == "dynamic"
+
+
+def test_creation_table_without_creations_runs_one_query(tmp_path):
+    b = TraceBuilder(1, source="synthetic")
+    b.exec(0, 0, 10, "A.work", coll="A#0", index=(0,), cat="array")
+    trace = open_trace(b.write(tmp_path / "plain"))
+
+    class Counting(DuckDBEngine):
+        names: list[str] = []
+
+        def query(self, name, **params):
+            self.names.append(name)
+            return super().query(name, **params)
+
+    with Counting(trace) as eng:
+        got = placement.creation_table(eng, event_arrays(eng))
+        expect = eng.sql(ONE_SCAN_CREATION).to_pandas()
+    assert "placement_creation" not in Counting.names and "placement_cats" in Counting.names
+    # the first work is read only for created collections: without creations it is left null
+    assert got["work_first_t0"].isna().all()
+    pd.testing.assert_frame_equal(got.drop(columns="work_first_t0"), expect.drop(columns="work_first_t0"),
+                                  check_dtype=False)
+    assert placement.creation(got).value == "unknown"
