@@ -63,6 +63,15 @@ def prefetch(engine: Any, key: str, make: Callable[[], Any]) -> None:
         threading.Thread(target=_make_into, args=(fut, make), name=f"paradise-prefetch-{key}", daemon=True).start()
 
 
+def claimed(engine: Any, key: str) -> bool:
+    """Whether the key is made or being made (a caller may prefer it to a query of its own)."""
+    with _LOCK:
+        try:
+            return key in _CACHE.get(engine, {})
+        except TypeError:
+            return False
+
+
 def settle(engine: Any) -> None:
     """Waits for every result of `engine` still being made (prefetches nobody asked for yet), so
     the engine is not closed under a query that a prefetch thread is running."""

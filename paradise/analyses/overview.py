@@ -49,6 +49,14 @@ def _frame(engine: Engine, name: str) -> pd.DataFrame:
     return engine.query(name).to_pandas(types_mapper=_NULLABLE.get)
 
 
+def overview_groups(engine: Engine) -> pa.Table:
+    """overview_pe, once per engine: placement rolls its collection kinds up from it too
+    (paradise.analyses.placement.collection_kinds) instead of scanning the trace again."""
+    from paradise.analyses.cache import cached
+
+    return cached(engine, "overview_pe", lambda: engine.query("overview_pe"))
+
+
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
     return [{k: _py(v) for k, v in row.items()} for row in df.to_dict("records")]
 
@@ -203,7 +211,7 @@ def analyze(engine: Engine, trace: TraceHandle, config: AnalysisConfig | None = 
     """Busy/idle per PE, load imbalance, top entries, message and collective volume."""
     config = config or AnalysisConfig()
     top = int(config.options.get("top") or DEFAULT_TOP)
-    groups = _frame(engine, "overview_pe")
+    groups = overview_groups(engine).to_pandas(types_mapper=_NULLABLE.get)
     per_pe, method = per_pe_table(engine, trace, str(config.options.get("busy", "auto")), groups)
     entries, exec_total = _top_entries(groups, top)
     comm, comm_totals = _comm(groups)

@@ -238,14 +238,14 @@ def movable(objs: pd.DataFrame, cr: pd.DataFrame) -> pd.DataFrame:
 def creation_table(engine: Any, ea: Any) -> pd.DataFrame:
     """Per collection with create, exec or migrate rows: cat, creates, create_first_t0,
     create_last_t0, migrations and work_first_t0 (its first exec of an entry method other than
-    __init__), as one scan over every exec row gave them before. placement_cats reads the kinds;
+    __init__), as one scan over every exec row gave them before. collection_kinds reads the kinds;
     placement_creation and the first work (from the exec arrays) are read only when the trace
     has create or migrate rows: without them work_first_t0 is null, as creation() needs it only
     for created collections."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    cats = engine.query("placement_cats")
+    cats = collection_kinds(engine)
     colls = [str(c) for c in cats.column("coll").to_pylist()]
     n = len(colls)
     cols: dict[str, list[Any]] = {k: [None] * n for k in ("create_first_t0", "create_last_t0", "work_first_t0")}
@@ -265,6 +265,28 @@ def creation_table(engine: Any, ea: Any) -> pd.DataFrame:
                      "create_last_t0": pa.array(cols["create_last_t0"], pa.int64()),
                      "migrations": pa.array(cols["migrations"], pa.int64()),
                      "work_first_t0": pa.array(cols["work_first_t0"], pa.int64())}).to_pandas()
+
+
+def collection_kinds(engine: Any) -> Any:
+    """placement_cats (coll, cat, lifecycle), rolled up from the overview's one-scan table when
+    the overview analysis reads it in this run anyway (`paradise analyze`): one scan fewer."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from paradise.analyses.cache import claimed
+    from paradise.analyses.overview import overview_groups
+
+    if not claimed(engine, "overview_pe"):
+        return engine.query("placement_cats")
+    g = overview_groups(engine)
+    kind = g.column("kind").cast(pa.string())
+    g = g.filter(pc.and_(pc.is_in(kind, pa.array(["create", "exec", "migrate"])), pc.is_valid(g.column("coll"))))
+    lifecycle = pc.if_else(pc.equal(g.column("kind").cast(pa.string()), "exec"), 0, g.column("rows")).cast(pa.int64())
+    t = pa.table({"coll": g.column("coll").cast(pa.string()), "cat": g.column("cat").cast(pa.string()),
+                  "lifecycle": lifecycle})
+    out = t.group_by("coll").aggregate([("cat", "max"), ("lifecycle", "sum")])
+    out = out.rename_columns([{"cat_max": "cat", "lifecycle_sum": "lifecycle"}.get(c, c) for c in out.column_names])
+    return out.select(["coll", "cat", "lifecycle"]).sort_by("coll")
 
 
 def _first_work(ea: Any) -> dict[str, int]:

@@ -6,6 +6,7 @@ import json
 
 import pandas as pd
 import pytest
+from builders import TraceBuilder, charm_like, torch_like
 
 from hints import comm_gen
 from hints.format import load_hint, write_hint
@@ -137,3 +138,34 @@ def test_schema_documents_payload():
 @pytest.mark.parametrize("text,expected", [("[3,4]", (3, 4)), ("[7]", (7,)), (None, None)])
 def test_parse_index(text, expected):
     assert objgraph.parse_index(text) == expected
+
+
+def _odd_sends(path):
+    """Sends with null bytes, zero bytes, no peer (a broadcast) and a row of another kind."""
+    b = TraceBuilder(2, source="synthetic")
+    for i, (nbytes, peer) in enumerate([(None, 1), (0, 1), (1, 1), (3, None), (4096, 0), (None, None)]):
+        b.add(i % 2, "send", 10 * i, None, peer_pe=peer, bytes=nbytes, name="A.go", msg=i + 1)
+    b.exec(1, 100, 110, "A.go", coll="A#0", index=(0,), cat="array")
+    return b.write(path)
+
+
+@pytest.mark.parametrize("make", ["charm_like", "torch_like", "odd_sends", "histsort"])
+def test_size_histogram_equals_communication_sizes(tmp_path, make):
+    # communication_sizes.sql is the definition; `paradise analyze` rolls it up from overview_pe
+    from paradise.analyses import overview
+
+    if make == "histsort":
+        prog, pl = cs.histsort(6, 2)
+        path = prog.write(tmp_path / "t", pl)
+    elif make == "odd_sends":
+        path = _odd_sends(tmp_path / "t")
+    else:
+        path = (charm_like(pes=3, steps=3) if make == "charm_like" else torch_like(ranks=2, steps=2)).write(tmp_path / "t")
+    trace = open_trace(path)
+    with DuckDBEngine(trace) as eng:
+        expect = communication.size_histogram(eng)  # nothing cached: the query itself
+        assert expect.to_pylist() == eng.query("communication_sizes").to_pylist()
+        overview.overview_groups(eng)
+        got = communication.size_histogram(eng)
+    assert got.schema == expect.schema and got.to_pylist() == expect.to_pylist()
+    assert make == "torch_like" or len(got) > 0

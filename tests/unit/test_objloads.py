@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from builders import TraceBuilder, charm_like
+from builders import TraceBuilder, charm_like, torch_like
 
-from paradise.analyses import objloads, placement
+from paradise.analyses import objloads, overview, placement
 from paradise.analyses.execarrays import event_arrays
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.store import open_trace
@@ -157,3 +157,18 @@ def test_creation_table_without_creations_runs_one_query(tmp_path):
     pd.testing.assert_frame_equal(got.drop(columns="work_first_t0"), expect.drop(columns="work_first_t0"),
                                   check_dtype=False)
     assert placement.creation(got).value == "unknown"
+
+
+@pytest.mark.parametrize("make", ["lifecycle", "charm_like", "torch_like"])
+def test_collection_kinds_equal_placement_cats(tmp_path, make):
+    # placement_cats.sql is the definition; placement rolls it up from the overview's table
+    trace = lifecycle_trace(tmp_path) if make == "lifecycle" else open_trace(
+        (charm_like(pes=3, steps=3) if make == "charm_like" else torch_like(ranks=2, steps=2)).write(tmp_path / make))
+    with DuckDBEngine(trace) as eng:
+        expect = placement.collection_kinds(eng).to_pylist()  # nothing cached: the query itself
+        assert expect == eng.query("placement_cats").to_pylist()
+        overview.overview_groups(eng)  # as `paradise analyze` runs the overview
+        got = placement.collection_kinds(eng).to_pylist()
+    assert got == expect
+    if make == "lifecycle":
+        assert {r["coll"]: r["lifecycle"] for r in got} == {"A#0": 3, "B#1": 1, "G#2": 0, "Main#3": 0}
