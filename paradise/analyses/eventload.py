@@ -38,7 +38,8 @@ into wider keys casts first."""
 @dataclass
 class EventArrays:
     """Exec rows (all, in query order) and sends (one per message: its earliest send row) as int64
-    arrays keyed by query column name; hashed strings (*_h) become codes into `names` (-1: null),
+    arrays (int32 for INT32_COLUMNS) keyed by query column name; hashed strings (*_h) become codes
+    into `names` (-1: null),
     other nulls are NULL. x_send: per exec, the position of its message's send, or -1; ended:
     how many execs have an end (the exec graph's size); reduce_targets: whether any exec with a
     coll and an end passes the reduction-target test of scheduling_events."""
