@@ -20,6 +20,7 @@ from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristi
 from paradise.analyses.msgedges import communication_edges
 from paradise.analyses.objgraph import collection_patterns
 from paradise.analyses.placement import _ev, fmt_s, provenance_of
+from paradise.format import TRAINING_SOURCES
 
 SIZE_QUANTILES = (0.5, 0.9, 0.99)
 DEFAULT_PER_MESSAGE_NS = 5_000.0
@@ -28,7 +29,7 @@ DEFAULT_PER_MESSAGE_NS = 5_000.0
 
 def applies(trace: Any) -> bool:
     """Charm-style traces with messages between objects."""
-    return trace.source not in ("torch", "kineto")
+    return trace.source not in TRAINING_SOURCES
 
 
 def pattern_characteristics(patterns: dict[str, list[dict[str, Any]]]) -> list[Characteristic]:

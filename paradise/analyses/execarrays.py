@@ -20,21 +20,14 @@ import numpy as np
 
 from paradise.analyses.cache import cached, prefetch
 from paradise.analyses.eventload import NULL, EventArrays, load, rows_where, take
-from paradise.analyses.groupkeys import group_ids, pack_keys
 from paradise.whatif.model import ExecSpan
-
-__all__ = ["NULL", "EventArrays", "LeanGraph", "build", "event_arrays", "exec_count", "group_ids", "latency_model",
-           "lean_graph", "load", "pack_keys", "reduction_targets", "replayer", "rows_where", "take",
-           "too_large_to_replay"]
 
 
 def event_arrays(engine: object) -> EventArrays:
     """load(engine), once per engine. When the trace is too large to replay, the lean graph
     (which communication and scheduling need) starts building on the other core right away."""
-    from paradise.analyses.placement import REPLAY_MAX_EXECS
-
     ea = cached(engine, "event_arrays", lambda: load(engine))
-    if ea.ended > REPLAY_MAX_EXECS:
+    if _too_large(ea):
         prefetch(engine, "lean_graph", lambda: build(engine))
     return ea
 
@@ -178,11 +171,15 @@ def reduction_targets(engine: object) -> bool:
     return event_arrays(engine).reduce_targets
 
 
-def too_large_to_replay(engine: object) -> bool:
-    """Above REPLAY_MAX_EXECS no replay runs: the lean arrays replace the replay graph."""
+def _too_large(ea: EventArrays) -> bool:
     from paradise.analyses.placement import REPLAY_MAX_EXECS
 
-    return exec_count(engine) > REPLAY_MAX_EXECS
+    return ea.ended > REPLAY_MAX_EXECS
+
+
+def too_large_to_replay(engine: object) -> bool:
+    """Above REPLAY_MAX_EXECS no replay runs: the lean arrays replace the replay graph."""
+    return _too_large(event_arrays(engine))
 
 
 def replayer(engine: object, pes: int | None) -> object:

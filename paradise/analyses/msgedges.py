@@ -13,7 +13,9 @@ import numpy as np
 import pyarrow as pa
 
 from paradise.analyses.cache import cached
-from paradise.analyses.execarrays import NULL, EventArrays, event_arrays, group_ids
+from paradise.analyses.eventload import NULL, EventArrays
+from paradise.analyses.execarrays import event_arrays
+from paradise.analyses.groupkeys import group_ids
 
 KEYS = ("src_coll", "src_obj", "src_index", "src_pe", "dst_coll", "dst_obj", "dst_index", "dst_pe", "entry")
 NAMED = {"src_coll", "src_index", "dst_coll", "dst_index", "entry"}

@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from paradise.analyses.execarrays import NULL, EventArrays, group_ids, rows_where, take
+from paradise.analyses.eventload import NULL, EventArrays, rows_where, take
+from paradise.analyses.groupkeys import group_ids
 
 
 def _fill(a: np.ndarray, value: int) -> np.ndarray:

@@ -16,12 +16,13 @@ import pyarrow as pa
 
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence, json_scalar
 from paradise.engines import Engine
+from paradise.format import TRAINING_SOURCES
 from paradise.store import TraceHandle
 
 IMBALANCE_THRESHOLD = 1.10
 """max/mean PE busy above which load is called imbalanced: under 10 % lost to the slowest PE,
 moving objects rarely repays its own cost (a heuristic; the placement analysis refines it)."""
-CONCURRENT_SOURCES = ("kineto", "torch")
+CONCURRENT_SOURCES = TRAINING_SOURCES
 """Sources whose exec rows nest (CPU ops in ops) or run concurrently (threads, GPU streams) on
 one rank: busy is the union of their intervals. Other sources run one entry method at a time
 per PE (Charm scheduler; coroutine suspension is excluded through `active`): busy is the sum."""

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
+from paradise.format import TRAINING_SOURCES
 from paradise.whatif.model import STEP_LOAD_CLIP
 
 IMBALANCE_RATIO = 1.1
@@ -47,7 +48,7 @@ Obj = tuple[str, str]
 
 def applies(trace: Any) -> bool:
     """Charm-style traces (objects, entry methods); not PyTorch ranks."""
-    return trace.source not in ("torch", "kineto")
+    return trace.source not in TRAINING_SOURCES
 
 
 def _pes(trace: Any, pe_load: pd.DataFrame) -> int:
@@ -291,7 +292,8 @@ def collection_kinds(engine: Any) -> Any:
 
 def _first_work(ea: Any) -> dict[str, int]:
     """Per collection, the start of its first exec of an entry method other than __init__."""
-    from paradise.analyses.execarrays import NULL, group_ids
+    from paradise.analyses.eventload import NULL
+    from paradise.analyses.groupkeys import group_ids
 
     x = ea.execs
     rows = np.flatnonzero((x["coll"] >= 0) & (x["name"] >= 0) & (x["t0"] != NULL))

@@ -28,10 +28,9 @@ from hints.checkpoint_policy import (
 )
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
 from paradise.engines import Engine
+from paradise.format import TRAINING_SOURCES
 from paradise.store import TraceHandle
 
-TRAINING_SOURCES = ("torch", "kineto")
-"""Sources whose traces are training jobs (step rows are optimizer steps)."""
 INCIDENT_GAP_NS = 60 * 10**9
 """Failure rows closer than this (ns) belong to one incident: every survivor records the same failure."""
 JIT_NAMES = ("jit",)

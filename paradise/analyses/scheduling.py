@@ -21,6 +21,7 @@ from hints import schedule_gen
 from paradise.analyses import execarrays
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
 from paradise.analyses.placement import REPLAY_MAX_EXECS, _ev, fmt_s, provenance_of
+from paradise.format import TRAINING_SOURCES
 
 WAIT_SHARE_NOTABLE = 0.1
 """Idle time waiting for messages above this share of PE time is reported as significant."""
@@ -29,7 +30,7 @@ PRIO_MIN_GAIN = 0.005
 
 
 def applies(trace: Any) -> bool:
-    return trace.source not in ("torch", "kineto")
+    return trace.source not in TRAINING_SOURCES
 
 
 def critical_path(g: Any) -> np.ndarray:

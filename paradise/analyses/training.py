@@ -15,10 +15,9 @@ import pandas as pd
 
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence, json_scalar
 from paradise.engines import Engine
+from paradise.format import TRAINING_SOURCES
 from paradise.store import TraceHandle
 
-SOURCES = ("torch", "kineto")
-"""Trace sources this analysis always applies to; for others it looks for step/collective rows."""
 NOT_TRAINING = ("charm4py", "projections")
 """Sources that have steps and collectives too, but of Charm programs (other analyses cover them)."""
 
@@ -56,7 +55,7 @@ MAX_STEP_ROWS = 5000
 
 def applies(trace: TraceHandle) -> bool:
     """PyTorch and Kineto traces; other sources only when they hold step or collective rows."""
-    if trace.source in SOURCES:
+    if trace.source in TRAINING_SOURCES:
         return True
     if trace.source in NOT_TRAINING:
         return False

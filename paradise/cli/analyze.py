@@ -178,12 +178,13 @@ def analyze_trace(
 ) -> tuple[TraceHandle, dict[str, AnalysisResult], dict[str, str]]:
     """Opens a trace and runs every analysis (for other commands and tests)."""
     from paradise.analyses.base import AnalysisConfig
+    from paradise.format import TRAINING_SOURCES
     from paradise.report.progress import progress_bar
     from paradise.store import open_trace
 
     trace = open_trace(path)
     eng = _make_engine(trace, engine, scheduler)
-    if getattr(eng, "thread_safe", False) and trace.source not in ("torch", "kineto"):
+    if getattr(eng, "thread_safe", False) and trace.source not in TRAINING_SOURCES:  # Charm: event arrays needed
         from paradise.analyses import eventload
 
         eventload.start(eng)  # the event scan runs while the analyses import pandas and networkx

@@ -8,7 +8,7 @@ import time
 import pytest
 from builders import charm_like
 
-from paradise.analyses import cache, execarrays
+from paradise.analyses import cache, eventload
 from paradise.analyses.base import AnalysisConfig
 from paradise.cli.analyze import run_analyses
 from paradise.engines.duckdb_engine import DuckDBEngine
@@ -85,8 +85,8 @@ def test_streamed_and_table_event_arrays_agree(tmp_path):
     prog, pl = cs.ping_filler(10, 20)
     trace = open_trace(prog.write(tmp_path / "t", pl))
     with DuckDBEngine(trace) as eng:
-        streamed = execarrays.load(eng)
-        whole = execarrays.load(_TableOnly(eng))
+        streamed = eventload.load(eng)
+        whole = eventload.load(_TableOnly(eng))
     assert streamed.names == whole.names and streamed.ended == whole.ended
     assert streamed.reduce_targets == whole.reduce_targets
     for part in ("execs", "sends"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from paradise.analyses import execarrays, scheduling
+from paradise.analyses import eventload, execarrays, groupkeys, scheduling
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.store import open_trace
 from paradise.whatif.model import exec_graph
@@ -50,7 +50,7 @@ def test_scheduling_lean_path_finds_the_same_critical_path(tmp_path, monkeypatch
 def test_group_ids_are_equal_keys_in_value_order(scale):
     rng = np.random.default_rng(1)
     a, b = rng.integers(0, 5, 1000) * scale, rng.integers(0, 7, 1000)
-    g, n = execarrays.group_ids([b, a])
+    g, n = groupkeys.group_ids([b, a])
     pairs = sorted(set(zip(a.tolist(), b.tolist())))
     assert n == len(pairs)
     assert [pairs[i] for i in g.tolist()] == list(zip(a.tolist(), b.tolist()))
@@ -60,7 +60,7 @@ def test_group_ids_order_nulls_and_wide_values():
     # small ranges, random 63-bit values (digits, then a hash), few wide values, packed 3-D
     # indices (21-bit digits): ids follow the key order (last column first), NULL last
     rng = np.random.default_rng(3)
-    null = execarrays.NULL
+    null = eventload.NULL
     for _ in range(100):
         n = int(rng.integers(1, 200))
         cols = []
@@ -74,6 +74,6 @@ def test_group_ids_order_nulls_and_wide_values():
             return tuple((1, 0) if c[i] == null else (0, int(c[i])) for c in reversed(cols))
 
         keys = sorted({key(i) for i in range(n)})
-        g, k = execarrays.group_ids(list(cols))
+        g, k = groupkeys.group_ids(list(cols))
         assert k == len(keys)
         assert g.tolist() == [keys.index(key(i)) for i in range(n)]
