@@ -2,16 +2,16 @@
 
 Stage 1 (analyses/sql/overview_*.sql): one scan aggregating rows per kind × PE × name × coll ×
 cat × send destination (overview_pe), and the union busy time where rows nest. Stage 2 (here,
-pandas on that small table): per-PE time accounting, busy share, load imbalance (max / mean
-busy), top entries, point-to-point volume and collectives, each a roll-up of overview_pe. Docs:
-docs/analyses/overview.md.
+SQL and numpy on that small table; see Rollups): per-PE time accounting, busy share,
+load imbalance (max / mean busy), top entries, point-to-point volume and collectives, each a
+roll-up of overview_pe. Docs: docs/analyses/overview.md.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import pandas as pd
+import numpy as np
 import pyarrow as pa
 
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence, json_scalar
@@ -39,15 +39,29 @@ def applies(trace: TraceHandle) -> bool:
 
 
 _py = json_scalar
+Columns = dict[str, np.ndarray]
+"""A stage-2 result: numpy arrays by column name (masked arrays where a column has nulls)."""
 
-
-_NULLABLE = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(),
-             pa.int64(): pd.Int64Dtype()}
-
-
-def _frame(engine: Engine, name: str) -> pd.DataFrame:
-    """A stage-1 query as pandas, integer columns kept integer even with nulls (peer_pe)."""
-    return engine.query(name).to_pandas(types_mapper=_NULLABLE.get)
+PER_PE_SQL = """
+SELECT pe, sum(rows)::BIGINT AS rows, min(t_first) AS t_first, max(t_last) AS t_last,
+       {parts}
+FROM groups GROUP BY pe ORDER BY pe NULLS LAST"""
+PER_PE_PARTS = {"exec_rows": ("rows", "exec"), "exec_ns": ("dur_ns", "exec"), "idle_rows": ("rows", "idle"),
+                "idle_ns": ("dur_ns", "idle"), "sends": ("rows", "send"), "send_bytes": ("bytes", "send")}
+"""Per-PE sums of one kind's rows: column -> (overview_pe column, kind)."""
+TOP_ENTRIES_SQL = """
+SELECT name, coll, cat, sum(rows)::BIGINT AS count, coalesce(sum(dur_ns), 0)::BIGINT AS total_ns,
+       max(max_ns) AS max_ns
+FROM groups WHERE kind = 'exec' GROUP BY name, coll, cat
+ORDER BY total_ns DESC, name NULLS LAST, coll NULLS LAST, cat NULLS LAST"""
+COMM_SQL = """
+SELECT pe, peer_pe, sum(rows)::BIGINT AS messages, coalesce(sum(bytes), 0)::BIGINT AS bytes
+FROM groups WHERE kind = 'send' GROUP BY pe, peer_pe
+ORDER BY bytes DESC, pe NULLS LAST, peer_pe NULLS LAST"""
+COLLECTIVES_SQL = """
+SELECT name, pe, sum(rows)::BIGINT AS count, coalesce(sum(bytes), 0)::BIGINT AS bytes,
+       coalesce(sum(dur_ns), 0)::BIGINT AS total_ns, max(max_ns) AS max_ns
+FROM groups WHERE kind = 'collective' GROUP BY name, pe ORDER BY name NULLS LAST, pe NULLS LAST"""
 
 
 def overview_groups(engine: Engine) -> pa.Table:
@@ -58,11 +72,32 @@ def overview_groups(engine: Engine) -> pa.Table:
     return cached(engine, "overview_pe", lambda: engine.query("overview_pe"))
 
 
-def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
-    return [{k: _py(v) for k, v in row.items()} for row in df.to_dict("records")]
+class Rollups:
+    """Stage 2's group-bys, in SQL on a private DuckDB connection over the overview_pe table
+    (a few hundred to a few thousand rows). Results come back as numpy arrays, never through
+    pyarrow's numpy or pandas conversions: those import pandas, a sixth of a second that a
+    first report (`paradise analyze --only overview`) would pay for nothing."""
+
+    def __init__(self, groups: pa.Table) -> None:
+        import duckdb
+
+        self.con = duckdb.connect(":memory:")
+        self.con.register("groups", groups)
+
+    def __call__(self, sql: str) -> Columns:
+        return self.con.sql(sql).fetchnumpy()
+
+    def close(self) -> None:
+        self.con.close()
 
 
-def _busy(engine: Engine, trace: TraceHandle, pe: pd.DataFrame, mode: str) -> tuple[pd.Series, str]:
+def _records(cols: Columns, names: list[str], rows: slice = slice(None)) -> list[dict[str, Any]]:
+    """Rows of the columns as JSON-safe dicts (masked values become None)."""
+    lists = [cols[n][rows].tolist() for n in names]
+    return [{n: _py(v) for n, v in zip(names, row)} for row in zip(*lists)]
+
+
+def _busy(engine: Engine, trace: TraceHandle, pe: Columns, mode: str) -> tuple[np.ndarray, str]:
     """Busy ns per PE and the method used: the sum of exec time, or the union of intervals.
 
     auto: union for CONCURRENT_SOURCES, and wherever the sum exceeds a PE's span (rows overlap
@@ -74,50 +109,38 @@ def _busy(engine: Engine, trace: TraceHandle, pe: pd.DataFrame, mode: str) -> tu
         mode == "auto" and (trace.source in CONCURRENT_SOURCES or bool((pe["exec_ns"] > span).any()))
     )
     if not use_union:
-        return pe["exec_ns"].astype("int64"), "sum"
-    union = _frame(engine, "overview_busy_union").set_index("pe")["busy_ns"]
-    return union.reindex(pe.index).fillna(0).astype("int64"), "union"
+        return pe["exec_ns"], "sum"
+    union = engine.query("overview_busy_union")
+    busy_of = dict(zip(union["pe"].to_pylist(), union["busy_ns"].to_pylist()))  # one entry per PE
+    return np.array([busy_of.get(p) or 0 for p in pe["pe"].tolist()], np.int64), "union"
 
 
-def _rollup(groups: pd.DataFrame, kind: str, by: list[str], how: dict[str, str], **names: str) -> pd.DataFrame:
-    """The `kind` rows of overview_pe summed up by `by` (null keys kept as a group, as in SQL)."""
-    rows = groups.loc[groups["kind"] == kind, by + list(how)]
-    return rows.groupby(by, dropna=False, sort=True).agg(how).reset_index().rename(columns=names)
-
-
-def per_pe_table(
-    engine: Engine, trace: TraceHandle, mode: str = "auto", groups: pd.DataFrame | None = None
-) -> tuple[pd.DataFrame, str]:
+def per_pe_table(engine: Engine, trace: TraceHandle, mode: str = "auto", rollups: Rollups | None = None
+                 ) -> tuple[Columns, str]:
     """One row per PE: span, busy, idle (idle rows when the trace has them, else span - busy)."""
-    g = _frame(engine, "overview_pe") if groups is None else groups
-    kind, rows = g["kind"], g["rows"]
-    is_exec, is_idle, is_send = kind.eq("exec"), kind.eq("idle"), kind.eq("send")
-    parts = pd.DataFrame({
-        "pe": g["pe"], "rows": rows, "t_first": g["t_first"], "t_last": g["t_last"],
-        "exec_rows": rows.where(is_exec, 0), "exec_ns": g["dur_ns"].where(is_exec),
-        "idle_rows": rows.where(is_idle, 0), "idle_ns": g["dur_ns"].where(is_idle),
-        "sends": rows.where(is_send, 0), "send_bytes": g["bytes"].where(is_send),
-    })
-    how = {c: "sum" for c in parts.columns[1:]} | {"t_first": "min", "t_last": "max"}
-    pe = parts.groupby("pe", dropna=False, sort=True).agg(how)  # sums of all-null parts are 0
+    roll = rollups or Rollups(overview_groups(engine))
+    parts = ", ".join(f"coalesce(sum({col}) FILTER (WHERE kind = '{kind}'), 0)::BIGINT AS {name}"
+                      for name, (col, kind) in PER_PE_PARTS.items())
+    pe = roll(PER_PE_SQL.format(parts=parts))
     busy, method = _busy(engine, trace, pe, mode)
-    pe["span_ns"] = pe["t_last"] - pe["t_first"]
-    pe["busy_ns"] = busy.clip(upper=pe["span_ns"])
+    span = pe["t_last"] - pe["t_first"]
+    busy = np.minimum(busy, span)
     has_idle = pe["idle_rows"] > 0
-    pe["idle_ns"] = pe["idle_ns"].where(has_idle, (pe["span_ns"] - pe["busy_ns"]).clip(lower=0))
-    pe["idle_from"] = has_idle.map({True: "rows", False: "span-busy"})
-    pe["other_ns"] = pe["span_ns"] - pe["busy_ns"] - pe["idle_ns"]
-    pe["busy_share"] = (pe["busy_ns"] / pe["span_ns"].where(pe["span_ns"] > 0)).round(6)
-    cols = ["t_first", "t_last", "span_ns", "busy_ns", "idle_ns", "other_ns", "busy_share", "idle_from",
-            "rows", "exec_rows", "sends", "send_bytes"]
-    return pe[cols].reset_index(), method
+    idle = np.where(has_idle, pe["idle_ns"], np.maximum(span - busy, 0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.round(busy / np.where(span > 0, span, np.nan), 6)
+    out = {"pe": pe["pe"], "t_first": pe["t_first"], "t_last": pe["t_last"], "span_ns": span, "busy_ns": busy,
+           "idle_ns": idle, "other_ns": span - busy - idle, "busy_share": np.ma.masked_invalid(share),
+           "idle_from": np.where(has_idle, "rows", "span-busy"), "rows": pe["rows"],
+           "exec_rows": pe["exec_rows"], "sends": pe["sends"], "send_bytes": pe["send_bytes"]}
+    return out, method
 
 
-def _imbalance(per_pe: pd.DataFrame, method: str) -> Characteristic:
+def _imbalance(per_pe: Columns, method: str) -> Characteristic:
     busy = per_pe["busy_ns"]
     mean = float(busy.mean()) if len(busy) else 0.0
     ratio = float(busy.max()) / mean if mean > 0 else 1.0
-    pe_max = int(per_pe.loc[busy.idxmax(), "pe"]) if len(busy) else None
+    pe_max = int(per_pe["pe"][busy.argmax()]) if len(busy) else None
     query = "overview_busy_union" if method == "union" else "overview_pe"
     verdict = "imbalanced" if ratio > IMBALANCE_THRESHOLD else "balanced"
     return Characteristic(
@@ -141,12 +164,13 @@ def _imbalance(per_pe: pd.DataFrame, method: str) -> Characteristic:
     )
 
 
-def _busy_share(per_pe: pd.DataFrame, method: str) -> Characteristic:
-    share = per_pe.set_index("pe")["busy_share"]
-    valid = share.dropna()
+def _busy_share(per_pe: Columns, method: str) -> Characteristic:
+    pes, shares = per_pe["pe"].tolist(), per_pe["busy_share"].tolist()
+    has = [i for i, v in enumerate(shares) if v is not None]
+    valid = np.array([shares[i] for i in has], np.float64)
     mean = float(valid.mean()) if len(valid) else None
-    lo_pe = int(valid.idxmin()) if len(valid) else None
-    hi_pe = int(valid.idxmax()) if len(valid) else None
+    lo_pe = int(pes[has[int(valid.argmin())]]) if len(valid) else None
+    hi_pe = int(pes[has[int(valid.argmax())]]) if len(valid) else None
     evidence = (
         Evidence("mean_busy_share", None if mean is None else round(mean, 4), "fraction", None, "overview_pe"),
         Evidence("min_busy_share", _py(valid.min()) if len(valid) else None, "fraction", None, "overview_pe"),
@@ -167,59 +191,60 @@ def _busy_share(per_pe: pd.DataFrame, method: str) -> Characteristic:
     return Characteristic(
         category="overview",
         name="busy_share",
-        value={str(int(p)): _py(v) for p, v in share.items()},
+        value={str(int(p)): _py(v) for p, v in zip(pes, shares)},
         evidence=evidence,
         confidence=1.0,
         summary=summary,
     )
 
 
-def _top_entries(groups: pd.DataFrame, top: int) -> tuple[list[dict[str, Any]], int]:
-    how = {"rows": "sum", "dur_ns": "sum", "max_ns": "max"}
-    e = _rollup(groups, "exec", ["name", "coll", "cat"], how, rows="count", dur_ns="total_ns")
-    total = int(e["total_ns"].sum()) if len(e) else 0
-    e["mean_ns"] = (e["total_ns"] / e["count"]).round(1)
-    e["share"] = (e["total_ns"] / total).round(6) if total else 0.0
-    e = e.sort_values(["total_ns", "name", "coll", "cat"], ascending=[False, True, True, True],
-                      na_position="last").head(top)
-    return _records(e[["name", "coll", "cat", "count", "total_ns", "mean_ns", "max_ns", "share"]]), total
+def _top_entries(roll: Rollups, top: int) -> tuple[list[dict[str, Any]], int]:
+    e = roll(TOP_ENTRIES_SQL)
+    total = int(e["total_ns"].sum())
+    e["mean_ns"] = np.round(e["total_ns"] / e["count"], 1)
+    e["share"] = np.round(e["total_ns"] / total, 6) if total else np.zeros(len(e["count"]))
+    names = ["name", "coll", "cat", "count", "total_ns", "mean_ns", "max_ns", "share"]
+    return _records(e, names, slice(0, top)), total
 
 
-def _comm(groups: pd.DataFrame) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    c = _rollup(groups, "send", ["pe", "peer_pe"], {"rows": "sum", "bytes": "sum"}, rows="messages")
-    local = c["pe"] == c["peer_pe"]
+def _comm(roll: Rollups) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    c = roll(COMM_SQL)  # heaviest first, for the cut to COMM_MATRIX_MAX_EDGES
+    n = len(c["bytes"])
+    local = np.ma.filled(c["pe"] == c["peer_pe"], False)
     totals = {
         "messages": int(c["messages"].sum()),
         "bytes": int(c["bytes"].sum()),
-        "pairs": len(c),
-        "local_bytes": int(c.loc[local, "bytes"].sum()),
-        "truncated": len(c) > COMM_MATRIX_MAX_EDGES,
+        "pairs": n,
+        "local_bytes": int(c["bytes"][local].sum()),
+        "truncated": n > COMM_MATRIX_MAX_EDGES,
     }
-    c = c.sort_values(["bytes", "pe", "peer_pe"], ascending=[False, True, True]).head(COMM_MATRIX_MAX_EDGES)
-    c = c.sort_values(["pe", "peer_pe"], na_position="last")
-    return _records(c[["pe", "peer_pe", "messages", "bytes"]]), totals
+    kept = {k: v[:COMM_MATRIX_MAX_EDGES] for k, v in c.items()}
+    keys = [a for k in ("peer_pe", "pe") for a in (np.ma.filled(kept[k], 0), np.ma.getmaskarray(kept[k]))]
+    order = np.lexsort(keys)  # by pe, then peer_pe, nulls last
+    return _records({k: v[order] for k, v in kept.items()}, ["pe", "peer_pe", "messages", "bytes"]), totals
 
 
-def _collectives(groups: pd.DataFrame) -> list[dict[str, Any]]:
-    how = {"rows": "sum", "bytes": "sum", "dur_ns": "sum", "max_ns": "max"}
-    c = _rollup(groups, "collective", ["name", "pe"], how, rows="count", dur_ns="total_ns")
-    c["mean_ns"] = (c["total_ns"] / c["count"]).round(1)
-    c = c.sort_values(["name", "pe"], na_position="last")
-    return _records(c[["name", "pe", "count", "bytes", "total_ns", "mean_ns", "max_ns"]])
+def _collectives(roll: Rollups) -> list[dict[str, Any]]:
+    c = roll(COLLECTIVES_SQL)
+    c["mean_ns"] = np.round(c["total_ns"] / c["count"], 1)
+    return _records(c, ["name", "pe", "count", "bytes", "total_ns", "mean_ns", "max_ns"])
 
 
 def analyze(engine: Engine, trace: TraceHandle, config: AnalysisConfig | None = None) -> AnalysisResult:
     """Busy/idle per PE, load imbalance, top entries, message and collective volume."""
     config = config or AnalysisConfig()
     top = int(config.options.get("top") or DEFAULT_TOP)
-    groups = overview_groups(engine).to_pandas(types_mapper=_NULLABLE.get)
-    per_pe, method = per_pe_table(engine, trace, str(config.options.get("busy", "auto")), groups)
-    entries, exec_total = _top_entries(groups, top)
-    comm, comm_totals = _comm(groups)
-    collectives = _collectives(groups)
-    span = int(per_pe["t_last"].max() - per_pe["t_first"].min()) if len(per_pe) else 0
+    roll = Rollups(overview_groups(engine))
+    try:
+        per_pe, method = per_pe_table(engine, trace, str(config.options.get("busy", "auto")), roll)
+        entries, exec_total = _top_entries(roll, top)
+        comm, comm_totals = _comm(roll)
+        collectives = _collectives(roll)
+    finally:
+        roll.close()
+    span = int(per_pe["t_last"].max() - per_pe["t_first"].min()) if len(per_pe["pe"]) else 0
     summary = {
-        "pes": len(per_pe),
+        "pes": len(per_pe["pe"]),
         "span_ns": span,
         "busy_method": method,
         "busy_ns": int(per_pe["busy_ns"].sum()),
@@ -235,7 +260,7 @@ def analyze(engine: Engine, trace: TraceHandle, config: AnalysisConfig | None = 
         characteristics=[_busy_share(per_pe, method), _imbalance(per_pe, method)],
         sections={
             "summary": summary,
-            "per_pe": _records(per_pe),
+            "per_pe": _records(per_pe, list(per_pe)),
             "top_entries": entries,
             "comm_matrix": comm,
             "comm_totals": comm_totals,

@@ -21,13 +21,15 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from paradise.analyses import ANALYSES
-from paradise.errors import EngineUnavailable, HintMismatch, OutputExists
+from paradise.errors import EngineUnavailable, HintMismatch, InvalidOption, OutputExists
 
 if TYPE_CHECKING:  # pandas and pyarrow load only when a command runs (fast `paradise --help`)
     from paradise.analyses.base import AnalysisConfig, AnalysisResult
     from paradise.store import TraceHandle
 
 ENGINES = ("duckdb", "dask")
+EVENT_ANALYSES = frozenset({"placement", "communication", "scheduling"})
+"""Analyses that read the shared exec and send arrays (paradise.analyses.eventload)."""
 
 
 class EngineName(str, Enum):
@@ -140,6 +142,18 @@ def _render(results: dict[str, AnalysisResult], info: dict[str, Any], written: l
         con.print(f"hint written: {path}")
 
 
+def select_analyses(only: str | None) -> tuple[str, ...]:
+    """The analyses --only names (comma-separated), in report order; all of ANALYSES for None."""
+    if only is None:
+        return ANALYSES
+    wanted = {n.strip() for n in only.split(",") if n.strip()}
+    unknown = sorted(wanted - set(ANALYSES))
+    if unknown or not wanted:
+        what = f"unknown analysis {', '.join(map(repr, unknown))}" if unknown else "no analysis named"
+        raise InvalidOption(f"--only {only!r}: {what} (choose from {', '.join(ANALYSES)})")
+    return tuple(n for n in ANALYSES if n in wanted)
+
+
 def _make_engine(trace: TraceHandle, engine: str, scheduler: str | None) -> Any:
     """The engine by name; a scheduler address implies the Dask engine."""
     from paradise.engines import get_engine
@@ -175,8 +189,10 @@ def keep_freed_memory() -> None:
 
 def analyze_trace(
     path: Path, *, engine: str = "duckdb", scheduler: str | None = None, config: AnalysisConfig | None = None,
+    names: tuple[str, ...] = ANALYSES,
 ) -> tuple[TraceHandle, dict[str, AnalysisResult], dict[str, str]]:
-    """Opens a trace and runs every analysis (for other commands and tests)."""
+    """Opens a trace and runs the analyses `names` (default: all) that apply (for other commands
+    and tests)."""
     from paradise.analyses.base import AnalysisConfig
     from paradise.format import TRAINING_SOURCES
     from paradise.report.progress import progress_bar
@@ -184,13 +200,14 @@ def analyze_trace(
 
     trace = open_trace(path)
     eng = _make_engine(trace, engine, scheduler)
-    if getattr(eng, "thread_safe", False) and trace.source not in TRAINING_SOURCES:  # Charm: event arrays needed
+    wants_events = trace.source not in TRAINING_SOURCES and not EVENT_ANALYSES.isdisjoint(names)
+    if getattr(eng, "thread_safe", False) and wants_events:  # Charm: event arrays needed
         from paradise.analyses import eventload
 
         eventload.start(eng)  # the event scan runs while the analyses import pandas and networkx
     try:
-        with progress_bar("analyzing", total=len(ANALYSES)) as bar:
-            results, errors = run_analyses(eng, trace, config or AnalysisConfig(), progress=bar)
+        with progress_bar("analyzing", total=len(names)) as bar:
+            results, errors = run_analyses(eng, trace, config or AnalysisConfig(), names, progress=bar)
     finally:
         from paradise.analyses.cache import settle
 
@@ -213,13 +230,22 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(False, "--force", help="Overwrite existing hint files."),
         mtbf_hours: float | None = typer.Option(None, "--mtbf-hours", min=0.0, help="Mean time between failures."),
         gpus: int | None = typer.Option(None, "--gpus", min=1, help="GPUs of the job (resilience)."),
+        only: str | None = typer.Option(
+            None, "--only", metavar="NAMES",
+            help=f"Run only these analyses, comma-separated ({', '.join(ANALYSES)}); e.g. --only overview "
+            "for a quick first report on a large trace. Default: all that apply.",
+        ),
     ) -> None:
         """Classify a trace's characteristics, print the report, and optionally write hints."""
         from paradise.analyses.base import AnalysisConfig
 
+        names = select_analyses(only)
+
         config = AnalysisConfig(mtbf_hours=mtbf_hours, gpus=gpus, options={"top": top})
         keep_freed_memory()  # this process ends after the report: it need not give memory back
-        handle, results, errors = analyze_trace(trace, engine=engine.value, scheduler=scheduler, config=config)
+        handle, results, errors = analyze_trace(
+            trace, engine=engine.value, scheduler=scheduler, config=config, names=names
+        )
         for name, msg in errors.items():
             print(f"paradise: warning: analysis {name!r} failed: {msg}", file=sys.stderr)
         written, warnings = write_hints(results, hints_out, force) if hints_out is not None else ([], [])

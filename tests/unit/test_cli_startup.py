@@ -34,6 +34,25 @@ def test_kineto_import_loads_no_pandas_duckdb_or_rich(real_data, tmp_path):
     assert not loaded & {"pandas", "duckdb", "networkx", "rich", "torch", "dask"}
 
 
+def test_first_report_loads_no_pandas_or_networkx(tmp_path):
+    # `paradise analyze --only overview` is the quick look at a large trace: pyarrow converts to
+    # numpy and pandas by importing pandas, so the overview's roll-ups must avoid both.
+    from builders import charm_like
+
+    trace = charm_like(pes=2, steps=2).write(tmp_path / "t")
+    code = (
+        "import sys\n"
+        "from paradise.cli.main import app\n"
+        f"app(['analyze', '--json', '--only', 'overview', {str(trace)!r}], standalone_mode=False)\n"
+        "print(' '.join(m.split('.')[0] for m in sys.modules), file=sys.stderr)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert '"overview"' in out.stdout
+    loaded = set(out.stderr.split())
+    assert "duckdb" in loaded and not loaded & {"pandas", "networkx", "torch", "dask"}
+
+
 def test_help_lists_every_command(cli):
     code, out, _ = cli("--help")
     assert code == 0

@@ -279,6 +279,20 @@ def test_analyze_json_structure_and_no_analysis_fails(tmp_path, cli, make):
     assert len(doc["analyses"]["overview"]["top_entries"]) <= 3
 
 
+def test_analyze_only_runs_the_named_analyses_in_report_order(tmp_path, cli):
+    path = charm_like(pes=4, steps=2).write(tmp_path / "t")
+    rc, out, err = cli("analyze", "--json", path)
+    assert rc == 0, err
+    everything = json.loads(out)["analyses"]
+    rc, out, err = cli("analyze", "--json", "--only", "placement, overview", path)
+    assert rc == 0, err
+    only = json.loads(out)["analyses"]
+    assert list(only) == ["overview", "placement"]  # ANALYSES order, whatever order --only gave
+    assert only == {name: everything[name] for name in only}  # as in the full run
+    rc, out, err = cli("analyze", "--json", "--only", "training", path)  # named, but not for a Charm trace
+    assert rc == 0 and json.loads(out)["analyses"] == {}, err
+
+
 def test_analyze_text_report(tmp_path, cli):
     rc, out, err = cli("analyze", charm_like(pes=2, steps=2).write(tmp_path / "t"))
     assert rc == 0, err
@@ -292,6 +306,9 @@ def test_analyze_text_report(tmp_path, cli):
         (["{tmp}/junk.parquet"], "paradise: error: {tmp}/junk.parquet: not a Parquet file"),
         (["--engine", "dask", "--scheduler", "tcp://127.0.0.1:9", "{trace}"],
          "paradise: error: dask scheduler tcp://127.0.0.1:9: unreachable within 5 s"),
+        (["--only", "overview,bogus", "{trace}"],
+         "paradise: error: --only 'overview,bogus': unknown analysis 'bogus' (choose from overview, placement"),
+        (["--only", ",", "{trace}"], "paradise: error: --only ',': no analysis named"),
     ],
 )
 def test_analyze_bad_input_is_one_line_exit_2(tmp_path, cli, args, message):
