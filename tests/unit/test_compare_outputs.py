@@ -96,6 +96,8 @@ def test_label_mismatch_and_duplicates_refused(tmp_path):
         (pa.table({"item": [1], "label": [0], "pred": [0]}), "'item' must be a string"),
         (pa.table({"item": ["a"], "label": [0]}), "neither 'logprobs' nor 'pred'"),
         (pa.table({"item": ["a"], "label": [0], "logprobs": ["zz"]}), "list of floats"),
+        (pa.table({"item": ["a", "b"], "label": pa.array([0, None], pa.int32()), "pred": [0, 0]}),
+         "column 'label' has null rows"),
     ],
 )
 def test_wrong_schemas(tmp_path, table, message):
@@ -105,6 +107,21 @@ def test_wrong_schemas(tmp_path, table, message):
     with pytest.raises(NotAParadiseTrace, match=message) as err:
         compare_outputs(good, bad)
     assert str(bad) in str(err.value)
+
+
+def test_many_answer_options(tmp_path):
+    # 300 options: the argmax index no longer fits the int8 kept for the usual few options.
+    k = 300
+    base = np.full((3, k), -10.0)
+    cand = base.copy()
+    base[[0, 1, 2], [5, 200, 299]] = 0.0
+    cand[[0, 1, 2], [5, 150, 299]] = 0.0
+    b = write(tmp_path / "b", ["x", "y", "z"], [5, 200, 298], logprobs=base)
+    c = write(tmp_path / "c", ["x", "y", "z"], [5, 200, 298], logprobs=cand)
+    r = compare_outputs(b, c)
+    assert r.accuracy_base == pytest.approx(2 / 3) and r.accuracy_candidate == pytest.approx(1 / 3)
+    assert r.flips_correct_to_incorrect == 1 and r.prediction_changes == 1
+    assert r.flipped_items[0]["pred_base"] == 200 and r.flipped_items[0]["pred_candidate"] == 150
 
 
 def test_not_parquet_and_missing(tmp_path):
