@@ -115,10 +115,8 @@ def _busy(engine: Engine, trace: TraceHandle, pe: Columns, mode: str) -> tuple[n
     return np.array([busy_of.get(p) or 0 for p in pe["pe"].tolist()], np.int64), "union"
 
 
-def per_pe_table(engine: Engine, trace: TraceHandle, mode: str = "auto", rollups: Rollups | None = None
-                 ) -> tuple[Columns, str]:
+def per_pe_table(engine: Engine, trace: TraceHandle, roll: Rollups, mode: str = "auto") -> tuple[Columns, str]:
     """One row per PE: span, busy, idle (idle rows when the trace has them, else span - busy)."""
-    roll = rollups or Rollups(overview_groups(engine))
     parts = ", ".join(f"coalesce(sum({col}) FILTER (WHERE kind = '{kind}'), 0)::BIGINT AS {name}"
                       for name, (col, kind) in PER_PE_PARTS.items())
     pe = roll(PER_PE_SQL.format(parts=parts))
@@ -236,7 +234,7 @@ def analyze(engine: Engine, trace: TraceHandle, config: AnalysisConfig | None = 
     top = int(config.options.get("top") or DEFAULT_TOP)
     roll = Rollups(overview_groups(engine))
     try:
-        per_pe, method = per_pe_table(engine, trace, str(config.options.get("busy", "auto")), roll)
+        per_pe, method = per_pe_table(engine, trace, roll, str(config.options.get("busy", "auto")))
         entries, exec_total = _top_entries(roll, top)
         comm, comm_totals = _comm(roll)
         collectives = _collectives(roll)
