@@ -21,17 +21,29 @@ def test_cli_module_imports_no_heavy_library():
     assert not loaded & set(HEAVY)
 
 
-def test_kineto_import_loads_no_pandas_duckdb_or_rich(real_data, tmp_path):
+def _kineto_import_modules(real_data, call: str) -> set[str]:
+    """Top-level modules loaded after `call` imports sampled_rank-0 (named `f` in its scope)."""
     f = real_data / "hta" / "tests" / "data" / "trace_filter" / "sampled_rank-0.json.gz"
-    code = (
-        "import sys\n"
+    return _modules_after(f"import sys\nf = {str(f)!r}\n{call}\nprint(' '.join(m.split('.')[0] for m in sys.modules))\n")
+
+
+def test_kineto_import_loads_no_pandas_duckdb_or_rich(real_data, tmp_path):
+    loaded = _kineto_import_modules(
+        real_data,
         "from paradise.cli.main import app\n"
-        f"app(['import', 'kineto', {str(f)!r}, '-o', {str(tmp_path / 'k.parquet')!r}], standalone_mode=False)\n"
-        "print(' '.join(m.split('.')[0] for m in sys.modules))\n"
+        f"app(['import', 'kineto', f, '-o', {str(tmp_path / 'k.parquet')!r}], standalone_mode=False)",
     )
-    loaded = _modules_after(code)
     assert {"pyarrow", "msgspec"} <= loaded
     assert not loaded & {"pandas", "duckdb", "networkx", "rich", "torch", "dask"}
+
+
+def test_kineto_api_loads_no_pandas(real_data, tmp_path):
+    # pa.array()/to_numpy() would import pandas (~50 MB, ~1 s); the importer avoids them.
+    loaded = _kineto_import_modules(
+        real_data,
+        f"from paradise.importers.kineto import import_trace\nimport_trace([f], {str(tmp_path / 'p.parquet')!r})",
+    )
+    assert "pandas" not in loaded
 
 
 def test_first_report_loads_no_pandas_or_networkx(tmp_path):

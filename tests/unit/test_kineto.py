@@ -315,23 +315,6 @@ def test_scanner_errors(tmp_path):
         list(kscan.EventScanner(f).batches())
 
 
-def test_import_does_not_load_pandas(real_data, tmp_path):
-    # pa.array()/to_numpy() would import pandas (~50 MB, ~1 s); the importer avoids them.
-    import subprocess
-    import sys
-
-    f = real_data / "hta" / "tests" / "data" / "trace_filter" / "sampled_rank-0.json.gz"
-    code = (
-        "import sys\n"
-        "from paradise.importers.kineto import import_trace\n"
-        f"import_trace([{str(f)!r}], {str(tmp_path / 'p.parquet')!r})\n"
-        "print('pandas' in sys.modules)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "False"
-
-
 def test_worker_processes_give_the_same_trace(real_data, tmp_path, monkeypatch):
     # Large inputs decode in a forkserver pool; forcing it on a small file must not change a byte of data.
     import paradise.importers.kineto as kineto
