@@ -1,6 +1,6 @@
 """Bootstrap: `python -m paradise.boot.charm APP.py [ARGS...]`, one per PE under charmrun.
 
-Installs the tracer's hooks (PARADISE_TRACE=DIR) and the hint consumers (PARADISE_HINTS=DIR: mapping)
+Installs the tracer's hooks (PARADISE_TRACE=DIR) and the hint consumers (PARADISE_HINTS=DIR: mapping.json, comm.json)
 before the program's `charm.start()`, then runs the unmodified program as `__main__` with
 runpy, so its chare classes, pickling and `sys.argv` behave as if it had been run directly.
 """
@@ -14,7 +14,10 @@ from pathlib import Path
 
 
 def install(trace_dir: str | None, hints_dir: str | None, program: str) -> None:
-    """Hooks charm4py on this process; must run before the program calls charm.start()."""
+    """Hooks charm4py on this process; must run before the program calls charm.start().
+
+    The combiner goes below the tracer (installed first), so the trace records every message the
+    program sent and marks the ones that travelled in a batch."""
     from charm4py import chare, charm, entry_method
 
     from tracers.charm import _state, creation
@@ -22,6 +25,11 @@ def install(trace_dir: str | None, hints_dir: str | None, program: str) -> None:
     st = _state.ST
     st.program = program
     st.hints_dir = hints_dir
+    if hints_dir:
+        from hints.runtime.charm_combine import CombineConsumer
+
+        combiner = CombineConsumer(Path(hints_dir) / "comm.json", program)
+        combiner.install(charm, chare)
     if trace_dir:
         from tracers.charm import hooks, lifecycle, rowbuf
 
@@ -45,6 +53,7 @@ def install(trace_dir: str | None, hints_dir: str | None, program: str) -> None:
 
         st.mapper = MappingConsumer(Path(hints_dir) / "mapping.json", program)
         st.mapper.register(charm)
+        combiner.register()
 
 
 def main(argv: list[str] | None = None) -> None:

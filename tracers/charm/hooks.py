@@ -41,6 +41,9 @@ MASK2 = (1 << INDEX_BITS) - 1  # 2-D indices packed inline, as pack_index does
 KINDS = ("exec", "send", "idle", "create", "migrate", "step")
 K_EXEC, K_SEND, K_IDLE, K_CREATE, K_MIGRATE, K_STEP = range(len(KINDS))
 BCAST_TEXT = '{"bcast":true}'
+COMBINED_TEXT = '{"combined":true}'
+"""args of the send row of a message that a combiner below the tracer buffered into a batch
+(the send callable returned True); the batch itself is one more send row, to the combiner."""
 UNFINISHED = '{"unfinished":true}'
 
 # Entry-method flags (precomputed per EntryMethod at registration).
@@ -175,12 +178,17 @@ def install_atsync(chare_mod) -> None:
 
 
 def install_send_hooks(charm) -> None:
-    """packMsg tags each message with an id in its header; the send calls write `send` rows."""
+    """packMsg tags each message with an id in its header; the send calls write `send` rows.
+
+    A message combiner installed below (hints.runtime.charm_combine) returns True from the send
+    callable when it buffered the message; its row then says so in args. The pending message is
+    read before the call: a batch the combiner sends meanwhile is recorded by the nested hooks."""
     put, cur, pend, mute, seq, P, reg = ST.buf.extend, ST.cur, ST.pend, ST.mute, ST.seq, ST, ST.reg
     orig_pack = charm.packMsg
     ST.orig["packMsg"] = orig_pack
     em_table = charm.entryMethods
     bcast = ST.strings.code(BCAST_TEXT)
+    combined = ST.strings.code(COMBINED_TEXT)
 
     def packMsg(destObj, msgArgs, header):
         if mute[0]:
@@ -224,8 +232,8 @@ def install_send_hooks(charm) -> None:
     acodes: dict[int, int] = {}
 
     def CkArraySend(aid, index, ep, msg):  # the hot one: row built inline
-        orig_array(aid, index, ep, msg)
         p = pend[0]
+        batched = orig_array(aid, index, ep, msg)
         if p is None or p[0] is not msg[0]:
             return  # AtSync's raw message, or a tracer message
         pend[0] = None
@@ -240,7 +248,7 @@ def install_send_hooks(charm) -> None:
         if index:
             n = len(index)
             peer = index[0] if n == 1 else ((index[0] << INDEX_BITS) | (index[1] & MASK2)) if n == 2 else pack_index(index)
-            args = NULL
+            args = combined if batched else NULL
         else:
             peer, args = NULL, bcast
         rec = cur[0]
@@ -248,20 +256,20 @@ def install_send_hooks(charm) -> None:
         put((NO_OBJECT if rec is None else rec[3])[STAIL])
 
     def CkGroupSend(gid, index, ep, msg):
-        orig_group(gid, index, ep, msg)
         p = pend[0]
+        batched = orig_group(gid, index, ep, msg)
         if p is None or p[0] is not msg[0]:
             return
         pend[0] = None
         coll = reg.coll_code(reg.groups, gid)
         if index >= 0:
-            row(p, ep_name(ep), index, coll, index, NULL)
+            row(p, ep_name(ep), index, coll, index, combined if batched else NULL)
         else:
             row(p, ep_name(ep), NULL, coll, NULL, bcast)
 
     def CkChareSend(cid, ep, msg):
-        orig_chare(cid, ep, msg)
         p = pend[0]
+        orig_chare(cid, ep, msg)
         if p is None or p[0] is not msg[0]:
             return
         pend[0] = None
