@@ -1,0 +1,115 @@
+"""comm.json consumed by charm4py runs (hints/runtime/charm_combine.py): message combining keeps results
+and per-stream order, and a foreign or damaged comm.json is refused in one line, the run uncombined."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hints.format import HintError, make_hint, provenance, write_hint
+from hints.runtime.charm_combine import parse_streams
+from tests.integration.charm_helpers import (
+    PROGRAMS,
+    ROOT,
+    RUN_TIMEOUT_S,
+    events,
+    require_ok,
+    rows,
+    trace_charm,
+)
+
+pytestmark = pytest.mark.timeout(300)
+
+BATCH = 8
+
+
+def _hints(tmp: Path, program: str, entry: str, pes: int = 2) -> Path:
+    streams = [{"src_pe": s, "dst_pe": 1 - s, "entry": entry, "msgs": 100, "batch": BATCH} for s in (0, 1)]
+    doc = make_hint("comm", {"combine": streams, "threshold": {"min_msgs": 64, "max_bytes": 4096, "batch": BATCH}},
+                    provenance=provenance(trace_fingerprint="test", program=program, pes=pes, source="charm4py"),
+                    justified_by=[])
+    d = tmp / "hints"
+    write_hint(d, doc, force=True)
+    return d
+
+
+def _combined(trace: Path, entry: str) -> dict[str, int]:
+    """Combined sends of `entry`, the batches that carried them, and those of them whose execution
+    ran (matched by msg id); plus streams whose messages ran out of their sending order."""
+    con = events(trace)
+    (sent,), = rows(con, "SELECT count(*) FROM ev WHERE kind='send' AND name=$e AND args LIKE '%combined%'", e=entry)
+    (batches,), = rows(con, "SELECT count(*) FROM ev WHERE kind='send' AND name='deliver'")
+    (ran,), = rows(con, """SELECT count(*) FROM ev s JOIN ev x ON x.kind='exec' AND x.msg=s.msg
+                           WHERE s.kind='send' AND s.name=$e AND s.args LIKE '%combined%'""", e=entry)
+    # msg ids grow in sending order on each PE: per (sending PE, receiving PE), executions must follow them
+    (reordered,), = rows(con, """
+        WITH x AS (SELECT s.pe AS src, x.pe AS dst, s.msg, x.t0 FROM ev s JOIN ev x ON x.kind='exec' AND x.msg=s.msg
+                   WHERE s.kind='send' AND s.name=$e AND s.args LIKE '%combined%'),
+             o AS (SELECT msg < lag(msg) OVER (PARTITION BY src, dst ORDER BY t0, msg) AS back FROM x)
+        SELECT count(*) FILTER (WHERE back) FROM o""", e=entry)
+    return {"sent": sent, "batches": batches, "ran": ran, "reordered": reordered}
+
+
+def _check_combined(c: dict[str, int]) -> None:
+    assert c["sent"] > 0 and c["ran"] == c["sent"] and c["reordered"] == 0
+    # each batch carries at most BATCH messages, and most leave full: far fewer batches than messages
+    assert -(-c["sent"] // BATCH) <= c["batches"] < c["sent"]
+
+
+def test_particles_combined_same_result_and_order(tmp_path):
+    proc = trace_charm(tmp_path / "t", ROOT / "examples" / "particles.py", "--particles", "600", "--steps", "4",
+                       "--check", hints=_hints(tmp_path, "particles", "arrive"))
+    require_ok(proc)
+    assert "check=ok" in proc.stdout and "out_of_order=0" in proc.stdout
+    c = _combined(tmp_path / "t", "arrive")
+    _check_combined(c)
+    assert c["batches"] * 2 < c["sent"]  # many leavers per step per PE pair: batches mostly full
+
+
+def test_stencil2d_combined_direct_copy_halos(tmp_path):
+    """stencil2d's halos are numpy arrays, which charm4py sends by direct copy, outside the pickle."""
+    proc = trace_charm(tmp_path / "t", ROOT / "examples" / "stencil2d.py", "--grid", "4", "4", "--block", "16",
+                       "--iters", "6", hints=_hints(tmp_path, "stencil2d", "halo"))
+    require_ok(proc)
+    assert "RESULT ok" in proc.stdout
+    c = _combined(tmp_path / "t", "halo")
+    assert c["sent"] > 0 and c["ran"] == c["sent"] and c["reordered"] == 0
+
+
+def test_threaded_entry_methods_do_not_deadlock(tmp_path):
+    proc = trace_charm(tmp_path / "t", PROGRAMS / "threaded.py", hints=_hints(tmp_path, "threaded", "note"),
+                       timeout=120)
+    require_ok(proc)
+    assert "RESULT ok" in proc.stdout and "out_of_order=0" in proc.stdout
+    _check_combined(_combined(tmp_path / "t", "note"))
+
+
+@pytest.mark.parametrize(("program", "entry", "why"), [
+    ("stencil2d", "note", "made for program 'stencil2d', not 'threaded'"),
+    ("threaded", "halo", "this program has no entry method 'halo'"),
+])
+def test_foreign_comm_json_refused_run_uncombined(tmp_path, program, entry, why):
+    env_hints = _hints(tmp_path, program, entry)
+    cmd = [sys.executable, "-m", "charmrun.start", "+p2", sys.executable, "-m", "paradise.boot.charm",
+           str(PROGRAMS / "threaded.py")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, cwd=ROOT,
+                          env={**os.environ, "PARADISE_HINTS": str(env_hints)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if "comm.json refused" in ln]
+    assert len(lines) == 1 and why in lines[0] and lines[0].endswith("messages are not combined")
+    assert "combining messages" not in proc.stdout + proc.stderr
+    assert "RESULT ok" in proc.stdout
+
+
+def test_parse_streams_refuses_bad_entries(tmp_path):
+    path = tmp_path / "comm.json"
+    good = {"src_pe": 0, "dst_pe": 1, "entry": "a", "batch": 8}
+    assert parse_streams({"combine": [good]}, path, 2, {"a"}) == [good]
+    for bad, msg in [({**good, "dst_pe": 2}, "PE 0 -> 2 is not in 0..1"), ({**good, "batch": 1}, "below 2"),
+                     ({**good, "entry": "b"}, "no entry method 'b'"), ({"src_pe": 0}, "needs integer")]:
+        with pytest.raises(HintError, match=msg):
+            parse_streams({"combine": [bad]}, path, 2, {"a"})
