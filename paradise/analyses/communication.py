@@ -83,8 +83,11 @@ def sizes(hist: pd.DataFrame) -> Characteristic:
 def streams(edges: pd.DataFrame) -> list[dict[str, Any]]:
     """Messages per (src_pe, dst_pe, entry) stream."""
     e = edges[edges["dst_pe"].notna()].astype({"dst_pe": "int64", "src_pe": "int64"})
+    if "bcast_msgs" not in e:
+        e = e.assign(bcast_msgs=0)
     g = e.groupby(["src_pe", "dst_pe", "entry"], sort=True).agg(
-        msgs=("msgs", "sum"), bytes=("bytes", "sum"), max_bytes=("max_bytes", "max")).reset_index()
+        msgs=("msgs", "sum"), bytes=("bytes", "sum"), max_bytes=("max_bytes", "max"),
+        bcast_msgs=("bcast_msgs", "sum")).reset_index()
     return [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()} for r in g.to_dict("records")]
 
 

@@ -143,6 +143,10 @@ def diff_tables(tb: dict[str, pd.DataFrame], tc: dict[str, pd.DataFrame]) -> lis
         if len(b_rows) or len(c_rows):
             changes.append(_change(f"{kind}.messages", "count", b_rows["messages"].sum(), c_rows["messages"].sum(), False))
             changes.append(_change(f"{kind}.bytes", "bytes", b_rows["bytes"].sum(), c_rows["bytes"].sum(), False))
+            wb, wc = b_rows["wire_messages"].sum(), c_rows["wire_messages"].sum()
+            if kind == "send" and (wb != b_rows["messages"].sum() or wc != c_rows["messages"].sum()):
+                # comm.json combining: the program's messages travelled in fewer runtime messages
+                changes.append(_change("send.messages_on_wire", "count", wb, wc, False))
     if len(cb := tb["comm"]) or len(tc["comm"]):
         cross_b = cb[(cb["kind"] == "send") & cb["peer_pe"].notna() & (cb["peer_pe"] != cb["pe"])]["bytes"].sum()
         cc = tc["comm"]

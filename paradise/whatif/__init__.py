@@ -44,14 +44,47 @@ class Replayer:
             out[i] = entries.get(key, entries.get(str(nm), 0))
         return out
 
+    def combined(self, streams: list[dict[str, Any]] | None) -> tuple[np.ndarray | None, dict[str, Any]]:
+        """Per-exec scheduler cost when comm.json's streams are combined, and the message counts.
+
+        A combined message is one whose (sending PE, receiving PE, entry) is a listed stream. The
+        messages one sending exec puts on a stream leave in ceil(n / batch) batches, and each batch
+        pays the fitted per-message cost (the scheduler's dispatch, model.overhead_ns) once."""
+        g = self.graph
+        if not streams:
+            return None, {}
+        batch_of = {(int(s["src_pe"]), int(s["dst_pe"]), str(s["entry"])): int(s["batch"]) for s in streams}
+        has = g.src >= 0
+        key = [(int(a), int(b), str(c)) if h else None for a, b, c, h in zip(g.src_pe, g.pe, g.name, has)]
+        batch = np.array([batch_of.get(k, 0) if k is not None else 0 for k in key], np.int64)
+        hit = batch > 1
+        ovh = np.full(g.n, float(self.model.overhead_ns))
+        before = int(has.sum())
+        after = before
+        if hit.any():
+            import pandas as pd
+
+            df = pd.DataFrame({"src": g.src[hit], "pe": g.pe[hit], "batch": batch[hit]})
+            df["name"] = [g.name[i] for i in np.nonzero(hit)[0]]
+            grp = df.groupby(["src", "pe", "name", "batch"]).size().rename("n").reset_index()
+            grp["batches"] = -(-grp["n"] // grp["batch"])
+            share = df.merge(grp, on=["src", "pe", "name", "batch"], how="left")
+            ovh[hit] = self.model.overhead_ns * (share["batches"] / share["n"]).to_numpy()
+            after = before - int(grp["n"].sum()) + int(grp["batches"].sum())
+        info = {"messages_before": before, "messages_after": after, "combined_messages": int(hit.sum()),
+                "per_message_ns": round(float(self.model.overhead_ns), 1)}
+        return ovh, info
+
     def replay(self, mapping: dict[str, dict[str, int]] | None = None,
-               priorities: dict[str, int] | None = None) -> dict[str, Any]:
+               priorities: dict[str, int] | None = None,
+               combine: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """Predicted makespan and per-PE load of the proposal, with the baseline beside it."""
         g = self.graph
         pe = pe_under(g, mapping)
         if int(pe.max(initial=0)) >= self.pes or int(pe.min(initial=0)) < 0:
             raise ValueError(f"mapping places objects on PEs outside 0..{self.pes - 1}")
-        sim = simulate(g, pe, self.model, self.priorities(priorities), pes=self.pes)
+        ovh, comm = self.combined(combine)
+        sim = simulate(g, pe, self.model, self.priorities(priorities), pes=self.pes, overhead_ns=ovh)
         base = self.baseline
         measured = g.makespan_ns
         ratio = sim.makespan_ns / base.makespan_ns if base.makespan_ns else 1.0
@@ -65,6 +98,7 @@ class Replayer:
             "baseline_pe_load_ns": base.pe_load(g.cost, self.pes),
             "execs": g.n,
             "model": self.model.to_dict(),
+            **({"comm": comm} if comm else {}),
         }
 
 
@@ -164,8 +198,23 @@ def _check_schedule(path: Path, doc: dict[str, Any]) -> dict[str, int]:
     return out
 
 
+def _check_comm(path: Path, doc: dict[str, Any], pes: int) -> list[dict[str, Any]]:
+    from paradise.errors import HintMismatch
+
+    streams = doc.get("combine")
+    if not isinstance(streams, list):
+        raise HintMismatch(f"{path}: damaged comm hint ('combine' is not a list)")
+    for s in streams:
+        ok = isinstance(s, dict) and all(isinstance(s.get(k), int) for k in ("src_pe", "dst_pe", "batch"))
+        if not ok or "entry" not in s:
+            raise HintMismatch(f"{path}: damaged comm hint (a stream without integer src_pe, dst_pe, batch and an entry)")
+        if not (0 <= s["src_pe"] < pes and 0 <= s["dst_pe"] < pes):
+            raise HintMismatch(f"{path}: stream {s['src_pe']} -> {s['dst_pe']} is not within PEs 0..{pes - 1}")
+    return streams
+
+
 def predict_from_hints(engine: Any, trace: Any, hints_dir: str | Path) -> dict[str, Any]:
-    """Replays the trace under the mapping.json / schedule.json found in `hints_dir`."""
+    """Replays the trace under the mapping.json / schedule.json / comm.json found in `hints_dir`."""
     from paradise.errors import HintMismatch
 
     d = Path(hints_dir)
@@ -174,12 +223,14 @@ def predict_from_hints(engine: Any, trace: Any, hints_dir: str | Path) -> dict[s
     pes = int(trace.metadata.get("pes") or len(trace.metadata.get("pes_seen", [])) or 1)
     mdoc = _load(d / "mapping.json", "mapping", trace, pes)
     sdoc = _load(d / "schedule.json", "schedule", trace, pes)
-    if mdoc is None and sdoc is None:
-        raise HintMismatch(f"{d}: holds neither mapping.json nor schedule.json")
+    cdoc = _load(d / "comm.json", "comm", trace, pes)
+    if mdoc is None and sdoc is None and cdoc is None:
+        raise HintMismatch(f"{d}: holds none of mapping.json, schedule.json, comm.json")
     mapping = _check_mapping(d / "mapping.json", mdoc, pes) if mdoc else None
     prios = _check_schedule(d / "schedule.json", sdoc) if sdoc else None
+    streams = _check_comm(d / "comm.json", cdoc, pes) if cdoc else None
     rp = load_replayer(engine, pes)
-    out = rp.replay(mapping, prios)
-    out["hints"] = [k for k, doc in (("mapping", mdoc), ("schedule", sdoc)) if doc]
+    out = rp.replay(mapping, prios, streams)
+    out["hints"] = [k for k, doc in (("mapping", mdoc), ("schedule", sdoc), ("comm", cdoc)) if doc]
     out["pes"] = rp.pes
     return out
