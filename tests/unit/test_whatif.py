@@ -86,7 +86,8 @@ def test_cli_json(tmp_path, grid, cli):
     ("fingerprint", "made for trace deadbeef"),
     ("damaged", "damaged hint file"),
     ("bad_pe", "mapped to PE 7"),
-    ("empty", "holds neither mapping.json nor schedule.json"),
+    ("empty", "holds none of mapping.json, schedule.json, comm.json"),
+    ("bad_comm", "damaged comm hint"),
 ])
 def test_cli_refuses_bad_hints(tmp_path, grid, cli, case, needle):
     _, _, trace = grid
@@ -103,7 +104,33 @@ def test_cli_refuses_bad_hints(tmp_path, grid, cli, case, needle):
         (d / "mapping.json").write_text('{"format": "paradise-hints/1", "kind": "mapp')
     elif case == "bad_pe":
         write_hint(d, _mapping_doc(trace, {"[0,0]": 7}))
+    elif case == "bad_comm":
+        write_hint(d, _comm_doc(trace, {"src_pe": 0, "dst_pe": 1, "entry": "take"}))
     rc, out, err = cli("whatif", trace.path, "--hints", d)
     assert rc == 2
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("paradise: error: ") and needle in lines[0]
+
+
+def _comm_doc(trace, *streams):
+    p = provenance(trace_fingerprint=trace.fingerprint, program=trace.program, pes=2, source="synthetic")
+    return make_hint("comm", {"combine": list(streams), "threshold": {}}, provenance=p, justified_by=[])
+
+
+def test_comm_replay_counts_batches(tmp_path, cli):
+    """One exec on PE 0 sends 40 small messages to 4 elements on PE 1: combined in batches of 8 they
+    become 5 messages, and each batch pays the per-message dispatch cost once."""
+    prog = cs.Prog(2)
+    root = prog.exec("Src#0", 0, "burst", 400_000)
+    for k in range(40):
+        prog.exec("Dst#0", k % 4, "take", 50_000, msg=prog.send(root, 10_000 * k, 64))
+    pl = {("Src#0", (0,)): 0, **{("Dst#0", (k,)): 1 for k in range(4)}}
+    trace = open_trace(prog.write(tmp_path / "t", pl))
+    write_hint(tmp_path / "h", _comm_doc(trace, {"src_pe": 0, "dst_pe": 1, "entry": "take", "batch": 8}))
+    rc, out, err = cli("whatif", trace.path, "--hints", tmp_path / "h", "--json")
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["hints"] == ["comm"]
+    c = doc["comm"]
+    assert (c["combined_messages"], c["messages_before"] - c["messages_after"]) == (40, 40 - 5)
+    assert doc["replay_makespan_ns"] <= doc["baseline_replay_makespan_ns"]
