@@ -144,18 +144,10 @@ def bucket_cap_mb(args: argparse.Namespace, world_size: int) -> float:
     PARADISE_HINTS) made by `paradise analyze --hints-out` for this program and world size, else 25."""
     if args.bucket_cap_mb is not None:
         return args.bucket_cap_mb
-    folder = args.hints if args.hints and os.path.isdir(args.hints) else os.environ.get("PARADISE_HINTS")
-    path = os.path.join(folder, "comm.json") if folder else None
-    if path and os.path.exists(path):
-        from hints.format import HintError, load_hint
+    from hints.runtime.ddp import bucket_cap_mb as hinted
 
-        try:
-            cap = (load_hint(path, "comm", program="ddp_train", pes=world_size).get("ddp") or {}).get("bucket_cap_mb")
-            if cap:
-                return float(cap)
-        except HintError as exc:  # refused: say so in one line, keep DDP's default
-            print(f"ddp_train: warning: {exc}; using bucket_cap_mb=25", file=sys.stderr)
-    return 25.0
+    folder = args.hints if args.hints and os.path.isdir(args.hints) else os.environ.get("PARADISE_HINTS")
+    return hinted(folder, "ddp_train", world_size) or 25.0
 
 
 def build(args: argparse.Namespace, rank: int, device: torch.device) -> tuple[DDP, torch.optim.Optimizer]:

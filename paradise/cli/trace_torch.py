@@ -1,6 +1,6 @@
 """`paradise trace torch`: run an unmodified DDP script under torchrun with the PyTorch tracer on.
 
-Each rank runs `python -m tracers.torch.run SCRIPT ARGS` (the tracer's bootstrap) and writes one
+Each rank runs `python -m paradise.boot.torch SCRIPT ARGS` (hint consumers, then the tracer) and writes one
 Parquet file (per torchrun attempt) into the output directory. The script's stdout passes
 through; worker and torchrun stderr go to OUT/logs/ so that a failed run ends in one line.
 """
@@ -19,8 +19,8 @@ import typer
 
 from paradise.errors import OutputExists, ParadiseError, TraceNotFound
 
-TRACER_MODULE = "tracers.torch.run"
-"""The per-rank bootstrap, named as a module so the analyzer never imports the tracer."""
+TRACER_MODULE = "paradise.boot.torch"
+"""The per-rank bootstrap (hint consumers, then the tracer), named as a module so the analyzer never imports the tracer."""
 
 
 class TracedRunFailed(ParadiseError):

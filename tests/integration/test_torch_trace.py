@@ -210,3 +210,32 @@ def test_profiler_output_is_imported_beside_the_trace(tmp_path):
         r["compute_ns"] + r["comm_ns"] + r["overlap_ns"] + r["idle_ns"] == r["step_ns"] for r in steps
     )
     assert open_trace(out).source == "torch"  # the tracer's own files are untouched
+
+
+def _ddp_hint(d: Path, cap_mb: float, program: str = "plain_ddp", pes: int = 2) -> Path:
+    from hints.format import make_hint, provenance, write_hint
+
+    doc = make_hint("comm", {"combine": [], "threshold": {}, "ddp": {"bucket_cap_mb": cap_mb, "verdict": "too_large"}},
+                    provenance=provenance(trace_fingerprint="test", program=program, pes=pes, source="torch"),
+                    justified_by=[])
+    write_hint(d, doc, force=True)
+    return d
+
+
+def _buckets_per_step(trace_dir: Path) -> float:
+    (row,) = _rows(trace_dir, "SELECT median(n) AS n FROM (SELECT step, pe, count(*) AS n FROM events "
+                              "WHERE kind = 'collective' AND cat = 'ddp_bucket' AND step > 0 GROUP BY step, pe)")
+    return float(row["n"])
+
+
+def test_hinted_bucket_size_gives_more_buckets_without_editing_the_script(tmp_path):
+    """4 x 1 MiB of parameters: DDP's default 25 MB cap makes 2 buckets (its first is 1 MiB), 1 MB makes 4+."""
+    script = ROOT / "tests" / "torch_programs" / "plain_ddp.py"
+    plain = _paradise("trace", "torch", "--nproc", "2", "-o", tmp_path / "plain", script)
+    assert plain.returncode == 0, plain.stderr
+    hinted = _paradise("trace", "torch", "--nproc", "2", "--hints", _ddp_hint(tmp_path / "h", 1.0),
+                       "-o", tmp_path / "hinted", script)
+    assert hinted.returncode == 0, hinted.stderr
+    before, after = _buckets_per_step(tmp_path / "plain"), _buckets_per_step(tmp_path / "hinted")
+    assert before <= 2 and after >= 4 > before
+    assert plain.stdout.splitlines()[-1] == hinted.stdout.splitlines()[-1]  # same training result
