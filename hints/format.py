@@ -28,6 +28,11 @@ class HintError(Exception):
     """
 
 
+ADVISORY_KINDS = frozenset({"schedule"})
+"""Hint kinds that no paradise runtime consumer reads: schedule.json is advice for runtimes with
+message priorities (Charm++ C++); charm4py's Python API has none. Written only on request."""
+
+
 def provenance(*, trace_fingerprint: str, program: str, pes: int | None, source: str) -> dict[str, Any]:
     from importlib.metadata import PackageNotFoundError, version
 

@@ -188,5 +188,7 @@ def analyze(engine: Any, trace: Any, config: AnalysisConfig | None = None) -> An
             f"schedule.json: deliver messages for {names} first (higher priority): they hold "
             f"{sum(p['critical_share'] for p in info['priorities']):.0%} of the time the critical path's messages "
             f"waited in a PE's queue, and "
-            f"the what-if replay predicts {fmt_s(g['makespan_ns_before'])} -> {fmt_s(g['makespan_ns_after'])}."]
+            f"the what-if replay predicts {fmt_s(g['makespan_ns_before'])} -> {fmt_s(g['makespan_ns_after'])}. "
+            "Advice for runtimes with message priorities (Charm++ C++); charm4py has none, so it is "
+            "written only with --hints-out DIR --advisory."]
     return result

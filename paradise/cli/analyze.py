@@ -95,9 +95,11 @@ def run_analyses(
     return results, errors
 
 
-def write_hints(results: dict[str, AnalysisResult], directory: Path, force: bool) -> tuple[list[str], list[str]]:
-    """Writes every hint document; returns (paths written, warnings). Refuses to overwrite unforced."""
-    from hints.format import HintError, write_hint
+def write_hints(results: dict[str, AnalysisResult], directory: Path, force: bool,
+                advisory: bool = False) -> tuple[list[str], list[str]]:
+    """Writes every hint document; returns (paths written, notes). Refuses to overwrite unforced.
+    Advisory kinds (no runtime consumer here) are written only with `advisory`."""
+    from hints.format import ADVISORY_KINDS, HintError, write_hint
 
     docs: list[tuple[str, dict[str, Any]]] = []
     warnings: list[str] = []
@@ -105,6 +107,13 @@ def write_hints(results: dict[str, AnalysisResult], directory: Path, force: bool
     for name, result in results.items():
         for doc in result.hints:
             kind = str(doc.get("kind"))
+            if kind in ADVISORY_KINDS and not advisory:
+                g = doc.get("predicted_gain") or {}
+                gain = (f" (what-if: {g['makespan_ns_before'] / 1e9:.3f} s -> {g['makespan_ns_after'] / 1e9:.3f} s)"
+                        if "makespan_ns_before" in g and "makespan_ns_after" in g else "")
+                warnings.append(f"{kind}.json not written: it is advice for runtimes with message priorities "
+                                f"(Charm++ C++), which charm4py lacks{gain}; pass --advisory to write it")
+                continue
             if kind in seen:
                 warnings.append(f"analysis {name!r} made a second {kind!r} hint (first from {seen[kind]!r}); skipped")
                 continue
@@ -227,6 +236,8 @@ def register(app: typer.Typer) -> None:
         ),
         top: int = typer.Option(10, "--top", min=1, help="Entries in the top-entries table."),
         hints_out: Path | None = typer.Option(None, "--hints-out", help="Write hint files into this directory."),
+        advisory: bool = typer.Option(False, "--advisory", help="Also write advisory hints that no paradise "
+                                      "runtime consumer reads (schedule.json: message priorities)."),
         force: bool = typer.Option(False, "--force", help="Overwrite existing hint files."),
         mtbf_hours: float | None = typer.Option(None, "--mtbf-hours", min=0.0, help="Mean time between failures."),
         gpus: int | None = typer.Option(None, "--gpus", min=1, help="GPUs of the job (resilience)."),
@@ -248,9 +259,9 @@ def register(app: typer.Typer) -> None:
         )
         for name, msg in errors.items():
             print(f"paradise: warning: analysis {name!r} failed: {msg}", file=sys.stderr)
-        written, warnings = write_hints(results, hints_out, force) if hints_out is not None else ([], [])
-        for w in warnings:
-            print(f"paradise: warning: {w}", file=sys.stderr)
+        written, notes = write_hints(results, hints_out, force, advisory) if hints_out is not None else ([], [])
+        for w in notes:
+            print(f"paradise: {'note' if 'not written' in w else 'warning'}: {w}", file=sys.stderr)
         info = trace_summary(handle)
         if as_json:
             doc = {

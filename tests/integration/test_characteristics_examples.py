@@ -52,7 +52,7 @@ def analysed(tmp_path_factory):
             base = tmp_path_factory.mktemp(name)
             require_ok(trace_charm(base / "trace", EXAMPLES / script, *args, pes=2))
             proc = subprocess.run([bin_path("paradise"), "analyze", str(base / "trace"), "--json",
-                                   "--hints-out", str(base / "hints")], capture_output=True, text=True,
+                                   "--hints-out", str(base / "hints"), "--advisory"], capture_output=True, text=True,
                                   timeout=300)
             assert proc.returncode == 0, proc.stderr
             cache[name] = (base / "trace", base / "hints", json.loads(proc.stdout))

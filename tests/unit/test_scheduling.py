@@ -61,3 +61,18 @@ def test_priorities_generator():
     assert [p["entry"] for p in prios] == ["x", "y"]
     assert prios[0]["prio"] < prios[1]["prio"] < 0
     assert schedule_gen.as_lookup(prios) == {"A#0.x": prios[0]["prio"], "y": prios[1]["prio"]}
+
+
+def test_schedule_json_written_only_on_request(tmp_path, cli):
+    """schedule.json has no runtime consumer in charm4py: `--hints-out` alone skips it with a note
+    naming the what-if gain; `--advisory` writes it."""
+    trace, r = run(tmp_path, cs.ping_filler(10, 20))
+    assert [d["kind"] for d in r.hints] == ["schedule"]
+    rc, _, err = cli("analyze", trace.path, "--hints-out", tmp_path / "h1", "--only", "scheduling")
+    assert rc == 0, err
+    assert not (tmp_path / "h1" / "schedule.json").exists()
+    (note,) = [ln for ln in err.splitlines() if "schedule.json not written" in ln]
+    assert "--advisory" in note and "what-if:" in note and "message priorities" in note
+    rc, _, err = cli("analyze", trace.path, "--hints-out", tmp_path / "h2", "--only", "scheduling", "--advisory")
+    assert rc == 0, err
+    assert (tmp_path / "h2" / "schedule.json").exists()
