@@ -1,8 +1,9 @@
 """`paradise demo`: the closed loop on a real program, shown step by step.
 
-Traces examples/stencil2d.py (a heavy region makes the default mapping imbalanced) on 2 PEs,
-analyzes the trace, writes hints, predicts the next run with what-if, reruns with the hints,
-and prints before, predicted and after side by side. Each step is the `paradise` command a
+Traces an example on 2 PEs (examples/stencil2d.py by default: a heavy region makes the default
+mapping imbalanced; `--example particles`: many small messages, combined per comm.json), analyzes
+the trace, writes hints, predicts the next run with what-if, reruns with the hints, and prints
+before, predicted and after side by side. Each step is the `paradise` command a
 user would type, printed before it runs; the closing table reads the two traces directly.
 """
 
@@ -21,7 +22,8 @@ from paradise.errors import ParadiseError, TraceNotFound
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 STEP_TIMEOUT_S = 600
-DEMO_ARGS = {"stencil2d": "--grid 8 8 --block 512 --iters 40 --check-blocks 2"}
+DEMO_ARGS = {"stencil2d": "--grid 8 8 --block 512 --iters 40 --check-blocks 2",
+             "particles": "--particles 2000 --steps 8 --check"}
 """Default arguments per example. 512x512 blocks: per message, charm4py's runtime costs about
 as much as relaxing a 256x256 block once, so smaller blocks make the run as much messaging as
 compute, which no mapping removes; at 512 compute dominates and balancing it shows."""
@@ -123,15 +125,18 @@ def run_demo(out: Path, pes: int, example: str, example_args: list[str]) -> dict
     _run(["analyze", str(before)], echo=False, capture=False)
     result: dict[str, Any] = {"analysis": analysis, "pes": pes, "out": str(out),
                               "heavy_objects": _heavy(analysis)}
-    if not (hints / "mapping.json").exists():
-        typer.echo("paradise found no mapping worth changing; nothing to rerun.")
-        return result
-    mapping = json.loads((hints / "mapping.json").read_text())
+    comm = json.loads((hints / "comm.json").read_text()) if (hints / "comm.json").exists() else {}
+    streams = comm.get("combine") or []
+    mapping = json.loads((hints / "mapping.json").read_text()) if (hints / "mapping.json").exists() else None
     facts_before = trace_facts(before)
-    result["strategy"] = mapping.get("strategy")
-    result["moves"] = moves(facts_before["placement"], mapping.get("collections", {}))
-    if result["strategy"] == "keep" or not result["moves"]:
-        typer.echo("paradise proposes to keep the current mapping; nothing to rerun.")
+    if mapping is not None:
+        result["strategy"] = mapping.get("strategy")
+        result["moves"] = moves(facts_before["placement"], mapping.get("collections", {}))
+    remap = mapping is not None and result["strategy"] != "keep" and bool(result["moves"])
+    if streams:
+        result["combine_streams"] = len(streams)
+    if not remap and not streams:
+        typer.echo("paradise proposes to keep the current mapping and found no messages to combine; nothing to rerun.")
         return result
     result["predicted"] = json.loads(_run(["whatif", str(before), "--hints", str(hints), "--json"]))
     _run(["trace", "charm", *common, "--hints", str(hints), "-o", str(after), str(app), *example_args],
@@ -139,10 +144,11 @@ def run_demo(out: Path, pes: int, example: str, example_args: list[str]) -> dict
     result["performance"] = json.loads(_run(["compare", str(before), str(after), "--json"]))["performance"]
     facts_after = trace_facts(after)
     result["before"], result["after"] = facts_before, facts_after
-    placed = facts_after["placement"]
-    result["placed_as_mapped"] = sum(1 for c, objs in mapping["collections"].items()
-                                     for i, p in objs.items() if placed.get(c, {}).get(i) == p)
-    result["mapped_objects"] = sum(len(objs) for objs in mapping["collections"].values())
+    if mapping is not None:
+        placed = facts_after["placement"]
+        result["placed_as_mapped"] = sum(1 for c, objs in mapping["collections"].items()
+                                         for i, p in objs.items() if placed.get(c, {}).get(i) == p)
+        result["mapped_objects"] = sum(len(objs) for objs in mapping["collections"].values())
     (out / "demo.json").write_text(json.dumps(result, indent=1, sort_keys=True, default=float))
     return result
 
@@ -156,7 +162,8 @@ def register(app: typer.Typer) -> None:
         example: str = typer.Option("stencil2d", "--example", help="Example program under examples/."),
         example_args: str | None = typer.Option(None, "--args", show_default=False,
                                          help="Arguments for the example, as one string "
-                                              f"(stencil2d: {DEMO_ARGS['stencil2d']!r})."),
+                                              f"(stencil2d: {DEMO_ARGS['stencil2d']!r}; "
+                                              f"particles: {DEMO_ARGS['particles']!r})."),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable summary."),
     ) -> None:
         """Trace an example, analyze it, write hints, rerun with them, and show before / predicted / after."""

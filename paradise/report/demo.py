@@ -39,16 +39,25 @@ def render_demo(result: dict[str, Any]) -> None:
         t.add_row(f"PE {pe} busy", fmt_ns(b), fmt_ns(p), fmt_ns(a))
     t.add_row("imbalance (busiest PE / mean)", _imbalance(before["busy_ns"]),
               _imbalance(pred_load) if pred_load else "-", _imbalance(after["busy_ns"]))
+    changes = {c["metric"]: c for c in result["performance"]["changes"]}
+    wire = changes.get("send.messages_on_wire")
+    if wire:
+        comm = pred.get("comm") or {}
+        t.add_row("messages on the wire", f"{wire['base']:,.0f}", f"{comm.get('messages_after', 0):,.0f}"
+                  if comm else "", f"{wire['candidate']:,.0f}")
     c = console()
-    heavy = set(result.get("heavy_objects", []))
-    mv = sorted(result.get("moves", []), key=lambda m: m["object"] not in heavy)  # heavy ones first
-    shown = ", ".join(f"{m['object']}{'*' if m['object'] in heavy else ''} {m['from']}->{m['to']}"
-                      for m in mv[:MOVES_SHOWN])
-    c.print(f"mapping.json ({result.get('strategy')}): {len(mv)} of {result.get('mapped_objects')} objects move"
-            f"{': ' + shown if shown else ''}{' ...' if len(mv) > MOVES_SHOWN else ''}"
-            f"{'  (* heavy)' if heavy & {m['object'] for m in mv} else ''}")
-    c.print(f"the rerun placed {result.get('placed_as_mapped')} of {result.get('mapped_objects')} "
-            "objects where mapping.json says.")
+    if "mapped_objects" in result:
+        heavy = set(result.get("heavy_objects", []))
+        mv = sorted(result.get("moves", []), key=lambda m: m["object"] not in heavy)  # heavy ones first
+        shown = ", ".join(f"{m['object']}{'*' if m['object'] in heavy else ''} {m['from']}->{m['to']}"
+                          for m in mv[:MOVES_SHOWN])
+        c.print(f"mapping.json ({result.get('strategy')}): {len(mv)} of {result.get('mapped_objects')} objects "
+                f"move{': ' + shown if shown else ''}{' ...' if len(mv) > MOVES_SHOWN else ''}"
+                f"{'  (* heavy)' if heavy & {m['object'] for m in mv} else ''}")
+        c.print(f"the rerun placed {result.get('placed_as_mapped')} of {result.get('mapped_objects')} "
+                "objects where mapping.json says.")
+    if result.get("combine_streams"):
+        c.print(f"comm.json: messages of {result['combine_streams']} stream(s) combined in batches.")
     c.print(t)
     if before.get("iterations_ns") and after.get("iterations_ns"):
         st = {c["metric"]: c for c in result["performance"]["changes"]}.get("step_time", {})
