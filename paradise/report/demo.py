@@ -42,9 +42,10 @@ def render_demo(result: dict[str, Any]) -> None:
     changes = {c["metric"]: c for c in result["performance"]["changes"]}
     wire = changes.get("send.messages_on_wire")
     if wire:
-        comm = pred.get("comm") or {}
-        t.add_row("messages on the wire", f"{wire['base']:,.0f}", f"{comm.get('messages_after', 0):,.0f}"
-                  if comm else "", f"{wire['candidate']:,.0f}")
+        comm = pred.get("comm") or {}  # what-if's count of messages saved, applied to the traced wire count
+        saved = comm.get("messages_before", 0) - comm.get("messages_after", 0)
+        t.add_row("messages on the wire", f"{wire['base']:,.0f}", f"{wire['base'] - saved:,.0f}" if comm else "",
+                  f"{wire['candidate']:,.0f}")
     c = console()
     if "mapped_objects" in result:
         heavy = set(result.get("heavy_objects", []))
