@@ -1,7 +1,7 @@
 """communication_edges from the shared event arrays: the send -> exec join on `msg` done once.
 
-The SQL query analyses/sql/communication_edges.sql defines the table (one row per object pair,
-PEs and entry method); this module computes the same rows from paradise.analyses.execarrays,
+The SQL query paradise/sql/communication_edges.sql defines the table (one row per object pair,
+PEs and entry method); this module computes the same rows from paradise.events.execarrays,
 whose one message match also feeds the exec graph, instead of joining every send to every exec
 again in SQL. Keys are packed into one int64 per delivery and grouped with bincount / ufunc.at;
 names are joined in after grouping. tests/unit/test_msgedges.py checks it against the SQL.
@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from paradise.analyses.cache import cached
-from paradise.analyses.eventload import NULL, EventArrays
-from paradise.analyses.execarrays import event_arrays
-from paradise.analyses.groupkeys import group_ids
+from paradise.events.cache import cached
+from paradise.events.eventload import NULL, EventArrays
+from paradise.events.execarrays import event_arrays
+from paradise.events.groupkeys import group_ids
 
 KEYS = ("src_coll", "src_obj", "src_index", "src_pe", "dst_coll", "dst_obj", "dst_index", "dst_pe", "entry")
 NAMED = {"src_coll", "src_index", "dst_coll", "dst_index", "entry"}

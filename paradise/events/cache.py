@@ -5,7 +5,7 @@ communication and scheduling; the lean exec graph for communication's latency fi
 scheduling). On a 10-million-row trace each costs seconds, so the first caller's result is
 kept for the engine's lifetime (a WeakKeyDictionary: closing and dropping the engine frees it).
 
-Analyses may run in threads (paradise.cli.analyze runs them two at a time, and prefetch()
+Analyses may run in threads (paradise.analyses.runner runs them two at a time, and prefetch()
 builds a result ahead of its first caller): each key is made once, later callers wait for that
 result (or get its exception).
 """

@@ -1,4 +1,4 @@
-"""The exec DAG built from the shared event arrays (paradise.analyses.eventload), with no
+"""The exec DAG built from the shared event arrays (paradise.events.eventload), with no
 Python per exec: the lean graph that communication's latency fit and scheduling's critical
 path use on traces too large to replay.
 
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from paradise.analyses.cache import cached, prefetch
-from paradise.analyses.eventload import NULL, EventArrays, load, rows_where, take
+from paradise.events.cache import cached, prefetch
+from paradise.events.eventload import NULL, EventArrays, load, rows_where, take
 from paradise.whatif.model import ExecSpan
 
 
@@ -172,9 +172,9 @@ def reduction_targets(engine: object) -> bool:
 
 
 def _too_large(ea: EventArrays) -> bool:
-    from paradise.analyses.placement import REPLAY_MAX_EXECS
+    from paradise import whatif
 
-    return ea.ended > REPLAY_MAX_EXECS
+    return ea.ended > whatif.REPLAY_MAX_EXECS
 
 
 def too_large_to_replay(engine: object) -> bool:

@@ -1,7 +1,7 @@
 """Placement's stage-1 tables from the shared event arrays instead of two more Parquet scans.
 
-placement_pe_load and placement_obj_load (analyses/sql) define them; here they are grouped in
-numpy from paradise.analyses.execarrays, with objects as integer ids (oid) whose order is the
+placement_pe_load and placement_obj_load (paradise/sql) define them; here they are grouped in
+numpy from paradise.events.execarrays, with objects as integer ids (oid) whose order is the
 text order of (coll, index), and names joined in only for the few rows of one per object.
 Rows without an index text are left out of the object table, as pandas' groupby on (coll,
 index) left them out before. step_matrix, row_medians and oid_loads are placement's stage 2 on
@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from paradise.analyses.eventload import NULL, EventArrays, rows_where, take
-from paradise.analyses.groupkeys import group_ids
+from paradise.events.eventload import NULL, EventArrays, rows_where, take
+from paradise.events.groupkeys import group_ids
 
 
 def _fill(a: np.ndarray, value: int) -> np.ndarray:

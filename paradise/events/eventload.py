@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paradise.analyses.cache import prefetch
+from paradise.events.cache import prefetch
 
 NULL = np.iinfo(np.int64).min
 """A null integer in the event arrays (no PE, object, message or byte count takes this value)."""

@@ -2,7 +2,7 @@
 
 The key columns are packed into one int64 (each column as offset codes, or digit by digit when
 its values span widely), re-densified through a lookup table whenever the packed range would
-grow past TABLE_SPAN. Used by the event-level reductions (paradise.analyses.msgedges, objloads).
+grow past TABLE_SPAN. Used by the event-level reductions (paradise.events.msgedges, objloads).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from paradise.analyses.eventload import NULL
+from paradise.events.eventload import NULL
 
 DIGIT_BITS = 21
 """Key columns whose values span more than 2**DIGIT_BITS are grouped digit by digit (packed
