@@ -18,11 +18,11 @@ BATCH = 8
 
 def combine_candidates(streams: list[dict[str, Any]], *, min_msgs: int = COMBINE_MIN_MSGS,
                        max_bytes: int = COMBINE_MAX_BYTES) -> list[dict[str, Any]]:
-    """Streams [{src_pe, dst_pe, entry, msgs, bytes, max_bytes[, bcast_msgs]}] worth combining, most
-    messages first. Broadcast deliveries are not point-to-point sends and are never combined."""
+    """Point-to-point streams [{src_pe, dst_pe, entry, msgs, bytes, max_bytes}] worth combining, most
+    messages first."""
     out = []
     for s in streams:
-        p2p = int(s["msgs"]) - int(s.get("bcast_msgs") or 0)
+        p2p = int(s["msgs"])
         if p2p >= min_msgs and (s.get("max_bytes") or 0) <= max_bytes and s["src_pe"] != s["dst_pe"]:
             out.append({"src_pe": int(s["src_pe"]), "dst_pe": int(s["dst_pe"]), "entry": str(s["entry"]),
                         "msgs": p2p, "mean_bytes": round(s["bytes"] / max(s["msgs"], 1), 1),

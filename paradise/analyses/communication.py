@@ -2,9 +2,9 @@
 and many small messages between the same PEs; comm.json (message combining).
 
 Stage 1: communication_edges (object pairs per entry method; computed by
-paradise.analyses.msgedges from the exec arrays shared with placement and scheduling),
+paradise.events.msgedges from the exec arrays shared with placement and scheduling),
 communication_sizes (histogram).
-Stage 2: networkx heuristics in paradise.analyses.objgraph; hints.generators.comm picks the streams.
+Stage 2: networkx heuristics in paradise.events.objgraph; hints.generators.comm picks the streams.
 """
 
 from __future__ import annotations
@@ -15,11 +15,18 @@ import numpy as np
 import pandas as pd
 
 from hints.generators import comm as comm_gen
-from paradise.analyses import execarrays
-from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
-from paradise.analyses.msgedges import communication_edges
-from paradise.analyses.objgraph import collection_patterns
-from paradise.analyses.placement import _ev, fmt_s, provenance_of
+from paradise.analyses.base import (
+    AnalysisConfig,
+    AnalysisResult,
+    Characteristic,
+    Evidence,
+    fmt_s,
+    justification,
+    provenance_of,
+)
+from paradise.events import execarrays
+from paradise.events.msgedges import communication_edges
+from paradise.events.objgraph import collection_patterns
 from paradise.format import TRAINING_SOURCES
 
 SIZE_QUANTILES = (0.5, 0.9, 0.99)
@@ -80,14 +87,15 @@ def sizes(hist: pd.DataFrame) -> Characteristic:
                  f"{small / msgs if msgs else 0:.0%} of {msgs} messages are small."))
 
 
-def streams(edges: pd.DataFrame) -> list[dict[str, Any]]:
-    """Messages per (src_pe, dst_pe, entry) stream."""
+def streams(edges: pd.DataFrame, p2p_only: bool = False) -> list[dict[str, Any]]:
+    """Messages per (src_pe, dst_pe, entry) stream; with p2p_only, broadcast deliveries left out
+    (a combiner only combines point-to-point sends)."""
     e = edges[edges["dst_pe"].notna()].astype({"dst_pe": "int64", "src_pe": "int64"})
-    if "bcast_msgs" not in e:
-        e = e.assign(bcast_msgs=0)
+    if p2p_only and "bcast_msgs" in e:
+        e = e.assign(msgs=e["msgs"] - e["bcast_msgs"].fillna(0).astype("int64"))
+        e = e[e["msgs"] > 0]
     g = e.groupby(["src_pe", "dst_pe", "entry"], sort=True).agg(
-        msgs=("msgs", "sum"), bytes=("bytes", "sum"), max_bytes=("max_bytes", "max"),
-        bcast_msgs=("bcast_msgs", "sum")).reset_index()
+        msgs=("msgs", "sum"), bytes=("bytes", "sum"), max_bytes=("max_bytes", "max")).reset_index()
     return [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()} for r in g.to_dict("records")]
 
 
@@ -121,7 +129,7 @@ def comm_hint(engine: Any, trace: Any, cands: list[dict[str, Any]], why: Charact
     gain = {"msgs_before": sum(c["msgs"] for c in cands),
             "msgs_after": sum(-(-c["msgs"] // c["batch"]) for c in cands),
             "per_message_ns": round(per_msg, 1), "overhead_ns_saved": int(saved)}
-    return make_hint("comm", payload, provenance=provenance_of(trace), justified_by=[_ev(why)],
+    return make_hint("comm", payload, provenance=provenance_of(trace), justified_by=[justification(why)],
                      predicted_gain=gain)
 
 
@@ -147,8 +155,8 @@ def size_histogram(engine: Any) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from paradise.analyses.cache import claimed
     from paradise.analyses.overview import overview_groups
+    from paradise.events.cache import claimed
 
     if not claimed(engine, "overview_pe"):
         return engine.query("communication_sizes")
@@ -175,7 +183,7 @@ def analyze(engine: Any, trace: Any, config: AnalysisConfig | None = None) -> An
         return result
     patterns = collection_patterns(pd.concat([edges, inferred_reductions(engine)], ignore_index=True))
     all_streams = streams(edges)
-    cands = comm_gen.combine_candidates(all_streams)
+    cands = comm_gen.combine_candidates(streams(edges, p2p_only=True))
     small = small_messages(cands, all_streams)
     result.characteristics = [*pattern_characteristics(patterns), sizes(hist), small]
     result.sections["patterns"] = patterns
