@@ -18,8 +18,8 @@ The destination PE of an array element is where its array's map puts it (the Arr
 charm4py's default block map from the array's bounds, which PE 0 broadcasts at creation). An element
 that is not there (migrated, inserted elsewhere) gets its messages forwarded on the normal path.
 Messages to local elements, to arrays whose bounds are unknown, and local-message-optimised sends
-are never combined. Cost on the normal path: one dict lookup per send plus one list check per
-scheduler callback, and only in runs given a comm.json with streams.
+are never combined. Cost on the normal path: one extra Python call per packed message, one dict
+lookup per send and one list check per scheduler callback, and only in runs given a comm.json.
 """
 
 from __future__ import annotations
