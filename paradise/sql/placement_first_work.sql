@@ -3,7 +3,7 @@
 -- columns:
 --   coll           (collection)
 --   work_first_t0  (ns, start of its first exec of an entry method other than __init__)
--- note: run only when placement_cats counts create or migrate rows (object_creation compares it
+-- note: run only when the trace has create or migrate rows (object_creation compares it
 -- with the last create).
 -- merge: keys(coll) min(work_first_t0)
 SELECT coll, min(t0) AS work_first_t0
