@@ -6,7 +6,7 @@ paradise.events.objloads), communication_edges (shared with communication throug
 the collection kinds from the overview's group table, and placement_creation/placement_first_work
 only when the trace creates or migrates objects. Stage 2: numpy over an object x step matrix of
 loads, pandas for the rows per object; candidate mappings
-from hints.mapping_gen, each replayed by paradise.whatif, the best kept only when it beats the
+from hints.generators.mapping, each replayed by paradise.whatif, the best kept only when it beats the
 current mapping by KEEP_MARGIN.
 """
 
