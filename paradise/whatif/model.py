@@ -14,25 +14,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 
-class ExecSpan:
-    """Count and makespan of exec arrays (pe, t0, t1), shared by ExecGraph and the lean graph."""
-
-    pe: np.ndarray
-    t0: np.ndarray
-    t1: np.ndarray
-
-    @property
-    def n(self) -> int:
-        return int(self.pe.shape[0])
-
-    @property
-    def makespan_ns(self) -> int:
-        return int(self.t1.max() - self.t0.min()) if self.n else 0
-
-
 @dataclass
-class ExecGraph(ExecSpan):
-    """One row per exec (arrays of equal length n); ids are positions."""
+class ExecGraph:
+    """The event layer's exec graph as arrays, for the replay: one row per exec (arrays of equal
+    length n); ids are positions."""
 
     pe: np.ndarray
     t0: np.ndarray
@@ -55,6 +40,14 @@ class ExecGraph(ExecSpan):
     name: list = field(default_factory=list)
     prio: np.ndarray | None = None
     step: np.ndarray | None = None  # iteration the trace marks for the exec, -1 where none
+
+    @property
+    def n(self) -> int:
+        return int(self.pe.shape[0])
+
+    @property
+    def makespan_ns(self) -> int:
+        return int(self.t1.max() - self.t0.min()) if self.n else 0
 
 
 
