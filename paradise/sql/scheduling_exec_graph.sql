@@ -10,9 +10,6 @@
 --   pe_prev_t1  (ns, end of that exec's active time: t0 + cost_ns, so a suspended coroutine
 --                does not hide the execs that ran while it waited)
 --   pe_prev_end (ns, wall end t1 of that exec: the latency fit's test of an idle receiver)
---   obj_prev    (id of the previous exec of the same object and entry method, null for the first
---                or no object: an object's invocations of one entry keep their order, while
---                different entries may be reordered by message priorities)
 --   src_id      (id of the exec that sent the message causing this one, null when unknown)
 --   src_pe      (PE of the send)
 --   send_t0     (ns, time of the send)
@@ -59,12 +56,11 @@ w AS (
            lag(id) OVER (PARTITION BY pe ORDER BY t0, t1) AS pe_prev,
            lag(t0 + cost_ns) OVER (PARTITION BY pe ORDER BY t0, t1) AS pe_prev_t1,
            lag(t1) OVER (PARTITION BY pe ORDER BY t0, t1) AS pe_prev_end,
-           CASE WHEN coll IS NOT NULL THEN lag(id) OVER (PARTITION BY coll, obj, name ORDER BY t0, t1) END AS obj_prev,
            min(t0) OVER () AS run_t0
     FROM x
 )
 SELECT w.id, w.pe, w.t0, w.t1, w.cost_ns, w.coll, w.obj, w.index, w.name, w.step, w.prio,
-       w.pe_prev, w.pe_prev_t1, w.pe_prev_end, w.obj_prev,
+       w.pe_prev, w.pe_prev_t1, w.pe_prev_end,
        sx.src_id, sx.src_pe, sx.send_t0, sx.send_offset_ns, sx.bytes,
        CASE WHEN sx.src_id IS NOT NULL AND sx.src_id <> w.id
                  AND (w.pe_prev IS NULL OR sx.send_t0 > w.pe_prev_t1) THEN sx.src_id

@@ -69,6 +69,13 @@ class Replayer:
         }
 
 
+REPLAY_GRAPH_SQL = """
+SELECT *, CASE WHEN coll IS NOT NULL THEN lag(id) OVER (PARTITION BY coll, obj, name ORDER BY t0, t1) END AS obj_prev
+FROM {table} ORDER BY id"""
+"""The exec graph as the replay reads it, with obj_prev: the previous exec of the same object and
+entry method (null for the first or outside objects): an object's invocations of one entry keep
+their order in a replay, while different entries may be reordered by message priorities. Only
+the replay needs it, so it is computed here, on traces small enough to replay."""
 REPLAY_MAX_EXECS = 2_000_000
 """Larger traces are not replayed (minutes of simulation): no mapping or schedule candidate is
 judged, and the event layer's lean exec graph replaces the replay graph."""
@@ -120,7 +127,7 @@ def load_replayer(engine: Any, pes: int | None = None) -> Replayer:
 
     if not execgraph.built(engine):
         execgraph.materialize(engine)
-    g = exec_graph(engine.sql(f"SELECT * FROM {execgraph.TABLE} ORDER BY id"))
+    g = exec_graph(engine.sql(REPLAY_GRAPH_SQL.format(table=execgraph.TABLE)))
     npes = int(max(pes or 0, (g.pe.max() + 1) if g.n else 1))
     model = calibrate(g, execgraph.fit_latency(engine), npes)  # on the measured costs: it must reproduce the run
     # proposals are replayed with preemption spikes clipped (robust_cost); the baseline is
