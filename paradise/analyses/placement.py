@@ -1,5 +1,4 @@
-"""Placement: object loads and their persistence, locality, creation; mapping.json (its strategies
-follow the overview's load_imbalance, the run's one measure of imbalance).
+"""Placement: load imbalance, object loads and their persistence, locality, creation; mapping.json.
 
 Stage 1: placement_pe_load, placement_obj_load (rolled up per object and step by
 paradise.events.objloads), communication_edges (shared with communication through the session),
@@ -18,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
-from paradise.analyses.placement_hint import COMM_MATTERS_SHARE, mapping_hint
+from paradise.analyses.placement_hint import COMM_MATTERS_SHARE, IMBALANCE_RATIO, mapping_hint
 from paradise.analyses.session import Session
 from paradise.format import TRAINING_SOURCES
 from paradise.whatif.model import STEP_LOAD_CLIP
@@ -50,6 +49,23 @@ def applies(trace: Any) -> bool:
 def _pes(trace: Any, pe_load: pd.DataFrame) -> int:
     seen = int(pe_load["pe"].max()) + 1 if len(pe_load) else 1
     return max(int(trace.metadata.get("pes") or 0), seen)
+
+
+def imbalance(pe_load: pd.DataFrame, pes: int) -> Characteristic:
+    busy = np.zeros(pes)
+    busy[pe_load["pe"].to_numpy(int)] = pe_load["busy_ns"].to_numpy(float)
+    mean = busy.mean() if pes else 0.0
+    ratio = float(busy.max() / mean) if mean > 0 else 1.0
+    top = int(busy.argmax())
+    execs = int(pe_load["execs"].sum())
+    return Characteristic(
+        "placement", "load_imbalance", round(ratio, 4),
+        (Evidence("max_pe_busy_ns", int(busy.max()), "ns"), Evidence("mean_pe_busy_ns", int(mean), "ns"),
+         Evidence("busiest_pe", top), Evidence("max_over_mean", round(ratio, 4), "", IMBALANCE_RATIO,
+                                                "placement_pe_load")),
+        confidence=round(min(1.0, execs / 200), 3),
+        summary=(f"PE {top} is the busiest at {ratio:.2f}x the mean PE load"
+                 + (": the run is imbalanced." if ratio > IMBALANCE_RATIO else ": the load is balanced.")))
 
 
 def object_loads(obj: pd.DataFrame, keys: tuple[str, ...] = ("coll", "index"),
@@ -239,13 +255,7 @@ def collection_kinds(groups: Any) -> Any:
     return out.select(["coll", "cat", "lifecycle"]).sort_by("coll")
 
 
-def _overview_imbalance(session: Session) -> list[Characteristic]:
-    """The overview's load_imbalance characteristic (one, or none when the overview failed to give it)."""
-    ov = session.analysis("overview")
-    return [c for c in (ov.characteristics if ov is not None else []) if c.name == "load_imbalance"]
-
-
-NEEDS = frozenset({"analysis:overview", "overview_groups", "object_steps", "communication_edges", "exec_graph", "replayer"})
+NEEDS = frozenset({"overview_groups", "object_steps", "communication_edges", "exec_graph", "replayer"})
 """Shared results placement reads (paradise.analyses.session.SHARED); the replayer only when
 the trace is small enough to replay."""
 
@@ -272,7 +282,7 @@ def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisR
                      axis=1)  # coll, index, oid, load_ns, execs, pe: oid order is (coll, index) text order
     mov = movable(objs, cr)
     app = mov if len(mov) else objs  # runtime and main chares are not the application's objects
-    chars: list[Characteristic] = []
+    chars = [imbalance(pe_load, pes)]
     if len(app):
         rows = np.unique(app["oid"].to_numpy(np.int64))
         rows = rows[~np.isnan(steps[rows]).all(axis=1)]  # objects with step loads
@@ -281,8 +291,7 @@ def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisR
     chars += [locality(edges), creation(cr)]
     result.characteristics = chars
     result.sections["pe_load_ns"] = [int(x) for x in _busy(pe_load, pes)]
-    imb = _overview_imbalance(session)  # the run's one load_imbalance: the overview's
-    doc, candidates, text = mapping_hint(session, pes, objs, mov, edges, [*chars, *imb], _busy(pe_load, pes))
+    doc, candidates, text = mapping_hint(session, pes, objs, mov, edges, chars, _busy(pe_load, pes))
     result.sections["mapping_candidates"] = candidates
     if doc is not None:
         result.hints.append(doc)

@@ -14,6 +14,8 @@ import pandas as pd
 from hints.generators import mapping as mapping_gen
 from paradise.analyses.base import Characteristic, fmt_s, justification, provenance_of
 
+IMBALANCE_RATIO = 1.1
+"""max/mean PE busy time above which the run is called imbalanced (10 %: Charm++ LB practice)."""
 COMM_MATTERS_SHARE = 0.1
 """Share of bytes crossing PEs above which a communication-aware partition is tried."""
 KEEP_MARGIN = 0.03
@@ -27,23 +29,15 @@ def _char(chars: list[Characteristic], name: str) -> Characteristic | None:
     return next((c for c in chars if c.name == name), None)
 
 
-def imbalanced(imb: Characteristic | None) -> bool:
-    """Whether the overview's load_imbalance is above its own threshold (its max_over_mean evidence)."""
-    if imb is None:
-        return False
-    limit = next((e.threshold for e in imb.evidence if e.metric == "max_over_mean"), None)
-    return limit is not None and imb.value > limit
-
-
 def _strategies(chars: list[Characteristic]) -> list[tuple[str, str]]:
     """(strategy, characteristic that justifies trying it)."""
     imb, loc = _char(chars, "load_imbalance"), _char(chars, "communication_locality")
     out: list[tuple[str, str]] = []
-    if imbalanced(imb):
+    if imb is not None and imb.value > IMBALANCE_RATIO:
         out += [("refine", "load_imbalance"), ("greedy", "load_imbalance")]
     if loc is not None and loc.value >= COMM_MATTERS_SHARE:
         out.append(("metis", "communication_locality"))
-    elif imbalanced(imb):
+    elif imb is not None and imb.value > IMBALANCE_RATIO:
         out.append(("metis", "load_imbalance"))
     return out
 
@@ -144,7 +138,7 @@ def explain(best: str, gain: dict[str, Any], chars: list[Characteristic]) -> str
     imb = _char(chars, "load_imbalance")
     ratio = imb.value if imb is not None else 1.0
     if best == "keep":
-        if not imbalanced(imb):
+        if ratio <= IMBALANCE_RATIO:
             return (f"mapping.json: keep the current placement; PE loads are balanced "
                     f"(busiest PE {ratio:.2f}x the mean).")
         return ("mapping.json: keep the current placement; no candidate (refine, greedy, METIS) beat it by "

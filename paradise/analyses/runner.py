@@ -63,10 +63,9 @@ def run_analyses(
 
     debug = bool(os.environ.get("PARADISE_DEBUG"))
 
-    session.config = config
-
     def one(name: str) -> AnalysisResult | None:
-        return session.analysis(name)  # once per run, whether the runner or another analysis asks first
+        module = importlib.import_module(f"paradise.analyses.{name}")
+        return module.analyze(session, config) if module.applies(session.trace) else None
 
     workers = 2 if getattr(session.engine, "thread_safe", False) and len(names) > 1 else 1
     outcomes: dict[str, AnalysisResult | None | BaseException] = {}

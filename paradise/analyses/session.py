@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from typing import Any
 
-from paradise.analyses.base import AnalysisConfig, AnalysisResult
 from paradise.store import TraceHandle
 
 
@@ -77,10 +76,9 @@ SHARED: dict[str, Callable[[Session], Any]] = {
 class Session:
     """The trace and engine of one run, and its shared results (see SHARED)."""
 
-    def __init__(self, engine: Any, trace: TraceHandle, config: AnalysisConfig | None = None) -> None:
+    def __init__(self, engine: Any, trace: TraceHandle) -> None:
         self.engine = engine
         self.trace = trace
-        self.config = config
         self._made: dict[str, Future] = {}
         self._lock = threading.Lock()
 
@@ -89,20 +87,8 @@ class Session:
         """The PE count the trace's metadata states (None when it does not)."""
         return self.trace.metadata.get("pes")
 
-    def analysis(self, name: str) -> AnalysisResult | None:
-        """The result of analysis `name` in this run (None when it does not apply), run now unless
-        it ran or is running: an analysis that reads another's characteristic (placement reads
-        the overview's load_imbalance) gets the very result the report shows."""
-        return self.get(f"analysis:{name}")
-
-    def _run_analysis(self, name: str) -> AnalysisResult | None:
-        import importlib
-
-        module = importlib.import_module(f"paradise.analyses.{name}")
-        return module.analyze(self, self.config) if module.applies(self.trace) else None
-
     def _claim(self, key: str) -> tuple[Future, bool]:
-        if key not in SHARED and not key.startswith("analysis:"):
+        if key not in SHARED:
             raise KeyError(f"no shared result named {key!r} (known: {', '.join(SHARED)})")
         with self._lock:
             fut = self._made.get(key)
@@ -113,10 +99,7 @@ class Session:
 
     def _make(self, key: str, fut: Future) -> None:
         try:
-            if key.startswith("analysis:"):
-                fut.set_result(self._run_analysis(key.split(":", 1)[1]))
-            else:
-                fut.set_result(SHARED[key](self))
+            fut.set_result(SHARED[key](self))
         except BaseException as exc:  # kept for every caller of the key
             fut.set_exception(exc)
 
