@@ -154,15 +154,18 @@ def select_analyses(only: str | None) -> tuple[str, ...]:
     return tuple(n for n in ANALYSES if n in wanted)
 
 
-def _make_engine(trace: TraceHandle, engine: str, scheduler: str | None) -> Any:
-    """The engine by name; a scheduler address implies the Dask engine."""
+def _make_engine(trace: TraceHandle, engine: str, scheduler: str | None, **options: Any) -> Any:
+    """The engine by name; a scheduler address (or `local`) implies the Dask engine; options
+    (memory_limit, workers, worker_memory) go to the engine."""
     from paradise.engines import get_engine
 
     if scheduler:
         engine = "dask"
     if engine not in ENGINES:
         raise EngineUnavailable(f"unknown engine {engine!r} (choose {' or '.join(ENGINES)})")
-    return get_engine(trace, engine, scheduler=scheduler)
+    if engine == "duckdb":
+        options = {k: v for k, v in options.items() if k == "memory_limit"}
+    return get_engine(trace, engine, scheduler=scheduler, **{k: v for k, v in options.items() if v is not None})
 
 
 def keep_freed_memory() -> None:
@@ -189,17 +192,17 @@ def keep_freed_memory() -> None:
 
 def analyze_trace(
     path: Path, *, engine: str = "duckdb", scheduler: str | None = None, config: AnalysisConfig | None = None,
-    names: tuple[str, ...] = ANALYSES,
+    names: tuple[str, ...] = ANALYSES, **engine_options: Any,
 ) -> tuple[TraceHandle, dict[str, AnalysisResult], dict[str, str]]:
     """Opens a trace and runs the analyses `names` (default: all) that apply (for other commands
-    and tests)."""
+    and tests); engine_options: memory_limit (bytes), workers, worker_memory (bytes)."""
     from paradise.analyses.base import AnalysisConfig
     from paradise.format import TRAINING_SOURCES
     from paradise.report.progress import progress_bar
     from paradise.store import open_trace
 
     trace = open_trace(path)
-    eng = _make_engine(trace, engine, scheduler)
+    eng = _make_engine(trace, engine, scheduler, **engine_options)
     wants_events = trace.source not in TRAINING_SOURCES and not EVENT_ANALYSES.isdisjoint(names)
     if getattr(eng, "thread_safe", False) and wants_events:  # Charm: event arrays needed
         from paradise.analyses import eventload
@@ -223,7 +226,16 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
         engine: EngineName = typer.Option(EngineName.duckdb, "--engine", help="Stage-1 engine."),
         scheduler: str | None = typer.Option(
-            None, "--scheduler", help="Dask scheduler address, e.g. tcp://host:8786 (implies --engine dask)."
+            None, "--scheduler", help="Dask scheduler: tcp://host:8786 (an existing cluster) or local (a "
+            "LocalCluster of worker processes); implies --engine dask."
+        ),
+        memory_limit: str | None = typer.Option(
+            None, "--memory-limit", metavar="SIZE", help="Memory the analysis may use, e.g. 4GiB (default: half "
+            "of physical memory); DuckDB spills to disk beyond its share."
+        ),
+        workers: int | None = typer.Option(None, "--workers", min=1, help="Workers of --scheduler local (2)."),
+        worker_memory: str | None = typer.Option(
+            None, "--worker-memory", metavar="SIZE", help="Memory limit per worker of --scheduler local, e.g. 2GiB."
         ),
         top: int = typer.Option(10, "--top", min=1, help="Entries in the top-entries table."),
         hints_out: Path | None = typer.Option(None, "--hints-out", help="Write hint files into this directory."),
@@ -238,13 +250,16 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Classify a trace's characteristics, print the report, and optionally write hints."""
         from paradise.analyses.base import AnalysisConfig
+        from paradise.engines.memory import parse_size
 
         names = select_analyses(only)
+        options = {"memory_limit": parse_size(memory_limit) if memory_limit else None, "workers": workers,
+                   "worker_memory": parse_size(worker_memory, "--worker-memory") if worker_memory else None}
 
         config = AnalysisConfig(mtbf_hours=mtbf_hours, gpus=gpus, options={"top": top})
         keep_freed_memory()  # this process ends after the report: it need not give memory back
         handle, results, errors = analyze_trace(
-            trace, engine=engine.value, scheduler=scheduler, config=config, names=names
+            trace, engine=engine.value, scheduler=scheduler, config=config, names=names, **options
         )
         for name, msg in errors.items():
             print(f"paradise: warning: analysis {name!r} failed: {msg}", file=sys.stderr)
