@@ -192,7 +192,7 @@ class DaskEngine:
             self.client.cancel([f for f in futures if not f.done()])
 
     def query(self, name: str, **params: Any) -> pa.Table:
-        """Runs analyses/sql/<name>.sql per group of files and merges by its `-- merge:` rule."""
+        """Runs the stage-1 query <name> per group of files and merges by its `-- merge:` rule."""
         text = load_sql(name)
         rule = parse_merge_rule(text, name)
         if rule.client:
