@@ -35,8 +35,9 @@ ALLOWED_FAILURES = 1
 """Retries of a task whose worker died (the LocalCluster's scheduler): one, then the run fails."""
 POLL_S = 2.0
 """How often a waiting client checks that the cluster still has workers."""
-NO_WORKER_S = 30.0
-"""A run whose cluster has had no worker for this long stops instead of waiting forever."""
+NO_WORKER_S = 120.0
+"""A run whose cluster has had no worker for this long stops instead of waiting forever (long enough
+for a nanny to restart a worker process on a loaded machine)."""
 TASK_DUCKDB_SHARE = 0.5
 """Share of a worker's memory limit that the DuckDB of one task may use before spilling."""
 

@@ -92,6 +92,7 @@ def test_a_task_that_kills_every_worker_is_one_line(traces, scheduler):
         with pytest.raises(EngineUnavailable) as err:
             eng.run_tasks(_die_always, [1])
         # the cluster's nannies restart the workers: the engine still works afterwards
+        eng.client.wait_for_workers(1, timeout=300)
         assert eng.run_tasks(abs, [-3]) == [3]
     msg = str(err.value)
     assert "\n" not in msg
