@@ -51,6 +51,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from paradise.analyses.session import Session  # noqa: E402
 
 BENCH_DIR = ROOT / ".bench"
 GENERATOR_VERSION = 4
@@ -104,17 +105,21 @@ def analyze_cmd(path: Path, *options: str) -> list[str]:
     return [str(Path(sys.executable).parent / "paradise"), "analyze", "--json", *options, str(path)]
 
 
+EXPORT_SQL = ("SELECT pe, t0, t1, coalesce(active, t1 - t0) AS cost_ns, msg, obj, step, bytes FROM events "
+              "WHERE kind = 'exec' OR (kind = 'send' AND msg IS NOT NULL)")
+"""The event rows the former numpy event layer exported (a floor for analyses that export them)."""
+
+
 def floor_cmd(trace: object, export: bool = False) -> list[str]:
     """A fresh interpreter that imports duckdb and runs SCAN_ALL_SQL once over the trace's files,
-    or (export) streams the scheduling_events query to Arrow batches and drops them."""
-    from paradise.engines import load_sql
+    or (export) streams the exec and send rows' integer columns to Arrow batches and drops them."""
     from paradise.engines.duckdb_engine import events_view_sql
 
     code = ("import duckdb; c = duckdb.connect(); c.execute('SET enable_progress_bar = false'); "
             f"c.execute({events_view_sql(trace.sql_files())!r}); ")  # type: ignore[attr-defined]
     if export:
         code += ("import pyarrow; [b.num_rows for b in "
-                 f"c.sql({load_sql('scheduling_events')!r}).to_arrow_reader(batch_size=1 << 20)]")
+                 f"c.sql({EXPORT_SQL!r}).to_arrow_reader(batch_size=1 << 20)]")
     else:
         code += f"c.execute({SCAN_ALL_SQL!r}).fetchall()"
     return [sys.executable, "-c", code]
@@ -149,11 +154,11 @@ def main() -> None:
 
     def overview_only() -> None:
         with DuckDBEngine(trace) as eng:
-            overview.analyze(eng, trace, AnalysisConfig())
+            overview.analyze(Session(eng, trace), AnalysisConfig())
 
     def overview_union() -> None:
         with DuckDBEngine(trace) as eng:
-            overview.analyze(eng, trace, AnalysisConfig(options={"busy": "union"}))
+            overview.analyze(Session(eng, trace), AnalysisConfig(options={"busy": "union"}))
 
     full_label, first_label, floor_label, export_label = (
         "paradise analyze --json (all, CLI)", "first report: --only overview (CLI)",
@@ -229,7 +234,7 @@ def breakdown(trace: object) -> str:
                 parts.append(f"{name} n/a")
                 continue
             t = time.perf_counter()
-            module.analyze(eng, trace, AnalysisConfig())
+            module.analyze(Session(eng, trace), AnalysisConfig())
             parts.append(f"{name} {time.perf_counter() - t:.2f}")
     return ", ".join(parts)
 

@@ -12,11 +12,8 @@ from typing import Any
 import pandas as pd
 
 from hints.generators import mapping as mapping_gen
-from paradise import whatif
 from paradise.analyses.base import Characteristic, fmt_s, justification, provenance_of
 
-IMBALANCE_RATIO = 1.1
-"""max/mean PE busy time above which the run is called imbalanced (10 %: Charm++ LB practice)."""
 COMM_MATTERS_SHARE = 0.1
 """Share of bytes crossing PEs above which a communication-aware partition is tried."""
 KEEP_MARGIN = 0.03
@@ -30,15 +27,23 @@ def _char(chars: list[Characteristic], name: str) -> Characteristic | None:
     return next((c for c in chars if c.name == name), None)
 
 
+def imbalanced(imb: Characteristic | None) -> bool:
+    """Whether the overview's load_imbalance is above its own threshold (its max_over_mean evidence)."""
+    if imb is None:
+        return False
+    limit = next((e.threshold for e in imb.evidence if e.metric == "max_over_mean"), None)
+    return limit is not None and imb.value > limit
+
+
 def _strategies(chars: list[Characteristic]) -> list[tuple[str, str]]:
     """(strategy, characteristic that justifies trying it)."""
     imb, loc = _char(chars, "load_imbalance"), _char(chars, "communication_locality")
     out: list[tuple[str, str]] = []
-    if imb is not None and imb.value > IMBALANCE_RATIO:
+    if imbalanced(imb):
         out += [("refine", "load_imbalance"), ("greedy", "load_imbalance")]
     if loc is not None and loc.value >= COMM_MATTERS_SHARE:
         out.append(("metis", "communication_locality"))
-    elif imb is not None and imb.value > IMBALANCE_RATIO:
+    elif imbalanced(imb):
         out.append(("metis", "load_imbalance"))
     return out
 
@@ -71,12 +76,13 @@ def fixed_load(objs: pd.DataFrame, movable_keys: set[tuple[str, str]], pes: int)
     return out
 
 
-def mapping_hint(engine: Any, trace: Any, pes: int, objs: pd.DataFrame, mov: pd.DataFrame,
+def mapping_hint(session: Any, pes: int, objs: pd.DataFrame, mov: pd.DataFrame,
                  edges: pd.DataFrame, chars: list[Characteristic],
                  busy: list[float]) -> tuple[dict[str, Any] | None, list[dict[str, Any]], str]:
     """The mapping.json document (or None without movable objects) and the candidates table."""
     from hints.format import make_hint
 
+    trace = session.trace
     if mov.empty:
         return None, [], ""
     keys = list(zip(mov["coll"].astype(str), mov["index"].astype(str)))
@@ -85,11 +91,10 @@ def mapping_hint(engine: Any, trace: Any, pes: int, objs: pd.DataFrame, mov: pd.
     plans: dict[str, tuple[dict, str]] = {}
     rp = None
     strategies = _strategies(chars)
-    if strategies and engine is not None:
-        from paradise.events.execarrays import replayer, too_large_to_replay
+    if strategies and session is not None:
         from paradise.events.objgraph import object_graph
 
-        if too_large_to_replay(engine):  # no candidate could be judged: none is generated
+        if session.get("replayer") is None:  # too large to replay: no candidate could be judged
             strategies = []
         else:
             base = fixed_load(objs, set(keys), pes)
@@ -102,10 +107,8 @@ def mapping_hint(engine: Any, trace: Any, pes: int, objs: pd.DataFrame, mov: pd.
                 plans[strat] = (mapping_gen.greedy_lpt(loads, pes, base), why)
             else:
                 plans[strat] = (mapping_gen.metis_partition(loads, wedges, pes, current), why)
-        rp = replayer(engine, pes) if plans else None  # built once, shared
+        rp = session.get("replayer") if plans else None  # built once, shared
     table = []
-    if rp is not None and rp.graph.n > whatif.REPLAY_MAX_EXECS:
-        rp, plans = None, {}
     base_pred = rp.replay(None) if rp is not None else None
     preds: dict[str, dict[str, Any]] = {}
     for strat, (plan, why) in plans.items():
@@ -141,7 +144,7 @@ def explain(best: str, gain: dict[str, Any], chars: list[Characteristic]) -> str
     imb = _char(chars, "load_imbalance")
     ratio = imb.value if imb is not None else 1.0
     if best == "keep":
-        if ratio <= IMBALANCE_RATIO:
+        if not imbalanced(imb):
             return (f"mapping.json: keep the current placement; PE loads are balanced "
                     f"(busiest PE {ratio:.2f}x the mean).")
         return ("mapping.json: keep the current placement; no candidate (refine, greedy, METIS) beat it by "

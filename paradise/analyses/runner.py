@@ -19,11 +19,14 @@ from paradise.errors import EngineUnavailable, HintMismatch, InvalidOption, Outp
 
 if TYPE_CHECKING:  # pandas and pyarrow load only when a command runs (fast `paradise --help`)
     from paradise.analyses.base import AnalysisConfig, AnalysisResult
+    from paradise.analyses.session import Session
     from paradise.store import TraceHandle
 
 ENGINES = ("duckdb", "dask")
-EVENT_ANALYSES = frozenset({"placement", "communication", "scheduling"})
-"""Analyses that read the shared exec and send arrays (paradise.events.eventload)."""
+PREFETCH = ("exec_graph",)
+"""Shared results started on a thread of their own as soon as the engine is open, when an analysis
+that applies needs them: the exec graph is the run's longest query, and it proceeds while the
+analyses import and the overview scans."""
 
 
 def trace_summary(trace: TraceHandle) -> dict[str, Any]:
@@ -48,23 +51,24 @@ def _one_line(exc: BaseException) -> str:
 
 
 def run_analyses(
-    engine: Any, trace: TraceHandle, config: AnalysisConfig, names: tuple[str, ...] = ANALYSES, progress: Any = None
+    session: Session, config: AnalysisConfig, names: tuple[str, ...] = ANALYSES, progress: Any = None
 ) -> tuple[dict[str, AnalysisResult], dict[str, str]]:
     """Results of every analysis that applies, and a one-line error per analysis that failed.
 
     On an engine that allows it (`thread_safe`), analyses run two at a time: the overview's SQL
-    scans use the cores while another analysis works in numpy, and analyses that need the same
-    stage-1 result wait for the one that makes it (paradise.events.cache). Results and errors
-    keep the order of `names` whatever order the analyses finish in."""
+    scans use the cores while another analysis works, and analyses that need the same shared
+    result wait for the one that builds it (paradise.analyses.session). Results and errors keep
+    the order of `names` whatever order the analyses finish in."""
     from concurrent.futures import ThreadPoolExecutor
 
     debug = bool(os.environ.get("PARADISE_DEBUG"))
 
-    def one(name: str) -> AnalysisResult | None:
-        module = importlib.import_module(f"paradise.analyses.{name}")
-        return module.analyze(engine, trace, config) if module.applies(trace) else None
+    session.config = config
 
-    workers = 2 if getattr(engine, "thread_safe", False) and len(names) > 1 else 1
+    def one(name: str) -> AnalysisResult | None:
+        return session.analysis(name)  # once per run, whether the runner or another analysis asks first
+
+    workers = 2 if getattr(session.engine, "thread_safe", False) and len(names) > 1 else 1
     outcomes: dict[str, AnalysisResult | None | BaseException] = {}
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="paradise-analysis") as pool:
         futures = {pool.submit(one, name): name for name in names}
@@ -80,6 +84,16 @@ def run_analyses(
     results = {n: r for n, r in outcomes.items() if r is not None and not isinstance(r, BaseException)}
     errors = {n: _one_line(r) for n, r in outcomes.items() if isinstance(r, BaseException)}
     return results, errors
+
+
+def needs(trace: TraceHandle, names: tuple[str, ...]) -> frozenset[str]:
+    """The shared results the analyses `names` that apply to the trace declare (their NEEDS)."""
+    out: set[str] = set()
+    for name in names:
+        module = importlib.import_module(f"paradise.analyses.{name}")
+        if module.applies(trace):
+            out |= set(getattr(module, "NEEDS", ()))
+    return frozenset(out)
 
 
 def write_hints(results: dict[str, AnalysisResult], directory: Path, force: bool) -> tuple[list[str], list[str]]:
@@ -154,22 +168,18 @@ def analyze_trace(
     from contextlib import nullcontext
 
     from paradise.analyses.base import AnalysisConfig
-    from paradise.format import TRAINING_SOURCES
+    from paradise.analyses.session import Session
     from paradise.store import open_trace
 
     trace = open_trace(path)
     eng = make_engine(trace, engine, scheduler, **(engine_options or {}))
-    wants_events = trace.source not in TRAINING_SOURCES and not EVENT_ANALYSES.isdisjoint(names)
-    if getattr(eng, "thread_safe", False) and wants_events:  # Charm: event arrays needed
-        from paradise.events import eventload
-
-        eventload.start(eng)  # the event scan runs while the analyses import pandas and networkx
+    session = Session(eng, trace)
     try:
+        if getattr(eng, "thread_safe", False):
+            session.prefetch(k for k in PREFETCH if k in needs(trace, names))
         with progress("analyzing", len(names)) if progress else nullcontext() as bar:
-            results, errors = run_analyses(eng, trace, config or AnalysisConfig(), names, progress=bar)
+            results, errors = run_analyses(session, config or AnalysisConfig(), names, progress=bar)
     finally:
-        from paradise.events.cache import settle
-
-        settle(eng)
+        session.settle()
         eng.close()
     return trace, results, errors

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence, json_scalar
-from paradise.engines import Engine
+from paradise.analyses.session import Session
 from paradise.format import TRAINING_SOURCES
 from paradise.store import TraceHandle
 
@@ -363,8 +363,9 @@ def _characteristics(
     return out
 
 
-def analyze(engine: Engine, trace: TraceHandle, config: AnalysisConfig) -> AnalysisResult:
+def analyze(session: Session, config: AnalysisConfig) -> AnalysisResult:
     """Runs the training_* queries and derives the breakdown, stragglers, sizing and stalls."""
+    engine, trace = session.engine, session.trace
     steps = engine.query("training_breakdown").to_pandas()
     coll = engine.query("training_collectives").to_pandas()
     buckets = engine.query("training_buckets").to_pandas()

@@ -19,6 +19,11 @@ class Engine(Protocol):
 
     def sql(self, text: str, **params: Any) -> pa.Table: ...
 
+    def materialize(self, table: str, name: str, **params: Any) -> None:
+        """Keeps the rows of query `name` as table `table` of the engine, for later queries that
+        read it (event-level results built in several statements: the exec graph)."""
+        ...
+
     def close(self) -> None: ...
 
 

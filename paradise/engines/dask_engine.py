@@ -209,6 +209,11 @@ class DaskEngine:
             self._local = DuckDBEngine(self.trace, memory_limit=self.memory_limit)
         return self._local.sql(text, **params)
 
+    def materialize(self, table: str, name: str, **params: Any) -> None:
+        """An event-level table (`-- merge: client` queries): kept in the client's DuckDB."""
+        self.sql("SELECT 1")  # opens the client engine
+        self._local.materialize(table, name, **params)
+
     def close(self) -> None:
         if self._local is not None:
             self._local.close()

@@ -100,6 +100,14 @@ class DuckDBEngine:
     def query(self, name: str, **params: Any) -> pa.Table:
         return self.sql(load_sql(name), **params)
 
+    def materialize(self, table: str, name: str, **params: Any) -> None:
+        """CREATE TABLE `table` AS the query, in this engine's database (seen by every cursor;
+        DuckDB's buffer manager spills it under its memory limit)."""
+        if not table.isidentifier():
+            raise ValueError(f"not a table name: {table!r}")
+        with self._guard():
+            self._con().execute(f"CREATE OR REPLACE TABLE {table} AS {load_sql(name)}", params or None)
+
     def batches(self, name: str, **params: Any) -> pa.RecordBatchReader:
         """A stage-1 query's result streamed in record batches, for consumers that copy it into
         arrays of their own and should not hold the whole Arrow table as well."""

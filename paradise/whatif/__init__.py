@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from paradise.whatif.model import ExecGraph, LatencyModel, exec_graph, fit_latency, pe_under, robust_cost
+from paradise.events.execgraph import LatencyModel
+from paradise.whatif.model import ExecGraph, exec_graph, pe_under, robust_cost
 from paradise.whatif.sim import SimResult, simulate
 
 __all__ = ["Replayer", "ExecGraph", "LatencyModel", "SimResult", "load_replayer", "predict_from_hints"]
@@ -111,12 +112,17 @@ def calibrate(g: ExecGraph, model: LatencyModel, pes: int) -> LatencyModel:
 
 
 def load_replayer(engine: Any, pes: int | None = None) -> Replayer:
-    """Runs the exec-graph query, fits the message cost and calibrates it on the run itself."""
+    """Reads the event layer's exec graph (paradise.events.execgraph: built here unless the run
+    built it already) as arrays, and calibrates its fitted message cost on the run itself."""
     from dataclasses import replace
 
-    g = exec_graph(engine.query("scheduling_exec_graph"))
+    from paradise.events import execgraph
+
+    if not execgraph.built(engine):
+        execgraph.materialize(engine)
+    g = exec_graph(engine.sql(f"SELECT * FROM {execgraph.TABLE} ORDER BY id"))
     npes = int(max(pes or 0, (g.pe.max() + 1) if g.n else 1))
-    model = calibrate(g, fit_latency(g), npes)  # on the measured costs: it must reproduce the run
+    model = calibrate(g, execgraph.fit_latency(engine), npes)  # on the measured costs: it must reproduce the run
     # proposals are replayed with preemption spikes clipped (robust_cost); the baseline is
     # replayed the same way, so predicted = measured x replay(proposal) / replay(current)
     return Replayer(graph=replace(g, cost=robust_cost(g)), model=model, pes=npes)

@@ -10,6 +10,7 @@ import pytest
 from hints.format import load_hint, write_hint
 from hints.generators import mapping as mapping_gen
 from paradise.analyses import placement
+from paradise.analyses.session import Session
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.store import open_trace
 from tests.unit import charm_synth as cs
@@ -25,7 +26,16 @@ def run(tmp_path, prog_placement, name="t"):
     prog, pl = prog_placement
     trace = open_trace(prog.write(tmp_path / name, pl))
     with DuckDBEngine(trace) as eng:
-        return trace, placement.analyze(eng, trace)
+        return trace, placement.analyze(Session(eng, trace))
+
+
+def run_with_overview(tmp_path, prog_placement):
+    """Placement's result and the overview's (which owns load_imbalance) from one session."""
+    prog, pl = prog_placement
+    trace = open_trace(prog.write(tmp_path / "t", pl))
+    with DuckDBEngine(trace) as eng:
+        s = Session(eng, trace)
+        return placement.analyze(s), s.analysis("overview")
 
 
 def char(result, name):
@@ -34,11 +44,13 @@ def char(result, name):
 
 def test_imbalance_names_the_heavy_objects(tmp_path):
     # 4x4 cells in row blocks on 2 PEs: the 4 heavy cells (8x work) all sit on PE 0
-    _, r = run(tmp_path, cs.grid2d(4, 4, 2, 4, cost=heavy_cost))
-    imb = char(r, "load_imbalance")
+    r, ov = run_with_overview(tmp_path, cs.grid2d(4, 4, 2, 4, cost=heavy_cost))
+    assert not [c for c in r.characteristics if c.name == "load_imbalance"]  # one imbalance: the overview's
+    imb = char(ov, "load_imbalance")
     # PE 0: 4*800 + 4*100 = 3600 per step, PE 1: 800 -> max/mean = 3600 / 2200
     assert imb.value == pytest.approx(3600 / 2200, rel=0.02)
-    assert {e.metric: e.value for e in imb.evidence}["busiest_pe"] == 0
+    assert {e.metric: e.value for e in imb.evidence}["max_pe"] == 0
+    assert r.hints[0]["justified_by"][0]["analysis"] == "overview"  # the mapping hint cites it
     dist = char(r, "object_load_distribution")
     heavy = {e.metric: e.value for e in dist.evidence}["heavy_objects"]
     assert set(heavy) == {f"Cell#0[{i},{j}]" for i, j in HEAVY}
@@ -74,11 +86,11 @@ def test_predicted_gain_matches_a_rerun(tmp_path):
 
 
 def test_balanced_run_keeps_the_mapping(tmp_path):
-    _, r = run(tmp_path, cs.grid2d(4, 4, 2, 3))
+    r, ov = run_with_overview(tmp_path, cs.grid2d(4, 4, 2, 3))
     (doc,) = r.hints
     assert doc["strategy"] == "keep"
     assert doc["collections"]["Cell#0"]["[0,0]"] == 0 and doc["collections"]["Cell#0"]["[3,3]"] == 1
-    assert char(r, "load_imbalance").value == pytest.approx(1.0, abs=0.05)
+    assert char(ov, "load_imbalance").value == pytest.approx(1.0, abs=0.05)
     assert char(r, "object_creation").value == "static"
 
 
@@ -132,6 +144,6 @@ def test_empty_trace_gives_no_hint(tmp_path):
         pass
     trace = open_trace(tmp_path / "e")
     with DuckDBEngine(trace) as eng:
-        r = placement.analyze(eng, trace)
+        r = placement.analyze(Session(eng, trace))
     assert r.hints == [] and r.characteristics == []
     assert np.isfinite(0)
