@@ -14,7 +14,7 @@ reported as such. Each full run is checked against the trace's ground truth (syn
 Then the ratios: CPU of full / scan per size and time per row growth from 10^7 to 10^8 rows.
 
 Run: flock /tmp/paradise-bench.lock nice -n 5 .venv/bin/python bench/scale.py [--sizes 1e6,1e7]
-     [--torch 1e8|0] [--pes 64] [--dir /tmp/paradise-scale] [--rss-cap 12GiB] [--keep]
+     [--torch 1e8|0] [--pes 64] [--dir /tmp/paradise-scale] [--rss-cap 12GiB] [--memory-limit 2GiB] [--keep]
 """
 
 from __future__ import annotations
@@ -123,8 +123,12 @@ def scan_cmd(path: Path) -> list[str]:
     return [sys.executable, "-c", code]
 
 
+MEMORY_LIMIT: list[str] = []
+"""`--memory-limit SIZE` for every analyze run, when the bench is given one."""
+
+
 def analyze_cmd(path: Path, *options: str) -> list[str]:
-    return [str(BIN / "paradise"), "analyze", "--json", *options, str(path)]
+    return [str(BIN / "paradise"), "analyze", "--json", *MEMORY_LIMIT, *options, str(path)]
 
 
 def check(doc: dict, truth: dict) -> str:
@@ -220,7 +224,10 @@ def main() -> None:
     ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "paradise-scale")
     ap.add_argument("--rss-cap", default="12GiB", help="kill a command whose process tree exceeds this")
     ap.add_argument("--keep", action="store_true", help="keep the generated traces")
+    ap.add_argument("--memory-limit", default=None, help="pass --memory-limit SIZE to every analyze run")
     args = ap.parse_args()
+    if args.memory_limit:
+        MEMORY_LIMIT[:] = ["--memory-limit", args.memory_limit]
     import duckdb
 
     sizes = [("charm", int(float(s))) for s in args.sizes.split(",") if s.strip()]
@@ -230,7 +237,8 @@ def main() -> None:
     cap = parse_size(args.rss_cap, "--rss-cap")
     print(f"machine: {os.cpu_count()} CPUs, {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} "
           f"GiB, load average {os.getloadavg()[0]:.1f} at start; duckdb {duckdb.__version__}; "
-          f"disk free under {args.dir}: {shutil.disk_usage(args.dir).free / 2**30:.0f} GiB; RSS cap {args.rss_cap}")
+          f"disk free under {args.dir}: {shutil.disk_usage(args.dir).free / 2**30:.0f} GiB; RSS cap {args.rss_cap}; "
+          f"analyze {' '.join(MEMORY_LIMIT) or 'with the default --memory-limit'}")
     results = {}
     for kind, rows in sizes:
         results[(kind, rows)] = one_size(kind, rows, args.pes if kind == "charm" else 8, args.dir, cap, args.keep)
