@@ -39,6 +39,10 @@ class EngineUnavailable(ParadiseError):
     """An engine that cannot start (e.g. an unreachable Dask scheduler)."""
 
 
+class OutOfMemory(ParadiseError):
+    """A trace that needs more memory than --memory-limit allows even when DuckDB spills to disk."""
+
+
 class InvalidOption(ParadiseError):
     """A command-line value outside its allowed range; the message names the option and the value."""
 

@@ -141,24 +141,29 @@ def select_analyses(only: str | None) -> tuple[str, ...]:
     return tuple(n for n in ANALYSES if n in wanted)
 
 
-def make_engine(trace: TraceHandle, engine: str, scheduler: str | None) -> Any:
-    """The engine by name; a scheduler address implies the Dask engine."""
+def make_engine(trace: TraceHandle, engine: str, scheduler: str | None, **options: Any) -> Any:
+    """The engine by name; a scheduler address (or `local`) implies the Dask engine; options
+    (memory_limit; workers and worker_memory for Dask) go to the engine."""
     from paradise.engines import get_engine
 
     if scheduler:
         engine = "dask"
     if engine not in ENGINES:
         raise EngineUnavailable(f"unknown engine {engine!r} (choose {' or '.join(ENGINES)})")
-    return get_engine(trace, engine, scheduler=scheduler)
+    if engine == "duckdb":
+        options = {k: v for k, v in options.items() if k == "memory_limit"}
+    return get_engine(trace, engine, scheduler=scheduler, **options)
 
 
 
 def analyze_trace(
     path: Path, *, engine: str = "duckdb", scheduler: str | None = None, config: AnalysisConfig | None = None,
     names: tuple[str, ...] = ANALYSES, progress: Callable[[str, int], Any] | None = None,
+    engine_options: dict[str, Any] | None = None,
 ) -> tuple[TraceHandle, dict[str, AnalysisResult], dict[str, str]]:
     """Opens a trace and runs the analyses `names` (default: all) that apply. `progress(label,
-    total)`, when given, makes a context manager whose `advance(1)` is called per analysis."""
+    total)`, when given, makes a context manager whose `advance(1)` is called per analysis;
+    engine_options (memory_limit, workers, worker_memory) go to the engine."""
     from contextlib import nullcontext
 
     from paradise.analyses.base import AnalysisConfig
@@ -166,7 +171,7 @@ def analyze_trace(
     from paradise.store import open_trace
 
     trace = open_trace(path)
-    eng = make_engine(trace, engine, scheduler)
+    eng = make_engine(trace, engine, scheduler, **(engine_options or {}))
     session = Session(eng, trace)
     try:
         if getattr(eng, "thread_safe", False):

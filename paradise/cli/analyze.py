@@ -82,7 +82,16 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
         engine: EngineName = typer.Option(EngineName.duckdb, "--engine", help="Stage-1 engine."),
         scheduler: str | None = typer.Option(
-            None, "--scheduler", help="Dask scheduler address, e.g. tcp://host:8786 (implies --engine dask)."
+            None, "--scheduler", help="Dask scheduler: tcp://host:8786 (an existing cluster) or local (a "
+            "LocalCluster of worker processes); implies --engine dask."
+        ),
+        memory_limit: str | None = typer.Option(
+            None, "--memory-limit", metavar="SIZE", help="Memory the analysis may use, e.g. 4GiB (default: half "
+            "of physical memory); DuckDB spills to disk beyond its share."
+        ),
+        workers: int | None = typer.Option(None, "--workers", min=1, help="Workers of --scheduler local (2)."),
+        worker_memory: str | None = typer.Option(
+            None, "--worker-memory", metavar="SIZE", help="Memory limit per worker of --scheduler local, e.g. 2GiB."
         ),
         top: int = typer.Option(10, "--top", min=1, help="Entries in the top-entries table."),
         hints_out: Path | None = typer.Option(None, "--hints-out", help="Write hint files into this directory."),
@@ -97,13 +106,17 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Classify a trace's characteristics, print the report, and optionally write hints."""
         from paradise.analyses.base import AnalysisConfig
+        from paradise.engines.memory import parse_size
 
         names = select_analyses(only)
+        options = {"memory_limit": parse_size(memory_limit) if memory_limit else None, "workers": workers,
+                   "worker_memory": parse_size(worker_memory, "--worker-memory") if worker_memory else None}
 
         config = AnalysisConfig(mtbf_hours=mtbf_hours, gpus=gpus, options={"top": top})
         keep_freed_memory()  # this process ends after the report: it need not give memory back
         handle, results, errors = analyze_trace(
-            trace, engine=engine.value, scheduler=scheduler, config=config, names=names, progress=_progress
+            trace, engine=engine.value, scheduler=scheduler, config=config, names=names, progress=_progress,
+            engine_options={k: v for k, v in options.items() if v is not None},
         )
         for name, msg in errors.items():
             print(f"paradise: warning: analysis {name!r} failed: {msg}", file=sys.stderr)
