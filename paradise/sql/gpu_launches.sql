@@ -29,7 +29,7 @@ op_of AS (
     GROUP BY l.msg
 ),
 k AS (
-    SELECT d.pe, o.op, d.name, l.t1 - l.t0 AS cpu, d.t1 - d.t0 AS gpu, d.t0 - l.t0 AS delay
+    SELECT d.pe, o.op, d.name, l.t1 - l.t0 AS cpu, d.t1 - d.t0 AS gpu, greatest(d.t0 - l.t1, 0) AS delay
     FROM events d JOIN launch l ON l.msg = d.msg JOIN op_of o ON o.msg = d.msg
     WHERE d.stream IS NOT NULL AND d.kind IN ('exec', 'collective')
 )
