@@ -14,9 +14,9 @@ from paradise.analyses.devices import has_device_rows, records
 from paradise.engines import Engine
 from paradise.store import TraceHandle
 
-KERNEL_DELAY_NS = 30
-"""Gaps shorter than this between two rows on a stream are launch overhead (kernel_wait); HTA's
-default `consecutive_kernel_delay` (30 ns), kept for parity."""
+KERNEL_DELAY_NS = 30_000
+"""Gaps shorter than 30 µs between two rows on a stream are back-to-back launch overhead
+(kernel_wait): HTA's default `consecutive_kernel_delay` (30, in its microsecond times)."""
 HOST_BOUND_SHARE = 0.5
 """A stream whose idle time is more than half host_wait is reported as host-bound."""
 CAUSES = ("host_wait", "kernel_wait", "other")
