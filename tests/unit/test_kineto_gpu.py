@@ -82,3 +82,22 @@ def test_without_kernels_the_calls_are_the_collectives(real_data, imported):
              and e["args"].get("Collective name") != "wait"]  # fmt: skip
     coll = _training(imported[NS]).sections["collectives"]
     assert sum(r["calls"] for r in coll) == len(calls) == 35
+
+
+def test_short_trace_stragglers_rank_by_collective_time(real_data, tmp_path):
+    # trace_filter: two ranks of one job, 2 ProfilerSteps each: too few for the persistence rule.
+    # Per rank, NCCL kernel time inside its step windows; the rank with the least waited least.
+    rels = ("trace_filter/sampled_rank-0.json.gz", "trace_filter/sampled_rank-1.json.gz")
+    per = {}
+    for rank, rel in enumerate(rels):
+        events = _raw(real_data, rel)
+        comm = _intervals(events, lambda e: e.get("cat") == "kernel" and e["name"].lower().startswith("nccl"))
+        windows = _intervals(events, lambda e: e["name"].startswith("ProfilerStep#"))
+        per[rank] = sum(_union(_clip(comm, w0, w1)) for w0, w1 in windows)
+    out = import_trace([real_data.joinpath(*HTA, r) for r in rels], tmp_path / "two.parquet")
+    res = _training(out)
+    w = res.sections["stragglers_by_waiting"]
+    assert w["steps"] == 2 and w["rank"] == min(per, key=per.get)
+    assert {r["rank"]: r["collective_ns"] for r in w["ranks"]} == per
+    char = next(c for c in res.characteristics if c.name == "stragglers_by_waiting")
+    assert char.value == w["rank"] and 0 < char.confidence < 0.5  # two steps: a hint, not a verdict
