@@ -11,6 +11,6 @@ from __future__ import annotations
 
 ANALYSES: tuple[str, ...] = (
     "overview", "placement", "communication", "scheduling", "resilience", "training",
-    "gpu_kernels", "gpu_idle", "gpu_queue", "gpu_launches", "annotations",
+    "gpu_kernels", "gpu_idle", "gpu_queue", "gpu_launches", "annotations", "step_critical_path",
 )  # fmt: skip
 """Module names under paradise.analyses, in report order. Owners append theirs."""
