@@ -18,9 +18,6 @@ from paradise.engines import Engine
 from paradise.format import TRAINING_SOURCES
 from paradise.store import TraceHandle
 
-NOT_TRAINING = ("charm4py", "projections")
-"""Sources that have steps and collectives too, but of Charm programs (other analyses cover them)."""
-
 SLOW_REL = 0.10
 """A rank is slow in a step when its compute exceeds the step's median compute by more than 10 %..."""
 SLOW_ABS_NS = 200_000
@@ -57,8 +54,10 @@ def applies(trace: TraceHandle) -> bool:
     """PyTorch and Kineto traces; other sources only when they hold step or collective rows."""
     if trace.source in TRAINING_SOURCES:
         return True
-    if trace.source in NOT_TRAINING:
-        return False
+    from paradise.importers import IMPORTERS
+
+    if any(imp.source == trace.source and not imp.training_like for imp in IMPORTERS.values()):
+        return False  # an importer declared the source Charm-like
     import duckdb
 
     con = duckdb.connect(":memory:")

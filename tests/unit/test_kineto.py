@@ -412,3 +412,13 @@ def test_fifo_is_refused_not_read(tmp_path, cli):
     os.mkfifo(fifo)
     code, _, err = cli("import", "kineto", fifo, "-o", tmp_path / "o.parquet")
     assert code == 2 and err.count("\n") == 1 and str(fifo) in err and "not a regular file" in err
+
+
+def test_registry_declares_each_source_once_and_agrees_with_the_format():
+    from paradise.format import TRAINING_SOURCES
+    from paradise.importers import IMPORTERS
+
+    sources = [imp.source for imp in IMPORTERS.values()]
+    assert len(sources) == len(set(sources))
+    for imp in IMPORTERS.values():
+        assert (imp.source in TRAINING_SOURCES) == imp.training_like, imp.format
