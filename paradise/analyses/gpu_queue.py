@@ -60,6 +60,14 @@ def summary(hist: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _log2_buckets(hist: pd.DataFrame) -> pd.DataFrame:
+    """Samples and time per stream by queue length in power-of-two buckets (0, 1, 2-3, 4-7, ...)."""
+    q = hist["queue_length"].clip(lower=0)
+    lo = np.where(q > 0, 2 ** np.floor(np.log2(q.clip(lower=1))), 0).astype(np.int64)
+    g = hist.assign(from_length=lo).groupby(["pe", "stream", "from_length"])[["samples", "time_ns"]].sum()
+    return g.reset_index()
+
+
 def analyze(engine: Engine, trace: TraceHandle, config: AnalysisConfig) -> AnalysisResult:
     """Runs gpu_queue_length and summarises each stream's queue."""
     hist = engine.query("gpu_queue_length").to_pandas()
@@ -81,5 +89,5 @@ def analyze(engine: Engine, trace: TraceHandle, config: AnalysisConfig) -> Analy
         f"launched kernels on average (max {int(busiest['max'])}); the host was blocked on a full queue for "
         f"{full / 1e6:.3g} ms.",
     ))  # fmt: skip
-    result.sections.update(streams=records(s), histogram=records(hist))
+    result.sections.update(streams=records(s), histogram=records(_log2_buckets(hist)))
     return result
