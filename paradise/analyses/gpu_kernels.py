@@ -2,8 +2,8 @@
 memory kernels, the time they overlap, and idle time, over the span from the rank's first to its
 last device row (HTA's temporal and kernel-type breakdowns and its comm/comp overlap).
 
-Stage 1 is paradise/sql/gpu_kernels_types.sql (a sweep over merged intervals per type); stage 2
-pivots its few rows per rank. Definitions: docs/analyses/gpu_kernels.md.
+Stage 1 is paradise/sql/gpu_kernels_types.sql (a sweep over merged intervals per type) and
+gpu_kernels_steps.sql (the same per step, as time and share of the step); stage 2 pivots them. Definitions: docs/analyses/gpu_kernels.md.
 """
 
 from __future__ import annotations
@@ -60,6 +60,23 @@ def by_type(types: pd.DataFrame) -> pd.DataFrame:
     return g.sort_values("time_ns", ascending=False)[["type", "mask", "time_ns", "share", "kernels", "kernel_ns"]]
 
 
+MAX_STEP_ROWS = 5000
+"""Per-step rows kept in the JSON result."""
+
+
+def per_step(steps: pd.DataFrame) -> pd.DataFrame:
+    """One row per (rank, step): time per kernel type set as time and share of the step."""
+    if steps.empty:
+        return steps
+    wide = steps.assign(type=steps["mask"].map(type_label)).pivot_table(
+        index=["pe", "step", "step_ns"], columns="type", values="time_ns", aggfunc="sum", fill_value=0)
+    wide.columns = [f"{c}_ns" for c in wide.columns]
+    wide = wide.reset_index()
+    for c in [c for c in wide.columns if c.endswith("_ns") and c != "step_ns"]:
+        wide[c.replace("_ns", "_share")] = (wide[c] / wide["step_ns"].where(wide["step_ns"] > 0)).round(4)
+    return wide
+
+
 def _characteristics(ranks: pd.DataFrame) -> list[Characteristic]:
     out = []
     idle = ranks.sort_values("idle_share", ascending=False).iloc[0]
@@ -96,5 +113,7 @@ def analyze(engine: Engine, trace: TraceHandle, config: AnalysisConfig) -> Analy
         return result
     ranks = per_rank(types)
     result.characteristics = _characteristics(ranks)
-    result.sections.update(ranks=records(ranks), types=records(by_type(types)))
+    steps = per_step(engine.query("gpu_kernels_steps").to_pandas())
+    result.sections.update(ranks=records(ranks), types=records(by_type(types)),
+                           steps=records(steps.head(MAX_STEP_ROWS)))  # fmt: skip
     return result

@@ -453,13 +453,13 @@ def decode_batch(text: bytes) -> BatchResult:
         raise EventDecodeError(f"complete event {_text(xs[bad].name)!r} has no numeric ts")
     durs = [e.dur for e in xs]
     dur, dur_ok = us_text_to_ns(durs)
-    bad = np.flatnonzero((~dur_ok & np.fromiter(map(len, durs), dtype=np.int64, count=n).astype(bool))
-                         | (dur_ok & (dur < 0)))
+    given = np.fromiter((len(d) > 0 and bytes(d) != b"null" for d in durs), dtype=np.bool_, count=n)
+    bad = np.flatnonzero((~dur_ok & given) | (dur_ok & (dur < 0)))
     if bad.size:
         e = xs[int(bad[0])]
         raise EventDecodeError(f"complete event {_text(e.name)!r} has a negative or non-numeric dur "
                                f"({bytes(e.dur)[:20].decode(errors='replace')})")
-    t1 = t0 + np.where(dur_ok, dur, 0)  # an X event without dur is zero-length
+    t1 = t0 + np.where(dur_ok, dur, 0)  # an X event without dur (or with null) is zero-length
 
     names = raw_dict_strings([e.name for e in xs], _text)
     cats = raw_dict_strings([e.cat for e in xs], _text)

@@ -98,3 +98,23 @@ def test_gpu_annotations_count_the_rows_inside(results, raw):
                  if _ns(e["ts"]) >= _ns(s["ts"]) and _ns(e["ts"]) + _ns(e["dur"]) <= _ns(s["ts"]) + _ns(s["dur"]))
     row = next(r for r in results["annotations"]["gpu"] if r["name"] == "nccl:broadcast")
     assert row["spans"] == len(spans) == 6 and row["kernels"] == inside
+
+
+def test_per_step_types_follow_the_launching_step(results, raw):
+    xs, dev, host = raw
+    windows = sorted((_ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"]), int(e["name"].split("#")[1]))
+                     for e in xs if e["name"].startswith("ProfilerStep#"))  # fmt: skip
+
+    def step_of(e):
+        h = host.get(e["args"].get("correlation"))
+        return None if h is None else next((n for a, b, n in windows if a <= _ns(h["ts"]) < b), None)
+
+    for row in results["gpu_kernels"]["steps"]:
+        comp = [(_ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])) for e in dev
+                if _type(e) == "computation" and step_of(e) == row["step"]]
+        comm = [(_ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])) for e in dev
+                if _type(e) == "communication" and step_of(e) == row["step"]]
+        # computation alone + computation with others = |comp|; overlap of the two = |comp|+|comm|-|union|
+        with_comp = sum(v for k, v in row.items() if k.endswith("_ns") and "computation" in k)
+        assert with_comp == _union(comp)
+        assert row["computation+communication_ns"] == _union(comp) + _union(comm) - _union(comp + comm)
