@@ -13,6 +13,7 @@ Run: flock /tmp/paradise-bench.lock nice -n 5 .venv/bin/python bench/hta_parity.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -29,6 +30,7 @@ HTA_VERSION = "0.5.0"
 NOT_KINETO = ("_et.json.gz", "memory_timeline")
 """Files under the HTA test data that are not profiler traces (execution trace, memory timeline)."""
 TOLERANCE = 0.01
+print = functools.partial(print, flush=True)  # noqa: A001 - rows appear as each trace finishes
 
 HTA_SCRIPT = r"""
 import json, sys, warnings
@@ -241,7 +243,7 @@ def main() -> None:
         for trace in traces():
             if args.only not in str(trace):
                 continue
-            name = str(trace.relative_to(REAL / "tests" / "data") if "tests/data" in str(trace) else trace.name)[:44]
+            name = str(trace.relative_to(REAL)).replace("tests/data/", "")
             s = time.perf_counter()
             h = run_hta(py, trace, tmp)
             t_hta += time.perf_counter() - s
