@@ -106,7 +106,7 @@ def walk(rows: _Rows) -> list[dict[str, Any]]:
                 node, run_from = late, int(rows.t0[late])
                 seen.discard(late)
                 continue
-            seg(node, "collective" if df.at[node, "coll_seq"] == df.at[node, "coll_seq"] else "kernel", t0, end)
+            seg(node, "collective" if pd.notna(df.at[node, "coll_seq"]) else "kernel", t0, end)
             cands = [c for c in (rows.prev.get(node), rows.launch_of.get(df.at[node, "msg"])) if c is not None]
         elif role == "launch":
             seg(node, "launch", t0, end)
