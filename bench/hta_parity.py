@@ -266,6 +266,8 @@ def main() -> None:
                     continue
                 for q in sorted(set(hv) | set(wv)):
                     a, b = hv.get(q), wv.get(q)
+                    if (a is None and b == 0) or (b is None and a == 0):  # a tool omits an empty category
+                        a, b = a or 0.0, b or 0.0
                     if a is None or b is None:
                         rel = "only one"
                         mark = "*"
