@@ -9,5 +9,8 @@ Rendering lives in paradise/report/<name>.py as render(console, result_dict).
 
 from __future__ import annotations
 
-ANALYSES: tuple[str, ...] = ("overview", "placement", "communication", "scheduling", "resilience", "training")
+ANALYSES: tuple[str, ...] = (
+    "overview", "placement", "communication", "scheduling", "resilience", "training",
+    "gpu_kernels", "gpu_idle", "gpu_queue", "gpu_launches", "annotations", "step_critical_path",
+)  # fmt: skip
 """Module names under paradise.analyses, in report order. Owners append theirs."""
