@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
 from paradise.analyses.devices import records
-from paradise.engines import Engine
+from paradise.analyses.session import Session
 from paradise.store import TraceHandle
 
 
@@ -18,8 +18,10 @@ def applies(trace: TraceHandle) -> bool:
     return trace.source == "kineto"
 
 
-def analyze(engine: Engine, trace: TraceHandle, config: AnalysisConfig) -> AnalysisResult:
+def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisResult:
     """Runs annotations_spans and names the costliest annotation on each side."""
+    engine = session.engine
+    config = config or AnalysisConfig()
     rows = engine.query("annotations_spans").to_pandas()
     result = AnalysisResult(name="annotations")
     if rows.empty:

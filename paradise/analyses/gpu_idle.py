@@ -11,7 +11,7 @@ import pandas as pd
 
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
 from paradise.analyses.devices import has_device_rows, records
-from paradise.engines import Engine
+from paradise.analyses.session import Session
 from paradise.store import TraceHandle
 
 KERNEL_DELAY_NS = 30_000
@@ -38,8 +38,10 @@ def per_stream(raw: pd.DataFrame) -> pd.DataFrame:
     return wide.sort_values(["pe", "stream"])
 
 
-def analyze(engine: Engine, trace: TraceHandle, config: AnalysisConfig) -> AnalysisResult:
+def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisResult:
     """Runs gpu_idle_causes and reports the cause that dominates the idle time."""
+    engine = session.engine
+    config = config or AnalysisConfig()
     raw = engine.query("gpu_idle_causes", kernel_delay_ns=KERNEL_DELAY_NS).to_pandas()
     result = AnalysisResult(name="gpu_idle")
     if raw.empty:

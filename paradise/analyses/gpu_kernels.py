@@ -14,7 +14,7 @@ import pandas as pd
 
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
 from paradise.analyses.devices import has_device_rows, records, type_label
-from paradise.engines import Engine
+from paradise.analyses.session import Session
 from paradise.store import TraceHandle
 
 LOW_OVERLAP = 0.5
@@ -105,8 +105,10 @@ def _characteristics(ranks: pd.DataFrame) -> list[Characteristic]:
     return out
 
 
-def analyze(engine: Engine, trace: TraceHandle, config: AnalysisConfig) -> AnalysisResult:
+def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisResult:
     """Runs gpu_kernels_types and derives the per-rank breakdown and the overlap."""
+    engine = session.engine
+    config = config or AnalysisConfig()
     types = engine.query("gpu_kernels_types").to_pandas()
     result = AnalysisResult(name="gpu_kernels")
     if types.empty:

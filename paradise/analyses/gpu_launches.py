@@ -11,7 +11,7 @@ import pandas as pd
 
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
 from paradise.analyses.devices import has_device_rows, records
-from paradise.engines import Engine
+from paradise.analyses.session import Session
 from paradise.store import TraceHandle
 
 RUNTIME_CUTOFF_NS = 50_000
@@ -42,8 +42,10 @@ def per_rank(rows: pd.DataFrame) -> pd.DataFrame:
     return g
 
 
-def analyze(engine: Engine, trace: TraceHandle, config: AnalysisConfig) -> AnalysisResult:
+def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisResult:
     """Runs gpu_launches and reports launch-bound ranks and the slowest-to-start kernels."""
+    engine = session.engine
+    config = config or AnalysisConfig()
     rows = engine.query("gpu_launches", runtime_cutoff_ns=RUNTIME_CUTOFF_NS, delay_cutoff_ns=DELAY_CUTOFF_NS).to_pandas()
     result = AnalysisResult(name="gpu_launches")
     if rows.empty:

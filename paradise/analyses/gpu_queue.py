@@ -12,7 +12,7 @@ import pandas as pd
 
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
 from paradise.analyses.devices import has_device_rows, records
-from paradise.engines import Engine
+from paradise.analyses.session import Session
 from paradise.store import TraceHandle
 
 MAX_QUEUE_LENGTH = 1024
@@ -68,8 +68,10 @@ def _log2_buckets(hist: pd.DataFrame) -> pd.DataFrame:
     return g.reset_index()
 
 
-def analyze(engine: Engine, trace: TraceHandle, config: AnalysisConfig) -> AnalysisResult:
+def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisResult:
     """Runs gpu_queue_length and summarises each stream's queue."""
+    engine = session.engine
+    config = config or AnalysisConfig()
     hist = engine.query("gpu_queue_length").to_pandas()
     result = AnalysisResult(name="gpu_queue")
     if hist.empty:

@@ -19,6 +19,7 @@ import pandas as pd
 
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
 from paradise.analyses.devices import has_device_rows, records
+from paradise.analyses.session import Session
 from paradise.engines import Engine
 from paradise.store import TraceHandle
 
@@ -152,8 +153,10 @@ def _slowest_step(engine: Engine) -> int | None:
     return int(steps.groupby("step")["step_ns"].max().idxmax())
 
 
-def analyze(engine: Engine, trace: TraceHandle, config: AnalysisConfig) -> AnalysisResult:
+def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisResult:
     """Builds the slowest step's critical path across ranks and says what it waited for."""
+    engine = session.engine
+    config = config or AnalysisConfig()
     result = AnalysisResult(name="step_critical_path")
     step = _slowest_step(engine)
     if step is None:

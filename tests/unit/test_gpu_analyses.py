@@ -11,6 +11,7 @@ from kineto_raw import HTA, NCCL, WORK, _intervals, _ns, _raw, _union
 
 from paradise.analyses import gpu_launches
 from paradise.analyses.base import AnalysisConfig
+from paradise.analyses.session import Session
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.importers.kineto import import_trace
 from paradise.store import open_trace
@@ -22,7 +23,7 @@ def results(real_data, tmp_path_factory):
     with DuckDBEngine(trace) as eng:
         mods = {n: importlib.import_module(f"paradise.analyses.{n}")
                 for n in ("gpu_kernels", "gpu_idle", "gpu_queue", "gpu_launches", "annotations")}  # fmt: skip
-        return {n: m.analyze(eng, trace, AnalysisConfig()).to_dict() for n, m in mods.items() if m.applies(trace)}
+        return {n: m.analyze(Session(eng, trace), AnalysisConfig()).to_dict() for n, m in mods.items() if m.applies(trace)}
 
 
 @pytest.fixture(scope="module")

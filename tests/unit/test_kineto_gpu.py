@@ -8,6 +8,7 @@ from kineto_raw import AMD, HTA, NCCL, NS, WORK, _clip, _intervals, _raw, _union
 
 from paradise.analyses import training
 from paradise.analyses.base import AnalysisConfig
+from paradise.analyses.session import Session
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.importers.kineto import import_trace
 from paradise.store import open_trace
@@ -25,7 +26,7 @@ def imported(real_data, tmp_path_factory):
 def _training(path):
     trace = open_trace(path)
     with DuckDBEngine(trace) as eng:
-        return training.analyze(eng, trace, AnalysisConfig())
+        return training.analyze(Session(eng, trace), AnalysisConfig())
 
 
 @pytest.mark.parametrize("rel", [NCCL, AMD, NS])
@@ -68,7 +69,7 @@ def test_each_collective_counted_once_with_its_bytes_once(real_data, imported):
     with DuckDBEngine(trace) as eng:
         from paradise.analyses import overview
 
-        res = overview.analyze(eng, trace, AnalysisConfig())
+        res = overview.analyze(Session(eng, trace), AnalysisConfig())
     rows = res.sections["collectives"]
     assert sum(r["count"] for r in rows) == 21 and sum(r["bytes"] for r in rows) == nbytes
     coll = _training(imported[NCCL]).sections["collectives"]

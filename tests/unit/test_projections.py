@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from paradise.analyses.session import Session
 from paradise.errors import ImportFormatError, OutputExists, TruncatedTrace
 from paradise.format import SCHEMA, read_metadata
 from paradise.importers._projections_tachyon import read_tachyon_shifts
@@ -327,7 +328,7 @@ def test_pe_span_starts_at_begin_computation(imported, real_data):
 
     trace = open_trace(imported["pingpong"])
     with DuckDBEngine(trace) as eng:
-        res = overview.analyze(eng, trace, AnalysisConfig())
+        res = overview.analyze(Session(eng, trace), AnalysisConfig())
     busy, _ = naive_busy_idle(recs)
     for row in res.sections["per_pe"]:
         rs = recs[row["pe"]]

@@ -6,6 +6,7 @@ import json
 
 from paradise.analyses import step_critical_path
 from paradise.analyses.base import AnalysisConfig
+from paradise.analyses.session import Session
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.importers.kineto import import_trace
 from paradise.store import open_trace
@@ -39,7 +40,7 @@ def test_the_step_waits_for_the_late_rank(tmp_path):
         files.append(f)
     trace = open_trace(import_trace(files, tmp_path / "t.parquet"))
     with DuckDBEngine(trace) as eng:
-        res = step_critical_path.analyze(eng, trace, AnalysisConfig()).to_dict()
+        res = step_critical_path.analyze(Session(eng, trace), AnalysisConfig()).to_dict()
     s = res["summary"]
     by = {r["what"]: r["dur_ns"] for r in s["by_kind"]}
     # rank 0's all-reduce started at 300 µs but rank 1's only at 1000 µs: 700 µs waiting for the peer
