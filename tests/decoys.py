@@ -8,10 +8,12 @@ from pathlib import Path
 
 DECOY_MODULES = (
     "paradise/__init__.py", "paradise/cli/__init__.py", "paradise/cli/main.py",
+    "paradise/boot/__init__.py", "paradise/boot/charm.py",
     "tracers/__init__.py", "tracers/job.py", "tracers/program.py",
     "tracers/charm/__init__.py", "tracers/charm/run.py",
     "tracers/torch/__init__.py", "tracers/torch/run.py",
-    "hints/__init__.py", "hints/format.py", "hints/charm_map.py", "hints/checkpoint_manager.py",
+    "hints/__init__.py", "hints/format.py", "hints/runtime/__init__.py", "hints/runtime/charm_map.py",
+    "hints/runtime/checkpoint/__init__.py", "hints/runtime/checkpoint/manager.py",
     "charmrun/__init__.py", "charmrun/start.py",
     "torch/__init__.py", "torch/distributed/__init__.py", "torch/distributed/run.py",
 )  # fmt: skip

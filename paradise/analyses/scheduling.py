@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hints import schedule_gen
+from hints.generators import schedule as schedule_gen
 from paradise.analyses import execarrays
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
 from paradise.analyses.placement import REPLAY_MAX_EXECS, _ev, fmt_s, provenance_of

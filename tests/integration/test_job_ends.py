@@ -51,7 +51,7 @@ def _charm(tmp_path) -> tuple[subprocess.Popen, list]:
     program = ROOT / "tests" / "charm_programs" / "hang.py"
     proc, job = _start_and_wait(["trace", "charm", "--pes", "2", "-o", str(tmp_path / "t"), str(program)],
                                 "waiting forever", tmp_path)
-    pes = [p for p in job if p.name() != "charmrun" and "tracers.charm.run" in p.cmdline()]
+    pes = [p for p in job if p.name() != "charmrun" and "paradise.boot.charm" in p.cmdline()]
     assert len(pes) == 2  # both PEs are in the job
     return proc, job
 

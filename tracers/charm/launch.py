@@ -1,6 +1,6 @@
 """Launching a charm4py program under charmrun, traced or not (CLI, tests and benchmarks).
 
-The command is `charmrun +pN ++local python -P -m tracers.charm.run APP.py ARGS...`: the
+The command is `charmrun +pN ++local python -P -m paradise.boot.charm APP.py ARGS...`: the
 charmrun binary charm4py ships (what `python -m charmrun.start` runs), started directly so
 that it is paradise's own child and dies with it (tracers.job), with this interpreter
 (`sys.executable`) so the venv's charm4py runs. `-P` keeps the current folder off sys.path:
@@ -46,7 +46,7 @@ def charm_command(app: str | os.PathLike, app_args: list[str], pes: int, *, boot
         cmd.append("++local")
     cmd.append(sys.executable)
     if bootstrap:
-        cmd += ["-P", "-m", "tracers.charm.run"]
+        cmd += ["-P", "-m", "paradise.boot.charm"]
     return [*cmd, str(app), *map(str, app_args)]
 
 
