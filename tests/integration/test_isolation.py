@@ -5,7 +5,7 @@ paradise's tracer and hint consumer, and no decoy is ever imported (demo: tests/
 
 from __future__ import annotations
 
-import json
+import os
 import shutil
 import subprocess
 
@@ -36,13 +36,13 @@ def test_trace_charm_runs_paradise_bootstrap_and_mapping_consumer(hostile):
     work, marker, app = hostile
     program = app / "pingpong.py"
     shutil.copy(ROOT / "tests" / "charm_programs" / "pingpong.py", program)
-    hint = {"format": "paradise-hints/1", "kind": "mapping", "provenance": {"program": "another"},
-            "justified_by": [], "predicted_gain": {}, "collections": {}}
-    (app / "hints" / "mapping.json").write_text(json.dumps(hint))
+    os.mkfifo(app / "hints" / "mapping.json")  # paradise's consumer refuses it in one line, without blocking
     proc = _paradise(work, "trace", "charm", "--pes", "2", "--hints", app / "hints", "-o", work / "t", program, "200")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert sorted(p.name for p in (work / "t").glob("pe-*.parquet")) == ["pe-00000.parquet", "pe-00001.parquet"]
-    assert "made for program 'another'" in proc.stderr  # paradise's consumer read the hints folder
+    refused = [line for line in proc.stderr.splitlines() if "mapping" in line]
+    assert refused == [f"paradise: mapping refused: {app / 'hints' / 'mapping.json'}: not a regular file; "
+                       "using the default map"]
     assert not marker.exists(), marker.read_text()
 
 
