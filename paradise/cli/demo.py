@@ -9,6 +9,7 @@ user would type, printed before it runs; the closing table reads the two traces 
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -42,21 +43,26 @@ _SHOW = {"stdout": None}
 
 
 def _run(args: list[str], echo: bool = True, capture: bool = True) -> str:
-    cmd = [sys.executable, "-m", "paradise.cli.main", *args]
+    """One step as the `paradise` command a user would type; `-P` keeps the current folder off
+    sys.path, and the step ends with the demo (tracers.job)."""
+    from tracers import job
+
+    cmd = [sys.executable, "-P", "-m", "paradise.cli.main", *args]
     if echo:
         typer.secho("$ paradise " + " ".join(shlex.quote(a) for a in args), fg="cyan", err=True)
-    try:
-        if capture:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=STEP_TIMEOUT_S)
-        else:
-            proc = subprocess.run(cmd, stdout=_SHOW["stdout"], text=True, timeout=STEP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise DemoStepFailed(f"step 'paradise {' '.join(args[:2])}' ran past {STEP_TIMEOUT_S} s") from None
+    pipe = subprocess.PIPE if capture else None
+    proc = job.start(cmd, env=dict(os.environ), stdout=pipe if capture else _SHOW["stdout"], stderr=pipe, text=True)
+    with job.owned(proc):
+        try:
+            out, err = proc.communicate(timeout=STEP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            job.stop(proc)
+            raise DemoStepFailed(f"step 'paradise {' '.join(args[:2])}' ran past {STEP_TIMEOUT_S} s") from None
     if proc.returncode != 0:
         if capture:
-            sys.stderr.write(proc.stderr[-4000:])
+            sys.stderr.write(err[-4000:])
         raise DemoStepFailed(f"step 'paradise {' '.join(args[:2])}' failed with exit code {proc.returncode}")
-    return proc.stdout
+    return out or ""
 
 
 def trace_facts(path: Path) -> dict[str, Any]:
@@ -124,14 +130,14 @@ def run_demo(out: Path, pes: int, example: str, example_args: list[str]) -> dict
     result: dict[str, Any] = {"analysis": analysis, "pes": pes, "out": str(out),
                               "heavy_objects": _heavy(analysis)}
     if not (hints / "mapping.json").exists():
-        typer.echo("paradise found no mapping worth changing; nothing to rerun.")
+        typer.echo("paradise found no mapping worth changing; nothing to rerun.", err=_SHOW["stdout"] is sys.stderr)
         return result
     mapping = json.loads((hints / "mapping.json").read_text())
     facts_before = trace_facts(before)
     result["strategy"] = mapping.get("strategy")
     result["moves"] = moves(facts_before["placement"], mapping.get("collections", {}))
     if result["strategy"] == "keep" or not result["moves"]:
-        typer.echo("paradise proposes to keep the current mapping; nothing to rerun.")
+        typer.echo("paradise proposes to keep the current mapping; nothing to rerun.", err=_SHOW["stdout"] is sys.stderr)
         return result
     result["predicted"] = json.loads(_run(["whatif", str(before), "--hints", str(hints), "--json"]))
     _run(["trace", "charm", *common, "--hints", str(hints), "-o", str(after), str(app), *example_args],
@@ -163,7 +169,13 @@ def register(app: typer.Typer) -> None:
         _SHOW["stdout"] = sys.stderr if as_json else None
         if example_args is None:
             example_args = DEMO_ARGS.get(example, "")
-        result = run_demo(out, pes, example, shlex.split(example_args))
+        from tracers.job import JobTerminated
+
+        try:
+            result = run_demo(out, pes, example, shlex.split(example_args))
+        except JobTerminated as exc:
+            print(f"paradise: demo stopped ({exc} to paradise); its step was ended", file=sys.stderr)
+            raise typer.Exit(128 + exc.signum) from None
         if as_json:
             typer.echo(json.dumps(result, indent=1, sort_keys=True, default=float))
             return

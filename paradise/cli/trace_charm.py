@@ -22,6 +22,10 @@ def _prepare_out(out: Path, force: bool) -> None:
     out.mkdir(parents=True, exist_ok=True)
 
 
+def _written(out: Path) -> str:
+    return f"partial trace in {out} (marked incomplete)" if any(out.glob("pe-*.parquet")) else "no trace written"
+
+
 def register(app: typer.Typer) -> None:
     """Adds the `charm` subcommand to `paradise trace`."""
 
@@ -41,15 +45,20 @@ def register(app: typer.Typer) -> None:
         """Run a charm4py program with tracing on (options go before APP.py; the rest is the program's)."""
         from tracers.charm.launch import launch
         from tracers.charm.resolve import resolve_peers
+        from tracers.job import JobTerminated
 
         if not program.is_file():
             raise TraceNotFound(f"{program}: no such program")
         if hints is not None and not hints.is_dir():
             raise TraceNotFound(f"{hints}: no such hints directory")
         _prepare_out(out, force)
-        res = launch(program, list(app_args or []), pes, trace_dir=out, hints_dir=hints, timeout_s=timeout)
+        try:
+            res = launch(program, list(app_args or []), pes, trace_dir=out, hints_dir=hints, timeout_s=timeout)
+        except JobTerminated as exc:
+            print(f"paradise: {program.name} stopped ({exc} to paradise); {_written(out)}", file=sys.stderr)
+            raise typer.Exit(128 + exc.signum) from None
         finals = sorted(out.glob("pe-?????.parquet"))
-        written = f"partial trace in {out} (marked incomplete)" if any(out.glob("pe-*.parquet")) else "no trace written"
+        written = _written(out)
         if res.timed_out:
             print(f"paradise: {program.name} timed out after {timeout:g} s; {written}", file=sys.stderr)
             raise typer.Exit(124)

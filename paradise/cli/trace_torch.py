@@ -1,8 +1,9 @@
 """`paradise trace torch`: run an unmodified DDP script under torchrun with the PyTorch tracer on.
 
-Each rank runs `python -m tracers.torch.run SCRIPT ARGS` (the tracer's bootstrap) and writes one
-Parquet file (per torchrun attempt) into the output directory. The script's stdout passes
-through; worker and torchrun stderr go to OUT/logs/ so that a failed run ends in one line.
+Each rank runs `python -P -m tracers.torch.run SCRIPT ARGS` (the tracer's bootstrap; `-P` keeps
+the current folder off sys.path) and writes one Parquet file (per torchrun attempt) into the
+output directory. The script's stdout passes through; worker and torchrun stderr go to
+OUT/logs/ so that a failed run ends in one line. torchrun is paradise's child and ends with it.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -21,6 +21,21 @@ from paradise.errors import OutputExists, ParadiseError, TraceNotFound
 
 TRACER_MODULE = "tracers.torch.run"
 """The per-rank bootstrap, named as a module so the analyzer never imports the tracer."""
+
+
+_NOT_THE_ERROR = re.compile(r"^(At:|Traceback \(most recent call last\):|Exception raised from |frame #\d+|File \"|\S+\(\d+\): \w)")
+"""Lines of an exception's text that are stack, not error: torch futures append `At:` and
+`file(line): function` frames, c10 errors `Exception raised from` and `frame #N`."""
+_CALLBACK = re.compile(r"^Got the following error when running the callback: (?:\w+: )?")
+
+
+def error_line(message: str) -> str:
+    """The error itself from an exception's text: its first line that is not a stack frame."""
+    for line in message.splitlines():
+        line = line.strip()
+        if line and not _NOT_THE_ERROR.match(line):
+            return _CALLBACK.sub("", line)
+    return ""
 
 
 class TracedRunFailed(ParadiseError):
@@ -44,13 +59,13 @@ def _prepare_output(out: Path, force: bool) -> None:
 
 
 def torchrun_command(nproc: int, script: Path, args: list[str], logs: Path, max_restarts: int) -> list[str]:
-    """torchrun (as `python -m torch.distributed.run`) running the tracer bootstrap on each rank."""
+    """torchrun (as `python -P -m torch.distributed.run`) running the tracer bootstrap on each rank."""
     return [
-        sys.executable, "-m", "torch.distributed.run",
+        sys.executable, "-P", "-m", "torch.distributed.run",
         "--standalone", "--nproc-per-node", str(nproc),
         "--max-restarts", str(max_restarts),
         "--log-dir", str(logs), "--redirects", "2",
-        "-m", TRACER_MODULE, str(script), *args,
+        "--no-python", sys.executable, "-P", "-u", "-m", TRACER_MODULE, str(script), *args,
     ]  # fmt: skip
 
 
@@ -96,10 +111,7 @@ def failure_summary(out: Path) -> str | None:
     if row is None:
         return None
     pe, step, name, args = row
-    message = ""
-    if args:
-        message = str(json.loads(args).get("message", "")).strip().splitlines()
-        message = message[-1] if message else ""
+    message = error_line(str(json.loads(args).get("message", ""))) if args else ""
     where = "before its first step" if not steps else f"in step {step}"
     return f"rank {pe} failed {where}: {name}" + (f": {message}" if message else "")
 
@@ -151,8 +163,12 @@ def run_traced(
     logs.mkdir()
     cmd = torchrun_command(nproc, script, args, logs, max_restarts)
     env = trace_env(out.resolve(), hints.resolve() if hints else None, profiler, script.stem)
+    from tracers import job
+
     with open(logs / "torchrun.stderr", "wb") as err:
-        rc = subprocess.call(cmd, env=env, stderr=err)
+        proc = job.start(cmd, env=env, stderr=err)
+        with job.owned(proc):  # SIGTERM, SIGHUP or Ctrl-C to paradise end the ranks too
+            rc = proc.wait()
     if rc != 0:
         what = failure_summary(out) or "no failure recorded in the trace"
         raise TracedRunFailed(f"{script}: exit status {rc}; {what} (trace: {out}, logs: {logs})")
@@ -179,8 +195,14 @@ def register(app: typer.Typer) -> None:
         max_restarts: int = typer.Option(0, "--max-restarts", help="torchrun restarts after a failure"),
         force: bool = typer.Option(False, "--force", help="overwrite an existing trace directory"),
     ) -> None:
-        summary = run_traced(
-            script, list(args or []), nproc=nproc, out=out, hints=hints,
-            profiler=profiler, max_restarts=max_restarts, force=force,
-        )  # fmt: skip
+        from tracers.job import JobTerminated
+
+        try:
+            summary = run_traced(
+                script, list(args or []), nproc=nproc, out=out, hints=hints,
+                profiler=profiler, max_restarts=max_restarts, force=force,
+            )  # fmt: skip
+        except JobTerminated as exc:
+            print(f"paradise: {script} stopped ({exc} to paradise); trace so far in {out}", file=sys.stderr)
+            raise typer.Exit(128 + exc.signum) from None
         print(summary, file=sys.stderr)

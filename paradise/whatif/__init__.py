@@ -7,6 +7,7 @@ calibrates the prediction: predicted = measured x replay(proposal) / replay(curr
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -139,7 +140,7 @@ def _load(path: Path, kind: str, trace: Any, pes: int) -> dict[str, Any] | None:
     from hints.format import HintError, load_hint
     from paradise.errors import HintMismatch
 
-    if not path.exists():
+    if not os.path.lexists(path):
         return None
     try:
         doc = load_hint(path, kind, program=trace.program, pes=pes)
@@ -152,6 +153,7 @@ def _load(path: Path, kind: str, trace: Any, pes: int) -> dict[str, Any] | None:
 
 
 def _check_mapping(path: Path, doc: dict[str, Any], pes: int) -> dict[str, dict[str, int]]:
+    from hints.format import index_tuple
     from paradise.errors import HintMismatch
 
     colls = doc.get("collections")
@@ -161,9 +163,15 @@ def _check_mapping(path: Path, doc: dict[str, Any], pes: int) -> dict[str, dict[
         if not isinstance(objs, dict):
             raise HintMismatch(f"{path}: damaged mapping hint (collection {coll!r} is not an object)")
         for idx, pe in objs.items():
+            if index_tuple(idx) is None:
+                raise HintMismatch(f"{path}: {coll} has a bad index {idx[:80]!r} (want e.g. '[0,1]')")
             if not isinstance(pe, int) or isinstance(pe, bool) or not 0 <= pe < pes:
                 raise HintMismatch(f"{path}: {coll} {idx} mapped to PE {pe!r}, not one of 0..{pes - 1}")
     return colls
+
+
+PRIO_RANGE = range(-(2**31), 2**31)
+"""Charm message priorities are signed 32-bit integers."""
 
 
 def _check_schedule(path: Path, doc: dict[str, Any]) -> dict[str, int]:
@@ -174,10 +182,13 @@ def _check_schedule(path: Path, doc: dict[str, Any]) -> dict[str, int]:
         raise HintMismatch(f"{path}: damaged schedule hint ('priorities' is not a list)")
     out: dict[str, int] = {}
     for p in prios:
-        if not isinstance(p, dict) or not isinstance(p.get("prio"), int) or "entry" not in p:
-            raise HintMismatch(f"{path}: damaged schedule hint (entry without 'entry' and integer 'prio')")
-        key = f"{p['coll']}.{p['entry']}" if p.get("coll") else str(p["entry"])
-        out[key] = int(p["prio"])
+        if not isinstance(p, dict) or type(p.get("prio")) is not int or not isinstance(p.get("entry"), str):
+            raise HintMismatch(f"{path}: damaged schedule hint (entry without a text 'entry' and an integer 'prio')")
+        if p["prio"] not in PRIO_RANGE:
+            raise HintMismatch(f"{path}: priority {p['prio']} of {p['entry'][:80]!r} is not a 32-bit integer")
+        coll = p.get("coll")
+        key = f"{coll}.{p['entry']}" if coll else p["entry"]
+        out[key] = p["prio"]
     return out
 
 
