@@ -29,13 +29,14 @@ def _register() -> None:
         info,
         merge,
         policy,
+        report,
         trace_cmd,
         whatif,
     )
 
     app.add_typer(import_cmd.app, name="import")
     app.add_typer(trace_cmd.app, name="trace")
-    for module in (info, analyze, merge, whatif, compare, policy, demo):
+    for module in (info, analyze, report, merge, whatif, compare, policy, demo):
         module.register(app)
 
 

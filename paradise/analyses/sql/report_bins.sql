@@ -1,0 +1,40 @@
+-- report_bins: utilization over time for `paradise report` (Projections' usage and time
+-- profiles): exec and idle time cut into fixed time bins, in one scan, rolled up two ways.
+-- grain: one row per pe × bin (level 0) and one per bin × key (level 1); bins are $bin_ns wide
+-- from $t_start, so the result has at most (PEs + keys) × bins rows whatever the trace's size.
+-- An interval spanning several bins adds its overlap to each.
+-- columns:
+--   level    int32     0: a pe × bin row (key null); 1: a bin × key row summed over PEs (pe null)
+--   pe       int32     PE or rank (level 0), null on level 1
+--   bin      int64     bin number: (t - $t_start) // $bin_ns
+--   key      string    level 1: entry method name, or the op category when $by_cat is true
+--                      (coalesce(cat, name)); null on level 0 and for idle time
+--   busy_ns  int64 ns  exec time inside the bin (nested execs each count)
+--   idle_ns  int64 ns  idle-row time inside the bin
+-- merge: keys(level, pe, bin, key) sum(busy_ns, idle_ns)
+WITH iv AS (
+    SELECT
+        pe,
+        kind = 'idle' AS is_idle,
+        CASE WHEN kind = 'idle' THEN NULL WHEN $by_cat THEN coalesce(cat, name) ELSE name END AS key,
+        t0,
+        t1,
+        unnest(range((t0 - $t_start) // $bin_ns, (t1 - 1 - $t_start) // $bin_ns + 1)) AS bin
+    FROM events
+    WHERE kind IN ('exec', 'idle') AND t1 > t0
+),
+cut AS (
+    SELECT pe, is_idle, key, bin,
+           least(t1, $t_start + (bin + 1) * $bin_ns) - greatest(t0, $t_start + bin * $bin_ns) AS ns
+    FROM iv
+)
+SELECT
+    CAST(grouping(pe) AS INTEGER) AS level,
+    pe,
+    bin,
+    key,
+    coalesce(sum(ns) FILTER (WHERE NOT is_idle), 0)::BIGINT AS busy_ns,
+    coalesce(sum(ns) FILTER (WHERE is_idle), 0)::BIGINT AS idle_ns
+FROM cut
+GROUP BY GROUPING SETS ((pe, bin), (bin, key))
+ORDER BY level, pe NULLS FIRST, bin, key NULLS FIRST
