@@ -128,8 +128,9 @@ def write_hints(results: dict[str, AnalysisResult], directory: Path, force: bool
     return written, warnings
 
 
-def _render(results: dict[str, AnalysisResult], info: dict[str, Any], written: list[str]) -> None:
-    from paradise.report import generic
+def _render(results: dict[str, AnalysisResult], info: dict[str, Any], written: list[str],
+            over_time: list[float] | None = None) -> None:
+    from paradise.report import generic, pictures
     from paradise.report.console import console
 
     con = console()
@@ -137,7 +138,10 @@ def _render(results: dict[str, AnalysisResult], info: dict[str, Any], written: l
     for name, result in results.items():
         spec = importlib.util.find_spec(f"paradise.report.{name}")
         renderer = importlib.import_module(f"paradise.report.{name}").render if spec else generic.render
-        renderer(con, result.to_dict())
+        doc = result.to_dict()
+        renderer(con, doc)
+        if name == "overview" and doc.get("per_pe"):
+            pictures.utilization(con, doc["per_pe"], over_time)
     for path in written:
         con.print(f"hint written: {path}")
 
@@ -189,10 +193,10 @@ def keep_freed_memory() -> None:
 
 def analyze_trace(
     path: Path, *, engine: str = "duckdb", scheduler: str | None = None, config: AnalysisConfig | None = None,
-    names: tuple[str, ...] = ANALYSES,
+    names: tuple[str, ...] = ANALYSES, after: Any = None,
 ) -> tuple[TraceHandle, dict[str, AnalysisResult], dict[str, str]]:
     """Opens a trace and runs the analyses `names` (default: all) that apply (for other commands
-    and tests)."""
+    and tests); `after(engine, results)`, if given, runs on the same engine before it closes."""
     from paradise.analyses.base import AnalysisConfig
     from paradise.format import TRAINING_SOURCES
     from paradise.report.progress import progress_bar
@@ -208,6 +212,8 @@ def analyze_trace(
     try:
         with progress_bar("analyzing", total=len(names)) as bar:
             results, errors = run_analyses(eng, trace, config or AnalysisConfig(), names, progress=bar)
+        if after is not None:
+            after(eng, results)
     finally:
         from paradise.analyses.cache import settle
 
@@ -243,8 +249,17 @@ def register(app: typer.Typer) -> None:
 
         config = AnalysisConfig(mtbf_hours=mtbf_hours, gpus=gpus, options={"top": top})
         keep_freed_memory()  # this process ends after the report: it need not give memory back
+        over_time: list[float] = []
+
+        def sparkline_bins(eng: Any, results: dict[str, AnalysisResult]) -> None:
+            if not as_json and "overview" in results:
+                from paradise.report.html.gather import mean_utilization
+                from paradise.report.pictures import SPARK_BINS
+
+                over_time.extend(mean_utilization(eng, eng.trace, results["overview"].to_dict(), SPARK_BINS))
+
         handle, results, errors = analyze_trace(
-            trace, engine=engine.value, scheduler=scheduler, config=config, names=names
+            trace, engine=engine.value, scheduler=scheduler, config=config, names=names, after=sparkline_bins
         )
         for name, msg in errors.items():
             print(f"paradise: warning: analysis {name!r} failed: {msg}", file=sys.stderr)
@@ -264,6 +279,6 @@ def register(app: typer.Typer) -> None:
             }
             typer.echo(json.dumps(doc, indent=1, sort_keys=True, default=str))
         else:
-            _render(results, info, written)
+            _render(results, info, written, over_time)
         if errors:
             raise typer.Exit(1)

@@ -6,6 +6,7 @@ from typing import Any
 
 from rich.table import Table
 
+from paradise.report import pictures
 from paradise.report.console import console, fmt_bytes, fmt_ns
 
 SHOW_CHANGES = 25
@@ -43,6 +44,7 @@ def render_performance(perf: dict[str, Any]) -> None:
             mark,
         )
     c.print(t)
+    pictures.compare_bars(c, perf["changes"])
     if len(perf["changes"]) > SHOW_CHANGES:
         c.print(f"({len(perf['changes']) - SHOW_CHANGES} more in --json)")
 

@@ -32,10 +32,10 @@ def span_of(analyses: dict[str, dict[str, Any]]) -> tuple[int, int, int]:
     return (min(starts, default=0), max(ends, default=1), pes)
 
 
-def bins(engine: Any, t_start: int, t_end: int, pes: int, by_cat: bool) -> dict[str, Any]:
+def bins(engine: Any, t_start: int, t_end: int, pes: int, by_cat: bool, n_bins: int = N_BINS) -> dict[str, Any]:
     """Per-PE utilization per bin (a PEs × bins matrix, capped at 1) and the time profile: busy
     time per bin of the MAX_KEYS largest keys (PE-equivalents: busy ns / bin ns)."""
-    bin_ns = max(1, -(-(t_end - t_start) // N_BINS))
+    bin_ns = max(1, -(-(t_end - t_start) // n_bins))
     t = engine.query("report_bins", t_start=t_start, bin_ns=bin_ns, by_cat=by_cat).to_pydict()
     nb = max(1, -(-(t_end - t_start) // bin_ns))
     util = [[0.0] * nb for _ in range(max(pes, 1))]
@@ -62,6 +62,12 @@ def bins(engine: Any, t_start: int, t_end: int, pes: int, by_cat: bool) -> dict[
     mean = [sum(col) / len(util) for col in zip(*util)] if util else []
     return {"t_start": t_start, "bin_ns": bin_ns, "bins": nb, "utilization": rows, "row_labels": labels,
             "mean_utilization": mean, "profile": profile, "idle_pe_equiv": idle, "by": "category" if by_cat else "entry"}
+
+
+def mean_utilization(engine: Any, trace: Any, overview: dict[str, Any], n_bins: int) -> list[float]:
+    """Mean busy share over all PEs per time bin (the terminal's sparkline)."""
+    t_start, t_end, pes = span_of({"overview": overview})
+    return bins(engine, t_start, t_end, pes, trace.source in TRAINING_SOURCES, n_bins)["mean_utilization"]
 
 
 def window(engine: Any, t_start: int, t_end: int, choice: tuple[int, int] | None = None) -> dict[str, Any]:
