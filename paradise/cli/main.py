@@ -25,6 +25,7 @@ def _register() -> None:
         analyze,
         compare,
         demo,
+        export,
         import_cmd,
         info,
         merge,
@@ -36,6 +37,7 @@ def _register() -> None:
 
     app.add_typer(import_cmd.app, name="import")
     app.add_typer(trace_cmd.app, name="trace")
+    app.add_typer(export.app, name="export")
     for module in (info, analyze, report, merge, whatif, compare, policy, demo):
         module.register(app)
 

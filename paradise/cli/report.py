@@ -7,40 +7,13 @@ replay under --hints and the comparison with --compare, then writes the page ato
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from paradise.errors import InvalidOption, OutputUnwritable, require_new_output
-
-
-def check_output(out: Path, force: bool) -> None:
-    """Refuses an existing output without --force and a folder that cannot take the file, before any work."""
-    require_new_output(out, force)
-    parent = out.parent if str(out.parent) else Path(".")
-    if out.is_dir():
-        raise OutputUnwritable(f"{out}: is a directory; name the report file")
-    if not parent.is_dir():
-        raise OutputUnwritable(f"{out}: cannot write: folder {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise OutputUnwritable(f"{out}: cannot write: no permission in {parent}")
-
-
-def write_atomic(out: Path, data: bytes) -> None:
-    """Writes a temporary file beside `out`, then renames it: no half-written report is left."""
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent if str(out.parent) else ".")
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a report is as readable as any new file
-        os.replace(tmp, out)
-    except OSError as exc:
-        raise OutputUnwritable(f"{out}: cannot write ({exc.strerror or exc})") from None
+from paradise.cli._output import check_output, write_bytes
+from paradise.errors import InvalidOption
 
 
 def parse_window(text: str | None) -> tuple[int, int] | None:
@@ -113,5 +86,5 @@ def register(app: typer.Typer) -> None:
         training, hints, every characteristic with its evidence."""
         check_output(out, force)
         text = build_report(trace, hints=hints, compare=compare, window=parse_window(window))
-        write_atomic(out, text.encode("utf-8"))
+        write_bytes(out, text.encode("utf-8"))
         typer.echo(f"report written: {out}")
