@@ -14,6 +14,11 @@ REAL_DATA = Path(os.environ.get("PARADISE_REAL_DATA", ROOT.parent / "shared" / "
 VENV_BIN = Path(sys.executable).parent
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true",
+                     help="rewrite tests/golden/<case>/expected/ from the current code (review the diff)")
+
+
 @pytest.fixture(scope="session")
 def real_data() -> Path:
     """The real-trace folder; tests that need it skip (naming the path) when it is absent."""

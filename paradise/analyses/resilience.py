@@ -1,6 +1,6 @@
 """Resilience: what failures cost this training job, and the checkpoint policy that wastes least.
 
-Stage 1 (analyses/sql/resilience_*.sql): per-rank totals of steps, checkpoint stalls, restores,
+Stage 1 (paradise/sql/resilience_*.sql): per-rank totals of steps, checkpoint stalls, restores,
 failures and restarts; every failure/restart/restore row with the first step that followed it.
 Stage 2 (here): iteration time, checkpoint and restart cost, job size, failures seen and the MTBF,
 each with where it came from (trace / default / option); then hints.checkpoint_policy.plan picks

@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
-import os
 import sys
 from enum import Enum
 from pathlib import Path
@@ -21,15 +20,10 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from paradise.analyses import ANALYSES
-from paradise.errors import EngineUnavailable, HintMismatch, InvalidOption, OutputExists
+from paradise.analyses.runner import analyze_trace, select_analyses, trace_summary, write_hints
 
 if TYPE_CHECKING:  # pandas and pyarrow load only when a command runs (fast `paradise --help`)
-    from paradise.analyses.base import AnalysisConfig, AnalysisResult
-    from paradise.store import TraceHandle
-
-ENGINES = ("duckdb", "dask")
-EVENT_ANALYSES = frozenset({"placement", "communication", "scheduling"})
-"""Analyses that read the shared exec and send arrays (paradise.analyses.eventload)."""
+    from paradise.analyses.base import AnalysisResult
 
 
 class EngineName(str, Enum):
@@ -39,97 +33,8 @@ class EngineName(str, Enum):
     dask = "dask"
 
 
-def trace_summary(trace: TraceHandle) -> dict[str, Any]:
-    """What --json says about the trace, from its handle alone (no extra scan)."""
-    meta = trace.metadata
-    return {
-        "path": str(trace.path),
-        "files": len(trace.files),
-        "source": trace.source,
-        "program": trace.program,
-        "pes": meta.get("pes") or len(meta.get("pes_seen", [])) or None,
-        "complete": trace.complete,
-        "rows": trace.num_rows,
-        "format_version": meta.get("format_version"),
-        "fingerprint": trace.fingerprint,
-    }
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
-
-
-def run_analyses(
-    engine: Any, trace: TraceHandle, config: AnalysisConfig, names: tuple[str, ...] = ANALYSES, progress: Any = None
-) -> tuple[dict[str, AnalysisResult], dict[str, str]]:
-    """Results of every analysis that applies, and a one-line error per analysis that failed.
-
-    On an engine that allows it (`thread_safe`), analyses run two at a time: the overview's SQL
-    scans use the cores while another analysis works in numpy, and analyses that need the same
-    stage-1 result wait for the one that makes it (paradise.analyses.cache). Results and errors
-    keep the order of `names` whatever order the analyses finish in."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    debug = bool(os.environ.get("PARADISE_DEBUG"))
-
-    def one(name: str) -> AnalysisResult | None:
-        module = importlib.import_module(f"paradise.analyses.{name}")
-        return module.analyze(engine, trace, config) if module.applies(trace) else None
-
-    workers = 2 if getattr(engine, "thread_safe", False) and len(names) > 1 else 1
-    outcomes: dict[str, AnalysisResult | None | BaseException] = {}
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="paradise-analysis") as pool:
-        futures = {pool.submit(one, name): name for name in names}
-        for fut in futures:  # in submission order; each is waited for, so none is left running
-            try:
-                outcomes[futures[fut]] = fut.result()
-            except Exception as exc:  # a bug in one analysis must not hide the others
-                if debug:
-                    raise
-                outcomes[futures[fut]] = exc
-            if progress is not None:
-                progress.advance(1)
-    results = {n: r for n, r in outcomes.items() if r is not None and not isinstance(r, BaseException)}
-    errors = {n: _one_line(r) for n, r in outcomes.items() if isinstance(r, BaseException)}
-    return results, errors
-
-
-def write_hints(results: dict[str, AnalysisResult], directory: Path, force: bool) -> tuple[list[str], list[str]]:
-    """Writes every hint document; returns (paths written, warnings). Refuses to overwrite unforced."""
-    from hints.format import HintError, write_hint
-
-    docs: list[tuple[str, dict[str, Any]]] = []
-    warnings: list[str] = []
-    seen: dict[str, str] = {}
-    for name, result in results.items():
-        for doc in result.hints:
-            kind = str(doc.get("kind"))
-            if kind in seen:
-                warnings.append(f"analysis {name!r} made a second {kind!r} hint (first from {seen[kind]!r}); skipped")
-                continue
-            seen[kind] = name
-            docs.append((name, doc))
-    if not force:
-        for _, doc in docs:
-            target = directory / f"{doc['kind']}.json"
-            if target.exists():
-                raise OutputExists(f"{target}: already exists; pass --force to overwrite it")
-    written = []
-    for name, doc in docs:
-        try:
-            written.append(str(write_hint(directory, doc, force=force)))
-        except FileExistsError as exc:
-            raise OutputExists(str(exc)) from None
-        except HintError as exc:
-            raise HintMismatch(f"{directory}: hint from analysis {name!r}: {exc}") from None
-        except OSError as exc:
-            raise OutputExists(f"{directory}: cannot write hints ({exc.strerror or exc})") from None
-    return written, warnings
-
-
 def _render(results: dict[str, AnalysisResult], info: dict[str, Any], written: list[str],
-            over_time: list[float] | None = None) -> None:
+            over_time: Any = None) -> None:
     from paradise.report import generic, pictures
     from paradise.report.console import console
 
@@ -141,32 +46,28 @@ def _render(results: dict[str, AnalysisResult], info: dict[str, Any], written: l
         doc = result.to_dict()
         renderer(con, doc)
         if name == "overview" and doc.get("per_pe"):
-            pictures.utilization(con, doc["per_pe"], over_time)
+            pictures.utilization(con, doc["per_pe"], over_time(doc) if over_time else None)
     for path in written:
         con.print(f"hint written: {path}")
 
 
-def select_analyses(only: str | None) -> tuple[str, ...]:
-    """The analyses --only names (comma-separated), in report order; all of ANALYSES for None."""
-    if only is None:
-        return ANALYSES
-    wanted = {n.strip() for n in only.split(",") if n.strip()}
-    unknown = sorted(wanted - set(ANALYSES))
-    if unknown or not wanted:
-        what = f"unknown analysis {', '.join(map(repr, unknown))}" if unknown else "no analysis named"
-        raise InvalidOption(f"--only {only!r}: {what} (choose from {', '.join(ANALYSES)})")
-    return tuple(n for n in ANALYSES if n in wanted)
+def _progress(label: str, total: int) -> Any:
+    from paradise.report.progress import progress_bar
+
+    return progress_bar(label, total=total)
 
 
-def _make_engine(trace: TraceHandle, engine: str, scheduler: str | None) -> Any:
-    """The engine by name; a scheduler address implies the Dask engine."""
-    from paradise.engines import get_engine
+def _utilization_bins(handle: Any, engine: str, scheduler: str | None, overview: dict[str, Any]) -> list[float]:
+    """Mean utilization per time bin for the terminal's sparkline (one binning query, report_bins)."""
+    from paradise.analyses.runner import make_engine
+    from paradise.report.html.gather import mean_utilization
+    from paradise.report.pictures import SPARK_BINS
 
-    if scheduler:
-        engine = "dask"
-    if engine not in ENGINES:
-        raise EngineUnavailable(f"unknown engine {engine!r} (choose {' or '.join(ENGINES)})")
-    return get_engine(trace, engine, scheduler=scheduler)
+    eng = make_engine(handle, engine, scheduler)
+    try:
+        return mean_utilization(eng, handle, overview, SPARK_BINS)
+    finally:
+        eng.close()
 
 
 def keep_freed_memory() -> None:
@@ -189,37 +90,6 @@ def keep_freed_memory() -> None:
     m_trim_threshold, m_top_pad, m_mmap_max, m_arena_max = -1, -2, -4, -8  # <malloc.h>
     for option, value in ((m_arena_max, 1), (m_mmap_max, 0), (m_trim_threshold, -1), (m_top_pad, 1 << 27)):
         mallopt(option, value)  # trim threshold -1: never trim
-
-
-def analyze_trace(
-    path: Path, *, engine: str = "duckdb", scheduler: str | None = None, config: AnalysisConfig | None = None,
-    names: tuple[str, ...] = ANALYSES, after: Any = None,
-) -> tuple[TraceHandle, dict[str, AnalysisResult], dict[str, str]]:
-    """Opens a trace and runs the analyses `names` (default: all) that apply (for other commands
-    and tests); `after(engine, results)`, if given, runs on the same engine before it closes."""
-    from paradise.analyses.base import AnalysisConfig
-    from paradise.format import TRAINING_SOURCES
-    from paradise.report.progress import progress_bar
-    from paradise.store import open_trace
-
-    trace = open_trace(path)
-    eng = _make_engine(trace, engine, scheduler)
-    wants_events = trace.source not in TRAINING_SOURCES and not EVENT_ANALYSES.isdisjoint(names)
-    if getattr(eng, "thread_safe", False) and wants_events:  # Charm: event arrays needed
-        from paradise.analyses import eventload
-
-        eventload.start(eng)  # the event scan runs while the analyses import pandas and networkx
-    try:
-        with progress_bar("analyzing", total=len(names)) as bar:
-            results, errors = run_analyses(eng, trace, config or AnalysisConfig(), names, progress=bar)
-        if after is not None:
-            after(eng, results)
-    finally:
-        from paradise.analyses.cache import settle
-
-        settle(eng)
-        eng.close()
-    return trace, results, errors
 
 
 def register(app: typer.Typer) -> None:
@@ -249,17 +119,8 @@ def register(app: typer.Typer) -> None:
 
         config = AnalysisConfig(mtbf_hours=mtbf_hours, gpus=gpus, options={"top": top})
         keep_freed_memory()  # this process ends after the report: it need not give memory back
-        over_time: list[float] = []
-
-        def sparkline_bins(eng: Any, results: dict[str, AnalysisResult]) -> None:
-            if not as_json and "overview" in results:
-                from paradise.report.html.gather import mean_utilization
-                from paradise.report.pictures import SPARK_BINS
-
-                over_time.extend(mean_utilization(eng, eng.trace, results["overview"].to_dict(), SPARK_BINS))
-
         handle, results, errors = analyze_trace(
-            trace, engine=engine.value, scheduler=scheduler, config=config, names=names, after=sparkline_bins
+            trace, engine=engine.value, scheduler=scheduler, config=config, names=names, progress=_progress
         )
         for name, msg in errors.items():
             print(f"paradise: warning: analysis {name!r} failed: {msg}", file=sys.stderr)
@@ -279,6 +140,6 @@ def register(app: typer.Typer) -> None:
             }
             typer.echo(json.dumps(doc, indent=1, sort_keys=True, default=str))
         else:
-            _render(results, info, written, over_time)
+            _render(results, info, written, lambda overview: _utilization_bins(handle, engine.value, scheduler, overview))
         if errors:
             raise typer.Exit(1)

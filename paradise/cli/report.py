@@ -36,8 +36,8 @@ def build_report(trace_path: Path, *, hints: Path | None = None, compare: Path |
 
     from paradise.analyses import ANALYSES
     from paradise.analyses.base import AnalysisConfig
-    from paradise.analyses.cache import settle
-    from paradise.cli.analyze import _make_engine, run_analyses, trace_summary
+    from paradise.analyses.runner import make_engine, run_analyses, trace_summary
+    from paradise.events.cache import settle
     from paradise.format import TRAINING_SOURCES
     from paradise.report.html import gather, page
     from paradise.store import open_trace
@@ -45,11 +45,11 @@ def build_report(trace_path: Path, *, hints: Path | None = None, compare: Path |
     trace = open_trace(trace_path)
     if compare is not None:
         open_trace(compare)  # a bad --compare trace fails before the analyses run
-    eng = _make_engine(trace, engine, None)
+    eng = make_engine(trace, engine, None)
     whatif: dict[str, Any] | None = None
     try:
         if getattr(eng, "thread_safe", False) and trace.source not in TRAINING_SOURCES:
-            from paradise.analyses import eventload
+            from paradise.events import eventload
 
             eventload.start(eng)
         results, errors = run_analyses(eng, trace, AnalysisConfig(), ANALYSES)

@@ -96,8 +96,8 @@ def window(engine: Any, t_start: int, t_end: int, choice: tuple[int, int] | None
 def critical_segments(engine: Any, trace: Any, w0: int, w1: int) -> list[tuple[int, int, int]]:
     """(pe, t0, t1) of the critical path's executions inside the window, first to last, from the
     exec graph the scheduling analysis built on this engine (cached: no second event scan)."""
-    from paradise.analyses import execarrays
     from paradise.analyses.scheduling import critical_path
+    from paradise.events import execarrays
 
     if execarrays.too_large_to_replay(engine):
         g = execarrays.lean_graph(engine)
