@@ -32,7 +32,9 @@ def program_name(trace: Any) -> str:
 
 
 def _quote(text: str) -> str:
-    return '"' + text.replace('"', "'").replace("\n", " ") + '"'
+    """A quoted .sts name (readers take the text up to the line's last quote; a line break,
+    which would end the record, becomes a space)."""
+    return '"' + text.replace("\n", " ").replace("\r", " ") + '"'
 
 
 def sts_text(trace: Any, program: str, entries: dict[str, list[Any]], pes: int) -> str:

@@ -7,7 +7,10 @@
 --   END_PROCESSING (3): 3 0 ep time event src_pe bytes 0;
 --   BEGIN_IDLE (14) / END_IDLE (15): 14 time pe.
 -- Entry points (ep) are numbered as in export_projections_entries.sql.
--- Records at the same ns sort ends of idle, sends, ends of executions, then begins.
+-- Records at the same ns come in this order: ends of idle, ends of executions (the latest
+-- started first), begins of idle, zero-length executions (each begin right before its end),
+-- begins of executions (the longest first, so nesting is kept), sends (inside the execution
+-- that starts with them).
 -- grain: one row per log record
 -- columns:
 --   pe    int32   PE of the log the record goes to
@@ -33,30 +36,32 @@ ex AS (
     WHERE e.kind = 'exec' AND e.t1 IS NOT NULL
 ),
 recs AS (
-    SELECT ex.pe, ex.t0 AS t, 4 AS ord,
+    SELECT ex.pe, ex.t0 AS t, CASE WHEN ex.t1 = ex.t0 THEN 4 ELSE 5 END AS ord,
+           CASE WHEN ex.t1 = ex.t0 THEN ent.ep ELSE -ex.t1 END AS tie, 0 AS sub,
            '2 0 ' || ent.ep || ' ' || (ex.t0 // 1000) || ' ' || ex.event || ' ' || ex.src_pe || ' ' || coalesce(ex.bytes, 0)
            || ' ' || (ex.t0 // 1000) || ' ' || ex.ids || ' 0' AS line
     FROM ex JOIN ent ON ent.coll IS NOT DISTINCT FROM ex.coll AND ent.name IS NOT DISTINCT FROM ex.name
     UNION ALL
-    SELECT ex.pe, ex.t1, CASE WHEN ex.t1 = ex.t0 THEN 5 ELSE 2 END,
+    SELECT ex.pe, ex.t1, CASE WHEN ex.t1 = ex.t0 THEN 4 ELSE 2 END,
+           CASE WHEN ex.t1 = ex.t0 THEN ent.ep ELSE -ex.t0 END, 1,
            '3 0 ' || ent.ep || ' ' || (ex.t1 // 1000) || ' ' || ex.event || ' ' || ex.src_pe || ' ' || coalesce(ex.bytes, 0) || ' 0'
     FROM ex JOIN ent ON ent.coll IS NOT DISTINCT FROM ex.coll AND ent.name IS NOT DISTINCT FROM ex.name
     UNION ALL
-    SELECT s.pe, s.t0, 1,
+    SELECT s.pe, s.t0, 6, 0, 0,
            '1 0 ' || ent.ep || ' ' || (s.t0 // 1000) || ' ' || s.event || ' ' || s.pe || ' ' || coalesce(s.bytes, 0) || ' 0'
     FROM sends AS s JOIN ent ON ent.coll IS NOT DISTINCT FROM s.peer_coll AND ent.name IS NOT DISTINCT FROM s.name
     UNION ALL
-    SELECT pe, t0, 3, '14 ' || (t0 // 1000) || ' ' || pe FROM events WHERE kind = 'idle' AND t1 IS NOT NULL
+    SELECT pe, t0, 3, 0, 0, '14 ' || (t0 // 1000) || ' ' || pe FROM events WHERE kind = 'idle' AND t1 IS NOT NULL
     UNION ALL
-    SELECT pe, t1, 0, '15 ' || (t1 // 1000) || ' ' || pe FROM events WHERE kind = 'idle' AND t1 IS NOT NULL
+    SELECT pe, t1, 0, 0, 0, '15 ' || (t1 // 1000) || ' ' || pe FROM events WHERE kind = 'idle' AND t1 IS NOT NULL
 ),
 bounds AS (
     SELECT pe, min(t) AS t_first, max(t) AS t_last FROM recs GROUP BY pe
 )
 SELECT pe, line || E'\n' AS line
 FROM (
-    SELECT pe, t, ord, line FROM recs
-    UNION ALL SELECT pe, t_first, -1, '6 ' || (t_first // 1000) FROM bounds
-    UNION ALL SELECT pe, t_last, 9, '7 ' || (t_last // 1000) FROM bounds
+    SELECT pe, t, ord, tie, sub, line FROM recs
+    UNION ALL SELECT pe, t_first, -1, 0, 0, '6 ' || (t_first // 1000) FROM bounds
+    UNION ALL SELECT pe, t_last, 9, 0, 0, '7 ' || (t_last // 1000) FROM bounds
 )
-ORDER BY pe, t, ord
+ORDER BY pe, t, ord, tie, sub
