@@ -66,7 +66,7 @@ def utilization(console: Console, per_pe: list[dict[str, Any]], over_time: list[
 
 def compare_bars(console: Console, changes: list[dict[str, Any]]) -> None:
     """Base and candidate of the main time figures as pairs of bars on one scale."""
-    picks = [c for c in changes if c["metric"] in ("makespan", "step_time")]
+    picks = [c for name in ("makespan", "step_time") for c in changes if c["metric"] == name]
     busy = sorted((c for c in changes if c["metric"].endswith(".busy")), key=lambda c: -max(c["base"], c["candidate"]))
     picks += busy[: MAX_COMPARE_BARS - len(picks)]
     if not picks:
