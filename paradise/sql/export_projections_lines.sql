@@ -25,8 +25,9 @@ sends AS (
            row_number() OVER (PARTITION BY s.pe ORDER BY s.t0, s.msg) - 1 AS event
     FROM events AS s WHERE s.kind = 'send'
 ),
-cause AS (
-    SELECT msg, any_value(pe) AS src_pe, any_value(event) AS event FROM sends WHERE msg IS NOT NULL GROUP BY msg
+cause AS (  -- a msg with several send rows is caused by its first
+    SELECT msg, pe AS src_pe, event FROM sends WHERE msg IS NOT NULL
+    QUALIFY row_number() OVER (PARTITION BY msg ORDER BY t0, pe, event) = 1
 ),
 ex AS (
     SELECT e.pe, e.t0, e.t1, e.bytes, e.coll, e.name,

@@ -71,8 +71,13 @@ def test_utilization_matrix_is_capped_and_sized_by_bins_not_events(traces):
     assert max(max(row) for row in b["utilization"]) == 1.0  # PE 0 is busy through whole bins
 
 
-def test_charm_report_has_every_section_and_escapes_trace_strings(traces):
-    html = build_report(traces["charm"])
+@pytest.fixture(scope="module")
+def charm_page(traces):
+    return build_report(traces["charm"], window=None)
+
+
+def test_charm_report_has_every_section_and_escapes_trace_strings(charm_page):
+    html = charm_page
     for section in ("utilization", "timeline", "communication", "analyses"):
         assert f'<section id="{section}">' in html
     assert "Object graph pattern per collection" in html
@@ -121,6 +126,7 @@ def test_report_command_refuses_to_overwrite_and_bad_inputs(traces, tmp_path, mo
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".r.html")]  # no temporary left behind
 
 
-def test_window_option_draws_the_chosen_range(traces):
+def test_window_option_draws_the_chosen_range(traces, charm_page):
+    assert "Timeline of step" in charm_page  # the default: the longest step
     html = build_report(traces["charm"], window=(0, 50_000))
     assert "Timeline of chosen" in html
