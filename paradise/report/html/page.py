@@ -4,7 +4,7 @@ Content-Security-Policy that allows no network), sections in a fixed order.
 
 from __future__ import annotations
 
-import itertools
+import hashlib
 import json
 from html import escape
 from typing import Any
@@ -23,7 +23,6 @@ table{border-collapse:collapse;margin:.4rem 0 1rem;font-size:.85rem}caption,.cap
 th,td{border:1px solid #ddd;padding:2px 6px;vertical-align:top}th{background:#f4f4f4}td.num{text-align:right}
 td.none{color:#999}td.evidence{color:#555;font-size:.8rem}.note{color:#666;font-size:.85rem}.plot{min-height:200px}
 """
-_ids = itertools.count()
 
 
 def _config() -> str:
@@ -32,8 +31,8 @@ def _config() -> str:
 
 def embed(fig: Any) -> str:
     """A figure as a div and the script that draws it; the JSON is escaped for a <script> block."""
-    div = f"plot{next(_ids)}"
     spec = fig.to_json().replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    div = "plot-" + hashlib.sha1(spec.encode()).hexdigest()[:16]  # the same page for the same trace
     return (f'<div id="{div}" class="plot"></div><script>(function(){{var f={spec};'
             f'Plotly.newPlot("{div}",f.data,f.layout,{_config()});}})();</script>')
 
@@ -42,7 +41,7 @@ def _section(sid: str, title: str, body: str) -> tuple[str, str, str]:
     return sid, title, f'<section id="{sid}"><h2>{escape(title)}</h2>{body}</section>'
 
 
-def _utilization(g: dict[str, Any]) -> tuple[str, str, str] | None:
+def _utilization(g: dict[str, Any]) -> tuple[str, str, str]:
     b = g["bins"]
     note = (f"<p class=note>{b['bins']} bins of {b['bin_ns'] / 1e6:.4g} ms, computed in the engine (report_bins.sql): "
             "busy = exec time in the bin, capped at 1 per PE; the profile stacks the largest "
@@ -50,7 +49,7 @@ def _utilization(g: dict[str, Any]) -> tuple[str, str, str] | None:
     return _section("utilization", "Utilization over time", note + embed(F.utilization(b)) + embed(F.profile(b)))
 
 
-def _timeline(g: dict[str, Any]) -> tuple[str, str, str] | None:
+def _timeline(g: dict[str, Any]) -> tuple[str, str, str]:
     w = g["window"]
     fig, dropped = F.timeline(w, g["critical"], g["training"])
     note = (f"<p class=note>{len(w['execs']['t0']):,} executions and {len(w['msgs']['t_send']):,} messages in the window"
@@ -109,7 +108,7 @@ def _compare(c: dict[str, Any] | None) -> tuple[str, str, str] | None:
     return _section("compare", "Compared with another run", embed(fig) + tables.table(c["changes"]))
 
 
-def _analyses(a: dict[str, Any]) -> tuple[str, str, str] | None:
+def _analyses(a: dict[str, Any]) -> tuple[str, str, str]:
     body = "".join(f"<h3>{escape(name)}</h3>{tables.analysis(r)}" for name, r in a.items())
     return _section("analyses", "Characteristics and hints", body)
 
