@@ -4,7 +4,7 @@ and many small messages between the same PEs; comm.json (message combining).
 Stage 1: communication_edges (object pairs per entry method; computed by
 paradise.events.msgedges from the exec arrays shared with placement and scheduling),
 communication_sizes (histogram).
-Stage 2: networkx heuristics in paradise.events.objgraph; hints.comm_gen picks the streams.
+Stage 2: networkx heuristics in paradise.events.objgraph; hints.generators.comm picks the streams.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hints import comm_gen
+from hints.generators import comm as comm_gen
 from paradise.analyses.base import (
     AnalysisConfig,
     AnalysisResult,

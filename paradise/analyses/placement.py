@@ -4,7 +4,7 @@ Stage 1: placement_pe_load, placement_obj_load and communication_edges, computed
 arrays shared with communication and scheduling (paradise.events.objloads, .msgedges), and
 placement_cats (placement_creation only when the trace creates or migrates objects). Stage 2:
 numpy over an object x step matrix of loads, pandas for the rows per object; candidate mappings
-from hints.mapping_gen, each replayed by paradise.whatif, the best kept only when it beats the
+from hints.generators.mapping, each replayed by paradise.whatif, the best kept only when it beats the
 current mapping by KEEP_MARGIN.
 """
 

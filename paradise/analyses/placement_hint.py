@@ -1,6 +1,6 @@
 """The mapping hint: candidate placements chosen by the characteristics, judged by what-if replay.
 
-Candidates come from hints.mapping_gen (refine, greedy LPT, METIS); each is replayed and the
+Candidates come from hints.generators.mapping (refine, greedy LPT, METIS); each is replayed and the
 best is proposed only when it beats the replayed current mapping by KEEP_MARGIN; otherwise the
 hint is 'keep' (the current mapping, so the next run places objects as this one did).
 """
@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from hints import mapping_gen
+from hints.generators import mapping as mapping_gen
 from paradise import whatif
 from paradise.analyses.base import Characteristic, fmt_s, justification, provenance_of
 

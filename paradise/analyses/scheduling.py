@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hints import schedule_gen
+from hints.generators import schedule as schedule_gen
 from paradise import whatif
 from paradise.analyses.base import (
     AnalysisConfig,

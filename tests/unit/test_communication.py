@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 from builders import TraceBuilder, charm_like, torch_like
 
-from hints import comm_gen
 from hints.format import load_hint, write_hint
+from hints.generators import comm as comm_gen
 from paradise.analyses import communication
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.events import objgraph

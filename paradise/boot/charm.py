@@ -1,6 +1,6 @@
-"""Bootstrap: `python -m tracers.charm.run APP.py [ARGS...]`, one per PE under charmrun.
+"""Bootstrap: `python -m paradise.boot.charm APP.py [ARGS...]`, one per PE under charmrun.
 
-Installs the hooks (PARADISE_TRACE=DIR: tracing; PARADISE_HINTS=DIR: mapping consumer)
+Installs the tracer's hooks (PARADISE_TRACE=DIR) and the hint consumers (PARADISE_HINTS=DIR: mapping)
 before the program's `charm.start()`, then runs the unmodified program as `__main__` with
 runpy, so its chare classes, pickling and `sys.argv` behave as if it had been run directly.
 """
@@ -41,7 +41,7 @@ def install(trace_dir: str | None, hints_dir: str | None, program: str) -> None:
         api._step_hook = hooks.record_step
     creation.install_creation_hooks(chare, charm)
     if hints_dir:
-        from hints.charm_map import MappingConsumer
+        from hints.runtime.charm_map import MappingConsumer
 
         st.mapper = MappingConsumer(Path(hints_dir) / "mapping.json", program)
         st.mapper.register(charm)
@@ -50,7 +50,7 @@ def install(trace_dir: str | None, hints_dir: str | None, program: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args:
-        print("usage: python -m tracers.charm.run APP.py [ARGS...]", file=sys.stderr)
+        print("usage: python -m paradise.boot.charm APP.py [ARGS...]", file=sys.stderr)
         sys.exit(2)
     app = Path(args[0])
     if not app.is_file():
