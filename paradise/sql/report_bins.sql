@@ -1,13 +1,14 @@
 -- report_bins: utilization over time for `paradise report` (Projections' usage and time
--- profiles): exec and idle time cut into fixed time bins, in one scan, rolled up two ways.
--- grain: one row per pe × bin (level 0) and one per bin × key (level 1); bins are $bin_ns wide
--- from $t_start, so the result has at most (PEs + keys) × bins rows whatever the trace's size.
--- An interval spanning several bins adds its overlap to each.
+-- profiles): exec and idle time cut into fixed time bins, in one scan, rolled up three ways.
+-- grain: one row per pe × bin (level 0), per bin × key (level 1) and per pe × key (level 2);
+-- bins are $bin_ns wide from $t_start, so the result has at most (PEs + keys) × bins + PEs × keys
+-- rows whatever the trace's size. An interval spanning several bins adds its overlap to each.
 -- columns:
---   level    int32     0: a pe × bin row (key null); 1: a bin × key row summed over PEs (pe null)
---   pe       int32     PE or rank (level 0), null on level 1
---   bin      int64     bin number: (t - $t_start) // $bin_ns
---   key      string    level 1: entry method name, or the op category when $by_cat is true
+--   level    int32     0: a pe × bin row (key null); 1: a bin × key row summed over PEs (pe null);
+--                      2: a pe × key row summed over bins (bin null)
+--   pe       int32     PE or rank (levels 0 and 2), null on level 1
+--   bin      int64     bin number: (t - $t_start) // $bin_ns (levels 0 and 1), null on level 2
+--   key      string    levels 1 and 2: entry method name, or the op category when $by_cat is true
 --                      (coalesce(cat, name)); null on level 0 and for idle time
 --   busy_ns  int64 ns  exec time inside the bin (nested execs each count)
 --   idle_ns  int64 ns  idle-row time inside the bin
@@ -29,12 +30,12 @@ cut AS (
     FROM iv
 )
 SELECT
-    CAST(grouping(pe) AS INTEGER) AS level,
+    CAST(CASE grouping(pe, bin, key) WHEN 1 THEN 0 WHEN 4 THEN 1 ELSE 2 END AS INTEGER) AS level,
     pe,
     bin,
     key,
     coalesce(sum(ns) FILTER (WHERE NOT is_idle), 0)::BIGINT AS busy_ns,
     coalesce(sum(ns) FILTER (WHERE is_idle), 0)::BIGINT AS idle_ns
 FROM cut
-GROUP BY GROUPING SETS ((pe, bin), (bin, key))
-ORDER BY level, pe NULLS FIRST, bin, key NULLS FIRST
+GROUP BY GROUPING SETS ((pe, bin), (bin, key), (pe, key))
+ORDER BY level, pe NULLS FIRST, bin NULLS FIRST, key NULLS FIRST

@@ -26,8 +26,8 @@ CHART_SECTIONS = {
               "training": "Training"},
 }
 PLOT_TITLES = {
-    "charm": ["Utilization per PE over time", "Time profile", "Timeline of step", "Time per PE", "Communication matrix"],
-    "torch": ["Utilization per PE over time", "Time profile", "Timeline of step", "Step breakdown per rank",
+    "charm": ["Utilization per PE over time", "Time profile", "Usage profile", "Timeline of step", "Time per PE", "Communication matrix"],
+    "torch": ["Utilization per PE over time", "Time profile", "Usage profile", "Timeline of step", "Step breakdown per rank",
               "Streams: kernel time", "Collectives: total time"],
 }
 SECTION_STATE = """() => [...document.querySelectorAll('section')].map(s => ({

@@ -60,6 +60,11 @@ def test_bins_add_up_to_the_traces_exec_and_idle_time(traces, which):
     assert {k: v for k, v in idle.items() if v} == dict(want["idle"])
     by_key = sum(r["busy_ns"] for r in t if r["level"] == 1)
     assert by_key == sum(want["exec"].values())  # the per-key roll-up sums the same time
+    pe_key = defaultdict(int)
+    for r in t:
+        if r["level"] == 2:
+            pe_key[r["pe"]] += r["busy_ns"]
+    assert dict(pe_key) == dict(want["exec"])  # and so does the per-PE usage roll-up
 
 
 def test_utilization_matrix_is_capped_and_sized_by_bins_not_events(traces):

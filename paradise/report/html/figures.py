@@ -57,6 +57,18 @@ def profile(b: dict[str, Any]) -> go.Figure:
                    xaxis_title="time (ms)", yaxis_title="PE-equivalents")
 
 
+def usage(b: dict[str, Any]) -> go.Figure:
+    """Projections' usage profile: per PE, the share of the run spent in each entry or category."""
+    pes = [str(p) for p in range(len(next(iter(b["usage"].values()), [])))]
+    fig = go.Figure()
+    for key, shares in b["usage"].items():
+        fig.add_trace(go.Bar(x=pes, y=shares, name=text(key), marker_color="#dddddd" if key == "idle" else None,
+                             hovertemplate="PE %{x}: %{y:.1%}<extra>%{fullData.name}</extra>"))
+    what = "op category" if b["by"] == "category" else "entry method"
+    return _layout(fig, f"Usage profile: share of the run per PE, by {what}", barmode="stack",
+                   xaxis={"title": {"text": "PE / rank"}, "type": "category"}, yaxis={"tickformat": ".0%"})
+
+
 def _lane(pe: int, stream: int | None, tid: int | None, training: bool) -> str:
     if not training:
         return f"PE {pe}"

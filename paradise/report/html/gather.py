@@ -33,15 +33,21 @@ def span_of(analyses: dict[str, dict[str, Any]]) -> tuple[int, int, int]:
 
 
 def bins(engine: Any, t_start: int, t_end: int, pes: int, by_cat: bool, n_bins: int = N_BINS) -> dict[str, Any]:
-    """Per-PE utilization per bin (a PEs × bins matrix, capped at 1) and the time profile: busy
-    time per bin of the MAX_KEYS largest keys (PE-equivalents: busy ns / bin ns)."""
+    """Per-PE utilization per bin (a PEs × bins matrix, capped at 1); the time profile: busy time
+    per bin of the MAX_KEYS largest keys (PE-equivalents: busy ns / bin ns); the usage profile:
+    each PE's time per key (and idle) as a share of the run."""
     bin_ns = max(1, -(-(t_end - t_start) // n_bins))
     t = engine.query("report_bins", t_start=t_start, bin_ns=bin_ns, by_cat=by_cat).to_pydict()
     nb = max(1, -(-(t_end - t_start) // bin_ns))
     util = [[0.0] * nb for _ in range(max(pes, 1))]
     idle = [0.0] * nb
     per_key: dict[str, list[float]] = {}
+    usage: dict[str, dict[int, float]] = {}  # key -> pe -> share of the run
     for level, pe, b, key, busy, idle_ns in zip(t["level"], t["pe"], t["bin"], t["key"], t["busy_ns"], t["idle_ns"]):
+        if level == 2:
+            name = "idle" if key is None else str(key)
+            usage.setdefault(name, {})[pe] = (idle_ns if key is None else busy) / max(t_end - t_start, 1)
+            continue
         if not 0 <= b < nb:
             continue
         if level == 0 and pe is not None and 0 <= pe < len(util):
@@ -54,6 +60,12 @@ def bins(engine: Any, t_start: int, t_end: int, pes: int, by_cat: bool, n_bins: 
     profile = {k: per_key[k] for k in ranked[:MAX_KEYS]}
     if len(ranked) > MAX_KEYS:
         profile[OTHER] = [sum(per_key[k][b] for k in ranked[MAX_KEYS:]) for b in range(nb)]
+    kept = ranked[:MAX_KEYS]
+    usage_top = {k: usage.get(k, {}) for k in kept}
+    rest = [k for k in usage if k not in kept and k != "idle"]
+    if rest:
+        usage_top[OTHER] = {p: sum(usage[k].get(p, 0.0) for k in rest) for p in range(len(util))}
+    usage_top["idle"] = usage.get("idle", {})
     rows, labels = util, [str(p) for p in range(len(util))]
     if len(util) > MAX_HEATMAP_ROWS:
         g = -(-len(util) // MAX_HEATMAP_ROWS)
@@ -61,7 +73,8 @@ def bins(engine: Any, t_start: int, t_end: int, pes: int, by_cat: bool, n_bins: 
         labels = [f"{i}-{min(i + g, len(util)) - 1}" for i in range(0, len(util), g)]
     mean = [sum(col) / len(util) for col in zip(*util)] if util else []
     return {"t_start": t_start, "bin_ns": bin_ns, "bins": nb, "utilization": rows, "row_labels": labels,
-            "mean_utilization": mean, "profile": profile, "idle_pe_equiv": idle, "by": "category" if by_cat else "entry"}
+            "mean_utilization": mean, "profile": profile, "idle_pe_equiv": idle, "by": "category" if by_cat else "entry",
+            "usage": {k: [v.get(p, 0.0) for p in range(len(util))] for k, v in usage_top.items()}}
 
 
 def mean_utilization(engine: Any, trace: Any, overview: dict[str, Any], n_bins: int) -> list[float]:

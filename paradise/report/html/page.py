@@ -46,7 +46,8 @@ def _utilization(g: dict[str, Any]) -> tuple[str, str, str]:
     note = (f"<p class=note>{b['bins']} bins of {b['bin_ns'] / 1e6:.4g} ms, computed in the engine (report_bins.sql): "
             "busy = exec time in the bin, capped at 1 per PE; the profile stacks the largest "
             f"{len(b['profile'])} {'categories' if b['by'] == 'category' else 'entry methods'}.</p>")
-    return _section("utilization", "Utilization over time", note + embed(F.utilization(b)) + embed(F.profile(b)))
+    return _section("utilization", "Utilization over time", note + embed(F.utilization(b)) + embed(F.profile(b))
+                    + embed(F.usage(b)))
 
 
 def _timeline(g: dict[str, Any]) -> tuple[str, str, str]:
