@@ -15,7 +15,8 @@ from paradise.export._stream import open_output, string_bytes
 
 BATCH_ROWS = 1 << 16
 """Rows per Arrow batch read from DuckDB: about 15 MB of JSON text (~230 bytes a record) at most in memory."""
-KIND_LANES = {-1: "steps / phases", -2: "collectives", -3: "checkpoints"}
+KIND_LANES = {2_000_000_001: "steps / phases", 2_000_000_002: "collectives", 2_000_000_003: "checkpoints"}
+"""Lanes of the non-op intervals (export_chrome_events.sql), kept apart so ops nest cleanly."""
 STREAM_LANE = 1_000_000_000
 """Device rows go to tid STREAM_LANE + stream (CPU thread ids stay as they are)."""
 

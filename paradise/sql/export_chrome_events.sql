@@ -7,7 +7,8 @@
 -- counter samples ("C", 1 at the start, 0 at the end) per idle row.
 -- Times: ts and dur in microseconds as decimal numbers (ns / 1000, exact below 2^53 ns).
 -- pid is the PE / rank; tid is the row's thread (tid, 0 when none), 1000000000 + stream for
--- device rows, -1 for steps and phases, -2 for collectives, -3 for checkpoints and restores.
+-- device rows, 2000000001 for steps and phases, 2000000002 for collectives, 2000000003 for
+-- checkpoints and restores (all below 2^32: Perfetto reads tids as 32-bit unsigned).
 -- columns:
 --   line  string  one JSON object followed by ",\n" (rows concatenate into the traceEvents array)
 -- merge: client (an export streams every row once; it is not split by files)
@@ -15,9 +16,9 @@ WITH r AS (
     SELECT
         kind, pe, t0, t1, name, cat, coll, index, step, bytes, msg, peer_pe,
         CASE
-            WHEN kind IN ('step', 'phase') THEN -1
-            WHEN kind = 'collective' THEN -2
-            WHEN kind IN ('checkpoint', 'restore') THEN -3
+            WHEN kind IN ('step', 'phase') THEN 2000000001
+            WHEN kind = 'collective' THEN 2000000002
+            WHEN kind IN ('checkpoint', 'restore') THEN 2000000003
             WHEN stream IS NOT NULL THEN 1000000000 + stream
             ELSE coalesce(tid, 0)
         END AS lane,

@@ -13,9 +13,9 @@ FROM (
         pe,
         stream,
         CASE
-            WHEN kind IN ('step', 'phase') THEN -1
-            WHEN kind = 'collective' THEN -2
-            WHEN kind IN ('checkpoint', 'restore') THEN -3
+            WHEN kind IN ('step', 'phase') THEN 2000000001
+            WHEN kind = 'collective' THEN 2000000002
+            WHEN kind IN ('checkpoint', 'restore') THEN 2000000003
             WHEN stream IS NOT NULL THEN 1000000000 + stream
             ELSE coalesce(tid, 0)
         END AS lane
