@@ -12,7 +12,31 @@
 -- columns:
 --   line  string  one JSON object followed by ",\n" (rows concatenate into the traceEvents array)
 -- merge: client (an export streams every row once; it is not split by files)
-WITH r AS (
+-- One scan: each row yields its records as a list, unnested (no CTE read several times, which
+-- DuckDB would materialise; the result streams with the scan).
+SELECT unnest(list_filter([
+    CASE WHEN kind IN ('exec', 'step', 'phase', 'collective', 'checkpoint', 'restore') AND t1 IS NOT NULL THEN
+        '{"ph":"X","name":' || to_json(coalesce(name, '')) || ',"cat":' || to_json(coalesce(cat, kind)) || ',' || ts
+        || ',"dur":' || CAST((t1 - t0) / 1000 AS VARCHAR) || ',"pid":' || pe || ',"tid":' || lane
+        || ',"args":' || json_object('kind', kind, 'coll', coll, 'index', index, 'step', step, 'bytes', bytes, 'msg', msg)
+        || E'},\n' END,
+    CASE WHEN kind IN ('failure', 'restart', 'mark') THEN
+        '{"ph":"i","s":"p","name":' || to_json(coalesce(name, kind)) || ',"cat":' || to_json(kind) || ',' || ts
+        || ',"pid":' || pe || ',"tid":' || lane || E'},\n' END,
+    CASE WHEN msg IS NOT NULL AND (kind = 'send' OR (kind = 'exec' AND cat IN ('cuda_runtime', 'cuda_driver'))) THEN
+        '{"ph":"s","id":' || msg || ',"name":"msg","cat":' || (CASE WHEN kind = 'send' THEN '"message"' ELSE '"launch"' END)
+        || ',' || ts || ',"pid":' || pe || ',"tid":' || lane
+        || ',"args":' || json_object('bytes', bytes, 'peer_pe', peer_pe) || E'},\n' END,
+    CASE WHEN msg IS NOT NULL AND kind = 'exec' AND coalesce(cat, '') NOT IN ('cuda_runtime', 'cuda_driver') THEN
+        '{"ph":"f","bp":"e","id":' || msg || ',"name":"msg","cat":'
+        || (CASE WHEN cat = 'kernel' OR lane >= 1000000000 THEN '"launch"' ELSE '"message"' END)
+        || ',' || ts || ',"pid":' || pe || ',"tid":' || lane || E'},\n' END,
+    CASE WHEN kind = 'idle' AND t1 IS NOT NULL THEN
+        '{"ph":"C","name":"idle",' || ts || ',"pid":' || pe || E',"args":{"idle":1}},\n' END,
+    CASE WHEN kind = 'idle' AND t1 IS NOT NULL THEN
+        '{"ph":"C","name":"idle","ts":' || CAST(t1 / 1000 AS VARCHAR) || ',"pid":' || pe || E',"args":{"idle":0}},\n' END
+], lambda x: x IS NOT NULL)) AS line
+FROM (
     SELECT
         kind, pe, t0, t1, name, cat, coll, index, step, bytes, msg, peer_pe,
         CASE
@@ -24,28 +48,6 @@ WITH r AS (
         END AS lane,
         '"ts":' || CAST(t0 / 1000 AS VARCHAR) AS ts
     FROM events
+    WHERE kind IN ('exec', 'step', 'phase', 'collective', 'checkpoint', 'restore', 'failure', 'restart', 'mark',
+                   'send', 'idle')
 )
-SELECT '{"ph":"X","name":' || to_json(coalesce(name, '')) || ',"cat":' || to_json(coalesce(cat, kind)) || ',' || ts
-       || ',"dur":' || CAST((t1 - t0) / 1000 AS VARCHAR) || ',"pid":' || pe || ',"tid":' || lane
-       || ',"args":' || json_object('kind', kind, 'coll', coll, 'index', index, 'step', step, 'bytes', bytes, 'msg', msg)
-       || E'},\n' AS line
-FROM r WHERE kind IN ('exec', 'step', 'phase', 'collective', 'checkpoint', 'restore') AND t1 IS NOT NULL
-UNION ALL
-SELECT '{"ph":"i","s":"p","name":' || to_json(coalesce(name, kind)) || ',"cat":' || to_json(kind) || ',' || ts
-       || ',"pid":' || pe || ',"tid":' || lane || E'},\n'
-FROM r WHERE kind IN ('failure', 'restart', 'mark')
-UNION ALL
-SELECT '{"ph":"s","id":' || msg || ',"name":"msg","cat":' || (CASE WHEN kind = 'send' THEN '"message"' ELSE '"launch"' END)
-       || ',' || ts || ',"pid":' || pe || ',"tid":' || lane
-       || ',"args":' || json_object('bytes', bytes, 'peer_pe', peer_pe) || E'},\n'
-FROM r WHERE msg IS NOT NULL AND (kind = 'send' OR (kind = 'exec' AND cat IN ('cuda_runtime', 'cuda_driver')))
-UNION ALL
-SELECT '{"ph":"f","bp":"e","id":' || msg || ',"name":"msg","cat":' || (CASE WHEN cat = 'kernel' OR lane >= 1000000000 THEN '"launch"' ELSE '"message"' END)
-       || ',' || ts || ',"pid":' || pe || ',"tid":' || lane || E'},\n'
-FROM r WHERE msg IS NOT NULL AND kind = 'exec' AND coalesce(cat, '') NOT IN ('cuda_runtime', 'cuda_driver')
-UNION ALL
-SELECT '{"ph":"C","name":"idle",' || ts || ',"pid":' || pe || E',"args":{"idle":1}},\n'
-FROM r WHERE kind = 'idle' AND t1 IS NOT NULL
-UNION ALL
-SELECT '{"ph":"C","name":"idle","ts":' || CAST(t1 / 1000 AS VARCHAR) || ',"pid":' || pe || E',"args":{"idle":0}},\n'
-FROM r WHERE kind = 'idle' AND t1 IS NOT NULL

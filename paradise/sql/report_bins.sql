@@ -28,14 +28,21 @@ cut AS (
     SELECT pe, is_idle, key, bin,
            least(t1, $t_start + (bin + 1) * $bin_ns) - greatest(t0, $t_start + bin * $bin_ns) AS ns
     FROM iv
+),
+fine AS (
+    SELECT pe, bin, key,
+           coalesce(sum(ns) FILTER (WHERE NOT is_idle), 0) AS busy,
+           coalesce(sum(ns) FILTER (WHERE is_idle), 0) AS idle
+    FROM cut
+    GROUP BY pe, bin, key
 )
 SELECT
     CAST(CASE grouping(pe, bin, key) WHEN 1 THEN 0 WHEN 4 THEN 1 ELSE 2 END AS INTEGER) AS level,
     pe,
     bin,
     key,
-    coalesce(sum(ns) FILTER (WHERE NOT is_idle), 0)::BIGINT AS busy_ns,
-    coalesce(sum(ns) FILTER (WHERE is_idle), 0)::BIGINT AS idle_ns
-FROM cut
+    sum(busy)::BIGINT AS busy_ns,
+    sum(idle)::BIGINT AS idle_ns
+FROM fine
 GROUP BY GROUPING SETS ((pe, bin), (bin, key), (pe, key))
 ORDER BY level, pe NULLS FIRST, bin NULLS FIRST, key NULLS FIRST
