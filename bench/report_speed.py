@@ -19,7 +19,7 @@ cells, at most MAX_TIMELINE_EXECS bars and capped tables, none of which grows wi
 the export streams Arrow batches, so peak memory stays flat while the output grows with the rows.
 
 Run: flock /tmp/paradise-bench.lock nice -n 5 .venv/bin/python bench/report_speed.py [--rows N]
-     [--pes P] [--reps R] [--law-rows 100000,1000000] [--export] [--dir DIR]
+     [--pes P] [--reps R (0: sizes and export only)] [--law-rows 100000,1000000] [--export] [--dir DIR]
 """
 
 from __future__ import annotations
@@ -69,12 +69,17 @@ def main() -> None:
         runs["report"].append((dt, cpu, rss))
     rows = int(avs.pq.ParquetDataset(sorted(trace.glob("*.parquet"))).read(columns=["pe"]).num_rows)
     print(f"trace: {rows:,} rows on {args.pes} PEs ({trace.name}); medians of {args.reps} runs, fresh processes")
-    print(f"{'':10} {'wall s':>7} {'CPU s':>7} {'max RSS MiB':>12}")
-    for name, xs in runs.items():
-        print(f"{name:10} {_fmt([x[0] for x in xs])} {_fmt([x[1] for x in xs])} {statistics.median(x[2] for x in xs):12.0f}")
-    wall = statistics.median(x[0] for x in runs["report"]) / statistics.median(x[0] for x in runs["analyze"])
-    cpu = statistics.median(x[1] for x in runs["report"]) / statistics.median(x[1] for x in runs["analyze"])
-    print(f"report / analyze: wall {wall:.2f}x, CPU {cpu:.2f}x (goal: at most 1.5x)")
+    if not args.reps:  # --reps 0: only the page sizes (and the export)
+        page_size(trace, page)
+        runs = {}
+    if runs:
+        print(f"{'':10} {'wall s':>7} {'CPU s':>7} {'max RSS MiB':>12}")
+        for name, xs in runs.items():
+            print(f"{name:10} {_fmt([x[0] for x in xs])} {_fmt([x[1] for x in xs])} "
+                  f"{statistics.median(x[2] for x in xs):12.0f}")
+        wall = statistics.median(x[0] for x in runs["report"]) / statistics.median(x[0] for x in runs["analyze"])
+        cpu = statistics.median(x[1] for x in runs["report"]) / statistics.median(x[1] for x in runs["analyze"])
+        print(f"report / analyze: wall {wall:.2f}x, CPU {cpu:.2f}x (goal: at most 1.5x)")
     sizes = [(rows, page.stat().st_size)]
     for n in [int(x) for x in args.law_rows.split(",") if x]:
         t = avs.generate(n, args.pes)
