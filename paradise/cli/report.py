@@ -44,7 +44,11 @@ def build_report(trace_path: Path, *, hints: Path | None = None, compare: Path |
 
     trace = open_trace(trace_path)
     if compare is not None:
-        open_trace(compare)  # a bad --compare trace fails before the analyses run
+        open_trace(compare)  # a bad --compare trace or --hints folder fails before the analyses run
+    if hints is not None and not Path(hints).is_dir():
+        from paradise.errors import HintMismatch
+
+        raise HintMismatch(f"{hints}: no such hints directory")
     eng = make_engine(trace, engine, None)
     whatif: dict[str, Any] | None = None
     try:
