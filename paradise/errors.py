@@ -54,3 +54,7 @@ def require_new_output(path, force: bool) -> None:
     p = Path(path)
     if p.exists() and not force:
         raise OutputExists(f"{p}: already exists; pass --force to overwrite it")
+
+
+class OutputUnwritable(ParadiseError):
+    """An output path that cannot be written (missing folder, no permission, a folder in the way)."""

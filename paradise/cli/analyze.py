@@ -33,8 +33,9 @@ class EngineName(str, Enum):
     dask = "dask"
 
 
-def _render(results: dict[str, AnalysisResult], info: dict[str, Any], written: list[str]) -> None:
-    from paradise.report import generic
+def _render(results: dict[str, AnalysisResult], info: dict[str, Any], written: list[str],
+            over_time: Any = None) -> None:
+    from paradise.report import generic, pictures
     from paradise.report.console import console
 
     con = console()
@@ -42,7 +43,10 @@ def _render(results: dict[str, AnalysisResult], info: dict[str, Any], written: l
     for name, result in results.items():
         spec = importlib.util.find_spec(f"paradise.report.{name}")
         renderer = importlib.import_module(f"paradise.report.{name}").render if spec else generic.render
-        renderer(con, result.to_dict())
+        doc = result.to_dict()
+        renderer(con, doc)
+        if name == "overview" and doc.get("per_pe"):
+            pictures.utilization(con, doc["per_pe"], over_time(doc) if over_time else None)
     for path in written:
         con.print(f"hint written: {path}")
 
@@ -51,6 +55,19 @@ def _progress(label: str, total: int) -> Any:
     from paradise.report.progress import progress_bar
 
     return progress_bar(label, total=total)
+
+
+def _utilization_bins(handle: Any, engine: str, scheduler: str | None, overview: dict[str, Any]) -> list[float]:
+    """Mean utilization per time bin for the terminal's sparkline (one binning query, report_bins)."""
+    from paradise.analyses.runner import make_engine
+    from paradise.report.html.gather import mean_utilization
+    from paradise.report.pictures import SPARK_BINS
+
+    eng = make_engine(handle, engine, scheduler)
+    try:
+        return mean_utilization(eng, handle, overview, SPARK_BINS)
+    finally:
+        eng.close()
 
 
 def keep_freed_memory() -> None:
@@ -136,6 +153,6 @@ def register(app: typer.Typer) -> None:
             }
             typer.echo(json.dumps(doc, indent=1, sort_keys=True, default=str))
         else:
-            _render(results, info, written)
+            _render(results, info, written, lambda overview: _utilization_bins(handle, engine.value, scheduler, overview))
         if errors:
             raise typer.Exit(1)

@@ -25,10 +25,12 @@ def _register() -> None:
         analyze,
         compare,
         demo,
+        export,
         import_cmd,
         info,
         merge,
         policy,
+        report,
         synth,
         trace_cmd,
         whatif,
@@ -36,7 +38,8 @@ def _register() -> None:
 
     app.add_typer(import_cmd.app, name="import")
     app.add_typer(trace_cmd.app, name="trace")
-    for module in (info, analyze, merge, whatif, compare, policy, demo, synth):
+    app.add_typer(export.app, name="export")
+    for module in (info, analyze, report, merge, whatif, compare, policy, demo, synth):
         module.register(app)
 
 

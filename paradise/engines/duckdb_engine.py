@@ -108,11 +108,12 @@ class DuckDBEngine:
         with self._guard():
             self._con().execute(f"CREATE OR REPLACE TABLE {table} AS {load_sql(name)}", params or None)
 
-    def batches(self, name: str, **params: Any) -> pa.RecordBatchReader:
-        """A stage-1 query's result streamed in record batches, for consumers that copy it into
-        arrays of their own and should not hold the whole Arrow table as well."""
+    def batches(self, name: str, batch_rows: int = 1 << 20, **params: Any) -> pa.RecordBatchReader:
+        """A stage-1 query's result streamed in record batches of up to `batch_rows` rows, for
+        consumers that copy it into arrays of their own (or a file) and should not hold the whole
+        Arrow table as well."""
         with self._guard():
-            return self._con().sql(load_sql(name), params=params or None).to_arrow_reader(batch_size=1 << 20)
+            return self._con().sql(load_sql(name), params=params or None).to_arrow_reader(batch_size=batch_rows)
 
     def close(self) -> None:
         with self._lock:

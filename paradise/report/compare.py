@@ -7,6 +7,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from paradise.report import pictures
 from paradise.report.console import console, fmt_bytes, fmt_ns
 
 SHOW_CHANGES = 25
@@ -45,6 +46,7 @@ def render_performance(perf: dict[str, Any]) -> None:
             mark,
         )
     c.print(t)
+    pictures.compare_bars(c, perf["changes"])
     if len(perf["changes"]) > SHOW_CHANGES:
         c.print(f"({len(perf['changes']) - SHOW_CHANGES} more in --json)")
     _render_step_diff(perf.get("step_diff") or [])
