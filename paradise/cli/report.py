@@ -1,7 +1,7 @@
 """`paradise report TRACE -o report.html`: one self-contained HTML page of the run.
 
-The analyses run as in `paradise analyze` (same engine, so the report reuses their cached
-stage-1 results); the report adds its binning and timeline queries on that engine, the what-if
+The analyses run as in `paradise analyze` (one Session, so the report reuses their shared
+results: the critical path among them); the report adds its binning and timeline queries on that engine, the what-if
 replay under --hints and the comparison with --compare, then writes the page atomically.
 """
 
@@ -37,8 +37,7 @@ def build_report(trace_path: Path, *, hints: Path | None = None, compare: Path |
     from paradise.analyses import ANALYSES
     from paradise.analyses.base import AnalysisConfig
     from paradise.analyses.runner import make_engine, run_analyses, trace_summary
-    from paradise.events.cache import settle
-    from paradise.format import TRAINING_SOURCES
+    from paradise.analyses.session import Session
     from paradise.report.html import gather, page
     from paradise.store import open_trace
 
@@ -50,21 +49,18 @@ def build_report(trace_path: Path, *, hints: Path | None = None, compare: Path |
 
         raise HintMismatch(f"{hints}: no such hints directory")
     eng = make_engine(trace, engine, None)
+    session = Session(eng, trace)
     whatif: dict[str, Any] | None = None
     try:
-        if getattr(eng, "thread_safe", False) and trace.source not in TRAINING_SOURCES:
-            from paradise.events import eventload
-
-            eventload.start(eng)
-        results, errors = run_analyses(eng, trace, AnalysisConfig(), ANALYSES)
+        results, errors = run_analyses(session, AnalysisConfig(), ANALYSES)
         dicts = {name: r.to_dict() for name, r in results.items()}
-        drawn = gather.gather(eng, trace, dicts, window)
+        drawn = gather.gather(session, dicts, window)
         if hints is not None:
             from paradise.whatif import predict_from_hints
 
             whatif = predict_from_hints(eng, trace, hints)
     finally:
-        settle(eng)
+        session.settle()
         eng.close()
     cmp = None
     if compare is not None:

@@ -106,31 +106,28 @@ def window(engine: Any, t_start: int, t_end: int, choice: tuple[int, int] | None
     return {"w0": w0, "w1": w1, "how": how, "execs": ex, "msgs": msgs}
 
 
-def critical_segments(engine: Any, trace: Any, w0: int, w1: int) -> list[tuple[int, int, int]]:
+def critical_segments(session: Any, w0: int, w1: int) -> list[tuple[int, int, int]]:
     """(pe, t0, t1) of the critical path's executions inside the window, first to last, from the
-    exec graph the scheduling analysis built on this engine (cached: no second event scan)."""
-    from paradise.analyses.scheduling import critical_path
-    from paradise.events import execarrays
-
-    if execarrays.too_large_to_replay(engine):
-        g = execarrays.lean_graph(engine)
-    else:
-        g = execarrays.replayer(engine, trace.metadata.get("pes")).graph  # type: ignore[attr-defined]
-    path = critical_path(g)
-    if not len(path):
+    run's Session (the path the scheduling analysis followed: no second event scan)."""
+    path = session.get("critical_path")
+    if not path.lo:
         return []
-    pe, t0, t1 = g.pe[path], g.t0[path], g.t1[path]
-    keep = (t1 >= w0) & (t0 <= w1)
-    return list(zip(pe[keep].tolist(), t0[keep].tolist(), t1[keep].tolist()))
+    rows = session.engine.sql(
+        "WITH seg AS (SELECT unnest($lo::BIGINT[]) AS lo, unnest($hi::BIGINT[]) AS hi) "
+        "SELECT g.pe, g.t0, g.t1 FROM exec_graph g JOIN seg ON g.id BETWEEN seg.lo AND seg.hi "
+        "WHERE g.t1 >= $w0 AND g.t0 <= $w1 ORDER BY g.id",
+        lo=list(path.lo), hi=list(path.hi), w0=w0, w1=w1).to_pydict()
+    return list(zip(rows["pe"], rows["t0"], rows["t1"]))
 
 
-def gather(engine: Any, trace: Any, analyses: dict[str, dict[str, Any]],
+def gather(session: Any, analyses: dict[str, dict[str, Any]],
            choice: tuple[int, int] | None = None) -> dict[str, Any]:
     """Every drawing's data: bins, the timeline window, the critical path inside it."""
+    engine, trace = session.engine, session.trace
     t_start, t_end, pes = span_of(analyses)
     training = trace.source in TRAINING_SOURCES
     out = {"bins": bins(engine, t_start, t_end, pes, training),
            "window": window(engine, t_start, t_end, choice), "training": training}
     w = out["window"]
-    out["critical"] = critical_segments(engine, trace, w["w0"], w["w1"]) if "scheduling" in analyses else []
+    out["critical"] = critical_segments(session, w["w0"], w["w1"]) if "scheduling" in analyses else []
     return out
