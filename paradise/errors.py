@@ -43,6 +43,14 @@ class InvalidOption(ParadiseError):
     """A command-line value outside its allowed range; the message names the option and the value."""
 
 
+def visible(text: str) -> str:
+    """Untrusted text in a message (a file or entry name) with control characters shown as
+    escapes (`\\x1b`), so that a message can neither drive the terminal nor span lines."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
 def require_new_output(path, force: bool) -> None:
     """Refuses to overwrite an existing output unless forced."""
     from pathlib import Path
@@ -50,3 +58,8 @@ def require_new_output(path, force: bool) -> None:
     p = Path(path)
     if p.exists() and not force:
         raise OutputExists(f"{p}: already exists; pass --force to overwrite it")
+
+
+class OutputUnwritable(ParadiseError):
+    """An output that cannot or must not be written: a folder, a device, one of the inputs, a
+    read-only or full file system, a path under a regular file."""

@@ -12,7 +12,9 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import math
 import os
+import re
 import sys
 from enum import Enum
 from pathlib import Path
@@ -21,7 +23,14 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from paradise.analyses import ANALYSES
-from paradise.errors import EngineUnavailable, HintMismatch, InvalidOption, OutputExists
+from paradise.errors import (
+    EngineUnavailable,
+    HintMismatch,
+    InvalidOption,
+    OutputExists,
+    ParadiseError,
+    visible,
+)
 
 if TYPE_CHECKING:  # pandas and pyarrow load only when a command runs (fast `paradise --help`)
     from paradise.analyses.base import AnalysisConfig, AnalysisResult
@@ -84,6 +93,10 @@ def run_analyses(
         for fut in futures:  # in submission order; each is waited for, so none is left running
             try:
                 outcomes[futures[fut]] = fut.result()
+            except ParadiseError:  # bad input found while reading (a damaged file): not a bug
+                for other in futures:
+                    other.cancel()
+                raise
             except Exception as exc:  # a bug in one analysis must not hide the others
                 if debug:
                     raise
@@ -129,6 +142,8 @@ def write_hints(results: dict[str, AnalysisResult], directory: Path, force: bool
 
 
 def _render(results: dict[str, AnalysisResult], info: dict[str, Any], written: list[str]) -> None:
+    from rich.markup import escape
+
     from paradise.report import generic
     from paradise.report.console import console
 
@@ -139,7 +154,25 @@ def _render(results: dict[str, AnalysisResult], info: dict[str, Any], written: l
         renderer = importlib.import_module(f"paradise.report.{name}").render if spec else generic.render
         renderer(con, result.to_dict())
     for path in written:
-        con.print(f"hint written: {path}")
+        con.print(f"hint written: {escape(path)}")
+
+
+MAX_TOP = 100_000
+MAX_MTBF_HOURS = 1e7
+MAX_GPUS = 10_000_000
+_SCHEDULER_RE = re.compile(r"^(?:(?:tcp|tls|ucx|ws|wss|inproc)://)?[\w.\-\[\]:]+:\d{1,5}$")
+
+
+def check_analyze_options(*, top: int, mtbf_hours: float | None, gpus: int | None, scheduler: str | None) -> None:
+    """Values within their ranges before any work starts; one line naming the option otherwise."""
+    if not 1 <= top <= MAX_TOP:
+        raise InvalidOption(f"--top: {top} is out of range (1..{MAX_TOP})")
+    if mtbf_hours is not None and not (math.isfinite(mtbf_hours) and 0 < mtbf_hours <= MAX_MTBF_HOURS):
+        raise InvalidOption(f"--mtbf-hours: {mtbf_hours:g} is out of range (> 0, at most {MAX_MTBF_HOURS:g})")
+    if gpus is not None and not 1 <= gpus <= MAX_GPUS:
+        raise InvalidOption(f"--gpus: {gpus} is out of range (1..{MAX_GPUS})")
+    if scheduler is not None and not _SCHEDULER_RE.match(scheduler):
+        raise InvalidOption(f"--scheduler {scheduler!r}: not a scheduler address (e.g. tcp://host:8786)")
 
 
 def select_analyses(only: str | None) -> tuple[str, ...]:
@@ -225,11 +258,11 @@ def register(app: typer.Typer) -> None:
         scheduler: str | None = typer.Option(
             None, "--scheduler", help="Dask scheduler address, e.g. tcp://host:8786 (implies --engine dask)."
         ),
-        top: int = typer.Option(10, "--top", min=1, help="Entries in the top-entries table."),
+        top: int = typer.Option(10, "--top", help="Entries in the top-entries table."),
         hints_out: Path | None = typer.Option(None, "--hints-out", help="Write hint files into this directory."),
         force: bool = typer.Option(False, "--force", help="Overwrite existing hint files."),
-        mtbf_hours: float | None = typer.Option(None, "--mtbf-hours", min=0.0, help="Mean time between failures."),
-        gpus: int | None = typer.Option(None, "--gpus", min=1, help="GPUs of the job (resilience)."),
+        mtbf_hours: float | None = typer.Option(None, "--mtbf-hours", help="Mean time between failures."),
+        gpus: int | None = typer.Option(None, "--gpus", help="GPUs of the job (resilience)."),
         only: str | None = typer.Option(
             None, "--only", metavar="NAMES",
             help=f"Run only these analyses, comma-separated ({', '.join(ANALYSES)}); e.g. --only overview "
@@ -240,6 +273,7 @@ def register(app: typer.Typer) -> None:
         from paradise.analyses.base import AnalysisConfig
 
         names = select_analyses(only)
+        check_analyze_options(top=top, mtbf_hours=mtbf_hours, gpus=gpus, scheduler=scheduler)
 
         config = AnalysisConfig(mtbf_hours=mtbf_hours, gpus=gpus, options={"top": top})
         keep_freed_memory()  # this process ends after the report: it need not give memory back
@@ -247,10 +281,10 @@ def register(app: typer.Typer) -> None:
             trace, engine=engine.value, scheduler=scheduler, config=config, names=names
         )
         for name, msg in errors.items():
-            print(f"paradise: warning: analysis {name!r} failed: {msg}", file=sys.stderr)
+            print(visible(f"paradise: warning: analysis {name!r} failed: {msg}"), file=sys.stderr)
         written, warnings = write_hints(results, hints_out, force) if hints_out is not None else ([], [])
         for w in warnings:
-            print(f"paradise: warning: {w}", file=sys.stderr)
+            print(visible(f"paradise: warning: {w}"), file=sys.stderr)
         info = trace_summary(handle)
         if as_json:
             doc = {

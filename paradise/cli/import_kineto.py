@@ -7,6 +7,11 @@ from pathlib import Path
 
 import typer
 
+from paradise.errors import InvalidOption
+
+MAX_RANK = 1 << 31
+"""Ranks are int32 in the trace format."""
+
 
 def register(app: typer.Typer) -> None:
     """Adds the `kineto` subcommand to `paradise import`."""
@@ -29,6 +34,8 @@ def register(app: typer.Typer) -> None:
         # Arrow holds little here (decoding is numpy/msgspec work); its default mimalloc pool
         # still adds 30-40 MB of arenas to the peak of a small import. Read when pyarrow first
         # allocates, which in this command is below; an explicit setting wins.
+        if rank is not None and not 0 <= rank < MAX_RANK:
+            raise InvalidOption(f"--rank: {rank} is out of range (0..{MAX_RANK - 1})")
         os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
         from paradise.importers.kineto import import_trace
 

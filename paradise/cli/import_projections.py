@@ -9,6 +9,8 @@ from pathlib import Path
 
 import typer
 
+from paradise.errors import visible
+
 
 def register(app: typer.Typer) -> None:
     """Adds the `projections` subcommand to `paradise import`."""
@@ -30,7 +32,7 @@ def register(app: typer.Typer) -> None:
             warnings.simplefilter("always")
             written = import_trace(path, out, force=force)
         for w in caught:
-            print(f"paradise: warning: {w.message}", file=sys.stderr)
+            print(visible(f"paradise: warning: {w.message}"), file=sys.stderr)
         kinds = pq.read_table(written, columns=["kind"]).column("kind")
         counts = pc.value_counts(kinds.combine_chunks().dictionary_decode()).to_pylist()
         meta = read_metadata(pq.read_schema(written).metadata) or {}

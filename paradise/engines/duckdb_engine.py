@@ -3,13 +3,33 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
 from paradise.engines import load_sql
+from paradise.errors import TruncatedTrace
 from paradise.store import TraceHandle
+
+
+def damaged_file_error(exc: BaseException, files: tuple[Path, ...] | list[Path]) -> BaseException:
+    """After a failed read: the trace file pyarrow cannot decode either, as damaged input (one line,
+    exit 2); when every file decodes, the error unchanged (a bug, reported with its traceback).
+    Runs only on the error path, so valid traces pay nothing for it."""
+    if isinstance(exc, (duckdb.BinderException, duckdb.ParserException, duckdb.CatalogException)):
+        return exc
+    import pyarrow.parquet as pq
+
+    for f in files:
+        try:
+            for _ in pq.ParquetFile(f).iter_batches(batch_size=1 << 16):
+                pass
+        except Exception as bad:  # noqa: BLE001 - any decoding failure means damaged data
+            first = (str(bad).splitlines() or [type(bad).__name__])[0].replace(str(f), "").strip(" :")
+            return TruncatedTrace(f"{f}: damaged Parquet data ({first[:120]})")
+    return exc
 
 
 def _file_list(files: list[str]) -> str:
@@ -53,7 +73,10 @@ class DuckDBEngine:
         return cur
 
     def sql(self, text: str, **params: Any) -> pa.Table:
-        return self._con().sql(text, params=params or None).to_arrow_table()
+        try:
+            return self._con().sql(text, params=params or None).to_arrow_table()
+        except duckdb.Error as exc:
+            raise damaged_file_error(exc, self.trace.files) from None
 
     def query(self, name: str, **params: Any) -> pa.Table:
         return self.sql(load_sql(name), **params)
@@ -61,7 +84,10 @@ class DuckDBEngine:
     def batches(self, name: str, **params: Any) -> pa.RecordBatchReader:
         """A stage-1 query's result streamed in record batches, for consumers that copy it into
         arrays of their own and should not hold the whole Arrow table as well."""
-        return self._con().sql(load_sql(name), params=params or None).to_arrow_reader(batch_size=1 << 20)
+        try:
+            return self._con().sql(load_sql(name), params=params or None).to_arrow_reader(batch_size=1 << 20)
+        except duckdb.Error as exc:
+            raise damaged_file_error(exc, self.trace.files) from None
 
     def close(self) -> None:
         with self._lock:

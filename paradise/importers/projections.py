@@ -18,12 +18,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from paradise.errors import ImportFormatError, TraceNotFound, require_new_output
+from paradise.errors import ImportFormatError, TraceNotFound
 from paradise.format import SCHEMA, conform, index_text, make_metadata, pack_index
 from paradise.importers import _projections_parse as P
 from paradise.importers._projections_marks import marks_for_pe
 from paradise.importers._projections_tachyon import read_tachyon_shifts
 from paradise.report.progress import progress_bar
+from paradise.store.output import atomic_output, check_output
 
 US = 1000
 """Projections times are integer microseconds; paradise times are ns."""
@@ -45,7 +46,7 @@ def import_trace(src: str | os.PathLike, out: str | os.PathLike, *, force: bool 
     out = Path(out)
     sts = P.read_sts(find_sts(Path(src)))
     logs = P.find_logs(sts)
-    require_new_output(out, force)
+    out = check_output(out, force=force, inputs=[sts.path, *(path for _, path in logs)])
     shifts = read_tachyon_shifts(sts.path.parent)
     tables = _EntryTables(sts)
     summary: dict[str, Counter] = {"records": Counter(), "unknown": Counter(), "notes": Counter()}
@@ -354,7 +355,5 @@ def _metadata(sts: P.Sts, shifts: dict[int, int], summary, pes: list[int]) -> di
 
 
 def _write(table: pa.Table, out: Path, meta: dict[bytes, bytes]) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    pq.write_table(table.replace_schema_metadata(meta), tmp, compression="zstd", row_group_size=1 << 20)
-    os.replace(tmp, out)
+    with atomic_output(out) as (_, fh):
+        pq.write_table(table.replace_schema_metadata(meta), fh, compression="zstd", row_group_size=1 << 20)

@@ -92,9 +92,9 @@ def outputs(d: Path, name: str = "o", logprobs: list[list[float]] | None = None,
 def mapping_doc(pes: int = 2, program: str = "synthetic", **over: Any) -> dict[str, Any]:
     doc = {
         "format": "paradise-hints/1", "kind": "mapping", "strategy": "greedy",
-        "provenance": {"trace_fingerprint": "0" * 16, "program": program, "pes": pes, "source": "synthetic",
+        "provenance": {"trace_fingerprint": None, "program": program, "pes": pes, "source": "synthetic",
                        "paradise_version": "0", "generated": "2026-01-01T00:00:00Z"},
-        "justified_by": {"analysis": "placement", "label": "x", "evidence": []},
+        "justified_by": [{"analysis": "placement", "label": "x", "evidence": []}],
         "predicted_gain": {},
         "collections": {"Cell#0": {"[0]": 1, "[1]": 0, "[2]": 1, "[3]": 0}},
     }  # fmt: skip

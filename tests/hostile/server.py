@@ -91,7 +91,22 @@ def _env(base: Path, case: Case) -> dict[str, str]:
     return env
 
 
-def _run_in_child(base: Path, case: Case) -> None:
+def _sinks(base: Path, case: Case) -> tuple[tuple[int, int], list[subprocess.Popen]]:
+    """File descriptors for the case's stdout and stderr. Under a file-size limit (which would
+    cut these files too) they are pipes into `cat` processes that write the files unlimited."""
+    names = (base / "meta" / "stdout", base / "meta" / "stderr")
+    if case.fsize_bytes is None:
+        return tuple(os.open(n, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600) for n in names), []  # type: ignore[return-value]
+    fds, cats = [], []
+    for n in names:
+        with open(n, "wb") as fh:
+            cat = subprocess.Popen(["cat"], stdin=subprocess.PIPE, stdout=fh)
+        cats.append(cat)
+        fds.append(cat.stdin.fileno())
+    return (fds[0], fds[1]), cats
+
+
+def _run_in_child(base: Path, case: Case, sinks: tuple[int, int]) -> None:
     """The forked child: becomes `paradise ARGV` run in work/; never returns."""
     code = 1
     try:
@@ -103,8 +118,7 @@ def _run_in_child(base: Path, case: Case) -> None:
         import tempfile
 
         tempfile.tempdir = str(base / "tmp")
-        out = os.open(base / "meta" / "stdout", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        err = os.open(base / "meta" / "stderr", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        out, err = sinks
         os.dup2(out, 1)
         os.dup2(err, 2)
         sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
@@ -170,19 +184,25 @@ class Running:
         self.signalled = False
         self.proc: subprocess.Popen | None = None
         self.pid = 0
+        sinks, self.cats = _sinks(base, case)
         if case.launch:
             paradise = str(Path(sys.executable).parent / "paradise")
-            with open(base / "meta" / "stdout", "wb") as out, open(base / "meta" / "stderr", "wb") as err:
-                self.proc = subprocess.Popen(
-                    [paradise, *case.argv], cwd=base / "work", env=_env(base, case), stdout=out, stderr=err,
-                    stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=lambda: _limits(case),
-                )
+            self.proc = subprocess.Popen(
+                [paradise, *case.argv], cwd=base / "work", env=_env(base, case), stdout=sinks[0], stderr=sinks[1],
+                stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=lambda: _limits(case),
+            )
             self.pid = self.proc.pid
         else:
             pid = os.fork()
             if pid == 0:
-                _run_in_child(base, case)
+                _run_in_child(base, case, sinks)
             self.pid = pid
+        if self.cats:
+            for cat in self.cats:  # the case holds its own copies of the write ends
+                cat.stdin.close()
+        else:
+            for fd in sinks:
+                os.close(fd)
 
 
 def _finish(run: Running, status: int | None, timed_out: bool) -> dict:
@@ -201,6 +221,11 @@ def _finish(run: Running, status: int | None, timed_out: bool) -> dict:
         os.killpg(run.pid, signal.SIGKILL)  # whatever the case started and left behind
     except (ProcessLookupError, PermissionError):
         pass
+    for cat in run.cats:
+        try:
+            cat.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            cat.kill()
     after = snapshot(base / "work")
     changed = sorted(k for k, v in run.before.items() if after.get(k) != v)
     created = sorted(k for k in after if k not in run.before)

@@ -45,7 +45,7 @@ def _charm(text: str):
 def _torch(text: str):
     def build(d: Path) -> None:
         b = torch_like(2, 3, program=text)
-        for pe, rows in b.rows.items():
+        for _pe, rows in b.rows.items():
             for r in rows:
                 if r.get("name"):
                     r["name"] = text + r["name"]

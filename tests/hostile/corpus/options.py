@@ -102,7 +102,7 @@ for label, args, mention in (
 ):
     case(f"opt-analyze-{label}", "analyze", "t", *args, setup=_trace, mention=mention, item="10")
 case("opt-analyze-missing-trace", "analyze", "nope", mention="nope", item="10")
-case("opt-analyze-no-args", "analyze", mention="TRACE", item="10")
+case("opt-analyze-no-args", "analyze", mention="trace", item="10")
 case("opt-info-two-traces", "info", "t", "t", setup=_trace, mention="t", item="10")
 case("opt-unknown-command", "frobnicate", mention="frobnicate", item="10")
 case("opt-whatif-no-hints", "whatif", "t", setup=_trace, mention="--hints", item="10")

@@ -8,7 +8,7 @@ from pathlib import Path
 from tests.hostile import make
 from tests.hostile.case import case
 
-FULL = 64 << 10
+FULL = 2048
 """RLIMIT_FSIZE of the full-disk cases: larger than any case's input, smaller than any output."""
 
 
@@ -88,8 +88,14 @@ for w, (base, pre) in WRITERS.items():
     case(f"out-{w}-force-onto-empty-folder", *pre, "-o", "folder", "--force", setup=_plus(base, _dir("folder")),
          mention="folder", item="4")
     case(f"out-{w}-full-disk", *pre, "-o", out, setup=base, fsize_bytes=FULL, mention=out, item="4")
-    case(f"out-{w}-dev-full-force", *pre, "-o", "/dev/full", "--force", setup=base, mention="/dev/full", item="4")
-    case(f"out-{w}-dev-null-force", *pre, "-o", "/dev/null", "--force", setup=base, mention="/dev/null", item="4")
+    # devices only through links in the case folder: a writer that wrongly replaces its output
+    # then replaces the link, never /dev/null itself (the corpus may run as root)
+    case(f"out-{w}-fifo-force", *pre, "-o", "fifo.parquet", "--force", setup=_plus(base, lambda d: make.fifo(
+        d / "fifo.parquet") and None), mention="fifo.parquet", item="4")
+    case(f"out-{w}-link-to-dev-full-force", *pre, "-o", "full.parquet", "--force",
+         setup=_plus(base, _link("full.parquet", "/dev/full")), mention="full.parquet", item="4")
+    case(f"out-{w}-link-to-dev-null-force", *pre, "-o", "null.parquet", "--force",
+         setup=_plus(base, _link("null.parquet", "/dev/null")), mention="null.parquet", item="4")
     case(f"out-{w}-empty-name", *pre, "-o", "", setup=base, item="4")
     case(f"out-{w}-dot", *pre, "-o", ".", "--force", setup=base, mention=".", item="4")
     case(f"out-{w}-symlink-to-victim", *pre, "-o", "ln.parquet", setup=_plus(base, _link("ln.parquet", "victim.txt")),

@@ -58,8 +58,7 @@ def _deep_json(depth: int) -> str:
 
 
 def _dir_named_parquet(d: Path) -> None:
-    (d / R).mkdir()
-    make.raw_trace(d / R, name="inner.parquet")
+    (d / R).mkdir()  # a folder is a trace folder: this one holds no trace files
 
 
 def _dir_with_parquet_dir(d: Path) -> None:
