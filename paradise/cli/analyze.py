@@ -28,6 +28,7 @@ from paradise.errors import (
     HintMismatch,
     InvalidOption,
     OutputExists,
+    OutputUnwritable,
     ParadiseError,
     visible,
 )
@@ -137,7 +138,7 @@ def write_hints(results: dict[str, AnalysisResult], directory: Path, force: bool
         except HintError as exc:
             raise HintMismatch(f"{directory}: hint from analysis {name!r}: {exc}") from None
         except OSError as exc:
-            raise OutputExists(f"{directory}: cannot write hints ({exc.strerror or exc})") from None
+            raise OutputUnwritable(f"{directory}: cannot write hints ({exc.strerror or exc})") from None
     return written, warnings
 
 
@@ -173,6 +174,13 @@ def check_analyze_options(*, top: int, mtbf_hours: float | None, gpus: int | Non
         raise InvalidOption(f"--gpus: {gpus} is out of range (1..{MAX_GPUS})")
     if scheduler is not None and not _SCHEDULER_RE.match(scheduler):
         raise InvalidOption(f"--scheduler {scheduler!r}: not a scheduler address (e.g. tcp://host:8786)")
+
+
+def check_hints_folder(directory: Path) -> None:
+    """--hints-out must be a folder paradise can create or write (checked before any analysis)."""
+    from paradise.store.output import prepare_output_folder
+
+    prepare_output_folder(directory)
 
 
 def select_analyses(only: str | None) -> tuple[str, ...]:
@@ -274,6 +282,8 @@ def register(app: typer.Typer) -> None:
 
         names = select_analyses(only)
         check_analyze_options(top=top, mtbf_hours=mtbf_hours, gpus=gpus, scheduler=scheduler)
+        if hints_out is not None:  # refused before the analyses run, not after
+            check_hints_folder(hints_out)
 
         config = AnalysisConfig(mtbf_hours=mtbf_hours, gpus=gpus, options={"top": top})
         keep_freed_memory()  # this process ends after the report: it need not give memory back

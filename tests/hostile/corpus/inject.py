@@ -24,6 +24,9 @@ HOSTILE = {
     "c1-csi": "x\x9b31my",
     "long-csi": "\x1b[" + "1;" * 40 + "31m" + "n" * 80,
 }
+FULL_REPORT = ("csi", "link-markup", "close-tag", "osc-link")
+"""Strings run through the whole analyze report (about a second each); all go through info,
+compare and whatif."""
 VISIBLE = {"link-markup": "[link=http://evil.example]", "close-tag": "ok[/b]x", "bold-markup": "[bold red]loud[/]"}
 
 
@@ -69,9 +72,11 @@ for key, text in HOSTILE.items():
     vis = (VISIBLE[key],) if key in VISIBLE else ()
     setup = _charm(text)
     case(f"inject-{key}-info", "info", "t", setup=setup, rc=(0,), stdout_has=vis, item="3")
-    case(f"inject-{key}-analyze", "analyze", "t", setup=setup, rc=(0,), stdout_has=vis, item="3")
+    if key in FULL_REPORT:
+        case(f"inject-{key}-analyze", "analyze", "t", setup=setup, rc=(0,), stdout_has=vis, item="3")
     case(f"inject-{key}-compare", "compare", "good", "t", setup=setup, rc=(0,), item="3")
-    case(f"inject-{key}-torch-analyze", "analyze", "t", setup=_torch(text), rc=(0,), stdout_has=vis, item="3")
+    if key in FULL_REPORT:
+        case(f"inject-{key}-torch-analyze", "analyze", "t", setup=_torch(text), rc=(0,), stdout_has=vis, item="3")
     case(f"inject-{key}-outputs-compare", "compare", "o1", "o2", setup=_outputs(text), rc=(0,), item="3")
     case(f"inject-{key}-whatif", "whatif", "t", "--hints", "h",
          setup=lambda d, s=setup, t=text: (s(d), make.hints_dir(d, files={"mapping.json": make.mapping_doc(
