@@ -291,7 +291,8 @@ def register(app: typer.Typer) -> None:
             trace, engine=engine.value, scheduler=scheduler, config=config, names=names
         )
         for name, msg in errors.items():
-            print(visible(f"paradise: warning: analysis {name!r} failed: {msg}"), file=sys.stderr)
+            print(visible(f"paradise: warning: analysis {name!r} failed on a valid trace, a bug in paradise "
+                          f"(PARADISE_DEBUG=1 shows the traceback; please report it): {msg}"), file=sys.stderr)
         written, warnings = write_hints(results, hints_out, force) if hints_out is not None else ([], [])
         for w in warnings:
             print(visible(f"paradise: warning: {w}"), file=sys.stderr)

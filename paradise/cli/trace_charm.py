@@ -24,6 +24,28 @@ def check_run_options(timeout: float | None, pes: int, option: str = "--pes") ->
         raise InvalidOption(f"{option}: {pes} is out of range (1..{MAX_PES})")
 
 
+def incomplete_pes(out: Path, pes: int) -> list[int]:
+    """PEs without a final trace file marked complete (a clean run writes one per PE)."""
+    import pyarrow.parquet as pq
+
+    from paradise.format import read_metadata
+
+    bad = []
+    for pe in range(pes):
+        f = out / f"pe-{pe:05d}.parquet"
+        try:
+            meta = read_metadata(pq.read_schema(f).metadata) or {}
+        except (OSError, ValueError):
+            meta = {}
+        if meta.get("complete") is not True:
+            bad.append(pe)
+    return bad
+
+
+def _pe_list(pes: list[int]) -> str:
+    return ", ".join(map(str, pes[:10])) + (f" and {len(pes) - 10} more" if len(pes) > 10 else "")
+
+
 def _prepare_out(out: Path, force: bool, program: Path) -> None:
     """Refuses a trace directory that already holds a trace, unless --force (then clears it)."""
     from paradise.store.output import prepare_output_folder  # pyarrow loads only when a command runs
@@ -71,6 +93,11 @@ def register(app: typer.Typer) -> None:
         if res.returncode != 0:
             print(f"paradise: {program.name} failed (exit code {res.returncode}); {written}", file=sys.stderr)
             raise typer.Exit(res.returncode if 0 < res.returncode < 256 else 1)
+        missing = incomplete_pes(out, pes)
+        if missing:
+            print(f"paradise: {program.name} ran, but the trace data of PE(s) {_pe_list(missing)} are incomplete "
+                  f"(a trace write failed: full disk?); {written}", file=sys.stderr)
+            raise typer.Exit(1)
         if len(finals) == pes:
             resolve_peers(out)
         typer.echo(f"paradise: traced {program.name} on {pes} PE(s) in {res.wall_s:.1f} s -> {out}")
