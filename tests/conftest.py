@@ -41,3 +41,10 @@ def cli():
         return proc.returncode, proc.stdout, proc.stderr
 
     return run
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--fuzz-seconds", type=float, default=0.0,
+        help="tests/hostile: also mutation-fuzz the readers for about this many seconds (fresh seeds)",
+    )

@@ -135,3 +135,37 @@ case("launch-charm-full-disk", "trace", "charm", "-o", "t", "ring.py", setup=_co
 case("launch-torch-failed-rank-summary", "trace", "torch", "-o", "t", "fail.py",
      setup=lambda d: (d / "fail.py").write_text(TORCH_FAIL) and None, rc=(2,), mention="boom in rank 1",
      outputs=("t",), item="10-torch", **L)
+
+# item 11: checkpoint folders are data: damaged ones fall back, none runs code
+DDP = ROOT / "examples" / "ddp_train.py"
+DDP_ARGS = ("--steps", "3", "--features", "8", "--hidden", "8", "--layers", "1", "--batch-size", "4",
+            "--checkpoint-dir", "ck", "--checkpoint-every", "2")
+
+
+class _Pwn:
+    def __reduce__(self):
+        return (exec, ("open('pwned', 'w').write('x')",))
+
+
+def _ckpt(kind: str):
+    def build(d: Path) -> None:
+        import pickle
+
+        ck = d / "ck"
+        if kind == "stray-rank":
+            (ck / "jit-00000001-a0" / "rank-x").mkdir(parents=True)
+        elif kind == "complete-over-nothing":
+            (ck / "step-00000002").mkdir(parents=True)
+            (ck / "step-00000002" / "COMPLETE").write_text("")
+        elif kind == "pickled-metadata":
+            (ck / "step-00000002").mkdir(parents=True)
+            (ck / "step-00000002" / ".metadata").write_bytes(pickle.dumps(_Pwn()))
+            (ck / "step-00000002" / "rng-rank0.pt").write_bytes(pickle.dumps(_Pwn()))
+            (ck / "step-00000002" / "COMPLETE").write_text("")
+
+    return build
+
+
+for kind in ("stray-rank", "complete-over-nothing", "pickled-metadata"):
+    case(f"launch-torch-checkpoint-{kind}", "trace", "torch", "-o", "t", str(DDP), *DDP_ARGS, setup=_ckpt(kind),
+         rc=(0, 2), outputs=("t", "ck"), item="11", **{**L, "timeout_s": 150.0})
