@@ -187,11 +187,11 @@ def _read_side(p: Path, mode: str) -> _Side:
             raise NotAParadiseTrace(f"{p}: column 'logprobs' has null rows") from None
         if logp.shape[1] == 0:
             raise NotAParadiseTrace(f"{p}: column 'logprobs' holds only empty lists")
-        bad = np.isnan(logp) | (logp > 0)  # log-probabilities are <= 0; -inf (probability 0) is one
+        bad = np.isnan(logp) | (logp == np.inf)  # logits are normalised; -inf (probability 0) is fine
         if bad.any():
             row = int(np.argmax(bad.any(axis=1)))
             raise NotAParadiseTrace(f"{p}: column 'logprobs' holds {logp[row][bad[row]][0]} in row {row} "
-                                    "(log-probabilities are finite numbers <= 0, or -inf)")
+                                    "(log-probabilities or logits are finite numbers, or -inf)")
         pred, lse = _row_stats(logp)
         return _Side(p, label, pred, logp, width, lse=lse, padded=bool((width != logp.shape[1]).any()))
     pred = t.column("pred").fill_null(-1).to_numpy().astype(np.int64)
