@@ -113,16 +113,19 @@ def _check_file(f: Path) -> tuple[dict[str, Any], int]:
 
 
 def _check_pes_unique(files: list[Path], metas: list[dict[str, Any]]) -> None:
-    """Two files holding the same PE would double its rows; only parts of one PE's file may."""
-    owner: dict[int, str] = {}
+    """Two files of the same PE (and torchrun attempt) would double its rows; only the parts
+    of one PE's unfinished file share a PE."""
+    owner: dict[tuple[int, Any], str] = {}
     for f, m in zip(files, metas):
         pe = m.get("pe")
         if pe is None:
             continue
+        extra = m.get("extra") if isinstance(m.get("extra"), dict) else {}
+        key = (pe, extra.get("restart", 0))
         part = _PART_RE.match(f.name)
-        stem = part.group("stem") if part else f.name
-        if owner.setdefault(pe, stem) != stem:
-            raise NotAParadiseTrace(f"{f}: holds PE {pe}, as does {owner[pe]} (two files of one PE)")
+        stem = part.group("stem") if part else f.name.removesuffix(".parquet")
+        if owner.setdefault(key, stem) != stem:
+            raise NotAParadiseTrace(f"{f}: holds PE {pe}, as does {owner[key]} (two files of one PE)")
 
 
 def open_trace(path: str | Path) -> TraceHandle:

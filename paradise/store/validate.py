@@ -26,7 +26,6 @@ MAX_METADATA_BYTES = 8 << 20
 MAX_ABS_TIME_NS = 1 << 62
 """Times are ns from the run's start: 2^62 ns is 146 years, so anything beyond is damage."""
 
-_KINDS = {"str": (str,), "int": (int,), "bool": (bool,), "dict": (dict,), "list": (list,)}
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "format_version": (str,), "source": (str,), "program": (str,), "pes": (int,), "world_size": (int,),
     "pe": (int,), "hosts": (list, dict), "clock": (dict,), "origin_ns": (int, float), "complete": (bool,),
