@@ -50,7 +50,7 @@ def steady_state(steps: int, block: int = 100) -> dict[str, Any]:
     import torch.distributed as dist
     import torch.distributed.checkpoint as dcp
 
-    from hints.checkpoint_manager import CheckpointManager
+    from hints.runtime.checkpoint import CheckpointManager
 
     args = ex.parse_args(["--threads", "1"])
     torch.set_num_threads(1)
@@ -133,7 +133,7 @@ def restart_s(ev: list[dict]) -> float:
 
 
 def failures(ss: dict[str, float], gpus: int, max_interval: int) -> None:
-    from hints.checkpoint_policy import PolicyInputs, default_mtbf_s, plan
+    from hints.generators.checkpoint_policy import PolicyInputs, default_mtbf_s, plan
 
     base = Path(tempfile.mkdtemp(prefix="ckfail-"))
     try:

@@ -55,7 +55,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def add_checkpoint_args(p: argparse.ArgumentParser) -> None:
-    """Checkpointing (hints/checkpoint_manager.py) and fault injection (first attempt only)."""
+    """Checkpointing (hints/runtime/checkpoint/) and fault injection (first attempt only)."""
     p.add_argument("--checkpoint-dir", default=None, help="save/restore checkpoints here (enables the manager)")
     p.add_argument("--hints", default=None, help="checkpoint.json (or a folder holding it) with the policy")
     p.add_argument("--checkpoint-every", type=int, default=None, help="periodic interval in steps (overrides --hints)")
@@ -86,8 +86,9 @@ def make_manager(args: argparse.Namespace, model: DDP, optimizer: torch.optim.Op
     """The checkpoint manager when --checkpoint-dir is given, else None."""
     if not args.checkpoint_dir:
         return None
-    from hints.checkpoint_manager import CheckpointManager, load_policy
+    import tracers.torch as tt
     from hints.format import HintError
+    from hints.runtime.checkpoint import CheckpointManager, load_policy
 
     policy = args.hints
     if policy and os.path.isdir(policy):
@@ -100,7 +101,7 @@ def make_manager(args: argparse.Namespace, model: DDP, optimizer: torch.optim.Op
             policy = None
     return CheckpointManager(args.checkpoint_dir, policy, model=model, optimizer=optimizer,
                              interval_steps=args.checkpoint_every, mode=args.checkpoint_mode,
-                             async_save=args.async_checkpoint)
+                             async_save=args.async_checkpoint, on_event=tt.record_event, on_exit=tt.flush)
 
 
 class MLP(nn.Module):

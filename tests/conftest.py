@@ -14,6 +14,13 @@ REAL_DATA = Path(os.environ.get("PARADISE_REAL_DATA", ROOT.parent / "shared" / "
 VENV_BIN = Path(sys.executable).parent
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--fuzz-seconds", type=float, default=0.0,
+                     help="tests/hostile: also mutation-fuzz the readers for about this many seconds (fresh seeds)")
+    parser.addoption("--update-golden", action="store_true",
+                     help="rewrite tests/golden/<case>/expected/ from the current code (review the diff)")
+
+
 @pytest.fixture(scope="session")
 def real_data() -> Path:
     """The real-trace folder; tests that need it skip (naming the path) when it is absent."""
@@ -41,10 +48,3 @@ def cli():
         return proc.returncode, proc.stdout, proc.stderr
 
     return run
-
-
-def pytest_addoption(parser):
-    parser.addoption(
-        "--fuzz-seconds", type=float, default=0.0,
-        help="tests/hostile: also mutation-fuzz the readers for about this many seconds (fresh seeds)",
-    )

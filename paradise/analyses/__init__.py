@@ -3,7 +3,7 @@
 Contract of each module `paradise.analyses.<name>`:
     applies(trace: TraceHandle) -> bool
     analyze(engine: Engine, trace: TraceHandle, config: AnalysisConfig) -> AnalysisResult
-Pure: no printing, no file writes. Stage-1 SQL lives in analyses/sql/<analysis>_<what>.sql.
+Pure: no printing, no file writes. Stage-1 SQL lives in paradise/sql/<analysis>_<what>.sql.
 Rendering lives in paradise/report/<name>.py as render(console, result_dict).
 """
 

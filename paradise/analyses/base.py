@@ -61,6 +61,25 @@ class AnalysisResult:
         }
 
 
+def provenance_of(trace: Any) -> dict[str, Any]:
+    """Hint provenance from the trace handle."""
+    from hints.format import provenance
+
+    return provenance(trace_fingerprint=trace.fingerprint, program=trace.program,
+                      pes=trace.metadata.get("pes"), source=trace.source)
+
+
+def fmt_s(ns: float | None) -> str:
+    """Nanoseconds as seconds for sentences (analyses do not import the rich report helpers)."""
+    return "?" if ns is None else f"{float(ns) / 1e9:.4g} s"
+
+
+def justification(c: Characteristic) -> dict[str, Any]:
+    """A characteristic as a hint's `justified_by` entry."""
+    return {"analysis": c.category, "characteristic": c.name, "value": c.value,
+            "evidence": [{"metric": e.metric, "value": e.value, "unit": e.unit} for e in c.evidence]}
+
+
 def json_scalar(v: Any) -> Any:
     """A JSON-safe Python scalar: numpy ints/floats unwrapped, NaN/NA -> None, floats rounded."""
     if v is None or (type(v).__name__ == "NAType" and type(v).__module__.startswith("pandas")):

@@ -2,9 +2,9 @@
 and many small messages between the same PEs; comm.json (message combining).
 
 Stage 1: communication_edges (object pairs per entry method; computed by
-paradise.analyses.msgedges from the exec arrays shared with placement and scheduling),
+paradise.events.msgedges from the exec arrays shared with placement and scheduling),
 communication_sizes (histogram).
-Stage 2: networkx heuristics in paradise.analyses.objgraph; hints.comm_gen picks the streams.
+Stage 2: networkx heuristics in paradise.events.objgraph; hints.generators.comm picks the streams.
 """
 
 from __future__ import annotations
@@ -14,12 +14,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hints import comm_gen
-from paradise.analyses import execarrays
-from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
-from paradise.analyses.msgedges import communication_edges
-from paradise.analyses.objgraph import collection_patterns
-from paradise.analyses.placement import _ev, fmt_s, provenance_of
+from hints.generators import comm as comm_gen
+from paradise.analyses.base import (
+    AnalysisConfig,
+    AnalysisResult,
+    Characteristic,
+    Evidence,
+    fmt_s,
+    justification,
+    provenance_of,
+)
+from paradise.events import execarrays
+from paradise.events.msgedges import communication_edges
+from paradise.events.objgraph import collection_patterns
 from paradise.format import TRAINING_SOURCES
 
 SIZE_QUANTILES = (0.5, 0.9, 0.99)
@@ -118,7 +125,7 @@ def comm_hint(engine: Any, trace: Any, cands: list[dict[str, Any]], why: Charact
     gain = {"msgs_before": sum(c["msgs"] for c in cands),
             "msgs_after": sum(-(-c["msgs"] // c["batch"]) for c in cands),
             "per_message_ns": round(per_msg, 1), "overhead_ns_saved": int(saved)}
-    return make_hint("comm", payload, provenance=provenance_of(trace), justified_by=[_ev(why)],
+    return make_hint("comm", payload, provenance=provenance_of(trace), justified_by=[justification(why)],
                      predicted_gain=gain)
 
 
@@ -144,8 +151,8 @@ def size_histogram(engine: Any) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from paradise.analyses.cache import claimed
     from paradise.analyses.overview import overview_groups
+    from paradise.events.cache import claimed
 
     if not claimed(engine, "overview_pe"):
         return engine.query("communication_sizes")

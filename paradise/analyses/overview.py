@@ -1,6 +1,6 @@
 """Overview: where each PE's time went, which entry methods / ops cost most, who talked to whom.
 
-Stage 1 (analyses/sql/overview_*.sql): one scan aggregating rows per kind × PE × name × coll ×
+Stage 1 (paradise/sql/overview_*.sql): one scan aggregating rows per kind × PE × name × coll ×
 cat × send destination (overview_pe), and the union busy time where rows nest. Stage 2 (here,
 SQL and numpy on that small table; see Rollups): per-PE time accounting, busy share,
 load imbalance (max / mean busy), top entries, point-to-point volume and collectives, each a
@@ -67,7 +67,7 @@ FROM groups WHERE kind = 'collective' GROUP BY name, pe ORDER BY name NULLS LAST
 def overview_groups(engine: Engine) -> pa.Table:
     """overview_pe, once per engine: placement rolls its collection kinds up from it too
     (paradise.analyses.placement.collection_kinds) instead of scanning the trace again."""
-    from paradise.analyses.cache import cached
+    from paradise.events.cache import cached
 
     return cached(engine, "overview_pe", lambda: engine.query("overview_pe"))
 

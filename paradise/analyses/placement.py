@@ -1,10 +1,10 @@
 """Placement: load imbalance, object loads and their persistence, locality, creation; mapping.json.
 
 Stage 1: placement_pe_load, placement_obj_load and communication_edges, computed from the exec
-arrays shared with communication and scheduling (paradise.analyses.objloads, .msgedges), and
+arrays shared with communication and scheduling (paradise.events.objloads, .msgedges), and
 placement_cats (placement_creation only when the trace creates or migrates objects). Stage 2:
 numpy over an object x step matrix of loads, pandas for the rows per object; candidate mappings
-from hints.mapping_gen, each replayed by paradise.whatif, the best kept only when it beats the
+from hints.generators.mapping, each replayed by paradise.whatif, the best kept only when it beats the
 current mapping by KEEP_MARGIN.
 """
 
@@ -16,11 +16,10 @@ import numpy as np
 import pandas as pd
 
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
+from paradise.analyses.placement_hint import COMM_MATTERS_SHARE, IMBALANCE_RATIO, mapping_hint
 from paradise.format import TRAINING_SOURCES
 from paradise.whatif.model import STEP_LOAD_CLIP
 
-IMBALANCE_RATIO = 1.1
-"""max/mean PE busy time above which the run is called imbalanced (10 %: Charm++ LB practice)."""
 HEAVY_OBJECT_RATIO = 1.5
 """An object is heavy when its load is at least this many times the median object load."""
 PERSISTENT_CORR = 0.8
@@ -33,12 +32,6 @@ TRIM_SHARE = 0.1
 out of the change: a PE descheduled in one step makes one object's load jump, not the pattern."""
 PERSIST_WINDOWS = 10
 """Runs of more steps are compared in this many windows of consecutive steps."""
-COMM_MATTERS_SHARE = 0.1
-"""Share of bytes crossing PEs above which a communication-aware partition is tried."""
-KEEP_MARGIN = 0.03
-"""A new mapping must beat the replayed current one by 3 % (noise of the replay) to be proposed."""
-REPLAY_MAX_EXECS = 2_000_000
-"""Larger traces are not replayed (minutes of simulation); the mapping hint is then 'keep'."""
 TOP_OBJECTS = 10
 FIXED_CATS = ("group", "nodegroup", "chare", "mainchare", "main", "runtime")
 """Chare kinds that cannot be placed by an ArrayMap: their load stays on its PE."""
@@ -54,24 +47,6 @@ def applies(trace: Any) -> bool:
 def _pes(trace: Any, pe_load: pd.DataFrame) -> int:
     seen = int(pe_load["pe"].max()) + 1 if len(pe_load) else 1
     return max(int(trace.metadata.get("pes") or 0), seen)
-
-
-def provenance_of(trace: Any) -> dict[str, Any]:
-    """Hint provenance from the trace handle."""
-    from hints.format import provenance
-
-    return provenance(trace_fingerprint=trace.fingerprint, program=trace.program,
-                      pes=trace.metadata.get("pes"), source=trace.source)
-
-
-def fmt_s(ns: float | None) -> str:
-    """Nanoseconds as seconds for sentences (analyses do not import the rich report helpers)."""
-    return "?" if ns is None else f"{float(ns) / 1e9:.4g} s"
-
-
-def _ev(c: Characteristic) -> dict[str, Any]:
-    return {"analysis": c.category, "characteristic": c.name, "value": c.value,
-            "evidence": [{"metric": e.metric, "value": e.value, "unit": e.unit} for e in c.evidence]}
 
 
 def imbalance(pe_load: pd.DataFrame, pes: int) -> Characteristic:
@@ -93,7 +68,7 @@ def imbalance(pe_load: pd.DataFrame, pes: int) -> Characteristic:
 
 def object_loads(obj: pd.DataFrame, keys: tuple[str, ...] = ("coll", "index"),
                  stepped: bool | None = None) -> pd.DataFrame:
-    """One row per object (`keys`: its text, or the object id of paradise.analyses.objloads):
+    """One row per object (`keys`: its text, or the object id of paradise.events.objloads):
     load, execs, and current PE (where it last ran).
 
     The load is that of the steps when the trace marks steps (the work that recurs and that a
@@ -148,7 +123,7 @@ def step_persistence(per: np.ndarray, med: np.ndarray | None = None) -> Characte
     """load_persistence of a matrix of step loads: one row per object, one column per step in
     step order, NaN where an object has no load in a step, no row or column all NaN; `med`:
     objloads.row_medians(per) when already known."""
-    from paradise.analyses.objloads import row_medians
+    from paradise.events.objloads import row_medians
 
     # a step in which the OS descheduled the PE reads 10-100x the object's usual load: clip each
     # object's step loads at STEP_LOAD_CLIP x its median step load (the spike, not the pattern)
@@ -274,8 +249,8 @@ def collection_kinds(engine: Any) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from paradise.analyses.cache import claimed
     from paradise.analyses.overview import overview_groups
+    from paradise.events.cache import claimed
 
     if not claimed(engine, "overview_pe"):
         return engine.query("placement_cats")
@@ -292,8 +267,8 @@ def collection_kinds(engine: Any) -> Any:
 
 def _first_work(ea: Any) -> dict[str, int]:
     """Per collection, the start of its first exec of an entry method other than __init__."""
-    from paradise.analyses.eventload import NULL
-    from paradise.analyses.groupkeys import group_ids
+    from paradise.events.eventload import NULL
+    from paradise.events.groupkeys import group_ids
 
     x = ea.execs
     rows = np.flatnonzero((x["coll"] >= 0) & (x["name"] >= 0) & (x["t0"] != NULL))
@@ -312,10 +287,9 @@ def _first_work(ea: Any) -> dict[str, int]:
 
 def analyze(engine: Any, trace: Any, config: AnalysisConfig | None = None) -> AnalysisResult:
     """Placement characteristics and the mapping hint."""
-    from paradise.analyses import objloads
-    from paradise.analyses.execarrays import event_arrays
-    from paradise.analyses.msgedges import communication_edges  # shared with communication
-    from paradise.analyses.placement_hint import mapping_hint
+    from paradise.events import objloads
+    from paradise.events.execarrays import event_arrays
+    from paradise.events.msgedges import communication_edges  # shared with communication
 
     ea = event_arrays(engine)  # shared with communication and scheduling
     pe_load = objloads.pe_load(ea)

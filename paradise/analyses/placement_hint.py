@@ -1,6 +1,6 @@
 """The mapping hint: candidate placements chosen by the characteristics, judged by what-if replay.
 
-Candidates come from hints.mapping_gen (refine, greedy LPT, METIS); each is replayed and the
+Candidates come from hints.generators.mapping (refine, greedy LPT, METIS); each is replayed and the
 best is proposed only when it beats the replayed current mapping by KEEP_MARGIN; otherwise the
 hint is 'keep' (the current mapping, so the next run places objects as this one did).
 """
@@ -11,17 +11,16 @@ from typing import Any
 
 import pandas as pd
 
-from hints import mapping_gen
-from paradise.analyses.base import Characteristic
-from paradise.analyses.placement import (
-    COMM_MATTERS_SHARE,
-    IMBALANCE_RATIO,
-    KEEP_MARGIN,
-    REPLAY_MAX_EXECS,
-    _ev,
-    fmt_s,
-    provenance_of,
-)
+from hints.generators import mapping as mapping_gen
+from paradise import whatif
+from paradise.analyses.base import Characteristic, fmt_s, justification, provenance_of
+
+IMBALANCE_RATIO = 1.1
+"""max/mean PE busy time above which the run is called imbalanced (10 %: Charm++ LB practice)."""
+COMM_MATTERS_SHARE = 0.1
+"""Share of bytes crossing PEs above which a communication-aware partition is tried."""
+KEEP_MARGIN = 0.03
+"""A new mapping must beat the replayed current one by 3 % (noise of the replay) to be proposed."""
 
 MOVES_TIE = 0.02
 """Candidates within 2 % of the best replay are equal; the one with fewest moves wins."""
@@ -87,8 +86,8 @@ def mapping_hint(engine: Any, trace: Any, pes: int, objs: pd.DataFrame, mov: pd.
     rp = None
     strategies = _strategies(chars)
     if strategies and engine is not None:
-        from paradise.analyses.execarrays import replayer, too_large_to_replay
-        from paradise.analyses.objgraph import object_graph
+        from paradise.events.execarrays import replayer, too_large_to_replay
+        from paradise.events.objgraph import object_graph
 
         if too_large_to_replay(engine):  # no candidate could be judged: none is generated
             strategies = []
@@ -105,7 +104,7 @@ def mapping_hint(engine: Any, trace: Any, pes: int, objs: pd.DataFrame, mov: pd.
                 plans[strat] = (mapping_gen.metis_partition(loads, wedges, pes, current), why)
         rp = replayer(engine, pes) if plans else None  # built once, shared
     table = []
-    if rp is not None and rp.graph.n > REPLAY_MAX_EXECS:
+    if rp is not None and rp.graph.n > whatif.REPLAY_MAX_EXECS:
         rp, plans = None, {}
     base_pred = rp.replay(None) if rp is not None else None
     preds: dict[str, dict[str, Any]] = {}
@@ -123,7 +122,8 @@ def mapping_hint(engine: Any, trace: Any, pes: int, objs: pd.DataFrame, mov: pd.
                          "predicted_makespan_ns": base_pred["predicted_makespan_ns"],
                          "max_pe_load_ns": max(base_pred["pe_load_ns"])})
     plan, why = (current, "load_imbalance") if best == "keep" else plans[best]
-    justifying = [_ev(c) for c in chars if c.name == why] + [_ev(c) for c in chars if c.name == "load_persistence"]
+    justifying = ([justification(c) for c in chars if c.name == why]
+                  + [justification(c) for c in chars if c.name == "load_persistence"])
     gain: dict[str, Any] = {"strategy": best, "moves": mapping_gen.moves(current, plan)}
     if best_pred is not None:
         gain.update({"makespan_ns_before": best_pred["measured_makespan_ns"],

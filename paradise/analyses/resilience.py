@@ -1,9 +1,9 @@
 """Resilience: what failures cost this training job, and the checkpoint policy that wastes least.
 
-Stage 1 (analyses/sql/resilience_*.sql): per-rank totals of steps, checkpoint stalls, restores,
+Stage 1 (paradise/sql/resilience_*.sql): per-rank totals of steps, checkpoint stalls, restores,
 failures and restarts; every failure/restart/restore row with the first step that followed it.
 Stage 2 (here): iteration time, checkpoint and restart cost, job size, failures seen and the MTBF,
-each with where it came from (trace / default / option); then hints.checkpoint_policy.plan picks
+each with where it came from (trace / default / option); then hints.generators.checkpoint_policy.plan picks
 periodic, jit or jit+periodic and the interval (Daly higher order). Docs: docs/checkpointing.md.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from hints.checkpoint_policy import (
+from hints.generators.checkpoint_policy import (
     CHECKPOINT_S_DEFAULT,
     FAILURES_PER_1000_NODE_DAYS,
     GPUS_PER_NODE,

@@ -6,7 +6,7 @@ message arrived after the PE was free, else the previous exec on the PE) with SQ
 an ASOF join. Stage 2 walks those pointers back from the last exec to finish: the realized
 critical path. The walk is O(path length) over numpy arrays (1e6 execs: about a second).
 Traces above REPLAY_MAX_EXECS (no replay, so no priority hint) use the lean integer arrays of
-paradise.analyses.execarrays instead (scheduling_events, scheduling_names):
+paradise.events.execarrays instead (scheduling_events, scheduling_names):
 same pointers, seconds and hundreds of MB instead of a minute and gigabytes on 10 million rows.
 """
 
@@ -17,10 +17,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hints import schedule_gen
-from paradise.analyses import execarrays
-from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
-from paradise.analyses.placement import REPLAY_MAX_EXECS, _ev, fmt_s, provenance_of
+from hints.generators import schedule as schedule_gen
+from paradise import whatif
+from paradise.analyses.base import (
+    AnalysisConfig,
+    AnalysisResult,
+    Characteristic,
+    Evidence,
+    fmt_s,
+    justification,
+    provenance_of,
+)
+from paradise.events import execarrays
 from paradise.format import TRAINING_SOURCES
 
 WAIT_SHARE_NOTABLE = 0.1
@@ -151,7 +159,7 @@ def schedule_hint(engine: Any, trace: Any, rp: Any, entries: pd.DataFrame,
     gain = {"makespan_ns_before": pred["measured_makespan_ns"],
             "makespan_ns_after": pred["predicted_makespan_ns"], "speedup": pred["predicted_speedup"]}
     doc = make_hint("schedule", {"priorities": best, "default_prio": 0}, provenance=provenance_of(trace),
-                    justified_by=[_ev(why)], predicted_gain=gain)
+                    justified_by=[justification(why)], predicted_gain=gain)
     return doc, info
 
 
@@ -177,7 +185,7 @@ def analyze(engine: Any, trace: Any, config: AnalysisConfig | None = None) -> An
         for c, e, n, k, s, q, qs in zip(entries["coll"], entries["entry"], entries["cost_ns"], entries["execs"],
                                         entries["share"], entries["queue_ns"], entries["queue_share"])][:10]
     result.sections["latency_model"] = model.to_dict()
-    doc, info = schedule_hint(engine, trace, rp if rp is not None and g.n <= REPLAY_MAX_EXECS else None, entries, cp)
+    doc, info = schedule_hint(engine, trace, rp if rp is not None and g.n <= whatif.REPLAY_MAX_EXECS else None, entries, cp)
     if info:
         result.sections["priority_replay"] = info
     if doc is not None:

@@ -13,7 +13,6 @@ import importlib
 import importlib.util
 import json
 import math
-import os
 import re
 import sys
 from enum import Enum
@@ -23,23 +22,11 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from paradise.analyses import ANALYSES
-from paradise.errors import (
-    EngineUnavailable,
-    HintMismatch,
-    InvalidOption,
-    OutputExists,
-    OutputUnwritable,
-    ParadiseError,
-    visible,
-)
+from paradise.analyses.runner import analyze_trace, select_analyses, trace_summary, write_hints
+from paradise.errors import InvalidOption, visible
 
 if TYPE_CHECKING:  # pandas and pyarrow load only when a command runs (fast `paradise --help`)
-    from paradise.analyses.base import AnalysisConfig, AnalysisResult
-    from paradise.store import TraceHandle
-
-ENGINES = ("duckdb", "dask")
-EVENT_ANALYSES = frozenset({"placement", "communication", "scheduling"})
-"""Analyses that read the shared exec and send arrays (paradise.analyses.eventload)."""
+    from paradise.analyses.base import AnalysisResult
 
 
 class EngineName(str, Enum):
@@ -47,99 +34,6 @@ class EngineName(str, Enum):
 
     duckdb = "duckdb"
     dask = "dask"
-
-
-def trace_summary(trace: TraceHandle) -> dict[str, Any]:
-    """What --json says about the trace, from its handle alone (no extra scan)."""
-    meta = trace.metadata
-    return {
-        "path": str(trace.path),
-        "files": len(trace.files),
-        "source": trace.source,
-        "program": trace.program,
-        "pes": meta.get("pes") or len(meta.get("pes_seen", [])) or None,
-        "complete": trace.complete,
-        "rows": trace.num_rows,
-        "format_version": meta.get("format_version"),
-        "fingerprint": trace.fingerprint,
-    }
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
-
-
-def run_analyses(
-    engine: Any, trace: TraceHandle, config: AnalysisConfig, names: tuple[str, ...] = ANALYSES, progress: Any = None
-) -> tuple[dict[str, AnalysisResult], dict[str, str]]:
-    """Results of every analysis that applies, and a one-line error per analysis that failed.
-
-    On an engine that allows it (`thread_safe`), analyses run two at a time: the overview's SQL
-    scans use the cores while another analysis works in numpy, and analyses that need the same
-    stage-1 result wait for the one that makes it (paradise.analyses.cache). Results and errors
-    keep the order of `names` whatever order the analyses finish in."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    debug = bool(os.environ.get("PARADISE_DEBUG"))
-
-    def one(name: str) -> AnalysisResult | None:
-        module = importlib.import_module(f"paradise.analyses.{name}")
-        return module.analyze(engine, trace, config) if module.applies(trace) else None
-
-    workers = 2 if getattr(engine, "thread_safe", False) and len(names) > 1 else 1
-    outcomes: dict[str, AnalysisResult | None | BaseException] = {}
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="paradise-analysis") as pool:
-        futures = {pool.submit(one, name): name for name in names}
-        for fut in futures:  # in submission order; each is waited for, so none is left running
-            try:
-                outcomes[futures[fut]] = fut.result()
-            except ParadiseError:  # bad input found while reading (a damaged file): not a bug
-                for other in futures:
-                    other.cancel()
-                raise
-            except Exception as exc:  # a bug in one analysis must not hide the others
-                if debug:
-                    raise
-                outcomes[futures[fut]] = exc
-            if progress is not None:
-                progress.advance(1)
-    results = {n: r for n, r in outcomes.items() if r is not None and not isinstance(r, BaseException)}
-    errors = {n: _one_line(r) for n, r in outcomes.items() if isinstance(r, BaseException)}
-    return results, errors
-
-
-def write_hints(results: dict[str, AnalysisResult], directory: Path, force: bool) -> tuple[list[str], list[str]]:
-    """Writes every hint document; returns (paths written, warnings). Refuses to overwrite unforced."""
-    from hints.format import HintError, write_hint
-
-    docs: list[tuple[str, dict[str, Any]]] = []
-    warnings: list[str] = []
-    seen: dict[str, str] = {}
-    for name, result in results.items():
-        for doc in result.hints:
-            kind = str(doc.get("kind"))
-            if kind in seen:
-                warnings.append(f"analysis {name!r} made a second {kind!r} hint (first from {seen[kind]!r}); skipped")
-                continue
-            seen[kind] = name
-            docs.append((name, doc))
-    if not force:
-        for _, doc in docs:
-            target = directory / f"{doc['kind']}.json"
-            if target.exists():
-                raise OutputExists(f"{target}: already exists; pass --force to overwrite it")
-    written = []
-    for name, doc in docs:
-        try:
-            written.append(str(write_hint(directory, doc, force=force)))
-        except FileExistsError as exc:
-            raise OutputExists(str(exc)) from None
-        except HintError as exc:
-            raise HintMismatch(f"{directory}: hint from analysis {name!r}: {exc}") from None
-        except OSError as exc:
-            raise OutputUnwritable(f"{directory}: cannot write hints ({exc.strerror or exc})") from None
-    return written, warnings
 
 
 def _render(results: dict[str, AnalysisResult], info: dict[str, Any], written: list[str]) -> None:
@@ -183,27 +77,10 @@ def check_hints_folder(directory: Path) -> None:
     prepare_output_folder(directory)
 
 
-def select_analyses(only: str | None) -> tuple[str, ...]:
-    """The analyses --only names (comma-separated), in report order; all of ANALYSES for None."""
-    if only is None:
-        return ANALYSES
-    wanted = {n.strip() for n in only.split(",") if n.strip()}
-    unknown = sorted(wanted - set(ANALYSES))
-    if unknown or not wanted:
-        what = f"unknown analysis {', '.join(map(repr, unknown))}" if unknown else "no analysis named"
-        raise InvalidOption(f"--only {only!r}: {what} (choose from {', '.join(ANALYSES)})")
-    return tuple(n for n in ANALYSES if n in wanted)
+def _progress(label: str, total: int) -> Any:
+    from paradise.report.progress import progress_bar
 
-
-def _make_engine(trace: TraceHandle, engine: str, scheduler: str | None) -> Any:
-    """The engine by name; a scheduler address implies the Dask engine."""
-    from paradise.engines import get_engine
-
-    if scheduler:
-        engine = "dask"
-    if engine not in ENGINES:
-        raise EngineUnavailable(f"unknown engine {engine!r} (choose {' or '.join(ENGINES)})")
-    return get_engine(trace, engine, scheduler=scheduler)
+    return progress_bar(label, total=total)
 
 
 def keep_freed_memory() -> None:
@@ -226,35 +103,6 @@ def keep_freed_memory() -> None:
     m_trim_threshold, m_top_pad, m_mmap_max, m_arena_max = -1, -2, -4, -8  # <malloc.h>
     for option, value in ((m_arena_max, 1), (m_mmap_max, 0), (m_trim_threshold, -1), (m_top_pad, 1 << 27)):
         mallopt(option, value)  # trim threshold -1: never trim
-
-
-def analyze_trace(
-    path: Path, *, engine: str = "duckdb", scheduler: str | None = None, config: AnalysisConfig | None = None,
-    names: tuple[str, ...] = ANALYSES,
-) -> tuple[TraceHandle, dict[str, AnalysisResult], dict[str, str]]:
-    """Opens a trace and runs the analyses `names` (default: all) that apply (for other commands
-    and tests)."""
-    from paradise.analyses.base import AnalysisConfig
-    from paradise.format import TRAINING_SOURCES
-    from paradise.report.progress import progress_bar
-    from paradise.store import open_trace
-
-    trace = open_trace(path)
-    eng = _make_engine(trace, engine, scheduler)
-    wants_events = trace.source not in TRAINING_SOURCES and not EVENT_ANALYSES.isdisjoint(names)
-    if getattr(eng, "thread_safe", False) and wants_events:  # Charm: event arrays needed
-        from paradise.analyses import eventload
-
-        eventload.start(eng)  # the event scan runs while the analyses import pandas and networkx
-    try:
-        with progress_bar("analyzing", total=len(names)) as bar:
-            results, errors = run_analyses(eng, trace, config or AnalysisConfig(), names, progress=bar)
-    finally:
-        from paradise.analyses.cache import settle
-
-        settle(eng)
-        eng.close()
-    return trace, results, errors
 
 
 def register(app: typer.Typer) -> None:
@@ -288,7 +136,7 @@ def register(app: typer.Typer) -> None:
         config = AnalysisConfig(mtbf_hours=mtbf_hours, gpus=gpus, options={"top": top})
         keep_freed_memory()  # this process ends after the report: it need not give memory back
         handle, results, errors = analyze_trace(
-            trace, engine=engine.value, scheduler=scheduler, config=config, names=names
+            trace, engine=engine.value, scheduler=scheduler, config=config, names=names, progress=_progress
         )
         for name, msg in errors.items():
             print(visible(f"paradise: warning: analysis {name!r} failed on a valid trace, a bug in paradise "

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from paradise.cli.analyze import trace_summary
+from paradise.analyses.runner import trace_summary
 
 INFO_SQL = """
 SELECT kind, count(*) AS events, min(t0) AS t_min, max(coalesce(t1, t0)) AS t_max,

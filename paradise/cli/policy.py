@@ -50,7 +50,7 @@ def register(app: typer.Typer) -> None:
         job_hours: str = typer.Option(None, "--job-hours", help="job length in hours, prices pure JIT (default 24)"),
         as_json: bool = typer.Option(False, "--json", help="print the policy as JSON"),
     ) -> None:
-        from hints.checkpoint_policy import (
+        from hints.generators.checkpoint_policy import (
             HOURS,
             JOB_HOURS_DEFAULT,
             UNRECOVERABLE_FRACTION,

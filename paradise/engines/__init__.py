@@ -11,7 +11,7 @@ from paradise.store import TraceHandle
 
 
 class Engine(Protocol):
-    """What analyses use: run a named stage-1 query (analyses/sql/<name>.sql) with bound params."""
+    """What analyses use: run a named stage-1 query (paradise/sql/<name>.sql) with bound params."""
 
     trace: TraceHandle
 
@@ -23,8 +23,8 @@ class Engine(Protocol):
 
 
 def load_sql(name: str) -> str:
-    """The text of paradise/analyses/sql/<name>.sql."""
-    return resources.files("paradise.analyses").joinpath("sql", f"{name}.sql").read_text()
+    """The text of paradise/sql/<name>.sql."""
+    return resources.files("paradise.sql").joinpath(f"{name}.sql").read_text()
 
 
 def get_engine(trace: TraceHandle, engine: str = "duckdb", scheduler: str | None = None) -> Engine:

@@ -60,7 +60,7 @@ class DuckDBEngine:
         self._cursors: dict[int, duckdb.DuckDBPyConnection] = {}
         self._lock = threading.Lock()
         self.thread_safe = True
-        """paradise.cli.analyze may run analyses on this engine from several threads."""
+        """paradise.analyses.runner may run analyses on this engine from several threads."""
 
     def _con(self) -> duckdb.DuckDBPyConnection:
         ident = threading.get_ident()

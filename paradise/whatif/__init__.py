@@ -68,6 +68,10 @@ class Replayer:
         }
 
 
+REPLAY_MAX_EXECS = 2_000_000
+"""Larger traces are not replayed (minutes of simulation): no mapping or schedule candidate is
+judged, and the event layer's lean exec graph replaces the replay graph."""
+
 CALIBRATION_SCALES = (0.0, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 """Multipliers of the fitted cross-PE latency tried so that the baseline replay matches the
 measured makespan: idle-receiver gaps include OS wake-up that busy receivers do not pay.

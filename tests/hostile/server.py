@@ -288,7 +288,7 @@ def preload() -> None:
     import paradise
     import paradise.cli.main  # noqa: F401
 
-    for pkg in ("paradise.analyses", "paradise.report", "paradise.cli", "paradise.engines", "paradise.importers",
+    for pkg in ("paradise.analyses", "paradise.events", "paradise.report", "paradise.cli", "paradise.engines", "paradise.importers",
                 "paradise.compare", "paradise.whatif", "paradise.store"):
         mod = importlib.import_module(pkg)
         for info in pkgutil.iter_modules(mod.__path__):

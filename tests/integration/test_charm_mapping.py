@@ -1,4 +1,4 @@
-"""mapping.json consumed by charm4py runs (hints/charm_map.py), checked from the run's own trace."""
+"""mapping.json consumed by charm4py runs (hints/runtime/charm_map.py), checked from the run's own trace."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from hints.charm_map import default_pe, parse_mapping
 from hints.format import HintError, make_hint, provenance, schema, write_hint
+from hints.runtime.charm_map import default_pe, parse_mapping
 from tests.conftest import bin_path
 from tests.integration.charm_helpers import PROGRAMS, ROOT, events, require_ok, rows, trace_charm
 

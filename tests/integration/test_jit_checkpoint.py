@@ -114,8 +114,8 @@ def _check_analysis(trace: Path, hints: Path) -> None:
 
 def _periodic_hint(directory: Path) -> int:
     """A checkpoint.json for mode periodic; returns its interval in steps."""
-    from hints.checkpoint_policy import PolicyInputs, hint_payload, plan
     from hints.format import make_hint, provenance, write_hint
+    from hints.generators.checkpoint_policy import PolicyInputs, hint_payload, plan
 
     # C = 1 s, M = 8 s: tau = sqrt(16) * (1 + sqrt(1/16)/3 + (1/16)/9) - 1 = 3.36 s -> 3 steps of 1 s;
     # JIT covers nothing (fraction 1), so periodic wins.
@@ -156,7 +156,7 @@ def test_manager_skips_marker_less_directories(tmp_path):
     """Without torchrun: the newest complete checkpoint wins, partial ones are invisible."""
     import torch
 
-    from hints.checkpoint_manager import MARKER, CheckpointManager
+    from hints.runtime.checkpoint import MARKER, CheckpointManager
 
     model = torch.nn.Linear(4, 2)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -188,7 +188,7 @@ if __name__ == "__main__":
 
 _SIGTERM_LOOP = """
 import sys, time, torch
-from hints.checkpoint_manager import CheckpointManager
+from hints.runtime.checkpoint import CheckpointManager
 model = torch.nn.Linear(8, 8)
 opt = torch.optim.Adam(model.parameters())
 mgr = CheckpointManager(sys.argv[1], mode="jit", model=model, optimizer=opt)
@@ -209,7 +209,7 @@ def test_sigterm_while_healthy_saves_at_the_step_boundary(tmp_path):
     """Preemption: SIGTERM to a healthy rank -> JIT save of a consistent state, exit 17, not 143."""
     import signal
 
-    from hints.checkpoint_manager import JIT_EXIT_CODE, MARKER
+    from hints.runtime.checkpoint import JIT_EXIT_CODE, MARKER
 
     proc = subprocess.Popen([sys.executable, "-c", _SIGTERM_LOOP, str(tmp_path)], stdout=subprocess.PIPE,
                             text=True, cwd=ROOT, env=ENV)

@@ -8,10 +8,10 @@ import time
 import pytest
 from builders import charm_like
 
-from paradise.analyses import cache, eventload
 from paradise.analyses.base import AnalysisConfig
-from paradise.cli.analyze import run_analyses
+from paradise.analyses.runner import run_analyses
 from paradise.engines.duckdb_engine import DuckDBEngine
+from paradise.events import cache, eventload
 from paradise.store import open_trace
 from tests.unit import charm_synth as cs
 

@@ -1,4 +1,4 @@
-"""Checkpoint policy math (hints/checkpoint_policy.py) and `paradise policy`."""
+"""Checkpoint policy math (hints/generators/checkpoint_policy.py) and `paradise policy`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from hints.checkpoint_policy import (
+from hints.generators.checkpoint_policy import (
     HOURS,
     PolicyInputs,
     daly_first_order,
@@ -182,6 +182,6 @@ def test_hints_doc_lists_every_checkpoint_field():
     envelope = {"format", "kind", "provenance", "justified_by", "predicted_gain"}
     assert documented == set(schema("checkpoint")["properties"]) - envelope
     p = plan(PolicyInputs(iteration_s=1, checkpoint_s=1, restart_s=1, mtbf_s=100))
-    from hints.checkpoint_policy import hint_payload
+    from hints.generators.checkpoint_policy import hint_payload
 
     assert set(hint_payload(p)) == documented

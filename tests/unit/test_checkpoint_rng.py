@@ -10,7 +10,7 @@ import pytest
 np = pytest.importorskip("numpy")
 torch = pytest.importorskip("torch")
 
-from hints.checkpoint_manager import _rng_state, _RngSnapshot  # noqa: E402
+from hints.runtime.checkpoint.rng import RngSnapshot, rng_state  # noqa: E402
 
 
 def _same(a: dict, b: dict) -> bool:
@@ -42,16 +42,16 @@ STEPS = [
 
 
 def test_snapshot_matches_the_full_state_at_every_step_start():
-    snap = _RngSnapshot()
+    snap = RngSnapshot()
     np.random.seed(0)
     for i, step in enumerate(STEPS):
-        assert _same(snap.full(snap.take()), _rng_state()), f"step {i}"
+        assert _same(snap.full(snap.take()), rng_state()), f"step {i}"
         assert snap._np_view is not None and snap._py_view is not None  # the fast paths are in use
         step()
 
 
 def test_restoring_the_snapshot_replays_the_same_draws():
-    snap = _RngSnapshot()
+    snap = RngSnapshot()
     np.random.seed(1)
     np.random.normal()  # a cached gaussian is pending
     snap.take()

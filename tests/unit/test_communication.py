@@ -8,10 +8,11 @@ import pandas as pd
 import pytest
 from builders import TraceBuilder, charm_like, torch_like
 
-from hints import comm_gen
 from hints.format import load_hint, write_hint
-from paradise.analyses import communication, objgraph
+from hints.generators import comm as comm_gen
+from paradise.analyses import communication
 from paradise.engines.duckdb_engine import DuckDBEngine
+from paradise.events import objgraph
 from paradise.store import open_trace
 from tests.unit import charm_synth as cs
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from paradise.analyses import eventload, execarrays, groupkeys, scheduling
+from paradise.analyses import scheduling
 from paradise.engines.duckdb_engine import DuckDBEngine
+from paradise.events import eventload, execarrays, groupkeys
 from paradise.store import open_trace
 from paradise.whatif.model import exec_graph
 from tests.unit import charm_synth as cs
@@ -35,7 +36,7 @@ def test_scheduling_lean_path_finds_the_same_critical_path(tmp_path, monkeypatch
     trace = open_trace(prog.write(tmp_path / "t", pl))
     with DuckDBEngine(trace) as eng:
         small = scheduling.analyze(eng, trace)
-    monkeypatch.setattr("paradise.analyses.placement.REPLAY_MAX_EXECS", 0)
+    monkeypatch.setattr("paradise.whatif.REPLAY_MAX_EXECS", 0)
     with DuckDBEngine(trace) as eng:
         assert execarrays.too_large_to_replay(eng)
         big = scheduling.analyze(eng, trace)

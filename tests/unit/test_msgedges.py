@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from builders import charm_like
 
-from paradise.analyses import msgedges
 from paradise.engines.duckdb_engine import DuckDBEngine
+from paradise.events import msgedges
 from paradise.store import open_trace
 from tests.unit import charm_synth as cs
 
@@ -63,7 +63,7 @@ def test_edges_match_sql_on_broadcasts_resends_and_unknowns(tmp_path):
 
 @pytest.mark.parametrize("name", list(PROGS))
 def test_reduction_precheck_never_skips_a_reduction(tmp_path, name):
-    from paradise.analyses import execarrays
+    from paradise.events import execarrays
 
     prog, pl = PROGS[name]
     with DuckDBEngine(open_trace(prog.write(tmp_path / "t", pl))) as eng:

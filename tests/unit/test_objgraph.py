@@ -1,10 +1,10 @@
-"""Bounds of the object-graph heuristics (paradise.analyses.objgraph)."""
+"""Bounds of the object-graph heuristics (paradise.events.objgraph)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from paradise.analyses import objgraph
+from paradise.events import objgraph
 
 
 def test_huge_phase_is_classified_from_counts_without_a_graph(monkeypatch):

@@ -8,9 +8,10 @@ import pandas as pd
 import pytest
 from builders import TraceBuilder, charm_like, torch_like
 
-from paradise.analyses import objloads, overview, placement
-from paradise.analyses.execarrays import event_arrays
+from paradise.analyses import overview, placement
 from paradise.engines.duckdb_engine import DuckDBEngine
+from paradise.events import objloads
+from paradise.events.execarrays import event_arrays
 from paradise.store import open_trace
 from paradise.whatif.model import STEP_LOAD_CLIP
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from paradise.analyses import ANALYSES, overview
 from paradise.analyses.base import AnalysisConfig, AnalysisResult
-from paradise.cli.analyze import run_analyses, write_hints
+from paradise.analyses.runner import run_analyses, write_hints
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.errors import OutputExists
 from paradise.store import open_trace

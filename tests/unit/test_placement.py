@@ -7,8 +7,8 @@ import random
 import numpy as np
 import pytest
 
-from hints import mapping_gen
 from hints.format import load_hint, write_hint
+from hints.generators import mapping as mapping_gen
 from paradise.analyses import placement
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.store import open_trace

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from hints.checkpoint_policy import HOURS, default_mtbf_s
 from hints.format import load_hint
+from hints.generators.checkpoint_policy import HOURS, default_mtbf_s
 from paradise.analyses import resilience
 from paradise.analyses.base import AnalysisConfig
 from paradise.engines.duckdb_engine import DuckDBEngine

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from hints import schedule_gen
 from hints.format import load_hint, write_hint
+from hints.generators import schedule as schedule_gen
 from paradise.analyses import scheduling
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.store import open_trace

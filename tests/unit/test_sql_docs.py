@@ -13,7 +13,7 @@ from paradise.engines.merge import merge_text, parse_merge_rule
 from paradise.store import open_trace
 
 ROOT = Path(__file__).resolve().parents[2]
-SQL_DIR = ROOT / "paradise" / "analyses" / "sql"
+SQL_DIR = ROOT / "paradise" / "sql"
 SQL_FILES = sorted(SQL_DIR.glob("*.sql"))
 PY_SOURCES = [p for p in (ROOT / "paradise").rglob("*.py")] + [p for p in (ROOT / "hints").rglob("*.py")]
 

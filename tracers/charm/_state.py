@@ -43,7 +43,7 @@ class State:
         self.open: dict[int, list] = {}  # coroutine execs not finished yet
         self.clock_meta: dict[str, Any] = {"method": "host-monotonic", "offset_ns": 0, "residual_ns": None}
         self.orig: dict[str, Any] = {}  # original charm4py callables we wrapped
-        self.mapper: Any = None  # hints.charm_map.MappingConsumer when --hints is given
+        self.mapper: Any = None  # hints.runtime.charm_map.MappingConsumer when --hints is given
         self.entry_name: str | None = None
         self.msg_base = 0
         self.main_coll = MAIN_COLL

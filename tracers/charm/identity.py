@@ -12,7 +12,7 @@ from __future__ import annotations
 from paradise.format import index_text, pack_index
 from tracers.charm.rowbuf import NULL, Strings, tails
 
-RUNTIME_MODULES = ("charm4py", "hints.charm_map")
+RUNTIME_MODULES = ("charm4py", "hints.runtime.charm_map")
 """Chare classes defined in these modules (charm4py's CharmRemote, SectionManager, pool
 Worker/PoolScheduler, and our map group) are runtime machinery: their rows get cat='runtime'."""
 

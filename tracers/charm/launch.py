@@ -1,6 +1,6 @@
 """Launching a charm4py program under charmrun, traced or not (CLI, tests and benchmarks).
 
-The command is `python -m charmrun.start +pN python -m tracers.charm.run APP.py ARGS...`
+The command is `python -m charmrun.start +pN python -m paradise.boot.charm APP.py ARGS...`
 with this interpreter (`sys.executable`) on both sides, so the venv's charm4py runs even
 when charmrun's default python is another one.
 """
@@ -29,7 +29,7 @@ def charm_command(app: str | os.PathLike, app_args: list[str], pes: int, *, boot
     """charmrun command line; without bootstrap the program runs exactly as a user would run it."""
     cmd = [sys.executable, "-m", "charmrun.start", f"+p{int(pes)}", sys.executable]
     if bootstrap:
-        cmd += ["-m", "tracers.charm.run"]
+        cmd += ["-m", "paradise.boot.charm"]
     return [*cmd, str(app), *map(str, app_args)]
 
 

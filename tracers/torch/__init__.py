@@ -85,3 +85,14 @@ def current_step() -> int | None:
     """The optimizer step the tracer is in (None when not tracing or before the first step)."""
     tr = _tracer
     return None if tr is None else tr.step
+
+
+def flush() -> None:
+    """Writes the buffered rows and closes this rank's file as incomplete (no-op when not tracing).
+
+    For code about to call ``os._exit`` (which skips the tracer's normal close), such as the
+    checkpoint manager after a just-in-time save.
+    """
+    tr = _tracer
+    if tr is not None:
+        tr.close(complete=False)

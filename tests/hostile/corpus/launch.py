@@ -78,6 +78,8 @@ def _planted_tracer(d: Path) -> None:
     _plant(d, "tracers/charm/__init__.py", PWN)
     _plant(d, "tracers/charm/run.py", PWN)
     _plant(d, "paradise/__init__.py", PWN)
+    _plant(d, "paradise/boot/__init__.py", PWN)
+    _plant(d, "paradise/boot/charm.py", PWN)
 
 
 def _planted_torch(d: Path) -> None:

@@ -1,0 +1,1 @@
+"""Pure hint generators: plain data in, hint payloads out (no trace access, no I/O)."""

@@ -1,0 +1,119 @@
+"""RNG state of torch, numpy and Python's `random`: full capture/restore, and a cheap per-step snapshot.
+
+The snapshot is taken at every training step (a failure before the optimizer step restores it), so
+it reads the Mersenne Twister states through ctypes views where their layout checks out at start-up.
+"""
+
+from __future__ import annotations
+
+import array
+import ctypes
+import random
+import sys
+from typing import Any
+
+import numpy as np
+import torch
+
+
+def rng_state() -> dict[str, Any]:
+    st: dict[str, Any] = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()}
+    if torch.cuda.is_available():
+        st["cuda"] = torch.cuda.get_rng_state_all()
+    return st
+
+
+_MT_BYTES = 624 * 4 + 4
+"""sizeof(mt19937_state) in numpy and of (int index; uint32_t state[624]) in CPython's _random."""
+
+
+def _python_random_view() -> Any:
+    """A ctypes view of `random`'s Mersenne Twister state inside CPython's Random object (just past
+    the 16-byte object header), or None when it does not read exactly what getstate() reports."""
+    inst = random._inst  # type: ignore[attr-defined]
+    try:
+        view = (ctypes.c_char * _MT_BYTES).from_address(id(inst) + 16)
+        words = array.array("I", view.raw[4:])
+        _, internal, _ = inst.getstate()
+        ok = words.itemsize == 4 and (*words, int.from_bytes(view.raw[:4], sys.byteorder, signed=True)) == internal
+    except Exception:  # noqa: BLE001 - another interpreter: take getstate() at every step
+        return None
+    return view if ok else None
+
+
+def _numpy_random_view() -> Any:
+    """A ctypes view of the raw MT19937 state of numpy's global RandomState (the one np.random.*
+    functions are bound to), through the documented BitGenerator.ctypes, or None when it does not
+    read exactly what get_state() reports."""
+    try:
+        view = (ctypes.c_char * _MT_BYTES).from_address(np.random.mtrand._rand._bit_generator.ctypes.state_address)
+        _, key, pos = np.random.get_state()[:3]
+        raw = view.raw
+        ok = raw[:-4] == key.tobytes() and int.from_bytes(raw[-4:], sys.byteorder, signed=True) == pos
+    except Exception:  # noqa: BLE001 - another numpy: take get_state() at every step
+        return None
+    return view if ok else None
+
+
+def _python_state(raw: bytes, gauss_next: float | None) -> tuple:
+    """random.getstate()'s value from the raw view's bytes."""
+    words = array.array("I", raw[4:])
+    return random.Random.VERSION, (*words, int.from_bytes(raw[:4], sys.byteorder, signed=True)), gauss_next
+
+
+class RngSnapshot:
+    """The RNG states at a step's start, taken at every step (a failure before the optimizer step
+    restores them), so it must touch little: right after a step's compute the caches are cold and
+    every Python-level operation costs several times what it does in a tight loop (the plain
+    torch.get_rng_state() + np.random.get_state() + random.getstate() cost 35 us in a tight loop and
+    about 150 us a step in the example's training loop). So the torch CPU state is one 5 KB copy;
+    Python's is the raw bytes of its Mersenne Twister (+ `gauss_next`), turned into a getstate()
+    tuple only on failure; numpy's legacy get_state() (25 us warm: a Python loop over 624 words) is
+    re-read only when its raw state, readable through the documented BitGenerator.ctypes, changed
+    or a cached gaussian was pending. Views whose layout does not check out at start-up fall back
+    to the full calls. take() returns a compact tuple; full() turns it into rng_state()'s dict."""
+
+    def __init__(self) -> None:
+        self.cuda = torch.cuda.is_available()
+        self._torch = torch.default_generator.get_state
+        self._py_inst = random._inst  # type: ignore[attr-defined]
+        self._py_view = _python_random_view()
+        self._np_view = _numpy_random_view()  # None: no fast path
+        self._np_raw: bytes | None = None  # raw state when _np_state was read
+        self._np_state: tuple | None = None
+
+    def take(self) -> tuple:
+        py = self._py_view
+        return (self._torch(), self._numpy(),
+                (py.raw, self._py_inst.gauss_next) if py is not None else random.getstate(),
+                torch.cuda.get_rng_state_all() if self.cuda else None)
+
+    @staticmethod
+    def full(snap: tuple) -> dict[str, Any]:
+        t, n, p, c = snap
+        st = {"torch": t, "numpy": n, "python": _python_state(*p) if isinstance(p[0], bytes) else p}
+        if c is not None:
+            st["cuda"] = c
+        return st
+
+    def _numpy(self) -> tuple:
+        view = self._np_view
+        if view is None:
+            return np.random.get_state()
+        raw = view.raw
+        # unchanged raw state and no cached gaussian (consuming one leaves the raw state as it is)
+        if raw == self._np_raw and self._np_state[3] == 0:  # type: ignore[index]
+            return self._np_state  # type: ignore[return-value]
+        state = np.random.get_state()
+        self._np_state, self._np_raw = state, (raw if view.raw == raw else None)  # None: drawn meanwhile
+        return state
+
+
+def set_rng_state(st: dict[str, Any]) -> None:
+    torch.set_rng_state(st["torch"])
+    np.random.set_state(st["numpy"])
+    random.setstate(st["python"])
+    if "cuda" in st and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(st["cuda"])
+
+

@@ -1,0 +1,181 @@
+"""The analysis runner: opens a trace, runs the analyses of ANALYSES that apply on one engine,
+collects their results and one-line errors, and writes their hint files. The CLI (`paradise
+analyze`) only parses options and renders what this returns.
+
+One failing analysis does not hide the others: its error is kept as one line and the others
+run. Set PARADISE_DEBUG=1 to let such a failure raise with its traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from paradise.analyses import ANALYSES
+from paradise.errors import (
+    EngineUnavailable,
+    HintMismatch,
+    InvalidOption,
+    OutputExists,
+    OutputUnwritable,
+    ParadiseError,
+)
+
+if TYPE_CHECKING:  # pandas and pyarrow load only when a command runs (fast `paradise --help`)
+    from paradise.analyses.base import AnalysisConfig, AnalysisResult
+    from paradise.store import TraceHandle
+
+ENGINES = ("duckdb", "dask")
+EVENT_ANALYSES = frozenset({"placement", "communication", "scheduling"})
+"""Analyses that read the shared exec and send arrays (paradise.events.eventload)."""
+
+
+def trace_summary(trace: TraceHandle) -> dict[str, Any]:
+    """What --json says about the trace, from its handle alone (no extra scan)."""
+    meta = trace.metadata
+    return {
+        "path": str(trace.path),
+        "files": len(trace.files),
+        "source": trace.source,
+        "program": trace.program,
+        "pes": meta.get("pes") or len(meta.get("pes_seen", [])) or None,
+        "complete": trace.complete,
+        "rows": trace.num_rows,
+        "format_version": meta.get("format_version"),
+        "fingerprint": trace.fingerprint,
+    }
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def run_analyses(
+    engine: Any, trace: TraceHandle, config: AnalysisConfig, names: tuple[str, ...] = ANALYSES, progress: Any = None
+) -> tuple[dict[str, AnalysisResult], dict[str, str]]:
+    """Results of every analysis that applies, and a one-line error per analysis that failed.
+
+    On an engine that allows it (`thread_safe`), analyses run two at a time: the overview's SQL
+    scans use the cores while another analysis works in numpy, and analyses that need the same
+    stage-1 result wait for the one that makes it (paradise.events.cache). Results and errors
+    keep the order of `names` whatever order the analyses finish in."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    debug = bool(os.environ.get("PARADISE_DEBUG"))
+
+    def one(name: str) -> AnalysisResult | None:
+        module = importlib.import_module(f"paradise.analyses.{name}")
+        return module.analyze(engine, trace, config) if module.applies(trace) else None
+
+    workers = 2 if getattr(engine, "thread_safe", False) and len(names) > 1 else 1
+    outcomes: dict[str, AnalysisResult | None | BaseException] = {}
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="paradise-analysis") as pool:
+        futures = {pool.submit(one, name): name for name in names}
+        for fut in futures:  # in submission order; each is waited for, so none is left running
+            try:
+                outcomes[futures[fut]] = fut.result()
+            except ParadiseError:  # bad input found while reading (a damaged file): not a bug
+                for other in futures:
+                    other.cancel()
+                raise
+            except Exception as exc:  # a bug in one analysis must not hide the others
+                if debug:
+                    raise
+                outcomes[futures[fut]] = exc
+            if progress is not None:
+                progress.advance(1)
+    results = {n: r for n, r in outcomes.items() if r is not None and not isinstance(r, BaseException)}
+    errors = {n: _one_line(r) for n, r in outcomes.items() if isinstance(r, BaseException)}
+    return results, errors
+
+
+def write_hints(results: dict[str, AnalysisResult], directory: Path, force: bool) -> tuple[list[str], list[str]]:
+    """Writes every hint document; returns (paths written, warnings). Refuses to overwrite unforced."""
+    from hints.format import HintError, write_hint
+
+    docs: list[tuple[str, dict[str, Any]]] = []
+    warnings: list[str] = []
+    seen: dict[str, str] = {}
+    for name, result in results.items():
+        for doc in result.hints:
+            kind = str(doc.get("kind"))
+            if kind in seen:
+                warnings.append(f"analysis {name!r} made a second {kind!r} hint (first from {seen[kind]!r}); skipped")
+                continue
+            seen[kind] = name
+            docs.append((name, doc))
+    if not force:
+        for _, doc in docs:
+            target = directory / f"{doc['kind']}.json"
+            if target.exists():
+                raise OutputExists(f"{target}: already exists; pass --force to overwrite it")
+    written = []
+    for name, doc in docs:
+        try:
+            written.append(str(write_hint(directory, doc, force=force)))
+        except FileExistsError as exc:
+            raise OutputExists(str(exc)) from None
+        except HintError as exc:
+            raise HintMismatch(f"{directory}: hint from analysis {name!r}: {exc}") from None
+        except OSError as exc:
+            raise OutputUnwritable(f"{directory}: cannot write hints ({exc.strerror or exc})") from None
+    return written, warnings
+
+
+
+def select_analyses(only: str | None) -> tuple[str, ...]:
+    """The analyses --only names (comma-separated), in report order; all of ANALYSES for None."""
+    if only is None:
+        return ANALYSES
+    wanted = {n.strip() for n in only.split(",") if n.strip()}
+    unknown = sorted(wanted - set(ANALYSES))
+    if unknown or not wanted:
+        what = f"unknown analysis {', '.join(map(repr, unknown))}" if unknown else "no analysis named"
+        raise InvalidOption(f"--only {only!r}: {what} (choose from {', '.join(ANALYSES)})")
+    return tuple(n for n in ANALYSES if n in wanted)
+
+
+def make_engine(trace: TraceHandle, engine: str, scheduler: str | None) -> Any:
+    """The engine by name; a scheduler address implies the Dask engine."""
+    from paradise.engines import get_engine
+
+    if scheduler:
+        engine = "dask"
+    if engine not in ENGINES:
+        raise EngineUnavailable(f"unknown engine {engine!r} (choose {' or '.join(ENGINES)})")
+    return get_engine(trace, engine, scheduler=scheduler)
+
+
+
+def analyze_trace(
+    path: Path, *, engine: str = "duckdb", scheduler: str | None = None, config: AnalysisConfig | None = None,
+    names: tuple[str, ...] = ANALYSES, progress: Callable[[str, int], Any] | None = None,
+) -> tuple[TraceHandle, dict[str, AnalysisResult], dict[str, str]]:
+    """Opens a trace and runs the analyses `names` (default: all) that apply. `progress(label,
+    total)`, when given, makes a context manager whose `advance(1)` is called per analysis."""
+    from contextlib import nullcontext
+
+    from paradise.analyses.base import AnalysisConfig
+    from paradise.format import TRAINING_SOURCES
+    from paradise.store import open_trace
+
+    trace = open_trace(path)
+    eng = make_engine(trace, engine, scheduler)
+    wants_events = trace.source not in TRAINING_SOURCES and not EVENT_ANALYSES.isdisjoint(names)
+    if getattr(eng, "thread_safe", False) and wants_events:  # Charm: event arrays needed
+        from paradise.events import eventload
+
+        eventload.start(eng)  # the event scan runs while the analyses import pandas and networkx
+    try:
+        with progress("analyzing", len(names)) if progress else nullcontext() as bar:
+            results, errors = run_analyses(eng, trace, config or AnalysisConfig(), names, progress=bar)
+    finally:
+        from paradise.events.cache import settle
+
+        settle(eng)
+        eng.close()
+    return trace, results, errors

@@ -1,0 +1,69 @@
+"""Bootstrap: `python -m paradise.boot.charm APP.py [ARGS...]`, one per PE under charmrun.
+
+Installs the tracer's hooks (PARADISE_TRACE=DIR) and the hint consumers (PARADISE_HINTS=DIR: mapping)
+before the program's `charm.start()`, then runs the unmodified program as `__main__` with
+runpy, so its chare classes, pickling and `sys.argv` behave as if it had been run directly.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+from pathlib import Path
+
+
+def install(trace_dir: str | None, hints_dir: str | None, program: str) -> None:
+    """Hooks charm4py on this process; must run before the program calls charm.start()."""
+    from charm4py import chare, charm, entry_method
+
+    from tracers.charm import _state, creation
+
+    st = _state.ST
+    st.program = program
+    st.hints_dir = hints_dir
+    if trace_dir:
+        from tracers.charm import hooks, lifecycle, rowbuf
+
+        rowbuf.warm_up()
+        st.tracing = True
+        st.trace_dir = trace_dir
+        lifecycle.install_lifecycle(charm, program)
+        hooks.install_exec_hooks(entry_method)
+        hooks.install_send_hooks(charm)
+        hooks.install_multicast_hook(charm)
+        hooks.install_dispatch_hooks(charm)
+        hooks.install_migration_hook(charm)
+        hooks.install_greenlet_trace()
+        hooks.install_atsync(chare)
+        import tracers.charm as api
+
+        api._step_hook = hooks.record_step
+    creation.install_creation_hooks(chare, charm)
+    if hints_dir:
+        from hints.runtime.charm_map import MappingConsumer
+
+        st.mapper = MappingConsumer(Path(hints_dir) / "mapping.json", program)
+        st.mapper.register(charm)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args:
+        print("usage: python -m paradise.boot.charm APP.py [ARGS...]", file=sys.stderr)
+        sys.exit(2)
+    app = Path(args[0])
+    if not app.is_file():
+        print(f"paradise: error: {app}: no such program", file=sys.stderr)
+        sys.exit(2)
+    trace_dir = os.environ.get("PARADISE_TRACE") or None
+    hints_dir = os.environ.get("PARADISE_HINTS") or None
+    if trace_dir or hints_dir:
+        install(trace_dir, hints_dir, app.stem)
+    sys.argv = [str(app), *args[1:]]
+    sys.path[0] = str(app.resolve().parent)
+    runpy.run_path(str(app), run_name="__main__")
+
+
+if __name__ == "__main__":
+    main()
