@@ -31,6 +31,11 @@ class OutputExists(ParadiseError):
     """An output that would be overwritten without --force."""
 
 
+class OutputUnwritable(ParadiseError):
+    """An output that cannot or must not be written: a folder, a device, one of the inputs, a
+    read-only or full file system, a path under a regular file."""
+
+
 class HintMismatch(ParadiseError):
     """A hint file made for another program, PE count or trace, or a damaged one."""
 
@@ -58,8 +63,3 @@ def require_new_output(path, force: bool) -> None:
     p = Path(path)
     if p.exists() and not force:
         raise OutputExists(f"{p}: already exists; pass --force to overwrite it")
-
-
-class OutputUnwritable(ParadiseError):
-    """An output that cannot or must not be written: a folder, a device, one of the inputs, a
-    read-only or full file system, a path under a regular file."""

@@ -178,7 +178,7 @@ def prepare_output_folder(out: Path, *, inputs: Iterable[Path] = ()) -> None:
     real = Path(os.path.realpath(out))
     for f in inputs:
         real_f = Path(os.path.realpath(f))
-        if real == real_f or real in real_f.parents:
+        if real in (real_f, real_f.parent):  # --force would clear trace outputs beside the input
             raise OutputUnwritable(f"{out}: holds the input {f}; choose an output folder of its own")
     try:
         out.mkdir(parents=True, exist_ok=True)
