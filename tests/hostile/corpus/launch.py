@@ -16,7 +16,7 @@ from tests.hostile.case import case
 ROOT = Path(__file__).resolve().parents[3]
 RING = ROOT / "tests" / "charm_programs" / "ring.py"
 HANG = ROOT / "tests" / "charm_programs" / "hang.py"
-LAUNCH_TIMEOUT_S = 90.0
+LAUNCH_TIMEOUT_S = 60.0
 
 TORCH_FAIL = '''
 import torch.distributed as dist
