@@ -47,6 +47,8 @@ class Case:
     item: str = ""
     """The defect of issue 15 the case covers (e.g. '6'), or 'extra'."""
     env: tuple[tuple[str, str], ...] = field(default=())
+    gone: tuple[str, ...] = ()
+    """Paths that must no longer exist after the run (stale temporaries the command removes)."""
     signal_after: tuple[int, float] | None = None
     """(signal, seconds): send it to paradise this long after the start (launch cases)."""
 

@@ -116,6 +116,8 @@ def check(case: Case, r: dict) -> None:
     if r["rc"] == 2:
         assert len(lines) == 1, f"refusal is {len(lines)} lines, expected one{what}"
         assert case.mention is None or case.mention in lines[0], f"refusal does not name {case.mention!r}{what}"
+    for p in case.gone:
+        assert p in r["changed"], f"{p} should have been removed{what}"
     for text in case.stdout_has:
         assert text in out, f"stdout lacks {text!r}{what}"
     bad_changes = [p for p in r["changed"] if not _under(p, case.outputs)]

@@ -74,6 +74,10 @@ for w, (base, pre) in WRITERS.items():
     case(f"out-{w}-stale-tmp-folder", *pre, "-o", out,
          setup=_plus(base, _dir(".paradise-merge-stale", "spill.tmp"), _dir(f".{out}.tmp-stale")),
          rc=(0,), outputs=(out, ".paradise-merge-stale", f".{out}.tmp-stale"), item="2")
+    dead = f".{out}.paradise-tmp-999999999-x1"  # a writer that was killed (no such pid: above pid_max)
+    case(f"out-{w}-removes-dead-writers-temporaries", *pre, "-o", out,
+         setup=_plus(base, _dir(dead, "spill-0.tmp"), _file(dead + "y.tmp")),
+         rc=(0,), outputs=(out, dead, dead + "y.tmp"), gone=(dead, dead + "y.tmp"), item="2")
     # item 4: outputs that cannot be written, or must not be
     case(f"out-{w}-proc", *pre, "-o", "/proc/paradise-x.parquet", setup=base, mention="/proc/paradise-x.parquet",
          item="4")
