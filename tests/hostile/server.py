@@ -24,6 +24,9 @@ from pathlib import Path
 from tests.hostile.case import REGISTRY, Case
 
 WORKERS = 2
+"""In-process cases at a time (the CPU-bound ones)."""
+LAUNCH_WORKERS = 2
+"""Launched-program cases at a time, beside those."""
 MARKER = "HOSTILE_CASE_ID"
 """Environment variable every process of a case inherits: finds what a case left running."""
 
@@ -240,20 +243,25 @@ def _finish(run: Running, status: int | None, timed_out: bool) -> dict:
 
 
 def run_cases(base: Path, ids: list[str], emit) -> None:
-    """Runs the cases WORKERS at a time; calls emit(result) as each ends."""
-    pending = list(ids)
+    """Runs the cases (WORKERS in-process and LAUNCH_WORKERS launched at a time); calls emit(result)
+    as each ends."""
+    # launched programs mostly wait (start-up, timeouts): they run in slots of their own beside
+    # the in-process cases, so the longest cases overlap everything else
+    queues = {True: [i for i in ids if REGISTRY[i].launch], False: [i for i in ids if not REGISTRY[i].launch]}
+    slots = {True: LAUNCH_WORKERS, False: WORKERS}
     running: dict[int, Running] = {}
-    while pending or running:
-        while pending and len(running) < WORKERS:
-            cid = pending.pop(0)
-            case = REGISTRY[cid]
-            cbase = base / cid
-            err = _setup(cbase, case)
-            if err is not None:
-                emit({"id": cid, "setup_error": err})
-                continue
-            r = Running(case, cbase, snapshot(cbase / "work"))
-            running[r.pid] = r
+    while queues[True] or queues[False] or running:
+        for launch, queue in queues.items():
+            while queue and sum(1 for r in running.values() if r.case.launch == launch) < slots[launch]:
+                cid = queue.pop(0)
+                case = REGISTRY[cid]
+                cbase = base / cid
+                err = _setup(cbase, case)
+                if err is not None:
+                    emit({"id": cid, "setup_error": err})
+                    continue
+                r = Running(case, cbase, snapshot(cbase / "work"))
+                running[r.pid] = r
         done = False
         for pid, r in list(running.items()):
             sig = r.case.signal_after
