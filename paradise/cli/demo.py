@@ -144,14 +144,14 @@ def run_demo(out: Path, pes: int, example: str, example_args: list[str]) -> dict
     result: dict[str, Any] = {"analysis": analysis, "pes": pes, "out": str(out),
                               "heavy_objects": _heavy(analysis)}
     if not (hints / "mapping.json").exists():
-        typer.echo("paradise found no mapping worth changing; nothing to rerun.", err=_SHOW["stdout"] is not None)  # --json keeps stdout for JSON
+        typer.echo("paradise found no mapping worth changing; nothing to rerun.")
         return result
     mapping = json.loads((hints / "mapping.json").read_text())
     facts_before = trace_facts(before)
     result["strategy"] = mapping.get("strategy")
     result["moves"] = moves(facts_before["placement"], mapping.get("collections", {}))
     if result["strategy"] == "keep" or not result["moves"]:
-        typer.echo("paradise proposes to keep the current mapping; nothing to rerun.", err=_SHOW["stdout"] is not None)  # --json keeps stdout for JSON
+        typer.echo("paradise proposes to keep the current mapping; nothing to rerun.")
         return result
     result["predicted"] = json.loads(_run(["whatif", str(before), "--hints", str(hints), "--json"]))
     _run(["trace", "charm", *common, "--hints", str(hints), "-o", str(after), str(app), *example_args],
