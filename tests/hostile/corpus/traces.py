@@ -194,10 +194,14 @@ def _commands(arg: str) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
     }
 
 
-def _with_context(build):
+def _with_context(build, cmd: str):
+    """The broken trace, plus what the command needs beside it (a good trace, hints)."""
+
     def setup(d: Path) -> None:
-        make.charm_trace(d, "good")
-        make.hints_dir(d)
+        if cmd == "compare":
+            make.charm_trace(d, "good")
+        if cmd == "whatif":
+            make.hints_dir(d)
         build(d)
 
     return setup
@@ -211,12 +215,12 @@ for name, build in BAD_TRACES.items():
     for cmd, (argv, outs) in _commands(R).items():
         if cmd in ("whatif", "compare") and name not in ALL_COMMANDS:
             continue
-        case(f"trace-{name}-{cmd}", *argv, setup=_with_context(build), mention=R, outputs=outs, item=ITEM)
+        case(f"trace-{name}-{cmd}", *argv, setup=_with_context(build, cmd), mention=R, outputs=outs, item=ITEM)
 for name, build in BAD_DIRS.items():
     for cmd, (argv, outs) in _commands("t").items():
         if cmd in ("whatif", "compare") and name not in ("dir-corrupt-page", "dir-two-files-same-pe"):
             continue
-        case(f"trace-{name}-{cmd}", *argv, setup=_with_context(build), mention="t", outputs=outs, item=ITEM)
+        case(f"trace-{name}-{cmd}", *argv, setup=_with_context(build, cmd), mention="t", outputs=outs, item=ITEM)
 
 # Valid but unusual traces: must work (exit 0), never be refused as bad input.
 case("trace-valid-many-rows-info", "info", R, setup=_many_row_groups_ok, rc=(0,), item=ITEM)
