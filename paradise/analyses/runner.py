@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from paradise.analyses import ANALYSES
-from paradise.errors import EngineUnavailable, HintMismatch, InvalidOption, OutputExists
+from paradise.errors import (
+    EngineUnavailable,
+    HintMismatch,
+    InvalidOption,
+    OutputExists,
+    OutputUnwritable,
+    ParadiseError,
+)
 
 if TYPE_CHECKING:  # pandas and pyarrow load only when a command runs (fast `paradise --help`)
     from paradise.analyses.base import AnalysisConfig, AnalysisResult
@@ -74,6 +81,10 @@ def run_analyses(
         for fut in futures:  # in submission order; each is waited for, so none is left running
             try:
                 outcomes[futures[fut]] = fut.result()
+            except ParadiseError:  # bad input found while reading (a damaged file): not a bug
+                for other in futures:
+                    other.cancel()
+                raise
             except Exception as exc:  # a bug in one analysis must not hide the others
                 if debug:
                     raise
@@ -124,7 +135,7 @@ def write_hints(results: dict[str, AnalysisResult], directory: Path, force: bool
         except HintError as exc:
             raise HintMismatch(f"{directory}: hint from analysis {name!r}: {exc}") from None
         except OSError as exc:
-            raise OutputExists(f"{directory}: cannot write hints ({exc.strerror or exc})") from None
+            raise OutputUnwritable(f"{directory}: cannot write hints ({exc.strerror or exc})") from None
     return written, warnings
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import typer
 
+from paradise.errors import visible
 from paradise.importers import IMPORTERS, Importer
 
 app = typer.Typer(help="Import foreign traces into paradise Parquet.", no_args_is_help=True)
@@ -35,7 +36,7 @@ def _run(imp: Importer, sources: list[Path], out: Path, force: bool, options: di
 
         written = imp.import_trace(sources, out, force=force, on_progress=on_progress, **options)
     for w in caught:
-        print(f"paradise: warning: {w.message}", file=sys.stderr)
+        print(visible(f"paradise: warning: {w.message}"), file=sys.stderr)
     typer.echo(_summary(written, len(sources)))
 
 

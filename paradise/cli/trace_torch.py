@@ -17,7 +17,8 @@ from pathlib import Path
 
 import typer
 
-from paradise.errors import OutputExists, ParadiseError, TraceNotFound
+from paradise.cli.trace_charm import check_run_options
+from paradise.errors import InvalidOption, OutputExists, ParadiseError, TraceNotFound
 
 TRACER_MODULE = "tracers.torch.run"
 """The per-rank bootstrap, named as a module so the analyzer never imports the tracer."""
@@ -42,11 +43,16 @@ class TracedRunFailed(ParadiseError):
     """The traced program exited non-zero; the message says where (rank, step, exception)."""
 
 
-def _prepare_output(out: Path, force: bool) -> None:
+MAX_RESTARTS = 1000
+"""Most torchrun restarts: more is a typing error."""
+
+
+def _prepare_output(out: Path, force: bool, script: Path) -> None:
     """Refuses a non-empty output directory unless forced; with force, clears only trace outputs."""
-    if out.exists() and not out.is_dir():
-        raise OutputExists(f"{out}: exists and is not a directory")
-    if out.is_dir() and any(out.iterdir()):
+    from paradise.store.output import prepare_output_folder  # pyarrow loads only when a command runs
+
+    prepare_output_folder(out, inputs=[script])
+    if any(out.iterdir()):
         if not force:
             raise OutputExists(f"{out}: already exists and is not empty; pass --force to overwrite it")
         for p in out.glob("*.parquet"):
@@ -55,7 +61,6 @@ def _prepare_output(out: Path, force: bool) -> None:
             p.unlink()
         for sub in ("logs", "kineto"):
             shutil.rmtree(out / sub, ignore_errors=True)
-    out.mkdir(parents=True, exist_ok=True)
 
 
 def torchrun_command(nproc: int, script: Path, args: list[str], logs: Path, max_restarts: int) -> list[str]:
@@ -152,13 +157,14 @@ def run_traced(
     force: bool = False,
 ) -> str:
     """Runs the script under torchrun with tracing; returns a one-line summary or raises."""
+    check_run_options(None, nproc, "--nproc")
+    if not 0 <= max_restarts <= MAX_RESTARTS:
+        raise InvalidOption(f"--max-restarts: {max_restarts} is out of range (0..{MAX_RESTARTS})")
     if not script.is_file():
-        raise TraceNotFound(f"{script}: no such script")
+        raise TraceNotFound(f"{script}: no such script (or not a regular file)")
     if hints is not None and not hints.is_dir():
         raise TraceNotFound(f"{hints}: hints directory does not exist")
-    if nproc < 1:
-        raise ParadiseError(f"--nproc must be at least 1 (got {nproc})")
-    _prepare_output(out, force)
+    _prepare_output(out, force, script)
     logs = out / "logs"
     logs.mkdir()
     cmd = torchrun_command(nproc, script, args, logs, max_restarts)

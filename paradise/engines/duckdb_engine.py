@@ -12,6 +12,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -19,11 +20,29 @@ import pyarrow as pa
 
 from paradise.engines import load_sql
 from paradise.engines.memory import DUCKDB_SHARE, default_memory_limit, fmt_size
-from paradise.errors import OutOfMemory
+from paradise.errors import OutOfMemory, TruncatedTrace
 from paradise.store import TraceHandle
 
 SPILL_PREFIX = "paradise-spill-"
 """Name prefix of the spill directory, created under the system temporary directory ($TMPDIR)."""
+
+
+def damaged_file_error(exc: BaseException, files: tuple[Path, ...] | list[Path]) -> BaseException:
+    """After a failed read: the trace file pyarrow cannot decode either, as damaged input (one line,
+    exit 2); when every file decodes, the error unchanged (a bug, reported with its traceback).
+    Runs only on the error path, so valid traces pay nothing for it."""
+    if isinstance(exc, (duckdb.BinderException, duckdb.ParserException, duckdb.CatalogException)):
+        return exc
+    import pyarrow.parquet as pq
+
+    for f in files:
+        try:
+            for _ in pq.ParquetFile(f).iter_batches(batch_size=1 << 16):
+                pass
+        except Exception as bad:  # noqa: BLE001 - any decoding failure means damaged data
+            first = (str(bad).splitlines() or [type(bad).__name__])[0].replace(str(f), "").strip(" :")
+            return TruncatedTrace(f"{f}: damaged Parquet data ({first[:120]})")
+    return exc
 
 
 def _file_list(files: list[str]) -> str:
@@ -92,6 +111,8 @@ class DuckDBEngine:
                 f"{self.trace.path}: needs more memory than --memory-limit {fmt_size(self.memory_limit)} allows, "
                 f"even spilling to disk ({first}); try `paradise analyze --only overview` for the first "
                 "report, a larger --memory-limit, or --engine dask on a cluster") from None
+        except duckdb.Error as exc:
+            raise damaged_file_error(exc, self.trace.files) from None
 
     def sql(self, text: str, **params: Any) -> pa.Table:
         with self._guard():

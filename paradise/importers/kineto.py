@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -30,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from paradise.errors import ImportFormatError, require_new_output
+from paradise.errors import ImportFormatError, OutputUnwritable
 from paradise.format import SCHEMA, conform, make_metadata
 from paradise.importers import ProgressCallback, Sources, regular_file, source_paths
 from paradise.importers.kineto_arrow import from_numpy, to_numpy, validity
@@ -44,6 +42,7 @@ from paradise.importers.kineto_events import (
     validate_batch,
 )
 from paradise.importers.kineto_scan import EventScanner
+from paradise.store.output import check_output, disk_full, scratch_dir
 
 EPOCH_FLOOR_NS = 10**18
 """ts at or past this (2001-09-09 in Unix ns) are taken as Unix time already (older Kineto)."""
@@ -458,11 +457,15 @@ def import_trace(
         raise ImportFormatError(f"{paths[0]}: --rank {rank} is out of range (0 to {MAX_RANK})")
     for p in paths:
         regular_file(p, "a Kineto trace file")
-        if out.exists() and p.resolve() == out.resolve():
-            raise ImportFormatError(f"{p}: the output would overwrite this input")
-    require_new_output(out, force)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmpdir = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    out = check_output(out, force=force, inputs=paths)
+    with scratch_dir(out) as tmpdir:
+        _import_into(paths, out, tmpdir, rank=rank, program=program, on_progress=on_progress)
+    return out
+
+
+def _import_into(paths: list[Path], out: Path, tmpdir: Path, *, rank: int | None, program: str | None,
+                 on_progress: ProgressCallback | None) -> None:
+    """Both passes, with intermediate files in tmpdir; the output renamed into place at the end."""
     final_tmp = tmpdir / "out.parquet"
     try:
         infos = [_FileInfo(path=p, tmp=tmpdir / f"pass1-{i:05d}.arrows") for i, p in enumerate(paths)]
@@ -492,6 +495,17 @@ def import_trace(
         origin = min(starts) if starts else 0
         meta = _metadata(infos, origin if starts else None, program or _program_name(out))
         schema = SCHEMA.with_metadata(meta)
+        _write_output(infos, origin, meta, schema, final_tmp, out)
+    except OSError as exc:  # pass 1 spills beside the output: a full disk there is an output problem
+        if not disk_full(exc):
+            raise
+        raise OutputUnwritable(f"{out}: cannot write ({exc.strerror or exc}); nothing written") from None
+
+
+def _write_output(infos: list[_FileInfo], origin: int, meta: Any, schema: pa.Schema, final_tmp: Path,
+                  out: Path) -> None:
+    """Pass 2 into the temporary file, renamed onto OUT when complete."""
+    try:
         with pq.ParquetWriter(final_tmp, schema, compression="zstd", use_dictionary=_DICT_COLUMNS) as writer:
             pending: list[pa.Table] = []
             rows = 0
@@ -507,6 +521,5 @@ def import_trace(
             if pending:
                 writer.write_table(pa.concat_tables(pending).replace_schema_metadata(meta))
         os.replace(final_tmp, out)
-    finally:
-        shutil.rmtree(tmpdir, ignore_errors=True)
-    return out
+    except OSError as exc:  # the output side only: full disk, read-only file system
+        raise OutputUnwritable(f"{out}: cannot write ({exc.strerror or exc}); nothing written") from None

@@ -18,12 +18,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from paradise.errors import ImportFormatError, TraceNotFound, require_new_output
+from paradise.errors import ImportFormatError, TraceNotFound
 from paradise.format import SCHEMA, conform, index_text, make_metadata, pack_index
 from paradise.importers import ProgressCallback, Sources, regular_file, source_paths
 from paradise.importers import _projections_parse as P
 from paradise.importers._projections_marks import marks_for_pe
 from paradise.importers._projections_tachyon import read_tachyon_shifts
+from paradise.store.output import atomic_output, check_output
 
 US = 1000
 """Projections times are integer microseconds; paradise times are ns."""
@@ -54,12 +55,7 @@ def import_trace(
     out = Path(out)
     sts = P.read_sts(find_sts(paths[0]))
     logs = P.find_logs(sts)
-    for _, path in logs:
-        if out.exists() and path.resolve() == out.resolve():
-            raise ImportFormatError(f"{path}: the output would overwrite this input")
-    if out.exists() and sts.path.resolve() == out.resolve():
-        raise ImportFormatError(f"{sts.path}: the output would overwrite this input")
-    require_new_output(out, force)
+    out = check_output(out, force=force, inputs=[sts.path, *(path for _, path in logs)])
     shifts = read_tachyon_shifts(sts.path.parent)
     tables = _EntryTables(sts)
     summary: dict[str, Counter] = {"records": Counter(), "unknown": Counter(), "notes": Counter()}
@@ -398,7 +394,5 @@ def _metadata(sts: P.Sts, shifts: dict[int, int], summary, pes: list[int], missi
 
 
 def _write(table: pa.Table, out: Path, meta: dict[bytes, bytes]) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    pq.write_table(table.replace_schema_metadata(meta), tmp, compression="zstd", row_group_size=1 << 20)
-    os.replace(tmp, out)
+    with atomic_output(out) as (_, fh):
+        pq.write_table(table.replace_schema_metadata(meta), fh, compression="zstd", row_group_size=1 << 20)

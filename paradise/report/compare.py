@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from paradise.report import pictures
-from paradise.report.console import console, fmt_bytes, fmt_ns
+from paradise.report.console import console, fmt_bytes, fmt_ns, shown
 
 SHOW_CHANGES = 25
 
@@ -24,11 +24,12 @@ def _fmt(value: float, unit: str) -> str:
 def render_performance(perf: dict[str, Any]) -> None:
     c = console()
     c.print(
-        f"[bold]performance[/bold]  base: {perf['base']} ({perf['steps_base']} steps)   "
-        f"candidate: {perf['candidate']} ({perf['steps_candidate']} steps)"
+        f"[bold]performance[/bold]  base: {shown(perf['base'])} ({perf['steps_base']} steps)   "
+        f"candidate: {shown(perf['candidate'])} ({perf['steps_candidate']} steps)"
     )
     if perf["program_base"] != perf["program_candidate"]:
-        c.print(f"[yellow]note: programs differ ({perf['program_base']} vs {perf['program_candidate']})[/yellow]")
+        c.print(f"[yellow]note: programs differ ({shown(perf['program_base'])} vs "
+                f"{shown(perf['program_candidate'])})[/yellow]")
     t = Table(title="changes, significant first")
     for col, justify in (("metric", "left"), ("base", "right"), ("candidate", "right"), ("change", "right"), ("", "left")):
         t.add_column(col, justify=justify)
@@ -39,7 +40,7 @@ def render_performance(perf: dict[str, Any]) -> None:
         color = "" if not ch["significant"] else ("green" if better else "red" if better is False else "bold")
         mark = "significant" if ch["significant"] else "within noise"
         t.add_row(
-            Text(metric),
+            shown(metric),
             _fmt(ch["base"], ch["unit"]),
             _fmt(ch["candidate"], ch["unit"]),
             f"[{color}]{rel}[/{color}]" if color else rel,
@@ -85,7 +86,7 @@ def _render_step_diff(steps: list[dict[str, Any]]) -> None:
 
 def render_outputs(out: dict[str, Any]) -> None:
     c = console()
-    c.print(f"[bold]model outputs[/bold]  base: {out['base']}   candidate: {out['candidate']}")
+    c.print(f"[bold]model outputs[/bold]  base: {shown(out['base'])}   candidate: {shown(out['candidate'])}")
     t = Table(show_header=True)
     t.add_column("figure")
     t.add_column("value", justify="right")
@@ -119,8 +120,8 @@ def render_outputs(out: dict[str, Any]) -> None:
     c.print(t)
     if out["items_only_base"] or out["items_only_candidate"]:
         c.print(
-            f"[yellow]items present on one side only are not compared: base-only e.g. {out['only_base_examples']}, "
-            f"candidate-only e.g. {out['only_candidate_examples']}[/yellow]"
+            f"[yellow]items present on one side only are not compared: base-only e.g. "
+            f"{shown(out['only_base_examples'])}, candidate-only e.g. {shown(out['only_candidate_examples'])}[/yellow]"
         )
     if nf and nf["flips"] > 0:
         ratio = out["flips"] / nf["flips"]
@@ -131,7 +132,7 @@ def render_outputs(out: dict[str, Any]) -> None:
             ft.add_column(col)
         for f in out["flipped_items"]:
             ft.add_row(
-                f["item"], str(f["label"]), str(f["pred_base"]), str(f["pred_candidate"]),
+                shown(f["item"]), str(f["label"]), str(f["pred_base"]), str(f["pred_candidate"]),
                 f["direction"].replace("correct->incorrect", "✓→✗").replace("incorrect->correct", "✗→✓"),
                 "-" if f["margin_base"] is None else f"{f['margin_base']:.3f}",
                 "-" if f["kl"] is None else f"{f['kl']:.3g}",

@@ -83,7 +83,7 @@ def render(console: Console, result: dict[str, Any]) -> None:
     """Prints the training report from the analysis result dict."""
     console.rule("[bold]training[/bold]", align="left")
     for c in result.get("characteristics", []):
-        console.print(f"  [bold]{c['name']}[/bold]: {escape(str(c['summary']))}")
+        console.print(f"  [bold]{escape(str(c['name']))}[/bold]: {escape(str(c['summary']))}")
     if result.get("breakdown"):
         console.print(_breakdown(result["breakdown"]))
     for s in result.get("stragglers", []):
