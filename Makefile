@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup browser demo test lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -17,7 +17,11 @@ setup: $(STAMP)
 demo: setup
 	$(BIN)/paradise demo
 
-test: setup
+# The report's browser test opens report.html in Debian's chromium (headless); CI runs as root.
+browser:
+	command -v chromium >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
+
+test: setup browser
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
 lint: setup

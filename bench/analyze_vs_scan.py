@@ -1,11 +1,11 @@
 """How much slower is the whole `paradise analyze` than a bare DuckDB scan of the same files?
 
-Generates a Charm-style synthetic trace of at least 10 million rows (cached under .bench/,
-gitignored): a 2-D grid of array elements (Cell#0, 16 per PE, block-mapped) exchanging ghost
-messages with their four neighbours; each exec row (coll/obj/index/name/step) is caused by a
-send row of a neighbour's earlier exec (linked on `msg`), and each exec is followed by an idle
-row. Object loads are persistent and lognormal, so placement, communication (a periodic grid)
-and scheduling (critical path through ~3.3 million messages) all do real work.
+Generates a Charm-style synthetic trace of about 10 million rows with `paradise synth` (cached
+under .bench/, gitignored): a 2-D torus of array elements (Cell#0, 16 per PE, block-mapped)
+exchanging ghost messages with their four neighbours every step, each exec caused by a send of
+the previous step (linked on `msg`), one heavy object making the PEs 1.5x imbalanced; so
+placement, communication (a periodic grid) and scheduling (critical path) all do real work.
+bench/scale.py measures the same commands on traces from 10^6 to 10^8 rows.
 
 Times, interleaved and several times each:
   * scan:      one DuckDB query reading every column the overview uses (count and sums): the
@@ -48,22 +48,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from paradise.format import INDEX_BITS, SCHEMA, make_metadata  # noqa: E402
+from paradise.analyses.session import Session  # noqa: E402
 
 BENCH_DIR = ROOT / ".bench"
-GENERATOR_VERSION = 3
+GENERATOR_VERSION = 4
 """Bumped when the synthetic trace changes, so a stale cached trace is not reused."""
-ENTRIES = ["Cell.ghost_left", "Cell.ghost_right", "Cell.ghost_up", "Cell.ghost_down"]
-OBJS_PER_PE = 16
-LATENCY_NS = 2_000
-"""Minimum send -> exec delay of the synthetic messages."""
 
 SCAN_SQL = """
 SELECT count(*), sum(t1 - t0), min(t0), max(coalesce(t1, t0)), sum(active), count(DISTINCT pe),
@@ -78,97 +70,15 @@ FROM events""")
 """One pass over every column any analysis reads (the overview's and the message/object columns)."""
 
 
-def _dict(codes: np.ndarray, mask: np.ndarray, vocab: list[str]) -> pa.DictionaryArray:
-    return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32), mask=mask), pa.array(vocab))
-
-
-def build(rows: int, pes: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Every exec of the run (vectorised), with the neighbour exec whose message caused it."""
-    n_obj = pes * OBJS_PER_PE
-    wdt = int(np.sqrt(n_obj))
-    while n_obj % wdt:
-        wdt -= 1
-    hgt = n_obj // wdt
-    per_pe = -(-rows // (3 * pes)) + 4 * OBJS_PER_PE  # exec + idle + send rows per exec, margin for unlinked
-    n = per_pe * pes
-    pe = np.repeat(np.arange(pes), per_pe)
-    j = np.tile(np.arange(per_pe), pes)
-    oid = pe * OBJS_PER_PE + j % OBJS_PER_PE  # block mapping; a PE's objects run round-robin
-    step = j // (OBJS_PER_PE * 4)  # four ghost receipts per object and step
-    heavy = rng.lognormal(0.0, 0.35, n_obj)  # persistent object loads: an imbalance to find
-    dur = (rng.integers(5_000, 60_000, n) * heavy[oid]).astype(np.int64)
-    gap = rng.integers(0, 20_000, n)
-    slot = (dur + gap).reshape(pes, per_pe)
-    t0 = ((np.cumsum(slot, axis=1) - slot) + rng.integers(0, 1000, (pes, 1))).ravel()
-    t1 = t0 + dur
-    ent = rng.integers(0, 4, n)  # which neighbour's ghost this exec receives
-    x, y = oid % wdt, oid // wdt
-    sx = np.select([ent == 0, ent == 1], [(x - 1) % wdt, (x + 1) % wdt], x)
-    sy = np.select([ent == 2, ent == 3], [(y - 1) % hgt, (y + 1) % hgt], y)
-    sid = sy * wdt + sx
-    order = np.lexsort((t0, oid))  # the sender: the neighbour's latest exec started LATENCY_NS before
-    keys = oid[order] * (1 << 42) + t0[order]
-    k = np.searchsorted(keys, sid * (1 << 42) + t0 - LATENCY_NS, side="right") - 1
-    src = order[np.maximum(k, 0)]
-    linked = (k >= 0) & (oid[src] == sid)
-    hi = np.minimum(t1[src], t0 - LATENCY_NS)
-    send_t = t0[src] + (rng.random(n) * np.maximum(hi - t0[src], 0)).astype(np.int64)
-    # left/right ghosts are small (message-combining candidates); up/down carry large halos at times
-    large = (ent >= 2) & (rng.random(n) < 0.2)
-    nbytes = np.where(large, rng.integers(2048, 1 << 20, n), rng.integers(64, 2048, n))
-    return {"pe": pe, "t0": t0, "t1": t1, "gap": gap, "oid": oid, "obj": (x.astype(np.int64) << INDEX_BITS) | y,
-            "step": step, "ent": ent, "src": src, "linked": linked, "send_t": send_t, "nbytes": nbytes,
-            "msg": np.arange(n, dtype=np.int64) + 1, "idx_vocab": np.array([f"[{i % wdt},{i // wdt}]"
-                                                                           for i in range(n_obj)])}
-
-
-def _pe_table(d: dict[str, np.ndarray], p: int, pes: int) -> pa.Table:
-    """Rows of PE p: its execs, an idle row after each, and the sends its execs made."""
-    e = np.nonzero(d["pe"] == p)[0]
-    s = np.nonzero((d["pe"][d["src"]] == p) & d["linked"])[0]  # messages sent from p (index of receiver)
-    ne, ns = len(e), len(s)
-    rows = 2 * ne + ns
-    idle = np.concatenate([np.zeros(ne, bool), np.ones(ne, bool), np.zeros(ns, bool)])
-    not_send = np.concatenate([np.ones(2 * ne, bool), np.zeros(ns, bool)])
-    sender = d["src"][s]
-
-    def three(col: str) -> np.ndarray:  # exec, idle, send (the send carries the sender's identity)
-        return np.concatenate([d[col][e], d[col][e], d[col][sender]])
-
-    cols = {
-        "kind": _dict(np.concatenate([np.zeros(ne), np.ones(ne), np.full(ns, 2)]), np.zeros(rows, bool),
-                      ["exec", "idle", "send"]),
-        "pe": pa.array(np.full(rows, p, np.int32)),
-        "t0": pa.array(np.concatenate([d["t0"][e], d["t1"][e], d["send_t"][s]])),
-        "t1": pa.array(np.concatenate([d["t1"][e], d["t1"][e] + d["gap"][e], d["send_t"][s]])),
-        "cat": _dict(np.zeros(rows), idle, ["array"]),
-        "coll": _dict(np.zeros(rows), idle, ["Cell#0"]),
-        "obj": pa.array(three("obj"), mask=idle),
-        "index": _dict(three("oid"), idle, list(d["idx_vocab"])),
-        "name": _dict(np.concatenate([d["ent"][e], d["ent"][e], d["ent"][s]]), idle, ENTRIES),
-        "msg": pa.array(np.concatenate([d["msg"][e], d["msg"][e], d["msg"][s]]),
-                        mask=np.concatenate([~d["linked"][e], np.ones(ne, bool), np.zeros(ns, bool)])),
-        "peer_pe": pa.array(np.concatenate([np.zeros(2 * ne), d["pe"][s]]).astype(np.int32), mask=not_send),
-        "bytes": pa.array(np.concatenate([np.zeros(2 * ne, np.int64), d["nbytes"][s]]), mask=not_send),
-        "step": pa.array(three("step").astype(np.int32), mask=idle),
-    }
-    order = pa.array(np.argsort(cols["t0"].to_numpy(), kind="stable"))
-    arrays = [cols[f.name].take(order).cast(f.type) if f.name in cols else pa.nulls(rows, f.type) for f in SCHEMA]
-    meta = make_metadata(source="synthetic", program="bench", pes=pes, pe=p, complete=True)
-    return pa.Table.from_arrays(arrays, schema=SCHEMA.with_metadata(meta))
-
-
 def generate(rows: int, pes: int) -> Path:
-    """The cached bench trace directory for (rows, pes), generated once."""
+    """The cached bench trace directory for (rows, pes): a paradise synth grid trace, generated once."""
+    from paradise.synth import synth
+
     out = BENCH_DIR / f"analyze-v{GENERATOR_VERSION}-{rows}-{pes}"
     done = out / ".done"
     if done.exists():
         return out
-    out.mkdir(parents=True, exist_ok=True)
-    d = build(rows, pes, np.random.default_rng(7))
-    for pe in range(pes):
-        pq.write_table(_pe_table(d, pe, pes), out / f"pe-{pe:05d}.parquet", compression="zstd",
-                       row_group_size=122_880)
+    synth(out, kind="charm", pattern="grid", events=rows, pes=pes, imbalance=1.5, seed=7, force=True)
     done.write_text("ok\n")
     return out
 
@@ -195,17 +105,21 @@ def analyze_cmd(path: Path, *options: str) -> list[str]:
     return [str(Path(sys.executable).parent / "paradise"), "analyze", "--json", *options, str(path)]
 
 
+EXPORT_SQL = ("SELECT pe, t0, t1, coalesce(active, t1 - t0) AS cost_ns, msg, obj, step, bytes FROM events "
+              "WHERE kind = 'exec' OR (kind = 'send' AND msg IS NOT NULL)")
+"""The event rows the former numpy event layer exported (a floor for analyses that export them)."""
+
+
 def floor_cmd(trace: object, export: bool = False) -> list[str]:
     """A fresh interpreter that imports duckdb and runs SCAN_ALL_SQL once over the trace's files,
-    or (export) streams the scheduling_events query to Arrow batches and drops them."""
-    from paradise.engines import load_sql
+    or (export) streams the exec and send rows' integer columns to Arrow batches and drops them."""
     from paradise.engines.duckdb_engine import events_view_sql
 
     code = ("import duckdb; c = duckdb.connect(); c.execute('SET enable_progress_bar = false'); "
             f"c.execute({events_view_sql(trace.sql_files())!r}); ")  # type: ignore[attr-defined]
     if export:
         code += ("import pyarrow; [b.num_rows for b in "
-                 f"c.sql({load_sql('scheduling_events')!r}).to_arrow_reader(batch_size=1 << 20)]")
+                 f"c.sql({EXPORT_SQL!r}).to_arrow_reader(batch_size=1 << 20)]")
     else:
         code += f"c.execute({SCAN_ALL_SQL!r}).fetchall()"
     return [sys.executable, "-c", code]
@@ -240,11 +154,11 @@ def main() -> None:
 
     def overview_only() -> None:
         with DuckDBEngine(trace) as eng:
-            overview.analyze(eng, trace, AnalysisConfig())
+            overview.analyze(Session(eng, trace), AnalysisConfig())
 
     def overview_union() -> None:
         with DuckDBEngine(trace) as eng:
-            overview.analyze(eng, trace, AnalysisConfig(options={"busy": "union"}))
+            overview.analyze(Session(eng, trace), AnalysisConfig(options={"busy": "union"}))
 
     full_label, first_label, floor_label, export_label = (
         "paradise analyze --json (all, CLI)", "first report: --only overview (CLI)",
@@ -320,7 +234,7 @@ def breakdown(trace: object) -> str:
                 parts.append(f"{name} n/a")
                 continue
             t = time.perf_counter()
-            module.analyze(eng, trace, AnalysisConfig())
+            module.analyze(Session(eng, trace), AnalysisConfig())
             parts.append(f"{name} {time.perf_counter() - t:.2f}")
     return ", ".join(parts)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import stat
 import tempfile
 from importlib import resources
 from pathlib import Path
@@ -18,6 +19,8 @@ from typing import Any
 HINTS_FORMAT = "paradise-hints/1"
 KNOWN_MAJORS = ("1",)
 KINDS = ("mapping", "schedule", "comm", "checkpoint")
+MAX_HINT_BYTES = 64 << 20
+"""Largest hint file read (a mapping of a million elements is about 20 MB): reading is bounded."""
 
 
 class HintError(Exception):
@@ -102,6 +105,20 @@ def _check_required(path: Path, doc: dict[str, Any], sch: dict[str, Any]) -> Non
             raise HintError(f"{path}: field {key!r} should be of type {t}")
 
 
+def index_tuple(key: str) -> tuple[int, ...] | None:
+    """An element's index text ('[0,1]') as a tuple; None unless a short JSON list of
+    non-negative integers."""
+    if not isinstance(key, str) or len(key) > 200:
+        return None
+    try:
+        idx = json.loads(key)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(idx, list) or not idx or any(type(i) is not int or i < 0 for i in idx):
+        return None
+    return tuple(idx)
+
+
 def load_hint(
     path: str | os.PathLike,
     kind: str,
@@ -111,12 +128,7 @@ def load_hint(
 ) -> dict[str, Any]:
     """Reads and validates a hint file; refuses other formats, kinds, programs or PE counts."""
     p = Path(path)
-    try:
-        doc = json.loads(p.read_text())
-    except FileNotFoundError:
-        raise HintError(f"{p}: no such hint file") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise HintError(f"{p}: damaged hint file (not valid JSON: {exc.msg if hasattr(exc, 'msg') else exc})") from None
+    doc = _read_json(p)
     if not isinstance(doc, dict) or "format" not in doc:
         raise HintError(f"{p}: not a paradise hint file (no 'format' field)")
     fmt = str(doc["format"])
@@ -130,8 +142,46 @@ def load_hint(
     except FileNotFoundError:
         pass
     prov = doc.get("provenance", {})
-    if program is not None and prov.get("program") not in (None, "", program):
-        raise HintError(f"{p}: made for program {prov.get('program')!r}, not {program!r}")
-    if pes is not None and prov.get("pes") not in (None, pes):
-        raise HintError(f"{p}: made for {prov.get('pes')} PEs, this run has {pes}")
+    if not isinstance(prov, dict):
+        raise HintError(f"{p}: field 'provenance' should be an object")
+    for where in (prov, doc):  # the payload's own `program` / `pes` are checked like provenance's
+        if program is not None and where.get("program") not in (None, "", program):
+            raise HintError(f"{p}: made for program {where.get('program')!r}, not {program!r}")
+        made_for = where.get("pes")
+        if pes is not None and made_for is not None and (type(made_for) is not int or made_for != pes):
+            raise HintError(f"{p}: made for {made_for!r} PEs, this run has {pes}")
     return doc
+
+
+def _read_json(p: Path) -> Any:
+    """The file's JSON, read without blocking (a FIFO) or reading without end (/dev/zero): regular
+    files up to MAX_HINT_BYTES only; any damage is a HintError naming the file."""
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise HintError(f"{p}: no such hint file") from None
+    except OSError as exc:
+        raise HintError(f"{p}: cannot read hint file ({exc.strerror})") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise HintError(f"{p}: not a regular file")
+    with os.fdopen(fd, "rb") as fh:
+        if st.st_size > MAX_HINT_BYTES:
+            raise HintError(f"{p}: {st.st_size} bytes, larger than any hint file ({MAX_HINT_BYTES} at most)")
+        try:
+            data = fh.read(MAX_HINT_BYTES + 1)
+        except OSError as exc:
+            raise HintError(f"{p}: cannot read hint file ({exc.strerror})") from None
+    if len(data) > MAX_HINT_BYTES:
+        raise HintError(f"{p}: larger than any hint file ({MAX_HINT_BYTES} bytes at most)")
+    try:
+        return json.loads(data.decode("utf-8"))
+    except json.JSONDecodeError as exc:
+        raise HintError(f"{p}: damaged hint file (not valid JSON: {exc.msg})") from None
+    except UnicodeDecodeError:
+        raise HintError(f"{p}: damaged hint file (not UTF-8 text)") from None
+    except RecursionError:
+        raise HintError(f"{p}: damaged hint file (JSON nested too deeply)") from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise HintError(f"{p}: damaged hint file ({exc})") from None

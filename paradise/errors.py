@@ -31,6 +31,11 @@ class OutputExists(ParadiseError):
     """An output that would be overwritten without --force."""
 
 
+class OutputUnwritable(ParadiseError):
+    """An output that cannot or must not be written: a folder, a device, one of the inputs, a
+    read-only or full file system, a path under a regular file."""
+
+
 class HintMismatch(ParadiseError):
     """A hint file made for another program, PE count or trace, or a damaged one."""
 
@@ -39,8 +44,20 @@ class EngineUnavailable(ParadiseError):
     """An engine that cannot start (e.g. an unreachable Dask scheduler)."""
 
 
+class OutOfMemory(ParadiseError):
+    """A trace that needs more memory than --memory-limit allows even when DuckDB spills to disk."""
+
+
 class InvalidOption(ParadiseError):
     """A command-line value outside its allowed range; the message names the option and the value."""
+
+
+def visible(text: str) -> str:
+    """Untrusted text in a message (a file or entry name) with control characters shown as
+    escapes (`\\x1b`), so that a message can neither drive the terminal nor span lines."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
 def require_new_output(path, force: bool) -> None:

@@ -15,6 +15,8 @@ VENV_BIN = Path(sys.executable).parent
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--fuzz-seconds", type=float, default=0.0,
+                     help="tests/hostile: also mutation-fuzz the readers for about this many seconds (fresh seeds)")
     parser.addoption("--update-golden", action="store_true",
                      help="rewrite tests/golden/<case>/expected/ from the current code (review the diff)")
 

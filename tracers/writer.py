@@ -12,9 +12,12 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -37,6 +40,20 @@ def _column(values: tuple | None, typ: pa.DataType, n: int) -> pa.Array:
     if pa.types.is_dictionary(typ):
         return pa.array(list(values), type=typ.value_type).dictionary_encode().cast(typ)
     return pa.array(list(values), type=typ)
+
+
+@contextmanager
+def _exclusive_tmp(directory: Path, target: Path) -> Iterator[BinaryIO]:
+    """A temporary file created exclusively in `directory` (never through a planted link), renamed
+    onto `target` when the block succeeds and removed when it fails."""
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
+        os.replace(name, target)
+    finally:
+        if os.path.lexists(name):
+            os.unlink(name)
 
 
 def pe_file_stem(pe: int) -> str:
@@ -106,9 +123,8 @@ class TraceWriter:
             return
         rows, self._rows = self._rows, []
         part = self.directory / f"{self.stem}.part-{len(self._parts):06d}.parquet"
-        tmp = part.with_suffix(".tmp")
-        pq.write_table(self._table(rows), tmp, compression="zstd")
-        os.replace(tmp, part)
+        with _exclusive_tmp(self.directory, part) as fh:
+            pq.write_table(self._table(rows), fh, compression="zstd")
         self._parts.append(part)
         self.rows_written += len(rows)
 
@@ -120,14 +136,12 @@ class TraceWriter:
         self.metadata["complete"] = complete
         schema = SCHEMA.with_metadata(make_metadata(**self.metadata))
         final = self.directory / f"{self.stem}.parquet"
-        tmp = self.directory / f".{self.stem}.parquet.tmp"
-        with pq.ParquetWriter(tmp, schema, compression="zstd") as out:
+        with _exclusive_tmp(self.directory, final) as fh, pq.ParquetWriter(fh, schema, compression="zstd") as out:
             for part in self._parts:
                 # ParquetFile, not read_table: read_table imports pandas (~1 s) via pyarrow.dataset
                 out.write_table(pq.ParquetFile(part).read().cast(schema))
             if not self._parts:
                 out.write_table(SCHEMA.empty_table().cast(schema))
-        os.replace(tmp, final)
         for part in self._parts:
             part.unlink(missing_ok=True)
         self._closed = True

@@ -9,13 +9,13 @@ placement charm4py would have used (balanced blocks over the row-major index).
 
 from __future__ import annotations
 
-import json
 import math
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from hints.format import HintError, load_hint
+from hints.format import HintError, index_tuple, load_hint
 
 
 def default_pe(index: tuple, dims: tuple | None, pes: int) -> int:
@@ -84,8 +84,9 @@ def __getattr__(name: str) -> Any:
 
 def parse_mapping(doc: dict[str, Any], path: Path, pes: int) -> dict[str, dict[tuple, int]]:
     """The payload's collections as {coll: {index tuple: pe}}; refuses damaged entries."""
-    if doc.get("pes") is not None and int(doc["pes"]) != pes:
-        raise HintError(f"{path}: made for {doc['pes']} PEs, this run has {pes}")
+    made_for = doc.get("pes")
+    if made_for is not None and (type(made_for) is not int or made_for != pes):
+        raise HintError(f"{path}: made for {made_for!r} PEs, this run has {pes}")
     colls = doc.get("collections")
     if not isinstance(colls, dict):
         raise HintError(f"{path}: field 'collections' should be an object")
@@ -95,11 +96,10 @@ def parse_mapping(doc: dict[str, Any], path: Path, pes: int) -> dict[str, dict[t
             raise HintError(f"{path}: collection {coll!r} should map index text to a PE")
         table = {}
         for key, pe in entries.items():
-            try:
-                idx = tuple(int(i) for i in json.loads(key))
-            except (ValueError, TypeError):
-                raise HintError(f"{path}: collection {coll!r}: bad index {key!r} (want e.g. '[0,1]')") from None
-            if not isinstance(pe, int) or not 0 <= pe < pes:
+            idx = index_tuple(key)
+            if idx is None:
+                raise HintError(f"{path}: collection {coll!r}: bad index {key[:80]!r} (want e.g. '[0,1]')")
+            if type(pe) is not int or not 0 <= pe < pes:
                 raise HintError(f"{path}: collection {coll!r} index {key}: PE {pe!r} is not in 0..{pes - 1}")
             table[idx] = pe
         out[coll] = table
@@ -127,14 +127,11 @@ class MappingConsumer:
 
     def _load(self, pes: int) -> None:
         self.loaded = True
-        if not self.path.exists():
+        if not os.path.lexists(self.path):
             print(f"paradise: no mapping in {self.path.parent}; using the default map", file=sys.stderr, flush=True)
             return
         try:
             doc = load_hint(self.path, "mapping", program=self.program, pes=pes)
-            prog = doc.get("program")
-            if prog not in (None, "", self.program):
-                raise HintError(f"{self.path}: made for program {prog!r}, not {self.program!r}")
             self.table = parse_mapping(doc, self.path, pes)
         except HintError as exc:
             self._refuse(str(exc))

@@ -2,12 +2,15 @@
 
 Contract of each module `paradise.analyses.<name>`:
     applies(trace: TraceHandle) -> bool
-    analyze(engine: Engine, trace: TraceHandle, config: AnalysisConfig) -> AnalysisResult
+    analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisResult
 Pure: no printing, no file writes. Stage-1 SQL lives in paradise/sql/<analysis>_<what>.sql.
 Rendering lives in paradise/report/<name>.py as render(console, result_dict).
 """
 
 from __future__ import annotations
 
-ANALYSES: tuple[str, ...] = ("overview", "placement", "communication", "scheduling", "resilience", "training")
+ANALYSES: tuple[str, ...] = (
+    "overview", "placement", "communication", "scheduling", "resilience", "training",
+    "gpu_kernels", "gpu_idle", "gpu_queue", "gpu_launches", "annotations", "step_critical_path",
+)  # fmt: skip
 """Module names under paradise.analyses, in report order. Owners append theirs."""

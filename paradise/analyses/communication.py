@@ -1,9 +1,9 @@
 """Communication: the pattern of each collection's object graph per phase, message sizes,
 and many small messages between the same PEs; comm.json (message combining).
 
-Stage 1: communication_edges (object pairs per entry method; computed by
-paradise.events.msgedges from the exec arrays shared with placement and scheduling),
-communication_sizes (histogram).
+Stage 1: communication_edges (object pairs per entry method, shared with placement through the
+run's session), the size histogram (rolled up from the overview's group table), and
+communication_reductions (fan-in edges inferred from the timeline).
 Stage 2: networkx heuristics in paradise.events.objgraph; hints.generators.comm picks the streams.
 """
 
@@ -24,8 +24,7 @@ from paradise.analyses.base import (
     justification,
     provenance_of,
 )
-from paradise.events import execarrays
-from paradise.events.msgedges import communication_edges
+from paradise.analyses.session import Session
 from paradise.events.objgraph import collection_patterns
 from paradise.format import TRAINING_SOURCES
 
@@ -114,12 +113,12 @@ def small_messages(cands: list[dict[str, Any]], all_streams: list[dict[str, Any]
                  "No PE pair exchanges many small messages."))
 
 
-def comm_hint(engine: Any, trace: Any, cands: list[dict[str, Any]], why: Characteristic) -> dict[str, Any]:
+def comm_hint(session: Any, cands: list[dict[str, Any]], why: Characteristic) -> dict[str, Any]:
     from hints.format import make_hint
 
     per_msg = DEFAULT_PER_MESSAGE_NS
-    if engine is not None:
-        model = execarrays.latency_model(engine, trace.metadata.get("pes"))
+    if session is not None:
+        model = session.get("latency_model")
         if model.samples:
             per_msg = model.a_ns
     saved = comm_gen.saving_ns(cands, per_msg)
@@ -129,15 +128,13 @@ def comm_hint(engine: Any, trace: Any, cands: list[dict[str, Any]], why: Charact
     gain = {"msgs_before": sum(c["msgs"] for c in cands),
             "msgs_after": sum(-(-c["msgs"] // c["batch"]) for c in cands),
             "per_message_ns": round(per_msg, 1), "overhead_ns_saved": int(saved)}
-    return make_hint("comm", payload, provenance=provenance_of(trace), justified_by=[justification(why)],
+    return make_hint("comm", payload, provenance=provenance_of(session.trace), justified_by=[justification(why)],
                      predicted_gain=gain)
 
 
 def inferred_reductions(engine: Any) -> pd.DataFrame:
     """Reduction fan-in edges inferred from the timeline (communication_reductions), in the
     shape of communication_edges, flagged `inferred`; bytes are unknown (0)."""
-    if not execarrays.reduction_targets(engine):  # no candidate target: the query finds nothing
-        return pd.DataFrame(columns=["inferred"])
     red = engine.query("communication_reductions").to_pandas()
     if red.empty:
         return pd.DataFrame(columns=["inferred"])
@@ -149,19 +146,13 @@ def inferred_reductions(engine: Any) -> pd.DataFrame:
     return out
 
 
-def size_histogram(engine: Any) -> Any:
-    """communication_sizes, rolled up from the overview's one-scan table (its send rows carry the
-    size bucket) when the overview reads it in this run anyway (`paradise analyze`): one scan fewer."""
+def size_histogram(groups: Any) -> Any:
+    """communication_sizes rolled up from the overview's group table (its send rows carry the
+    size bucket): one scan for both."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from paradise.analyses.overview import overview_groups
-    from paradise.events.cache import claimed
-
-    if not claimed(engine, "overview_pe"):
-        return engine.query("communication_sizes")
-    g = overview_groups(engine)
-    g = g.filter(pc.equal(g.column("kind").cast(pa.string()), "send"))
+    g = groups.filter(pc.equal(groups.column("kind").cast(pa.string()), "send"))
     t = pa.table({"src_pe": g.column("pe"), "dst_pe": g.column("peer_pe"), "bucket_log2": g.column("size_log2"),
                   "msgs": g.column("rows"), "bytes": pc.fill_null(g.column("bytes"), 0),
                   "min_bytes": g.column("min_bytes"), "max_bytes": g.column("max_bytes")})
@@ -171,13 +162,19 @@ def size_histogram(engine: Any) -> Any:
     out = out.rename_columns([c.rsplit("_", 1)[0] if c.endswith(("_sum", "_min", "_max")) else c
                               for c in out.column_names])
     return out.select(keys + ["msgs", "bytes", "min_bytes", "max_bytes"]).sort_by(
-        [(k, "ascending", "at_end") for k in keys])  # as the SQL's ORDER BY (nulls last)
+        [(k, "ascending", "at_end") for k in keys])  # as communication_sizes' ORDER BY (nulls last)
 
 
-def analyze(engine: Any, trace: Any, config: AnalysisConfig | None = None) -> AnalysisResult:
+NEEDS = frozenset({"communication_edges", "overview_groups", "exec_graph", "latency_model"})
+"""Shared results communication reads (paradise.analyses.session.SHARED); the latency model
+only when a comm hint is written."""
+
+
+def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisResult:
     """Patterns per collection, message sizes, small-message streams and the comm hint."""
-    edges = communication_edges(engine).to_pandas()  # the SQL query's rows, from the shared message match
-    hist = size_histogram(engine).to_pandas()
+    engine = session.engine
+    edges = session.get("communication_edges").to_pandas()
+    hist = size_histogram(session.get("overview_groups")).to_pandas()
     result = AnalysisResult("communication")
     if edges.empty:
         return result
@@ -189,7 +186,7 @@ def analyze(engine: Any, trace: Any, config: AnalysisConfig | None = None) -> An
     result.sections["patterns"] = patterns
     result.sections["streams"] = sorted(all_streams, key=lambda s: -s["msgs"])[:20]
     if cands:
-        doc = comm_hint(engine, trace, cands, small)
+        doc = comm_hint(session, cands, small)
         result.hints.append(doc)
         c0, g = cands[0], doc["predicted_gain"]
         result.sections["hint_explanations"] = [

@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence, json_scalar
+from paradise.analyses.session import Session
 from paradise.engines import Engine
 from paradise.format import TRAINING_SOURCES
 from paradise.store import TraceHandle
@@ -62,14 +63,6 @@ COLLECTIVES_SQL = """
 SELECT name, pe, sum(rows)::BIGINT AS count, coalesce(sum(bytes), 0)::BIGINT AS bytes,
        coalesce(sum(dur_ns), 0)::BIGINT AS total_ns, max(max_ns) AS max_ns
 FROM groups WHERE kind = 'collective' GROUP BY name, pe ORDER BY name NULLS LAST, pe NULLS LAST"""
-
-
-def overview_groups(engine: Engine) -> pa.Table:
-    """overview_pe, once per engine: placement rolls its collection kinds up from it too
-    (paradise.analyses.placement.collection_kinds) instead of scanning the trace again."""
-    from paradise.events.cache import cached
-
-    return cached(engine, "overview_pe", lambda: engine.query("overview_pe"))
 
 
 class Rollups:
@@ -228,11 +221,17 @@ def _collectives(roll: Rollups) -> list[dict[str, Any]]:
     return _records(c, ["name", "pe", "count", "bytes", "total_ns", "mean_ns", "max_ns"])
 
 
-def analyze(engine: Engine, trace: TraceHandle, config: AnalysisConfig | None = None) -> AnalysisResult:
+NEEDS = frozenset({"overview_groups"})
+"""Shared results the overview reads (paradise.analyses.session.SHARED): its group table, which
+placement and communication roll up too."""
+
+
+def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisResult:
     """Busy/idle per PE, load imbalance, top entries, message and collective volume."""
+    engine, trace = session.engine, session.trace
     config = config or AnalysisConfig()
     top = int(config.options.get("top") or DEFAULT_TOP)
-    roll = Rollups(overview_groups(engine))
+    roll = Rollups(session.get("overview_groups"))
     try:
         per_pe, method = per_pe_table(engine, trace, roll, str(config.options.get("busy", "auto")))
         entries, exec_total = _top_entries(roll, top)

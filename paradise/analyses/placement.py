@@ -1,9 +1,10 @@
 """Placement: load imbalance, object loads and their persistence, locality, creation; mapping.json.
 
-Stage 1: placement_pe_load, placement_obj_load and communication_edges, computed from the exec
-arrays shared with communication and scheduling (paradise.events.objloads, .msgedges), and
-placement_cats (placement_creation only when the trace creates or migrates objects). Stage 2:
-numpy over an object x step matrix of loads, pandas for the rows per object; candidate mappings
+Stage 1: placement_pe_load, placement_obj_load (rolled up per object and step by
+paradise.events.objloads), communication_edges (shared with communication through the session),
+the collection kinds from the overview's group table, and placement_creation/placement_first_work
+only when the trace creates or migrates objects. Stage 2: numpy over an object x step matrix of
+loads, pandas for the rows per object; candidate mappings
 from hints.generators.mapping, each replayed by paradise.whatif, the best kept only when it beats the
 current mapping by KEEP_MARGIN.
 """
@@ -17,6 +18,7 @@ import pandas as pd
 
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
 from paradise.analyses.placement_hint import COMM_MATTERS_SHARE, IMBALANCE_RATIO, mapping_hint
+from paradise.analyses.session import Session
 from paradise.format import TRAINING_SOURCES
 from paradise.whatif.model import STEP_LOAD_CLIP
 
@@ -113,12 +115,6 @@ def distribution(objs: pd.DataFrame) -> Characteristic:
                  + (f", led by {names[0]}" if names else "") + f"; object loads vary with CV {cv:.2f}."))
 
 
-def persistence(obj: pd.DataFrame, keys: tuple[str, ...] = ("coll", "index")) -> Characteristic:
-    """load_persistence of per-(keys, step) load rows (step -1: none)."""
-    per = obj[obj["step"] >= 0].groupby([*keys, "step"])["load_ns"].sum().unstack("step")
-    return step_persistence(per.to_numpy(float))
-
-
 def step_persistence(per: np.ndarray, med: np.ndarray | None = None) -> Characteristic:
     """load_persistence of a matrix of step loads: one row per object, one column per step in
     step order, NaN where an object has no load in a step, no row or column all NaN; `med`:
@@ -211,30 +207,29 @@ def movable(objs: pd.DataFrame, cr: pd.DataFrame) -> pd.DataFrame:
     return objs[np.asarray(ok, bool)] if len(objs) else objs
 
 
-def creation_table(engine: Any, ea: Any) -> pd.DataFrame:
+def creation_table(session: Any) -> pd.DataFrame:
     """Per collection with create, exec or migrate rows: cat, creates, create_first_t0,
     create_last_t0, migrations and work_first_t0 (its first exec of an entry method other than
-    __init__), as one scan over every exec row gave them before. collection_kinds reads the kinds;
-    placement_creation and the first work (from the exec arrays) are read only when the trace
-    has create or migrate rows: without them work_first_t0 is null, as creation() needs it only
-    for created collections."""
+    __init__). placement_creation and placement_first_work run only when the trace has create
+    or migrate rows; without them work_first_t0 is null (creation() reads it for created
+    collections only)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    cats = collection_kinds(engine)
+    cats = collection_kinds(session.get("overview_groups"))
     colls = [str(c) for c in cats.column("coll").to_pylist()]
     n = len(colls)
     cols: dict[str, list[Any]] = {k: [None] * n for k in ("create_first_t0", "create_last_t0", "work_first_t0")}
     cols["creates"], cols["migrations"] = [0] * n, [0] * n
     if n and pc.sum(cats.column("lifecycle")).as_py():
         at = {c: i for i, c in enumerate(colls)}
-        for r in engine.query("placement_creation").to_pylist():
+        for r in session.engine.query("placement_creation").to_pylist():
             i = at[str(r["coll"])]
             for k in ("creates", "create_first_t0", "create_last_t0", "migrations"):
                 cols[k][i] = r[k]
-        for c, t0 in _first_work(ea).items():
-            if c in at:
-                cols["work_first_t0"][at[c]] = t0
+        for r in session.engine.query("placement_first_work").to_pylist():
+            if str(r["coll"]) in at:
+                cols["work_first_t0"][at[str(r["coll"])]] = r["work_first_t0"]
     return pa.table({"coll": pa.array(colls, pa.string()), "cat": cats.column("cat").cast(pa.string()),
                      "creates": pa.array(cols["creates"], pa.int64()),
                      "create_first_t0": pa.array(cols["create_first_t0"], pa.int64()),
@@ -243,20 +238,15 @@ def creation_table(engine: Any, ea: Any) -> pd.DataFrame:
                      "work_first_t0": pa.array(cols["work_first_t0"], pa.int64())}).to_pandas()
 
 
-def collection_kinds(engine: Any) -> Any:
-    """placement_cats (coll, cat, lifecycle), rolled up from the overview's one-scan table when
-    the overview analysis reads it in this run anyway (`paradise analyze`): one scan fewer."""
+def collection_kinds(groups: Any) -> Any:
+    """placement_cats (coll, cat, lifecycle) rolled up from the overview's group table (one
+    scan for both)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from paradise.analyses.overview import overview_groups
-    from paradise.events.cache import claimed
-
-    if not claimed(engine, "overview_pe"):
-        return engine.query("placement_cats")
-    g = overview_groups(engine)
-    kind = g.column("kind").cast(pa.string())
-    g = g.filter(pc.and_(pc.is_in(kind, pa.array(["create", "exec", "migrate"])), pc.is_valid(g.column("coll"))))
+    kind = groups.column("kind").cast(pa.string())
+    g = groups.filter(pc.and_(pc.is_in(kind, pa.array(["create", "exec", "migrate"])),
+                              pc.is_valid(groups.column("coll"))))
     lifecycle = pc.if_else(pc.equal(g.column("kind").cast(pa.string()), "exec"), 0, g.column("rows")).cast(pa.int64())
     t = pa.table({"coll": g.column("coll").cast(pa.string()), "cat": g.column("cat").cast(pa.string()),
                   "lifecycle": lifecycle})
@@ -265,37 +255,20 @@ def collection_kinds(engine: Any) -> Any:
     return out.select(["coll", "cat", "lifecycle"]).sort_by("coll")
 
 
-def _first_work(ea: Any) -> dict[str, int]:
-    """Per collection, the start of its first exec of an entry method other than __init__."""
-    from paradise.events.eventload import NULL
-    from paradise.events.groupkeys import group_ids
-
-    x = ea.execs
-    rows = np.flatnonzero((x["coll"] >= 0) & (x["name"] >= 0) & (x["t0"] != NULL))
-    coll, name, t0 = (x[c][rows].astype(np.int64) for c in ("coll", "name", "t0"))
-    g, n = group_ids([name, coll])
-    first = np.full(n, np.iinfo(np.int64).max, np.int64)
-    np.minimum.at(first, g, t0)
-    rep = np.empty(n, np.int64)
-    rep[g] = np.arange(len(g), dtype=np.int64)
-    out: dict[str, int] = {}
-    for c, m, t in zip(coll[rep].tolist(), name[rep].tolist(), first.tolist()):
-        if ea.names[m] != "__init__":
-            out[ea.names[c]] = min(t, out.get(ea.names[c], t))
-    return out
+NEEDS = frozenset({"overview_groups", "object_steps", "communication_edges", "exec_graph", "replayer"})
+"""Shared results placement reads (paradise.analyses.session.SHARED); the replayer only when
+the trace is small enough to replay."""
 
 
-def analyze(engine: Any, trace: Any, config: AnalysisConfig | None = None) -> AnalysisResult:
+def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisResult:
     """Placement characteristics and the mapping hint."""
     from paradise.events import objloads
-    from paradise.events.execarrays import event_arrays
-    from paradise.events.msgedges import communication_edges  # shared with communication
 
-    ea = event_arrays(engine)  # shared with communication and scheduling
-    pe_load = objloads.pe_load(ea)
-    obj, labels, stepped = objloads.object_rows(ea)
-    cr = creation_table(engine, ea)
-    edges = communication_edges(engine).to_pandas()
+    trace = session.trace
+    pe_load = session.engine.query("placement_pe_load").to_pandas()
+    obj, labels, stepped = session.get("object_steps")
+    cr = creation_table(session)
+    edges = session.get("communication_edges").to_pandas()
     pes = _pes(trace, pe_load)
     result = AnalysisResult("placement")
     if pe_load.empty:
@@ -318,8 +291,7 @@ def analyze(engine: Any, trace: Any, config: AnalysisConfig | None = None) -> An
     chars += [locality(edges), creation(cr)]
     result.characteristics = chars
     result.sections["pe_load_ns"] = [int(x) for x in _busy(pe_load, pes)]
-    doc, candidates, text = mapping_hint(engine, trace, pes, objs, mov, edges, chars,
-                                   _busy(pe_load, pes))
+    doc, candidates, text = mapping_hint(session, pes, objs, mov, edges, chars, _busy(pe_load, pes))
     result.sections["mapping_candidates"] = candidates
     if doc is not None:
         result.hints.append(doc)

@@ -12,7 +12,6 @@ from typing import Any
 import pandas as pd
 
 from hints.generators import mapping as mapping_gen
-from paradise import whatif
 from paradise.analyses.base import Characteristic, fmt_s, justification, provenance_of
 
 IMBALANCE_RATIO = 1.1
@@ -71,12 +70,13 @@ def fixed_load(objs: pd.DataFrame, movable_keys: set[tuple[str, str]], pes: int)
     return out
 
 
-def mapping_hint(engine: Any, trace: Any, pes: int, objs: pd.DataFrame, mov: pd.DataFrame,
+def mapping_hint(session: Any, pes: int, objs: pd.DataFrame, mov: pd.DataFrame,
                  edges: pd.DataFrame, chars: list[Characteristic],
                  busy: list[float]) -> tuple[dict[str, Any] | None, list[dict[str, Any]], str]:
     """The mapping.json document (or None without movable objects) and the candidates table."""
     from hints.format import make_hint
 
+    trace = session.trace
     if mov.empty:
         return None, [], ""
     keys = list(zip(mov["coll"].astype(str), mov["index"].astype(str)))
@@ -85,11 +85,10 @@ def mapping_hint(engine: Any, trace: Any, pes: int, objs: pd.DataFrame, mov: pd.
     plans: dict[str, tuple[dict, str]] = {}
     rp = None
     strategies = _strategies(chars)
-    if strategies and engine is not None:
-        from paradise.events.execarrays import replayer, too_large_to_replay
+    if strategies and session is not None:
         from paradise.events.objgraph import object_graph
 
-        if too_large_to_replay(engine):  # no candidate could be judged: none is generated
+        if session.get("replayer") is None:  # too large to replay: no candidate could be judged
             strategies = []
         else:
             base = fixed_load(objs, set(keys), pes)
@@ -102,10 +101,8 @@ def mapping_hint(engine: Any, trace: Any, pes: int, objs: pd.DataFrame, mov: pd.
                 plans[strat] = (mapping_gen.greedy_lpt(loads, pes, base), why)
             else:
                 plans[strat] = (mapping_gen.metis_partition(loads, wedges, pes, current), why)
-        rp = replayer(engine, pes) if plans else None  # built once, shared
+        rp = session.get("replayer") if plans else None  # built once, shared
     table = []
-    if rp is not None and rp.graph.n > whatif.REPLAY_MAX_EXECS:
-        rp, plans = None, {}
     base_pred = rp.replay(None) if rp is not None else None
     preds: dict[str, dict[str, Any]] = {}
     for strat, (plan, why) in plans.items():

@@ -27,7 +27,7 @@ from hints.generators.checkpoint_policy import (
     plan,
 )
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
-from paradise.engines import Engine
+from paradise.analyses.session import Session
 from paradise.format import TRAINING_SOURCES
 from paradise.store import TraceHandle
 
@@ -139,8 +139,9 @@ def _inputs(kinds: pd.DataFrame, incidents: pd.DataFrame, trace: TraceHandle,
     return val, src, det
 
 
-def analyze(engine: Engine, trace: TraceHandle, config: AnalysisConfig | None = None) -> AnalysisResult:
+def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisResult:
     """Inputs from the trace, defaults or options; the policy comparison and checkpoint.json."""
+    engine, trace = session.engine, session.trace
     config = config or AnalysisConfig()
     kinds = engine.query("resilience_kinds").to_pandas()
     inc = engine.query("resilience_incidents").to_pandas()

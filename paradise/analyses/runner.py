@@ -15,15 +15,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from paradise.analyses import ANALYSES
-from paradise.errors import EngineUnavailable, HintMismatch, InvalidOption, OutputExists
+from paradise.errors import (
+    EngineUnavailable,
+    HintMismatch,
+    InvalidOption,
+    OutputExists,
+    OutputUnwritable,
+    ParadiseError,
+)
 
 if TYPE_CHECKING:  # pandas and pyarrow load only when a command runs (fast `paradise --help`)
     from paradise.analyses.base import AnalysisConfig, AnalysisResult
+    from paradise.analyses.session import Session
     from paradise.store import TraceHandle
 
 ENGINES = ("duckdb", "dask")
-EVENT_ANALYSES = frozenset({"placement", "communication", "scheduling"})
-"""Analyses that read the shared exec and send arrays (paradise.events.eventload)."""
+PREFETCH = ("exec_graph",)
+"""Shared results started on a thread of their own as soon as the engine is open, when an analysis
+that applies needs them: the exec graph is the run's longest query, and it proceeds while the
+analyses import and the overview scans."""
 
 
 def trace_summary(trace: TraceHandle) -> dict[str, Any]:
@@ -48,29 +58,33 @@ def _one_line(exc: BaseException) -> str:
 
 
 def run_analyses(
-    engine: Any, trace: TraceHandle, config: AnalysisConfig, names: tuple[str, ...] = ANALYSES, progress: Any = None
+    session: Session, config: AnalysisConfig, names: tuple[str, ...] = ANALYSES, progress: Any = None
 ) -> tuple[dict[str, AnalysisResult], dict[str, str]]:
     """Results of every analysis that applies, and a one-line error per analysis that failed.
 
     On an engine that allows it (`thread_safe`), analyses run two at a time: the overview's SQL
-    scans use the cores while another analysis works in numpy, and analyses that need the same
-    stage-1 result wait for the one that makes it (paradise.events.cache). Results and errors
-    keep the order of `names` whatever order the analyses finish in."""
+    scans use the cores while another analysis works, and analyses that need the same shared
+    result wait for the one that builds it (paradise.analyses.session). Results and errors keep
+    the order of `names` whatever order the analyses finish in."""
     from concurrent.futures import ThreadPoolExecutor
 
     debug = bool(os.environ.get("PARADISE_DEBUG"))
 
     def one(name: str) -> AnalysisResult | None:
         module = importlib.import_module(f"paradise.analyses.{name}")
-        return module.analyze(engine, trace, config) if module.applies(trace) else None
+        return module.analyze(session, config) if module.applies(session.trace) else None
 
-    workers = 2 if getattr(engine, "thread_safe", False) and len(names) > 1 else 1
+    workers = 2 if getattr(session.engine, "thread_safe", False) and len(names) > 1 else 1
     outcomes: dict[str, AnalysisResult | None | BaseException] = {}
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="paradise-analysis") as pool:
         futures = {pool.submit(one, name): name for name in names}
         for fut in futures:  # in submission order; each is waited for, so none is left running
             try:
                 outcomes[futures[fut]] = fut.result()
+            except ParadiseError:  # bad input found while reading (a damaged file): not a bug
+                for other in futures:
+                    other.cancel()
+                raise
             except Exception as exc:  # a bug in one analysis must not hide the others
                 if debug:
                     raise
@@ -80,6 +94,16 @@ def run_analyses(
     results = {n: r for n, r in outcomes.items() if r is not None and not isinstance(r, BaseException)}
     errors = {n: _one_line(r) for n, r in outcomes.items() if isinstance(r, BaseException)}
     return results, errors
+
+
+def needs(trace: TraceHandle, names: tuple[str, ...]) -> frozenset[str]:
+    """The shared results the analyses `names` that apply to the trace declare (their NEEDS)."""
+    out: set[str] = set()
+    for name in names:
+        module = importlib.import_module(f"paradise.analyses.{name}")
+        if module.applies(trace):
+            out |= set(getattr(module, "NEEDS", ()))
+    return frozenset(out)
 
 
 def write_hints(results: dict[str, AnalysisResult], directory: Path, force: bool,
@@ -120,7 +144,7 @@ def write_hints(results: dict[str, AnalysisResult], directory: Path, force: bool
         except HintError as exc:
             raise HintMismatch(f"{directory}: hint from analysis {name!r}: {exc}") from None
         except OSError as exc:
-            raise OutputExists(f"{directory}: cannot write hints ({exc.strerror or exc})") from None
+            raise OutputUnwritable(f"{directory}: cannot write hints ({exc.strerror or exc})") from None
     return written, warnings
 
 
@@ -137,43 +161,44 @@ def select_analyses(only: str | None) -> tuple[str, ...]:
     return tuple(n for n in ANALYSES if n in wanted)
 
 
-def make_engine(trace: TraceHandle, engine: str, scheduler: str | None) -> Any:
-    """The engine by name; a scheduler address implies the Dask engine."""
+def make_engine(trace: TraceHandle, engine: str, scheduler: str | None, **options: Any) -> Any:
+    """The engine by name; a scheduler address (or `local`) implies the Dask engine; options
+    (memory_limit; workers and worker_memory for Dask) go to the engine."""
     from paradise.engines import get_engine
 
     if scheduler:
         engine = "dask"
     if engine not in ENGINES:
         raise EngineUnavailable(f"unknown engine {engine!r} (choose {' or '.join(ENGINES)})")
-    return get_engine(trace, engine, scheduler=scheduler)
+    if engine == "duckdb":
+        options = {k: v for k, v in options.items() if k == "memory_limit"}
+    return get_engine(trace, engine, scheduler=scheduler, **options)
 
 
 
 def analyze_trace(
     path: Path, *, engine: str = "duckdb", scheduler: str | None = None, config: AnalysisConfig | None = None,
     names: tuple[str, ...] = ANALYSES, progress: Callable[[str, int], Any] | None = None,
+    engine_options: dict[str, Any] | None = None,
 ) -> tuple[TraceHandle, dict[str, AnalysisResult], dict[str, str]]:
     """Opens a trace and runs the analyses `names` (default: all) that apply. `progress(label,
-    total)`, when given, makes a context manager whose `advance(1)` is called per analysis."""
+    total)`, when given, makes a context manager whose `advance(1)` is called per analysis;
+    engine_options (memory_limit, workers, worker_memory) go to the engine."""
     from contextlib import nullcontext
 
     from paradise.analyses.base import AnalysisConfig
-    from paradise.format import TRAINING_SOURCES
+    from paradise.analyses.session import Session
     from paradise.store import open_trace
 
     trace = open_trace(path)
-    eng = make_engine(trace, engine, scheduler)
-    wants_events = trace.source not in TRAINING_SOURCES and not EVENT_ANALYSES.isdisjoint(names)
-    if getattr(eng, "thread_safe", False) and wants_events:  # Charm: event arrays needed
-        from paradise.events import eventload
-
-        eventload.start(eng)  # the event scan runs while the analyses import pandas and networkx
+    eng = make_engine(trace, engine, scheduler, **(engine_options or {}))
+    session = Session(eng, trace)
     try:
+        if getattr(eng, "thread_safe", False):
+            session.prefetch(k for k in PREFETCH if k in needs(trace, names))
         with progress("analyzing", len(names)) if progress else nullcontext() as bar:
-            results, errors = run_analyses(eng, trace, config or AnalysisConfig(), names, progress=bar)
+            results, errors = run_analyses(session, config or AnalysisConfig(), names, progress=bar)
     finally:
-        from paradise.events.cache import settle
-
-        settle(eng)
+        session.settle()
         eng.close()
     return trace, results, errors

@@ -14,12 +14,9 @@ from typing import Any
 import pandas as pd
 
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence, json_scalar
-from paradise.engines import Engine
+from paradise.analyses.session import Session
 from paradise.format import TRAINING_SOURCES
 from paradise.store import TraceHandle
-
-NOT_TRAINING = ("charm4py", "projections")
-"""Sources that have steps and collectives too, but of Charm programs (other analyses cover them)."""
 
 SLOW_REL = 0.10
 """A rank is slow in a step when its compute exceeds the step's median compute by more than 10 %..."""
@@ -57,8 +54,10 @@ def applies(trace: TraceHandle) -> bool:
     """PyTorch and Kineto traces; other sources only when they hold step or collective rows."""
     if trace.source in TRAINING_SOURCES:
         return True
-    if trace.source in NOT_TRAINING:
-        return False
+    from paradise.importers import IMPORTERS
+
+    if any(imp.source == trace.source and not imp.training_like for imp in IMPORTERS.values()):
+        return False  # an importer declared the source Charm-like
     import duckdb
 
     con = duckdb.connect(":memory:")
@@ -139,6 +138,44 @@ def stragglers(steps: pd.DataFrame) -> tuple[list[dict[str, Any]], int]:
         for r in found.itertuples()
     ]
     return out, n_steps
+
+
+WAIT_RULE_MIN_RANKS = 2
+"""Ranking by collective waiting needs at least two ranks in the same steps."""
+
+
+def waiting_stragglers(steps: pd.DataFrame) -> dict[str, Any] | None:
+    """On traces too short for the persistence rule: ranks by time in collectives (HTA's rule).
+
+    A rank that arrives late at each collective waits least in it, while its peers wait for it,
+    so the rank with the least collective time over the steps all ranks share is the likely
+    straggler; the others' extra time in collectives is what it cost them. Confidence grows with
+    the steps compared and with the margin to the next rank. None without two ranks or any
+    collective time."""
+    if steps.empty:
+        return None
+    s = steps[["pe", "step", "comm_all_ns"]]
+    ranks = s.groupby("step")["pe"].transform("nunique")
+    n_ranks = int(s["pe"].nunique())
+    s = s[ranks == n_ranks]
+    if n_ranks < WAIT_RULE_MIN_RANKS or s.empty or s["comm_all_ns"].sum() <= 0:
+        return None
+    per = s.groupby("pe")["comm_all_ns"].sum().sort_values(kind="stable")
+    n_steps = int(s["step"].nunique())
+    low, second = float(per.iloc[0]), float(per.iloc[1])
+    margin = (second - low) / float(per.median()) if float(per.median()) > 0 else 0.0
+    slowest_each = s.loc[s.groupby("step")["comm_all_ns"].idxmin(), "pe"]
+    agree = float((slowest_each == per.index[0]).mean())
+    confidence = round(min(0.9, 0.2 + 0.1 * n_steps + 0.3 * min(margin, 1.0)) * agree, 2)
+    return {
+        "rank": int(per.index[0]),
+        "steps": n_steps,
+        "margin": round(margin, 4),
+        "agreeing_steps": round(agree, 4),
+        "confidence": confidence,
+        "ranks": [{"rank": int(pe), "collective_ns": int(v), "waited_for_others_ns": int(v - low)}
+                  for pe, v in per.items()],
+    }
 
 
 def _latency_ns(coll: pd.DataFrame) -> float | None:
@@ -270,6 +307,7 @@ def _characteristics(
     stalls: pd.DataFrame,
     streams: pd.DataFrame,
     events: pd.DataFrame,
+    waiting: dict[str, Any] | None = None,
 ) -> list[Characteristic]:
     out: list[Characteristic] = []
     if not per_rank.empty and per_rank["step_ns"].sum() > 0:
@@ -301,6 +339,21 @@ def _characteristics(
         )  # fmt: skip
         out.append(Characteristic("training", "stragglers", ranks, tuple(ev),
                                   1.0 if n_compared >= 10 else 0.6, summary))  # fmt: skip
+    if waiting is not None and n_compared < MIN_STEPS:
+        w = waiting
+        out.append(Characteristic(
+            "training", "stragglers_by_waiting", w["rank"],
+            (Evidence("steps_compared", w["steps"], "steps", MIN_STEPS, "training_breakdown"),
+             Evidence("margin", w["margin"], "fraction of the median rank's collective time", None,
+                      "training_breakdown"),
+             Evidence("agreeing_steps", w["agreeing_steps"], "fraction", None, "training_breakdown"),
+             Evidence(f"rank_{w['rank']}_collective", w["ranks"][0]["collective_ns"], "ns", None,
+                      "training_breakdown")),
+            w["confidence"],
+            f"Too few steps ({w['steps']}) for the persistence rule; by time in collectives (a late rank waits "
+            f"least), rank {w['rank']} is the likely straggler (lowest in {w['agreeing_steps']:.0%} of the steps, "
+            f"margin {w['margin']:.0%}; confidence {w['confidence']:.2f}).",
+        ))  # fmt: skip
     if sizing is not None:
         out.append(Characteristic(
             "training", "ddp_bucket_size", sizing["verdict"],
@@ -363,8 +416,9 @@ def _characteristics(
     return out
 
 
-def analyze(engine: Engine, trace: TraceHandle, config: AnalysisConfig) -> AnalysisResult:
+def analyze(session: Session, config: AnalysisConfig) -> AnalysisResult:
     """Runs the training_* queries and derives the breakdown, stragglers, sizing and stalls."""
+    engine, trace = session.engine, session.trace
     steps = engine.query("training_breakdown").to_pandas()
     coll = engine.query("training_collectives").to_pandas()
     buckets = engine.query("training_buckets").to_pandas()
@@ -377,7 +431,8 @@ def analyze(engine: Engine, trace: TraceHandle, config: AnalysisConfig) -> Analy
     found, n_compared = stragglers(steps)
     sizing = bucket_sizing(buckets, coll, steps, phases)
     stalls = _stalls(stalls_raw, steps)
-    chars = _characteristics(per_rank, found, n_compared, sizing, stalls, streams, events)
+    waiting = waiting_stragglers(steps) if n_compared < MIN_STEPS else None
+    chars = _characteristics(per_rank, found, n_compared, sizing, stalls, streams, events, waiting)
 
     result = AnalysisResult(name="training", characteristics=chars)
     result.sections.update(
@@ -385,6 +440,7 @@ def analyze(engine: Engine, trace: TraceHandle, config: AnalysisConfig) -> Analy
         breakdown_steps=_records(steps.head(MAX_STEP_ROWS)),
         breakdown_steps_total=int(len(steps)),
         stragglers=found,
+        stragglers_by_waiting=waiting,
         collectives=_records(_collectives(coll)) if not coll.empty else [],
         ddp_buckets=sizing,
         phases=_records(phases),

@@ -1,16 +1,19 @@
-"""Bootstrap: `python -m paradise.boot.charm APP.py [ARGS...]`, one per PE under charmrun.
+"""Bootstrap: `python -P -m paradise.boot.charm APP.py [ARGS...]`, one per PE under charmrun.
 
 Installs the tracer's hooks (PARADISE_TRACE=DIR) and the hint consumers (PARADISE_HINTS=DIR: mapping.json, comm.json)
 before the program's `charm.start()`, then runs the unmodified program as `__main__` with
 runpy, so its chare classes, pickling and `sys.argv` behave as if it had been run directly.
+`-P` and tracers.program keep the current folder's modules out; the PE ends with charmrun.
 """
 
 from __future__ import annotations
 
 import os
-import runpy
 import sys
 from pathlib import Path
+
+from tracers import job
+from tracers.program import run_program
 
 
 def install(trace_dir: str | None, hints_dir: str | None, program: str) -> None:
@@ -57,6 +60,7 @@ def install(trace_dir: str | None, hints_dir: str | None, program: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    job.die_with_parent()
     args = list(sys.argv[1:] if argv is None else argv)
     if not args:
         print("usage: python -m paradise.boot.charm APP.py [ARGS...]", file=sys.stderr)
@@ -69,9 +73,7 @@ def main(argv: list[str] | None = None) -> None:
     hints_dir = os.environ.get("PARADISE_HINTS") or None
     if trace_dir or hints_dir:
         install(trace_dir, hints_dir, app.stem)
-    sys.argv = [str(app), *args[1:]]
-    sys.path[0] = str(app.resolve().parent)
-    runpy.run_path(str(app), run_name="__main__")
+    run_program(str(app), args[1:])
 
 
 if __name__ == "__main__":

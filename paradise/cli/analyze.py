@@ -12,6 +12,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import math
+import re
 import sys
 from enum import Enum
 from pathlib import Path
@@ -21,6 +23,7 @@ import typer
 
 from paradise.analyses import ANALYSES
 from paradise.analyses.runner import analyze_trace, select_analyses, trace_summary, write_hints
+from paradise.errors import InvalidOption, visible
 
 if TYPE_CHECKING:  # pandas and pyarrow load only when a command runs (fast `paradise --help`)
     from paradise.analyses.base import AnalysisResult
@@ -33,8 +36,11 @@ class EngineName(str, Enum):
     dask = "dask"
 
 
-def _render(results: dict[str, AnalysisResult], info: dict[str, Any], written: list[str]) -> None:
-    from paradise.report import generic
+def _render(results: dict[str, AnalysisResult], info: dict[str, Any], written: list[str],
+            over_time: Any = None) -> None:
+    from rich.markup import escape
+
+    from paradise.report import generic, pictures
     from paradise.report.console import console
 
     con = console()
@@ -42,15 +48,56 @@ def _render(results: dict[str, AnalysisResult], info: dict[str, Any], written: l
     for name, result in results.items():
         spec = importlib.util.find_spec(f"paradise.report.{name}")
         renderer = importlib.import_module(f"paradise.report.{name}").render if spec else generic.render
-        renderer(con, result.to_dict())
+        doc = result.to_dict()
+        renderer(con, doc)
+        if name == "overview" and doc.get("per_pe"):
+            pictures.utilization(con, doc["per_pe"], over_time(doc) if over_time else None)
     for path in written:
-        con.print(f"hint written: {path}")
+        con.print(f"hint written: {escape(path)}")
+
+
+MAX_TOP = 100_000
+MAX_MTBF_HOURS = 1e7
+MAX_GPUS = 10_000_000
+_SCHEDULER_RE = re.compile(r"^(?:(?:tcp|tls|ucx|ws|wss|inproc)://)?[\w.\-\[\]:]+:\d{1,5}$")
+
+
+def check_analyze_options(*, top: int, mtbf_hours: float | None, gpus: int | None, scheduler: str | None) -> None:
+    """Values within their ranges before any work starts; one line naming the option otherwise."""
+    if not 1 <= top <= MAX_TOP:
+        raise InvalidOption(f"--top: {top} is out of range (1..{MAX_TOP})")
+    if mtbf_hours is not None and not (math.isfinite(mtbf_hours) and 0 < mtbf_hours <= MAX_MTBF_HOURS):
+        raise InvalidOption(f"--mtbf-hours: {mtbf_hours:g} is out of range (> 0, at most {MAX_MTBF_HOURS:g})")
+    if gpus is not None and not 1 <= gpus <= MAX_GPUS:
+        raise InvalidOption(f"--gpus: {gpus} is out of range (1..{MAX_GPUS})")
+    if scheduler is not None and scheduler != "local" and not _SCHEDULER_RE.match(scheduler):
+        raise InvalidOption(f"--scheduler {scheduler!r}: not a scheduler address (tcp://host:8786, or local)")
+
+
+def check_hints_folder(directory: Path) -> None:
+    """--hints-out must be a folder paradise can create or write (checked before any analysis)."""
+    from paradise.store.output import prepare_output_folder
+
+    prepare_output_folder(directory)
 
 
 def _progress(label: str, total: int) -> Any:
     from paradise.report.progress import progress_bar
 
     return progress_bar(label, total=total)
+
+
+def _utilization_bins(handle: Any, engine: str, scheduler: str | None, overview: dict[str, Any]) -> list[float]:
+    """Mean utilization per time bin for the terminal's sparkline (one binning query, report_bins)."""
+    from paradise.analyses.runner import make_engine
+    from paradise.report.html.gather import mean_utilization
+    from paradise.report.pictures import SPARK_BINS
+
+    eng = make_engine(handle, engine, scheduler)
+    try:
+        return mean_utilization(eng, handle, overview, SPARK_BINS)
+    finally:
+        eng.close()
 
 
 def keep_freed_memory() -> None:
@@ -82,15 +129,24 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
         engine: EngineName = typer.Option(EngineName.duckdb, "--engine", help="Stage-1 engine."),
         scheduler: str | None = typer.Option(
-            None, "--scheduler", help="Dask scheduler address, e.g. tcp://host:8786 (implies --engine dask)."
+            None, "--scheduler", help="Dask scheduler: tcp://host:8786 (an existing cluster) or local (a "
+            "LocalCluster of worker processes); implies --engine dask."
         ),
-        top: int = typer.Option(10, "--top", min=1, help="Entries in the top-entries table."),
+        memory_limit: str | None = typer.Option(
+            None, "--memory-limit", metavar="SIZE", help="Memory the analysis may use, e.g. 4GiB (default: half "
+            "of physical memory); DuckDB spills to disk beyond its share."
+        ),
+        workers: int | None = typer.Option(None, "--workers", min=1, help="Workers of --scheduler local (2)."),
+        worker_memory: str | None = typer.Option(
+            None, "--worker-memory", metavar="SIZE", help="Memory limit per worker of --scheduler local, e.g. 2GiB."
+        ),
+        top: int = typer.Option(10, "--top", help="Entries in the top-entries table."),
         hints_out: Path | None = typer.Option(None, "--hints-out", help="Write hint files into this directory."),
         advisory: bool = typer.Option(False, "--advisory", help="Also write advisory hints that no paradise "
                                       "runtime consumer reads (schedule.json: message priorities)."),
         force: bool = typer.Option(False, "--force", help="Overwrite existing hint files."),
-        mtbf_hours: float | None = typer.Option(None, "--mtbf-hours", min=0.0, help="Mean time between failures."),
-        gpus: int | None = typer.Option(None, "--gpus", min=1, help="GPUs of the job (resilience)."),
+        mtbf_hours: float | None = typer.Option(None, "--mtbf-hours", help="Mean time between failures."),
+        gpus: int | None = typer.Option(None, "--gpus", help="GPUs of the job (resilience)."),
         only: str | None = typer.Option(
             None, "--only", metavar="NAMES",
             help=f"Run only these analyses, comma-separated ({', '.join(ANALYSES)}); e.g. --only overview "
@@ -99,19 +155,27 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Classify a trace's characteristics, print the report, and optionally write hints."""
         from paradise.analyses.base import AnalysisConfig
+        from paradise.engines.memory import parse_size
 
         names = select_analyses(only)
+        check_analyze_options(top=top, mtbf_hours=mtbf_hours, gpus=gpus, scheduler=scheduler)
+        options = {"memory_limit": parse_size(memory_limit) if memory_limit else None, "workers": workers,
+                   "worker_memory": parse_size(worker_memory, "--worker-memory") if worker_memory else None}
+        if hints_out is not None:  # refused before the analyses run, not after
+            check_hints_folder(hints_out)
 
         config = AnalysisConfig(mtbf_hours=mtbf_hours, gpus=gpus, options={"top": top})
         keep_freed_memory()  # this process ends after the report: it need not give memory back
         handle, results, errors = analyze_trace(
-            trace, engine=engine.value, scheduler=scheduler, config=config, names=names, progress=_progress
+            trace, engine=engine.value, scheduler=scheduler, config=config, names=names, progress=_progress,
+            engine_options={k: v for k, v in options.items() if v is not None},
         )
         for name, msg in errors.items():
-            print(f"paradise: warning: analysis {name!r} failed: {msg}", file=sys.stderr)
+            print(visible(f"paradise: warning: analysis {name!r} failed on a valid trace, a bug in paradise "
+                          f"(PARADISE_DEBUG=1 shows the traceback; please report it): {msg}"), file=sys.stderr)
         written, notes = write_hints(results, hints_out, force, advisory) if hints_out is not None else ([], [])
         for w in notes:
-            print(f"paradise: {'note' if 'not written' in w else 'warning'}: {w}", file=sys.stderr)
+            print(visible(f"paradise: {'note' if 'not written' in w else 'warning'}: {w}"), file=sys.stderr)
         info = trace_summary(handle)
         if as_json:
             doc = {
@@ -125,6 +189,6 @@ def register(app: typer.Typer) -> None:
             }
             typer.echo(json.dumps(doc, indent=1, sort_keys=True, default=str))
         else:
-            _render(results, info, written)
+            _render(results, info, written, lambda overview: _utilization_bins(handle, engine.value, scheduler, overview))
         if errors:
             raise typer.Exit(1)

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
+from typing import Any
 
 import typer
 
-from paradise.errors import TraceNotFound
+from paradise.errors import InvalidOption, TraceNotFound
+
+ENGINES = ("duckdb", "dask")
 
 OUTPUT_KEYS = (
     "accuracy_base",
@@ -20,6 +24,23 @@ OUTPUT_KEYS = (
     "items_only_base",
     "items_only_candidate",
 )
+
+
+def json_safe(value: Any) -> Any:
+    """Plain JSON: numpy scalars as numbers, and NaN or infinities (which JSON has not) as null."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, (str, bool, int)) or value is None:
+        return value
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if f.is_integer() and not isinstance(value, float) and abs(f) < 2**53:
+        return int(f)
+    return f if math.isfinite(f) else None
 
 
 def _has_events(path: Path) -> bool:
@@ -80,9 +101,11 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Compare two runs: makespan/step time, per-PE busy/idle, per-entry time, volume;
         and, when both have model outputs, accuracy, flips and KL divergence."""
+        if engine not in ENGINES:
+            raise InvalidOption(f"--engine {engine!r}: unknown engine (choose {' or '.join(ENGINES)})")
         result = run_compare(base, candidate, baseline_repeat, engine)
         if as_json:
-            typer.echo(json.dumps(result, indent=2, sort_keys=True, default=float))
+            typer.echo(json.dumps(json_safe(result), indent=2, sort_keys=True, allow_nan=False))
             return
         from paradise.report.compare import render_compare
 

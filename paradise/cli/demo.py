@@ -10,6 +10,8 @@ user would type, printed before it runs; the closing table reads the two traces 
 from __future__ import annotations
 
 import json
+import os
+import re
 import shlex
 import subprocess
 import sys
@@ -18,7 +20,8 @@ from typing import Any
 
 import typer
 
-from paradise.errors import ParadiseError, TraceNotFound
+from paradise.cli.trace_charm import MAX_PES
+from paradise.errors import InvalidOption, ParadiseError
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 STEP_TIMEOUT_S = 600
@@ -44,21 +47,26 @@ _SHOW = {"stdout": None}
 
 
 def _run(args: list[str], echo: bool = True, capture: bool = True) -> str:
-    cmd = [sys.executable, "-m", "paradise.cli.main", *args]
+    """One step as the `paradise` command a user would type; `-P` keeps the current folder off
+    sys.path, and the step ends with the demo (tracers.job)."""
+    from tracers import job
+
+    cmd = [sys.executable, "-P", "-m", "paradise.cli.main", *args]
     if echo:
         typer.secho("$ paradise " + " ".join(shlex.quote(a) for a in args), fg="cyan", err=True)
-    try:
-        if capture:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=STEP_TIMEOUT_S)
-        else:
-            proc = subprocess.run(cmd, stdout=_SHOW["stdout"], text=True, timeout=STEP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise DemoStepFailed(f"step 'paradise {' '.join(args[:2])}' ran past {STEP_TIMEOUT_S} s") from None
+    pipe = subprocess.PIPE if capture else None
+    proc = job.start(cmd, env=dict(os.environ), stdout=pipe if capture else _SHOW["stdout"], stderr=pipe, text=True)
+    with job.owned(proc):
+        try:
+            out, err = proc.communicate(timeout=STEP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            job.stop(proc)
+            raise DemoStepFailed(f"step 'paradise {' '.join(args[:2])}' ran past {STEP_TIMEOUT_S} s") from None
     if proc.returncode != 0:
         if capture:
-            sys.stderr.write(proc.stderr[-4000:])
+            sys.stderr.write(err[-4000:])
         raise DemoStepFailed(f"step 'paradise {' '.join(args[:2])}' failed with exit code {proc.returncode}")
-    return proc.stdout
+    return out or ""
 
 
 def trace_facts(path: Path) -> dict[str, Any]:
@@ -99,8 +107,11 @@ def moves(before: dict[str, dict[str, int]], mapping: dict[str, dict[str, int]])
 
 
 def _check_folder(out: Path) -> None:
-    if out.exists() and (not out.is_dir() or any(p.name not in DEMO_ENTRIES for p in out.iterdir())):
+    from paradise.store.output import prepare_output_folder
+
+    if out.is_dir() and any(p.name not in DEMO_ENTRIES for p in out.iterdir()):
         raise DemoFolderInUse(f"{out}: holds files the demo did not write; choose another --out")
+    prepare_output_folder(out)
 
 
 def _heavy(analysis: dict[str, Any]) -> list[str]:
@@ -113,10 +124,25 @@ def _heavy(analysis: dict[str, Any]) -> list[str]:
     return []
 
 
+def example_program(example: str) -> Path:
+    """The program examples/<example>.py; a name with a path in it, or none there, is refused."""
+    known = sorted(p.stem for p in EXAMPLES.glob("*.py")) if EXAMPLES.is_dir() else []
+    if not re.fullmatch(r"[A-Za-z0-9_]+", example) or example not in known:
+        choices = f"choose from {', '.join(known)}" if known else "the demo runs from a source checkout"
+        raise InvalidOption(f"--example {example!r}: not an example under examples/ ({choices})")
+    return EXAMPLES / f"{example}.py"
+
+
+def example_arguments(text: str) -> list[str]:
+    """--args split as a shell would; unbalanced quotes are one line naming the option."""
+    try:
+        return shlex.split(text)
+    except ValueError as exc:
+        raise InvalidOption(f"--args {text!r}: {exc}") from None
+
+
 def run_demo(out: Path, pes: int, example: str, example_args: list[str]) -> dict[str, Any]:
-    app = EXAMPLES / f"{example}.py"
-    if not app.is_file():
-        raise TraceNotFound(f"{app}: example not found (the demo runs from a source checkout)")
+    app = example_program(example)
     _check_folder(out)
     before, after, hints = out / "before", out / "after", out / "hints"
     common = ["--pes", str(pes), "--force", "--timeout", str(STEP_TIMEOUT_S)]
@@ -136,7 +162,7 @@ def run_demo(out: Path, pes: int, example: str, example_args: list[str]) -> dict
     if streams:
         result["combine_streams"] = len(streams)
     if not remap and not streams:
-        typer.echo("paradise proposes to keep the current mapping and found no messages to combine; nothing to rerun.")
+        typer.echo("paradise proposes to keep the current mapping and found no messages to combine; nothing to rerun.", err=_SHOW["stdout"] is sys.stderr)
         return result
     result["predicted"] = json.loads(_run(["whatif", str(before), "--hints", str(hints), "--json"]))
     _run(["trace", "charm", *common, "--hints", str(hints), "-o", str(after), str(app), *example_args],
@@ -158,7 +184,7 @@ def register(app: typer.Typer) -> None:
     def demo_cmd(
         out: Path = typer.Option(Path("paradise-demo"), "--out", "-o",
                                  help="Folder for traces and hints (rewritten by each demo run)."),
-        pes: int = typer.Option(2, "--pes", min=1, help="PEs for both runs."),
+        pes: int = typer.Option(2, "--pes", help="PEs for both runs."),
         example: str = typer.Option("stencil2d", "--example", help="Example program under examples/."),
         example_args: str | None = typer.Option(None, "--args", show_default=False,
                                          help="Arguments for the example, as one string "
@@ -170,7 +196,15 @@ def register(app: typer.Typer) -> None:
         _SHOW["stdout"] = sys.stderr if as_json else None
         if example_args is None:
             example_args = DEMO_ARGS.get(example, "")
-        result = run_demo(out, pes, example, shlex.split(example_args))
+        if not 1 <= pes <= MAX_PES:
+            raise InvalidOption(f"--pes: {pes} is out of range (1..{MAX_PES})")
+        from tracers.job import JobTerminated
+
+        try:
+            result = run_demo(out, pes, example, example_arguments(example_args))
+        except JobTerminated as exc:
+            print(f"paradise: demo stopped ({exc} to paradise); its step was ended", file=sys.stderr)
+            raise typer.Exit(128 + exc.signum) from None
         if as_json:
             typer.echo(json.dumps(result, indent=1, sort_keys=True, default=float))
             return

@@ -9,7 +9,7 @@ import sys
 
 import typer
 
-from paradise.errors import ParadiseError
+from paradise.errors import ParadiseError, visible
 
 app = typer.Typer(
     name="paradise",
@@ -25,17 +25,21 @@ def _register() -> None:
         analyze,
         compare,
         demo,
+        export,
         import_cmd,
         info,
         merge,
         policy,
+        report,
+        synth,
         trace_cmd,
         whatif,
     )
 
     app.add_typer(import_cmd.app, name="import")
     app.add_typer(trace_cmd.app, name="trace")
-    for module in (info, analyze, merge, whatif, compare, policy, demo):
+    app.add_typer(export.app, name="export")
+    for module in (info, analyze, report, merge, whatif, compare, policy, demo, synth):
         module.register(app)
 
 
@@ -45,10 +49,10 @@ _register()
 def main() -> None:
     """Console-script entry point."""
     try:
-        rc = app(standalone_mode=False)
+        rc = app(standalone_mode=False, prog_name="paradise")
         sys.exit(rc if isinstance(rc, int) else 0)
     except ParadiseError as exc:
-        print(f"paradise: error: {exc}", file=sys.stderr)
+        print(f"paradise: error: {visible(str(exc))}", file=sys.stderr)
         sys.exit(2)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
@@ -66,9 +70,18 @@ def main() -> None:
         except ImportError:  # pragma: no cover - older typer
             TyperClickException = click.ClickException
         if isinstance(exc, (click.ClickException, TyperClickException)):
-            exc.show()
+            print(f"paradise: error: {_usage_line(exc)}", file=sys.stderr)
             sys.exit(exc.exit_code)
         raise
+
+
+def _usage_line(exc: Exception) -> str:
+    """A usage error as one line: the command, the problem, where to read more."""
+    ctx = getattr(exc, "ctx", None)
+    where = ctx.command_path if ctx is not None else "paradise"
+    text = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
+    hint = f" (see '{where} --help')" if ctx is not None else ""
+    return visible(f"{where}: {text}{hint}")
 
 
 if __name__ == "__main__":

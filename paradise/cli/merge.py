@@ -7,13 +7,9 @@ Parquet writer one at a time, so a trace larger than memory merges too.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import typer
-
-from paradise.errors import OutputExists, require_new_output
 
 BATCH_ROWS = 256_000
 """Rows per record batch handed from DuckDB to the writer: bounds memory, ~one row group each."""
@@ -33,33 +29,30 @@ def merged_metadata(trace) -> dict:
 
 def merge_trace(src: str | os.PathLike, out: str | os.PathLike, *, force: bool = False) -> Path:
     """Writes every event of the trace at SRC into OUT, sorted by (pe, t0)."""
+    import duckdb
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from paradise.engines.duckdb_engine import DuckDBEngine
+    from paradise.engines.duckdb_engine import DuckDBEngine, damaged_file_error
     from paradise.format import SCHEMA, conform, make_metadata
     from paradise.store import open_trace
+    from paradise.store.output import atomic_output, check_output, scratch_dir
 
-    out = Path(out)
     trace = open_trace(src)
-    if out.resolve() in {f.resolve() for f in trace.files}:
-        raise OutputExists(f"{out}: is one of the input files; choose another output")
-    require_new_output(out, force)
+    out = check_output(out, force=force, inputs=trace.files, input_dirs=[trace.path] if trace.path.is_dir() else [])
     schema = SCHEMA.with_metadata(make_metadata(**merged_metadata(trace)))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    spill = tempfile.mkdtemp(prefix=".paradise-merge-", dir=out.parent)
-    try:
-        with DuckDBEngine(trace) as eng:
-            eng.con.execute("SET temp_directory = $d", {"d": spill})
+    with scratch_dir(out) as spill, atomic_output(out) as (_, fh), DuckDBEngine(trace) as eng:
+        eng.con.execute("SET temp_directory = $d", {"d": str(spill)})
+        try:
             reader = eng.con.sql("SELECT * FROM events ORDER BY pe, t0").to_arrow_reader(BATCH_ROWS)
-            with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+            with pq.ParquetWriter(fh, schema, compression="zstd") as writer:
                 for batch in reader:
                     writer.write_table(conform(pa.Table.from_batches([batch])).replace_schema_metadata(schema.metadata))
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
-        shutil.rmtree(spill, ignore_errors=True)
+        except duckdb.Error as exc:
+            err = damaged_file_error(exc, trace.files)
+            if err is exc and isinstance(exc, (duckdb.IOException, duckdb.OutOfMemoryException)):
+                raise OSError(f"spilling to {spill} failed: {str(exc).splitlines()[0][:120]}") from None
+            raise err from None
     return out
 
 

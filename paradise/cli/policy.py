@@ -9,14 +9,21 @@ import typer
 
 from paradise.errors import InvalidOption
 
+MAX_SECONDS = 1e9
+"""Largest time option (about 31 years): beyond it the Daly formulas overflow, and no job is that long."""
+MAX_HOURS = MAX_SECONDS / 3600
+MAX_GPUS = 10_000_000
+
 
 def _number(option: str, text: str | None, *, required: bool = True, minimum: float = 0.0,
-            strict: bool = True, integer: bool = False) -> float | None:
+            strict: bool = True, integer: bool = False, maximum: float = MAX_SECONDS) -> float | None:
     """Parses one numeric option; a bad value is one line naming the option (exit 2)."""
     if text is None:
         if required:
             raise InvalidOption(f"{option}: missing (required)")
         return None
+    if len(text) > 64:
+        raise InvalidOption(f"{option}: {text[:20]}… is out of range (at most {maximum:g})")
     try:
         value = int(text) if integer else float(text)
     except ValueError:
@@ -25,6 +32,8 @@ def _number(option: str, text: str | None, *, required: bool = True, minimum: fl
     if not math.isfinite(value) or value < minimum or (strict and value == minimum):
         bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
         raise InvalidOption(f"{option}: {text} is out of range (must be {bound})")
+    if value > maximum:
+        raise InvalidOption(f"{option}: {text} is out of range (at most {maximum:g})")
     return value
 
 
@@ -53,13 +62,13 @@ def register(app: typer.Typer) -> None:
         it = _number("--iteration-s", iteration_s)
         ck = _number("--checkpoint-s", checkpoint_s)
         rs = _number("--restart-s", restart_s, strict=False)
-        n = int(_number("--gpus", gpus, minimum=1, strict=False, integer=True))
-        mh = _number("--mtbf-hours", mtbf_hours, required=False)
+        n = int(_number("--gpus", gpus, minimum=1, strict=False, integer=True, maximum=MAX_GPUS))
+        mh = _number("--mtbf-hours", mtbf_hours, required=False, maximum=MAX_HOURS)
         js = _number("--jit-save-s", jit_save_s, required=False, strict=False)
         q = _number("--unrecoverable-fraction", unrecoverable, required=False, strict=False)
         if q is not None and q > 1:
             raise InvalidOption(f"--unrecoverable-fraction: {unrecoverable} is out of range (must be within [0, 1])")
-        jh = _number("--job-hours", job_hours, required=False)
+        jh = _number("--job-hours", job_hours, required=False, maximum=MAX_HOURS)
         sources = {k: "option" for k in ("iteration_s", "checkpoint_s", "restart_s", "gpus")}
         sources["mtbf_s"] = "option" if mh is not None else "default"
         sources["jit_save_s"] = "option" if js is not None else "default"
@@ -75,8 +84,8 @@ def register(app: typer.Typer) -> None:
         )
         try:
             policy = plan(inp)
-        except ValueError as exc:
-            raise InvalidOption(str(exc)) from None
+        except (ValueError, OverflowError, ZeroDivisionError) as exc:
+            raise InvalidOption(f"policy options: {exc}") from None
         if as_json:
             typer.echo(json.dumps(policy.to_dict(), indent=1, sort_keys=True))
             return

@@ -2,24 +2,64 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
 import typer
 
-from paradise.errors import OutputExists, TraceNotFound
+from paradise.errors import InvalidOption, OutputExists, TraceNotFound
+
+MAX_TIMEOUT_S = 1e7
+"""Longest --timeout (about 115 days): larger values are typing errors, and overflow timers."""
+MAX_PES = 4096
+"""Most PEs charmrun starts on this machine (+pN): more is a typing error, not a run."""
 
 
-def _prepare_out(out: Path, force: bool) -> None:
+def check_run_options(timeout: float | None, pes: int, option: str = "--pes") -> None:
+    """--timeout within (0, MAX_TIMEOUT_S] and finite; the process count within 1..MAX_PES."""
+    if timeout is not None and not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT_S):
+        raise InvalidOption(f"--timeout: {timeout:g} is out of range (seconds, > 0 and at most {MAX_TIMEOUT_S:g})")
+    if not 1 <= pes <= MAX_PES:
+        raise InvalidOption(f"{option}: {pes} is out of range (1..{MAX_PES})")
+
+
+def incomplete_pes(out: Path, pes: int) -> list[int]:
+    """PEs without a final trace file marked complete (a clean run writes one per PE)."""
+    import pyarrow.parquet as pq
+
+    from paradise.format import read_metadata
+
+    bad = []
+    for pe in range(pes):
+        f = out / f"pe-{pe:05d}.parquet"
+        try:
+            meta = read_metadata(pq.read_schema(f).metadata) or {}
+        except (OSError, ValueError):
+            meta = {}
+        if meta.get("complete") is not True:
+            bad.append(pe)
+    return bad
+
+
+def _pe_list(pes: list[int]) -> str:
+    return ", ".join(map(str, pes[:10])) + (f" and {len(pes) - 10} more" if len(pes) > 10 else "")
+
+
+def _prepare_out(out: Path, force: bool, program: Path) -> None:
     """Refuses a trace directory that already holds a trace, unless --force (then clears it)."""
-    old = list(out.glob("pe-*.parquet")) + list(out.glob(".pe-*.tmp")) if out.is_dir() else []
-    if out.exists() and not out.is_dir():
-        raise OutputExists(f"{out}: exists and is not a directory")
+    from paradise.store.output import prepare_output_folder  # pyarrow loads only when a command runs
+
+    prepare_output_folder(out, inputs=[program])
+    old = list(out.glob("pe-*.parquet")) + list(out.glob(".pe-*.tmp"))
     if old and not force:
         raise OutputExists(f"{out}: already holds a trace; pass --force to overwrite it")
     for f in old:
         f.unlink()
-    out.mkdir(parents=True, exist_ok=True)
+
+
+def _written(out: Path) -> str:
+    return f"partial trace in {out} (marked incomplete)" if any(out.glob("pe-*.parquet")) else "no trace written"
 
 
 def register(app: typer.Typer) -> None:
@@ -32,7 +72,7 @@ def register(app: typer.Typer) -> None:
     def charm_cmd(
         program: Path = typer.Argument(..., help="The charm4py program (APP.py)."),
         app_args: list[str] = typer.Argument(None, help="Arguments passed to the program."),
-        pes: int = typer.Option(2, "--pes", "-p", min=1, help="Number of PEs (charmrun +pN)."),
+        pes: int = typer.Option(2, "--pes", "-p", help="Number of PEs (charmrun +pN)."),
         out: Path = typer.Option(..., "-o", "--out", help="Trace directory (one Parquet file per PE)."),
         hints: Path = typer.Option(None, "--hints", help="Hints directory: its mapping.json places arrays."),
         timeout: float = typer.Option(None, "--timeout", help="Kill the run after this many seconds."),
@@ -41,21 +81,32 @@ def register(app: typer.Typer) -> None:
         """Run a charm4py program with tracing on (options go before APP.py; the rest is the program's)."""
         from tracers.charm.launch import launch
         from tracers.charm.resolve import resolve_peers
+        from tracers.job import JobTerminated
 
+        check_run_options(timeout, pes)
         if not program.is_file():
-            raise TraceNotFound(f"{program}: no such program")
+            raise TraceNotFound(f"{program}: no such program (or not a regular file)")
         if hints is not None and not hints.is_dir():
             raise TraceNotFound(f"{hints}: no such hints directory")
-        _prepare_out(out, force)
-        res = launch(program, list(app_args or []), pes, trace_dir=out, hints_dir=hints, timeout_s=timeout)
+        _prepare_out(out, force, program)
+        try:
+            res = launch(program, list(app_args or []), pes, trace_dir=out, hints_dir=hints, timeout_s=timeout)
+        except JobTerminated as exc:
+            print(f"paradise: {program.name} stopped ({exc} to paradise); {_written(out)}", file=sys.stderr)
+            raise typer.Exit(128 + exc.signum) from None
         finals = sorted(out.glob("pe-?????.parquet"))
-        written = f"partial trace in {out} (marked incomplete)" if any(out.glob("pe-*.parquet")) else "no trace written"
+        written = _written(out)
         if res.timed_out:
             print(f"paradise: {program.name} timed out after {timeout:g} s; {written}", file=sys.stderr)
             raise typer.Exit(124)
         if res.returncode != 0:
             print(f"paradise: {program.name} failed (exit code {res.returncode}); {written}", file=sys.stderr)
             raise typer.Exit(res.returncode if 0 < res.returncode < 256 else 1)
+        missing = incomplete_pes(out, pes)
+        if missing:
+            print(f"paradise: {program.name} ran, but the trace data of PE(s) {_pe_list(missing)} are incomplete "
+                  f"(a trace write failed: full disk?); {written}", file=sys.stderr)
+            raise typer.Exit(1)
         if len(finals) == pes:
             resolve_peers(out)
         typer.echo(f"paradise: traced {program.name} on {pes} PE(s) in {res.wall_s:.1f} s -> {out}")

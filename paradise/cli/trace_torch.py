@@ -1,8 +1,9 @@
 """`paradise trace torch`: run an unmodified DDP script under torchrun with the PyTorch tracer on.
 
-Each rank runs `python -m paradise.boot.torch SCRIPT ARGS` (hint consumers, then the tracer) and writes one
-Parquet file (per torchrun attempt) into the output directory. The script's stdout passes
-through; worker and torchrun stderr go to OUT/logs/ so that a failed run ends in one line.
+Each rank runs `python -P -m paradise.boot.torch SCRIPT ARGS` (hint consumers, then the tracer's bootstrap; `-P` keeps
+the current folder off sys.path) and writes one Parquet file (per torchrun attempt) into the
+output directory. The script's stdout passes through; worker and torchrun stderr go to
+OUT/logs/ so that a failed run ends in one line. torchrun is paradise's child and ends with it.
 """
 
 from __future__ import annotations
@@ -10,28 +11,48 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import typer
 
-from paradise.errors import OutputExists, ParadiseError, TraceNotFound
+from paradise.cli.trace_charm import check_run_options
+from paradise.errors import InvalidOption, OutputExists, ParadiseError, TraceNotFound
 
 TRACER_MODULE = "paradise.boot.torch"
 """The per-rank bootstrap (hint consumers, then the tracer), named as a module so the analyzer never imports the tracer."""
+
+
+_NOT_THE_ERROR = re.compile(r"^(At:|Traceback \(most recent call last\):|Exception raised from |frame #\d+|File \"|\S+\(\d+\): \w)")
+"""Lines of an exception's text that are stack, not error: torch futures append `At:` and
+`file(line): function` frames, c10 errors `Exception raised from` and `frame #N`."""
+_CALLBACK = re.compile(r"^Got the following error when running the callback: (?:\w+: )?")
+
+
+def error_line(message: str) -> str:
+    """The error itself from an exception's text: its first line that is not a stack frame."""
+    for line in message.splitlines():
+        line = line.strip()
+        if line and not _NOT_THE_ERROR.match(line):
+            return _CALLBACK.sub("", line)
+    return ""
 
 
 class TracedRunFailed(ParadiseError):
     """The traced program exited non-zero; the message says where (rank, step, exception)."""
 
 
-def _prepare_output(out: Path, force: bool) -> None:
+MAX_RESTARTS = 1000
+"""Most torchrun restarts: more is a typing error."""
+
+
+def _prepare_output(out: Path, force: bool, script: Path) -> None:
     """Refuses a non-empty output directory unless forced; with force, clears only trace outputs."""
-    if out.exists() and not out.is_dir():
-        raise OutputExists(f"{out}: exists and is not a directory")
-    if out.is_dir() and any(out.iterdir()):
+    from paradise.store.output import prepare_output_folder  # pyarrow loads only when a command runs
+
+    prepare_output_folder(out, inputs=[script])
+    if any(out.iterdir()):
         if not force:
             raise OutputExists(f"{out}: already exists and is not empty; pass --force to overwrite it")
         for p in out.glob("*.parquet"):
@@ -40,17 +61,16 @@ def _prepare_output(out: Path, force: bool) -> None:
             p.unlink()
         for sub in ("logs", "kineto"):
             shutil.rmtree(out / sub, ignore_errors=True)
-    out.mkdir(parents=True, exist_ok=True)
 
 
 def torchrun_command(nproc: int, script: Path, args: list[str], logs: Path, max_restarts: int) -> list[str]:
-    """torchrun (as `python -m torch.distributed.run`) running the tracer bootstrap on each rank."""
+    """torchrun (as `python -P -m torch.distributed.run`) running the tracer bootstrap on each rank."""
     return [
-        sys.executable, "-m", "torch.distributed.run",
+        sys.executable, "-P", "-m", "torch.distributed.run",
         "--standalone", "--nproc-per-node", str(nproc),
         "--max-restarts", str(max_restarts),
         "--log-dir", str(logs), "--redirects", "2",
-        "-m", TRACER_MODULE, str(script), *args,
+        "--no-python", sys.executable, "-P", "-u", "-m", TRACER_MODULE, str(script), *args,
     ]  # fmt: skip
 
 
@@ -96,10 +116,7 @@ def failure_summary(out: Path) -> str | None:
     if row is None:
         return None
     pe, step, name, args = row
-    message = ""
-    if args:
-        message = str(json.loads(args).get("message", "")).strip().splitlines()
-        message = message[-1] if message else ""
+    message = error_line(str(json.loads(args).get("message", ""))) if args else ""
     where = "before its first step" if not steps else f"in step {step}"
     return f"rank {pe} failed {where}: {name}" + (f": {message}" if message else "")
 
@@ -140,19 +157,24 @@ def run_traced(
     force: bool = False,
 ) -> str:
     """Runs the script under torchrun with tracing; returns a one-line summary or raises."""
+    check_run_options(None, nproc, "--nproc")
+    if not 0 <= max_restarts <= MAX_RESTARTS:
+        raise InvalidOption(f"--max-restarts: {max_restarts} is out of range (0..{MAX_RESTARTS})")
     if not script.is_file():
-        raise TraceNotFound(f"{script}: no such script")
+        raise TraceNotFound(f"{script}: no such script (or not a regular file)")
     if hints is not None and not hints.is_dir():
         raise TraceNotFound(f"{hints}: hints directory does not exist")
-    if nproc < 1:
-        raise ParadiseError(f"--nproc must be at least 1 (got {nproc})")
-    _prepare_output(out, force)
+    _prepare_output(out, force, script)
     logs = out / "logs"
     logs.mkdir()
     cmd = torchrun_command(nproc, script, args, logs, max_restarts)
     env = trace_env(out.resolve(), hints.resolve() if hints else None, profiler, script.stem)
+    from tracers import job
+
     with open(logs / "torchrun.stderr", "wb") as err:
-        rc = subprocess.call(cmd, env=env, stderr=err)
+        proc = job.start(cmd, env=env, stderr=err)
+        with job.owned(proc):  # SIGTERM, SIGHUP or Ctrl-C to paradise end the ranks too
+            rc = proc.wait()
     if rc != 0:
         what = failure_summary(out) or "no failure recorded in the trace"
         raise TracedRunFailed(f"{script}: exit status {rc}; {what} (trace: {out}, logs: {logs})")
@@ -179,8 +201,14 @@ def register(app: typer.Typer) -> None:
         max_restarts: int = typer.Option(0, "--max-restarts", help="torchrun restarts after a failure"),
         force: bool = typer.Option(False, "--force", help="overwrite an existing trace directory"),
     ) -> None:
-        summary = run_traced(
-            script, list(args or []), nproc=nproc, out=out, hints=hints,
-            profiler=profiler, max_restarts=max_restarts, force=force,
-        )  # fmt: skip
+        from tracers.job import JobTerminated
+
+        try:
+            summary = run_traced(
+                script, list(args or []), nproc=nproc, out=out, hints=hints,
+                profiler=profiler, max_restarts=max_restarts, force=force,
+            )  # fmt: skip
+        except JobTerminated as exc:
+            print(f"paradise: {script} stopped ({exc} to paradise); trace so far in {out}", file=sys.stderr)
+            raise typer.Exit(128 + exc.signum) from None
         print(summary, file=sys.stderr)

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from paradise.errors import NotAParadiseTrace, TraceNotFound
+from paradise.errors import NotAParadiseTrace, TraceNotFound, TruncatedTrace
 from paradise.format import OUTPUTS_FILE
 
 FLIPPED_ITEMS_SHOWN = 20
@@ -73,7 +73,7 @@ class _Side:
     def items(self) -> pa.ChunkedArray:
         """Item names, read only when a message or an example needs them (strings are the slow column)."""
         if self._items is None:
-            self._items = pq.read_table(self.path, columns=["item"]).column("item")
+            self._items = _read(self.path, ["item"]).column("item")
         return self._items
 
 
@@ -84,6 +84,8 @@ def outputs_path(path: str | Path) -> Path:
         p = p / OUTPUTS_FILE
     if not p.exists():
         raise TraceNotFound(f"{p}: no model outputs ({OUTPUTS_FILE}) found")
+    if not p.is_file():
+        raise NotAParadiseTrace(f"{p}: not a regular file (a folder, FIFO or device)")
     return p
 
 
@@ -176,7 +178,7 @@ def _labels(p: Path, col: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
 def _read_side(p: Path, mode: str) -> _Side:
     cols = ["label", "logprobs" if mode == "logprobs" else "pred"]
-    t = pq.read_table(p, columns=cols)
+    t = _read(p, cols)
     label = _labels(p, t.column("label"))
     if mode == "logprobs":
         try:
@@ -185,6 +187,11 @@ def _read_side(p: Path, mode: str) -> _Side:
             raise NotAParadiseTrace(f"{p}: column 'logprobs' has null rows") from None
         if logp.shape[1] == 0:
             raise NotAParadiseTrace(f"{p}: column 'logprobs' holds only empty lists")
+        bad = np.isnan(logp) | (logp == np.inf)  # logits are normalised; -inf (probability 0) is fine
+        if bad.any():
+            row = int(np.argmax(bad.any(axis=1)))
+            raise NotAParadiseTrace(f"{p}: column 'logprobs' holds {logp[row][bad[row]][0]} in row {row} "
+                                    "(log-probabilities or logits are finite numbers, or -inf)")
         pred, lse = _row_stats(logp)
         return _Side(p, label, pred, logp, width, lse=lse, padded=bool((width != logp.shape[1]).any()))
     pred = t.column("pred").fill_null(-1).to_numpy().astype(np.int64)
@@ -192,7 +199,16 @@ def _read_side(p: Path, mode: str) -> _Side:
 
 
 def _read_items(p: Path) -> pa.ChunkedArray:
-    return pq.read_table(p, columns=["item"]).column("item")
+    return _read(p, ["item"]).column("item")
+
+
+def _read(p: Path, columns: list[str]) -> pa.Table:
+    """Columns of an outputs table; a damaged file is one line naming it, not a traceback."""
+    try:
+        return pq.read_table(p, columns=columns)
+    except (OSError, pa.ArrowException) as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise TruncatedTrace(f"{p}: damaged Parquet data ({first[:120]})") from None
 
 
 def _align(b: Path, c: Path) -> tuple[np.ndarray, np.ndarray]:

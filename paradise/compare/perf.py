@@ -43,6 +43,8 @@ class Change:
     relative: float | None
     significant: bool
     spread: float | None = None  # standard error of the difference, when steps give one
+    statistic: str = "total"
+    """What base and candidate are: "total" over the run, "median" or "mean" per step."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -57,6 +59,8 @@ class TraceComparison:
     steps_base: int
     steps_candidate: int
     changes: list[Change] = field(default_factory=list)
+    step_diff: list[dict[str, Any]] = field(default_factory=list)
+    """Per step (k-th step of each run), the ops added, removed and changed (see step_diff)."""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -96,7 +100,7 @@ def _change(metric: str, unit: str, b: pd.Series | float, c: pd.Series | float, 
         se = math.sqrt(_median_se(b) ** 2 + _median_se(c) ** 2)
         delta = mc - mb
         sig = abs(delta) > SIGNIFICANCE_Z * se if se > 0 else delta != 0
-        return Change(metric, mb, mc, unit, delta, delta / mb if mb else None, bool(sig), se)
+        return Change(metric, mb, mc, unit, delta, delta / mb if mb else None, bool(sig), se, "median")
     vb = float(b.sum()) if isinstance(b, pd.Series) else float(b)
     vc = float(c.sum()) if isinstance(c, pd.Series) else float(c)
     delta = vc - vb
@@ -119,8 +123,12 @@ def diff_tables(tb: dict[str, pd.DataFrame], tc: dict[str, pd.DataFrame]) -> lis
     changes.append(_change("makespan", "ns", span_b, span_c, per_step=False))
     sb, sc = _step_durations(pb), _step_durations(pc)
     use_steps = min(len(sb), len(sc)) >= MIN_STEPS
-    if len(sb) and len(sc):
+    if use_steps:
         changes.append(_change("step_time", "ns", sb, sc, per_step=True))
+    elif len(sb) and len(sc):  # too few steps for a spread: the mean step, judged like a total
+        mean = _change("step_time", "ns", float(sb.mean()), float(sc.mean()), per_step=False)
+        mean.statistic = "mean"
+        changes.append(mean)
     for pe in sorted(set(pb["pe"]) | set(pc["pe"])):
         for col, label in (("busy_ns", "busy"), ("idle_ns", "idle")):
             if use_steps:
@@ -157,6 +165,45 @@ def diff_tables(tb: dict[str, pd.DataFrame], tc: dict[str, pd.DataFrame]) -> lis
     return changes
 
 
+STEP_DIFF_STEPS = 50
+"""Steps listed in the per-step diff (the first ones of each run, paired in order)."""
+STEP_DIFF_OPS = 20
+"""Ops listed per step and list (added, removed, changed), largest time first."""
+
+
+def step_diff(nb: pd.DataFrame, nc: pd.DataFrame) -> list[dict[str, Any]]:
+    """Ops added, removed and changed per step: the k-th step of each run is paired (step numbers
+    may differ between runs); changed = a different call count, or time off by > RELATIVE_THRESHOLD."""
+    sb = sorted(nb["step"].dropna().unique())[:STEP_DIFF_STEPS]
+    sc = sorted(nc["step"].dropna().unique())[:STEP_DIFF_STEPS]
+    out = []
+    for k, (b_step, c_step) in enumerate(zip(sb, sc)):
+        b = nb[nb["step"] == b_step].groupby("name")[["calls", "total_ns"]].sum()
+        c = nc[nc["step"] == c_step].groupby("name")[["calls", "total_ns"]].sum()
+        m = b.add_suffix("_base").join(c.add_suffix("_candidate"), how="outer").fillna(0)
+        added = m[(m["calls_base"] == 0) & (m["calls_candidate"] > 0)]
+        removed = m[(m["calls_candidate"] == 0) & (m["calls_base"] > 0)]
+        both = m[(m["calls_base"] > 0) & (m["calls_candidate"] > 0)]
+        rel = (both["total_ns_candidate"] - both["total_ns_base"]).abs() / both["total_ns_base"].where(
+            both["total_ns_base"] > 0)
+        changed = both[(both["calls_base"] != both["calls_candidate"]) | (rel > RELATIVE_THRESHOLD)]
+
+        def rows(df: pd.DataFrame, key: str) -> list[dict[str, Any]]:
+            df = df.assign(_k=df[key].abs()).sort_values(["_k"], ascending=False).head(STEP_DIFF_OPS)
+            return [{"name": str(n), "calls_base": int(r.calls_base), "calls_candidate": int(r.calls_candidate),
+                     "total_ns_base": int(r.total_ns_base), "total_ns_candidate": int(r.total_ns_candidate)}
+                    for n, r in df.iterrows()]  # fmt: skip
+
+        delta = changed["total_ns_candidate"] - changed["total_ns_base"]
+        out.append({
+            "index": k, "step_base": int(b_step), "step_candidate": int(c_step),
+            "added": rows(added, "total_ns_candidate"), "removed": rows(removed, "total_ns_base"),
+            "changed": rows(changed.assign(delta=delta), "delta"),
+            "counts": {"added": len(added), "removed": len(removed), "changed": len(changed)},
+        })  # fmt: skip
+    return out
+
+
 def compare_traces(base: str | TraceHandle, candidate: str | TraceHandle, *, engine: str = "duckdb") -> TraceComparison:
     """Diff of two traces of the same program."""
     tb_h = base if isinstance(base, TraceHandle) else open_trace(base)
@@ -175,4 +222,5 @@ def compare_traces(base: str | TraceHandle, candidate: str | TraceHandle, *, eng
         steps_base=int(tb["pe_step"]["step"].nunique()),
         steps_candidate=int(tc["pe_step"]["step"].nunique()),
         changes=diff_tables(tb, tc),
+        step_diff=step_diff(tb["name_step"], tc["name_step"]),
     )

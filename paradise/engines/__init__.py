@@ -19,6 +19,11 @@ class Engine(Protocol):
 
     def sql(self, text: str, **params: Any) -> pa.Table: ...
 
+    def materialize(self, table: str, name: str, **params: Any) -> None:
+        """Keeps the rows of query `name` as table `table` of the engine, for later queries that
+        read it (event-level results built in several statements: the exec graph)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -27,14 +32,15 @@ def load_sql(name: str) -> str:
     return resources.files("paradise.sql").joinpath(f"{name}.sql").read_text()
 
 
-def get_engine(trace: TraceHandle, engine: str = "duckdb", scheduler: str | None = None) -> Engine:
-    """The engine by name: 'duckdb' (embedded default) or 'dask' (cluster)."""
+def get_engine(trace: TraceHandle, engine: str = "duckdb", scheduler: str | None = None, **options: Any) -> Engine:
+    """The engine by name: 'duckdb' (embedded default) or 'dask' (cluster); options go to its
+    constructor (memory_limit for both; workers and worker_memory for a local Dask cluster)."""
     if engine == "duckdb":
         from paradise.engines.duckdb_engine import DuckDBEngine
 
-        return DuckDBEngine(trace)
+        return DuckDBEngine(trace, memory_limit=options.get("memory_limit"))
     if engine == "dask":
         from paradise.engines.dask_engine import DaskEngine
 
-        return DaskEngine(trace, scheduler=scheduler)
+        return DaskEngine(trace, scheduler=scheduler, **options)
     raise ValueError(f"unknown engine {engine!r} (choose duckdb or dask)")

@@ -5,6 +5,11 @@ the embedded engine) and returns a partial Arrow table; the client merges the pa
 query's `-- merge:` rule (paradise.engines.merge). All files of one PE go to the same task, so
 per-PE window queries (busy as a union of intervals) stay exact. Workers must see the trace
 files at the same paths as the client (a shared file system) and have paradise installed.
+
+`scheduler` None or "local" starts a LocalCluster of worker processes, each under a memory limit
+(the nanny restarts a worker that exceeds it); "tcp://HOST:PORT" joins an existing cluster
+(docs/engines.md). Tasks run through run_tasks(): a task whose worker dies is retried once, then
+the run stops with one line; so does a run left without any worker for NO_WORKER_S.
 """
 
 from __future__ import annotations
@@ -24,6 +29,17 @@ CONNECT_TIMEOUT_S = 5
 """How long to wait for a scheduler before calling it unreachable."""
 LOCAL_WORKERS = 2
 """Workers of the LocalCluster started when no scheduler is given (tests, small machines)."""
+LOCAL = "local"
+"""--scheduler value that starts a LocalCluster of worker processes."""
+ALLOWED_FAILURES = 1
+"""Retries of a task whose worker died (the LocalCluster's scheduler): one, then the run fails."""
+POLL_S = 2.0
+"""How often a waiting client checks that the cluster still has workers."""
+NO_WORKER_S = 120.0
+"""A run whose cluster has had no worker for this long stops instead of waiting forever (long enough
+for a nanny to restart a worker process on a loaded machine)."""
+TASK_DUCKDB_SHARE = 0.5
+"""Share of a worker's memory limit that the DuckDB of one task may use before spilling."""
 
 
 def run_group(files: list[str], text: str, params: dict[str, Any]) -> pa.Table:
@@ -35,10 +51,25 @@ def run_group(files: list[str], text: str, params: dict[str, Any]) -> pa.Table:
     con = duckdb.connect(":memory:")
     try:
         con.execute("SET threads = 1")  # one core per task: the cluster provides the parallelism
+        _task_memory(con)
         con.execute(events_view_sql(files))
         return con.sql(text, params=params or None).to_arrow_table()
     finally:
         con.close()
+
+
+def _task_memory(con: Any) -> None:
+    """Bounds a task's DuckDB by its worker's memory limit, spilling into the worker's directory."""
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):  # not inside a Dask worker (a direct call)
+        return
+    limit = getattr(getattr(worker, "memory_manager", None), "memory_limit", None)
+    if limit:
+        con.execute("SET memory_limit = $m", {"m": f"{int(limit * TASK_DUCKDB_SHARE)}B"})
+    con.execute("SET temp_directory = $d", {"d": f"{worker.local_directory}/duckdb-spill"})
 
 
 def group_files(trace: TraceHandle, files_per_task: int = FILES_PER_TASK) -> list[list[str]]:
@@ -84,39 +115,90 @@ class DaskEngine:
         scheduler: str | None = None,
         files_per_task: int = FILES_PER_TASK,
         client: Any = None,
+        workers: int = LOCAL_WORKERS,
+        worker_memory: int | None = None,
+        memory_limit: int | None = None,
     ) -> None:
         self.trace = trace
         self.groups = group_files(trace, files_per_task)
+        self.memory_limit = memory_limit
+        """Bytes the client may use (its own DuckDB gets a share, as the embedded engine's)."""
+        self.scheduler = scheduler or LOCAL
         self._cluster = None
         self._own_client = client is None
         self._local: Any = None
-        self.client = client if client is not None else self._connect(scheduler)
+        self.client = client if client is not None else self._connect(scheduler, workers, worker_memory)
 
-    def _connect(self, scheduler: str | None) -> Any:
+    def _connect(self, scheduler: str | None, workers: int, worker_memory: int | None) -> Any:
         try:
+            import dask
             from dask.distributed import Client, LocalCluster
         except ImportError as exc:  # pragma: no cover - dask is a declared dependency
             raise EngineUnavailable(f"dask engine: dask.distributed is not installed ({exc})") from None
-        if scheduler is None:
-            self._cluster = LocalCluster(
-                n_workers=LOCAL_WORKERS, threads_per_worker=1, processes=False, dashboard_address=":0"
-            )
+        if scheduler in (None, LOCAL):
+            import logging
+
+            with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}):
+                self._cluster = LocalCluster(
+                    n_workers=max(1, workers), threads_per_worker=1, processes=True, dashboard_address=None,
+                    memory_limit=worker_memory if worker_memory else "auto", silence_logs=logging.ERROR,
+                )
             return Client(self._cluster)
         try:
             return Client(scheduler, timeout=f"{CONNECT_TIMEOUT_S}s")
         except Exception as exc:  # distributed raises many kinds, with long multi-line texts
             raise EngineUnavailable(f"dask scheduler {scheduler}: {_why(exc)}") from None
 
+    def _workers(self) -> int:
+        try:
+            return len(self.client.scheduler_info().get("workers", {}))
+        except Exception:  # the scheduler went away: no worker either
+            return 0
+
+    def run_tasks(self, fn: Any, items: list[Any], **kwargs: Any) -> list[Any]:
+        """fn(item, **kwargs) for every item as cluster tasks, results in order. A task whose worker
+        died is retried (ALLOWED_FAILURES); after that, a cluster without workers for NO_WORKER_S or a
+        lost scheduler, the run stops with one line (EngineUnavailable) instead of hanging."""
+        import time
+
+        from distributed import wait
+        from distributed.scheduler import KilledWorker
+
+        futures = self.client.map(fn, items, pure=False, **kwargs)
+        idle_since: float | None = None
+        try:
+            while True:
+                try:
+                    wait(futures, timeout=POLL_S)
+                    break
+                except TimeoutError:
+                    pass
+                if self._workers():
+                    idle_since = None
+                elif idle_since is None:
+                    idle_since = time.monotonic()
+                elif time.monotonic() - idle_since > NO_WORKER_S:
+                    raise EngineUnavailable(
+                        f"dask scheduler {self.scheduler}: no worker for {NO_WORKER_S:.0f} s (all died or left); "
+                        "start workers (`dask worker ADDRESS`) or run with --engine duckdb")
+            return self.client.gather(futures)
+        except KilledWorker as exc:
+            raise EngineUnavailable(
+                f"dask scheduler {self.scheduler}: a worker died running {getattr(fn, '__name__', fn)} on "
+                f"{self.trace.path} ({exc.args[0] if exc.args else 'task'} killed {ALLOWED_FAILURES + 1} times; "
+                "out of memory? raise --worker-memory)") from None
+        except (OSError, TimeoutError) as exc:  # CommClosedError is an OSError
+            raise EngineUnavailable(f"dask scheduler {self.scheduler}: lost ({_why(exc)})") from None
+        finally:
+            self.client.cancel([f for f in futures if not f.done()])
+
     def query(self, name: str, **params: Any) -> pa.Table:
-        """Runs analyses/sql/<name>.sql per group of files and merges by its `-- merge:` rule."""
+        """Runs the stage-1 query <name> per group of files and merges by its `-- merge:` rule."""
         text = load_sql(name)
         rule = parse_merge_rule(text, name)
         if rule.client:
             return self.sql(text, **params)
-        futures = self.client.map(
-            run_group, self.groups, text=text, params=dict(params), pure=False
-        )
-        partials = self.client.gather(futures)
+        partials = self.run_tasks(run_group, self.groups, text=text, params=dict(params))
         return merge_partials(list(partials), rule, name)
 
     def sql(self, text: str, **params: Any) -> pa.Table:
@@ -124,8 +206,13 @@ class DaskEngine:
         if self._local is None:
             from paradise.engines.duckdb_engine import DuckDBEngine
 
-            self._local = DuckDBEngine(self.trace)
+            self._local = DuckDBEngine(self.trace, memory_limit=self.memory_limit)
         return self._local.sql(text, **params)
+
+    def materialize(self, table: str, name: str, **params: Any) -> None:
+        """An event-level table (`-- merge: client` queries): kept in the client's DuckDB."""
+        self.sql("SELECT 1")  # opens the client engine
+        self._local.materialize(table, name, **params)
 
     def close(self) -> None:
         if self._local is not None:

@@ -1,15 +1,48 @@
-"""The embedded default engine: DuckDB streaming SQL over the trace's Parquet files."""
+"""The embedded default engine: DuckDB streaming SQL over the trace's Parquet files.
+
+DuckDB runs under a memory limit (DUCKDB_SHARE of the analysis' budget, paradise.engines.memory)
+and spills joins, sorts and aggregations that need more into a temporary directory of its own,
+removed on close; a query that cannot finish even so raises OutOfMemory with what to do instead.
+"""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
 from paradise.engines import load_sql
+from paradise.engines.memory import DUCKDB_SHARE, default_memory_limit, fmt_size
+from paradise.errors import OutOfMemory, TruncatedTrace
 from paradise.store import TraceHandle
+
+SPILL_PREFIX = "paradise-spill-"
+"""Name prefix of the spill directory, created under the system temporary directory ($TMPDIR)."""
+
+
+def damaged_file_error(exc: BaseException, files: tuple[Path, ...] | list[Path]) -> BaseException:
+    """After a failed read: the trace file pyarrow cannot decode either, as damaged input (one line,
+    exit 2); when every file decodes, the error unchanged (a bug, reported with its traceback).
+    Runs only on the error path, so valid traces pay nothing for it."""
+    if isinstance(exc, (duckdb.BinderException, duckdb.ParserException, duckdb.CatalogException)):
+        return exc
+    import pyarrow.parquet as pq
+
+    for f in files:
+        try:
+            for _ in pq.ParquetFile(f).iter_batches(batch_size=1 << 16):
+                pass
+        except Exception as bad:  # noqa: BLE001 - any decoding failure means damaged data
+            first = (str(bad).splitlines() or [type(bad).__name__])[0].replace(str(f), "").strip(" :")
+            return TruncatedTrace(f"{f}: damaged Parquet data ({first[:120]})")
+    return exc
 
 
 def _file_list(files: list[str]) -> str:
@@ -29,10 +62,16 @@ class DuckDBEngine:
     other threads than the creator's run on their own cursor (a DuckDB connection serves one
     thread at a time); the view is shared."""
 
-    def __init__(self, trace: TraceHandle, files: list[str] | None = None, threads: int | None = None) -> None:
+    def __init__(self, trace: TraceHandle, files: list[str] | None = None, threads: int | None = None,
+                 memory_limit: int | None = None) -> None:
         self.trace = trace
+        self.memory_limit = int(memory_limit or default_memory_limit())
+        """Bytes the whole analysis may use (DuckDB gets DUCKDB_SHARE of it); the event layer sizes its
+        own buffers from it."""
+        self.spill_dir: str | None = None
         self.con = duckdb.connect(":memory:")
         self.con.execute("SET enable_progress_bar = false")
+        self.con.execute("SET memory_limit = $m", {"m": f"{int(self.memory_limit * DUCKDB_SHARE)}B"})
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
         self.con.execute(events_view_sql(files if files is not None else trace.sql_files()))
@@ -52,16 +91,50 @@ class DuckDBEngine:
                 cur = self._cursors[ident] = self.con.cursor()
         return cur
 
+    def _spill(self) -> None:
+        """Gives DuckDB its own spill directory before the first query (not DuckDB's default, `.tmp`
+        in the working directory: nothing outside the chosen output is written)."""
+        with self._lock:
+            if self.spill_dir is None:
+                self.spill_dir = tempfile.mkdtemp(prefix=SPILL_PREFIX)
+                self.con.execute("SET temp_directory = $d", {"d": self.spill_dir})
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """Turns DuckDB's out-of-memory failure (after spilling) into one line saying what to do."""
+        self._spill()
+        try:
+            yield
+        except duckdb.OutOfMemoryException as exc:
+            first = (str(exc).strip().splitlines() or [""])[0]
+            raise OutOfMemory(
+                f"{self.trace.path}: needs more memory than --memory-limit {fmt_size(self.memory_limit)} allows, "
+                f"even spilling to disk ({first}); try `paradise analyze --only overview` for the first "
+                "report, a larger --memory-limit, or --engine dask on a cluster") from None
+        except duckdb.Error as exc:
+            raise damaged_file_error(exc, self.trace.files) from None
+
     def sql(self, text: str, **params: Any) -> pa.Table:
-        return self._con().sql(text, params=params or None).to_arrow_table()
+        with self._guard():
+            return self._con().sql(text, params=params or None).to_arrow_table()
 
     def query(self, name: str, **params: Any) -> pa.Table:
         return self.sql(load_sql(name), **params)
 
-    def batches(self, name: str, **params: Any) -> pa.RecordBatchReader:
-        """A stage-1 query's result streamed in record batches, for consumers that copy it into
-        arrays of their own and should not hold the whole Arrow table as well."""
-        return self._con().sql(load_sql(name), params=params or None).to_arrow_reader(batch_size=1 << 20)
+    def materialize(self, table: str, name: str, **params: Any) -> None:
+        """CREATE TABLE `table` AS the query, in this engine's database (seen by every cursor;
+        DuckDB's buffer manager spills it under its memory limit)."""
+        if not table.isidentifier():
+            raise ValueError(f"not a table name: {table!r}")
+        with self._guard():
+            self._con().execute(f"CREATE OR REPLACE TABLE {table} AS {load_sql(name)}", params or None)
+
+    def batches(self, name: str, batch_rows: int = 1 << 20, **params: Any) -> pa.RecordBatchReader:
+        """A stage-1 query's result streamed in record batches of up to `batch_rows` rows, for
+        consumers that copy it into arrays of their own (or a file) and should not hold the whole
+        Arrow table as well."""
+        with self._guard():
+            return self._con().sql(load_sql(name), params=params or None).to_arrow_reader(batch_size=batch_rows)
 
     def close(self) -> None:
         with self._lock:
@@ -69,6 +142,9 @@ class DuckDBEngine:
                 cur.close()
             self._cursors.clear()
         self.con.close()
+        if self.spill_dir is not None:
+            shutil.rmtree(self.spill_dir, ignore_errors=True)
+            self.spill_dir = None
 
     def __enter__(self) -> DuckDBEngine:
         return self

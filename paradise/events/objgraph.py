@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable
 from enum import Enum
 from typing import Any
 
@@ -272,8 +271,3 @@ def _bounded_phase(part: pd.DataFrame, entry: str) -> dict[str, Any]:
     a2a = density >= ALL_TO_ALL_DENSITY
     return {"pattern": (Pattern.ALL_TO_ALL if a2a else Pattern.IRREGULAR).value, "phase": entry,
             "confidence": round(min(1.0, density), 3) if a2a else 0.0, "evidence": ev}
-
-
-def pattern_set(patterns: Iterable[dict[str, Any]]) -> set[str]:
-    """The distinct pattern names of a list of phase results."""
-    return {p["pattern"] for p in patterns}

@@ -1,12 +1,7 @@
-"""Placement's stage-1 tables from the shared event arrays instead of two more Parquet scans.
-
-placement_pe_load and placement_obj_load (paradise/sql) define them; here they are grouped in
-numpy from paradise.events.execarrays, with objects as integer ids (oid) whose order is the
-text order of (coll, index), and names joined in only for the few rows of one per object.
-Rows without an index text are left out of the object table, as pandas' groupby on (coll,
-index) left them out before. step_matrix, row_medians and oid_loads are placement's stage 2 on
-that table in numpy (pandas' unstack, median and groupby on a million object x step rows cost
-most of placement's own time).
+"""Object loads per step: placement_obj_load (one row per object, PE and step, a mergeable
+aggregate that the engine runs) rolled up here to one row per object and step, with objects as
+integer ids (oid) in the text order of (coll, index); and the step matrix, medians and per-object
+loads that placement reads from it (numpy on that table: never one row per event).
 """
 
 from __future__ import annotations
@@ -14,78 +9,41 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from paradise.events.eventload import NULL, EventArrays, rows_where, take
-from paradise.events.groupkeys import group_ids
+
+def rows_where(mask: np.ndarray) -> np.ndarray | None:
+    """Positions where mask holds, or None when it holds everywhere (take() then copies nothing)."""
+    return None if bool(mask.all()) else np.flatnonzero(mask)
 
 
-def _fill(a: np.ndarray, value: int) -> np.ndarray:
-    """a as int64 with NULL replaced by value; a itself (no copy: 27 MB on 3.3 million execs, and
-    fresh memory costs) when it is int64 without NULL."""
-    a = a.astype(np.int64, copy=False)
-    null = a == NULL
-    return np.where(null, value, a) if null.any() else a
+def take(a: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+    """a[rows], or a itself for rows None (all rows)."""
+    return a if rows is None else a[rows]
 
 
-def _ended(ea: EventArrays) -> np.ndarray:
-    return ea.execs["t1"] != NULL
-
-
-def pe_load(ea: EventArrays) -> pd.DataFrame:
-    """placement_pe_load: per PE with exec rows, busy_ns (sum of active or t1 - t0), execs, t_min, t_max."""
-    x, rows = ea.execs, rows_where(_ended(ea))
-    pe, cost, t0, t1 = (take(x[c], rows) for c in ("pe", "cost_ns", "t0", "t1"))
-    cost = _fill(cost, 0)
-    if len(pe) == 0:
-        return pd.DataFrame({c: pd.Series(dtype="int64") for c in ("pe", "busy_ns", "execs", "t_min", "t_max")})
-    g, n = group_ids([pe])
-    pes = np.empty(n, np.int64)
-    pes[g] = pe
-    busy = np.zeros(len(pes), np.int64)
-    np.add.at(busy, g, cost)
-    t_min = np.full(len(pes), np.iinfo(np.int64).max, np.int64)
-    np.minimum.at(t_min, g, t0)
-    t_max = np.full(len(pes), NULL, np.int64)
-    np.maximum.at(t_max, g, t1)
-    return pd.DataFrame({"pe": pes, "busy_ns": busy, "execs": np.bincount(g, minlength=len(pes)),
-                         "t_min": t_min, "t_max": t_max})
-
-
-def object_rows(ea: EventArrays) -> tuple[pd.DataFrame, pd.DataFrame, bool]:
-    """placement_obj_load by object id, one row per object and step, sorted by (oid, step): (rows
-    of oid, step, load_ns, execs, last_t1 and the PE of that latest exec; one row per oid with its
-    coll and index text, in oid order; whether any exec row with a step carries load, the test
-    placement.object_loads makes on all rows). Summing over PEs within a step changes none of
-    placement's numbers: loads are summed per step, and the current PE is that of the latest exec.
-    One grouping by (coll, index, step) gives both the rows and the object ids."""
-    x = ea.execs
-    rows = rows_where(_ended(ea) & (x["coll"] >= 0))
-    step = _fill(take(x["step"], rows), -1)
-    load = _fill(take(x["cost_ns"], rows), 0)
-    has_step = step >= 0
-    stepped = bool(has_step.any() and load.sum(where=has_step) > 0)
-    del has_step
-    named = take(x["index"], rows) >= 0
-    if not named.all():
-        rows = np.flatnonzero(named) if rows is None else rows[named]
-        step, load = step[named], load[named]
-    coll, index, pe, t1 = (take(x[c], rows) for c in ("coll", "index", "pe", "t1"))
-    g, n = group_ids([step, index, coll])  # (coll, index, step) order: name codes are in text order
-    latest = np.full(n, NULL, np.int64)
-    np.maximum.at(latest, g, t1)
-    at = np.flatnonzero(t1 == latest[g])  # a row of each group's latest exec: its PE
-    row = np.empty(n, np.int64)
-    row[g[at]] = at
-    total = np.zeros(n, np.int64)
-    np.add.at(total, g, load)
-    g_coll, g_index = coll[row], index[row]
-    new = np.ones(n, bool)
-    new[1:] = (g_coll[1:] != g_coll[:-1]) | (g_index[1:] != g_index[:-1])
-    oid = np.cumsum(new) - 1
-    labels = pd.DataFrame({"coll": [ea.names[c] for c in g_coll[new].tolist()],
-                           "index": [ea.names[i] for i in g_index[new].tolist()]})
-    table = pd.DataFrame({"oid": oid, "pe": pe[row].astype(np.int64), "step": step[row], "load_ns": total,
-                          "execs": np.bincount(g, minlength=n).astype(np.int64), "last_t1": latest},
-                         copy=False)  # the arrays are this table's alone: a copy is 40 MB of fresh memory
+def object_steps(engine: object) -> tuple[pd.DataFrame, pd.DataFrame, bool]:
+    """(rows of oid, pe, step, load_ns, execs, last_t1, sorted by (oid, step); one row per oid with
+    its coll and index text, in oid order; whether any exec with a step carries load). An
+    object's rows on several PEs in one step are summed; its PE in a step is that of its latest
+    exec (the highest PE on a tie). Rows without an index text are no object of the table."""
+    t = engine.query("placement_obj_load")  # type: ignore[attr-defined]
+    df = t.select(["coll", "index", "pe", "step", "load_ns", "execs", "last_t1"]).to_pandas()
+    has_step = df["step"].to_numpy() >= 0
+    stepped = bool(has_step.any() and df["load_ns"].to_numpy()[has_step].sum() > 0)
+    df = df[df["index"].notna()]
+    if df.empty:
+        empty = pd.DataFrame({c: pd.Series(dtype="int64") for c in ("oid", "pe", "step", "load_ns", "execs", "last_t1")})
+        return empty, pd.DataFrame({"coll": pd.Series(dtype=object), "index": pd.Series(dtype=object)}), stepped
+    df = df.sort_values(["coll", "index", "step", "last_t1", "pe"], kind="stable")
+    keys = ["coll", "index", "step"]
+    g = df.groupby(keys, sort=False)
+    out = g.agg(load_ns=("load_ns", "sum"), execs=("execs", "sum")).reset_index()
+    last = g.tail(1)  # the latest exec of each object and step (sorted by last_t1, then pe)
+    out["last_t1"] = last["last_t1"].to_numpy(np.int64)
+    out["pe"] = last["pe"].to_numpy(np.int64)
+    new = (out["coll"] != out["coll"].shift()) | (out["index"] != out["index"].shift())
+    out["oid"] = np.cumsum(new.to_numpy()) - 1
+    labels = out.loc[new.to_numpy(), ["coll", "index"]].reset_index(drop=True)
+    table = out[["oid", "pe", "step", "load_ns", "execs", "last_t1"]].astype("int64").reset_index(drop=True)
     return table, labels, stepped
 
 

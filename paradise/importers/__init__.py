@@ -1,0 +1,105 @@
+"""Importers of foreign trace formats: one contract and one registry.
+
+Every importer module exposes `import_trace(sources, out, *, force, on_progress, **options) -> Path`
+and is listed once in IMPORTERS, which also declares the source it writes and whether that source
+is training-like; `paradise import FORMAT` is built from this registry (cli/import_cmd.py).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib import import_module
+from pathlib import Path
+from typing import Any
+
+from paradise.errors import ImportFormatError, TraceNotFound
+
+ProgressCallback = Callable[[int, int], None]
+"""on_progress(done, total): units of work done so far and in all (bytes or files)."""
+
+Sources = Sequence[str | os.PathLike] | str | os.PathLike
+
+
+@dataclass(frozen=True)
+class Option:
+    """One format-specific option of `paradise import FORMAT` (a keyword of import_trace)."""
+
+    name: str
+    type: type
+    help: str
+
+
+@dataclass(frozen=True)
+class Importer:
+    """A registry entry: the format's command name, module and what its traces are."""
+
+    format: str
+    module: str
+    source: str
+    """The `source` metadata value the importer writes."""
+    training_like: bool
+    """True: ranks, ops and collectives of a training job; False: Charm-like objects and messages."""
+    help: str
+    sources_help: str
+    sources_name: str = "sources"
+    """The argument's name in the command's help (`files`, `path`)."""
+    options: tuple[Option, ...] = ()
+    many: bool = True
+    """Whether the command takes several sources (one per rank) or exactly one."""
+
+    def import_trace(self, sources: Sources, out: str | os.PathLike, **kwargs: Any) -> Path:
+        """Runs the importer (its module is imported only now)."""
+        return import_module(self.module).import_trace(sources, out, **kwargs)
+
+
+IMPORTERS: dict[str, Importer] = {
+    "projections": Importer(
+        format="projections",
+        module="paradise.importers.projections",
+        source="projections",
+        training_like=False,
+        help="Import Charm++ Projections logs (.sts + per-PE .log/.log.gz) into one paradise Parquet file.",
+        sources_help="The run's .sts file or the folder holding it and its logs.",
+        sources_name="path",
+        many=False,
+    ),
+    "kineto": Importer(
+        format="kineto",
+        module="paradise.importers.kineto",
+        source="kineto",
+        training_like=True,
+        help="Import PyTorch profiler (Kineto) Chrome-trace JSON into one paradise trace.",
+        sources_help="PyTorch profiler trace files (.json or .json.gz), one per rank.",
+        sources_name="files",
+        options=(
+            Option("rank", int, "Rank of a single file whose trace lacks distributedInfo.rank."),
+            Option("program", str, "Program name (default: the output's stem)."),
+        ),
+    ),
+}
+"""Every importer, by the FORMAT name of `paradise import FORMAT`."""
+
+
+def source_paths(sources: Sources) -> list[Path]:
+    """The sources as a list of paths (one path alone is accepted too)."""
+    if isinstance(sources, (str, os.PathLike)):
+        return [Path(sources)]
+    return [Path(s) for s in sources]
+
+
+def regular_file(path: Path, what: str) -> Path:
+    """Refuses what is not a regular file (a FIFO or a device would block or never end)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise TraceNotFound(f"{path}: no such file") from None
+    except OSError as exc:
+        raise ImportFormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(mode):
+        raise ImportFormatError(f"{path}: is a directory, not {what}")
+    if not stat.S_ISREG(mode):
+        raise ImportFormatError(f"{path}: not a regular file (a pipe or device), not {what}")
+    return path

@@ -42,8 +42,7 @@ RECORD_NAMES = {
     28: "USER_SUPPLIED_NOTE", 29: "USER_SUPPLIED_BRACKETED_NOTE", 30: "END_PHASE", 32: "USER_STAT",
     98: "BEGIN_USER_EVENT_PAIR", 99: "END_USER_EVENT_PAIR", 100: "USER_EVENT_PAIR",
 }
-SKIPPED_TYPES = frozenset({ENQUEUE, DEQUEUE, BEGIN_INTERRUPT, END_INTERRUPT, MESSAGE_RECV,
-                           BEGIN_PACK, END_PACK, BEGIN_UNPACK, END_UNPACK, BEGIN_COMPUTATION})
+SKIPPED_TYPES = frozenset({ENQUEUE, DEQUEUE, BEGIN_INTERRUPT, END_INTERRUPT, MESSAGE_RECV})
 """Known records that carry nothing paradise keeps (counted in the import summary)."""
 TEXT_TYPES = (USER_SUPPLIED_NOTE, USER_SUPPLIED_BRACKETED_NOTE, USER_STAT)
 """Records whose fields are not all integers: parsed line by line (they are rare)."""
@@ -58,6 +57,10 @@ TIME_FIELD = {1: 2, 20: 2, 21: 2, 2: 2, 3: 2, 4: 1, 5: 1, 6: 0, 7: 0, 8: 0, 9: 0
 
 _STS_KEYWORD = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _LOG_NAME = r"\.(?P<pe>\d+)\.log(?P<gz>\.gz)?$"
+MAX_PES = (1 << 22) - 1
+"""Most PEs a run may declare (as Kineto's MAX_RANK): bounds what analyses allocate per PE."""
+MAX_PAPI_EVENTS = 1024
+"""Most PAPI counters per record a .sts may declare."""
 BLOCK_BYTES = 1 << 24
 """Arrow CSV block size: 16 MiB of log text per tokenising step bounds peak memory per block."""
 
@@ -121,8 +124,9 @@ def read_sts(path: Path) -> Sts:
     missing = [k for k in ("VERSION", "PROCESSORS") if k not in seen]
     if missing:
         raise ImportFormatError(f"{path}: not a Projections .sts file (no {' / '.join(missing)} line)")
-    if sts.pes <= 0:
-        raise ImportFormatError(f"{path}: malformed .sts (PROCESSORS {sts.pes})")
+    if not 0 < sts.pes <= MAX_PES or (sts.smp and not 0 < sts.worker_pes <= MAX_PES):
+        raise ImportFormatError(f"{path}: malformed .sts (PROCESSORS {sts.pes}, SMPMODE {sts.smp}: "
+                                f"between 1 and {MAX_PES} PEs expected)")
     bad = sorted({c for _, c in sts.entries.values() if c not in sts.chares})
     if bad:
         raise ImportFormatError(f"{path}: malformed .sts (ENTRY lines name unknown chare ids {bad[:5]})")
@@ -157,11 +161,15 @@ def _sts_line(sts: Sts, key: str, rest: str) -> None:
         (sts.events if key == "EVENT" else sts.stats)[int(eid)] = name.strip()
     elif key == "PAPI_EVENT":
         idx, name = rest.split()[:2]
+        if not 0 <= int(idx) < MAX_PAPI_EVENTS:
+            raise ValueError("PAPI event index out of range")
         while len(sts.papi) <= int(idx):
             sts.papi.append("")
         sts.papi[int(idx)] = name
     elif key == "TOTAL_PAPI_EVENTS":
         n = int(rest.split()[0])
+        if not 0 <= n <= MAX_PAPI_EVENTS:
+            raise ValueError("PAPI event count out of range")
         sts.papi = (sts.papi + [""] * n)[:n]
 
 
@@ -177,6 +185,9 @@ def find_logs(sts: Sts) -> list[tuple[int, Path]]:
         m = pat.match(p.name)
         if m and p.is_file():
             pe = int(m.group("pe"))
+            if pe >= sts.pes:
+                raise ImportFormatError(f"{p}: a log for PE {m.group('pe')}, but {sts.path.name} declares "
+                                        f"{sts.pes} PEs")
             if pe not in by_pe or m.group("gz"):  # both forms present: the .gz is what Charm++ wrote last
                 by_pe[pe] = p
     if not by_pe:

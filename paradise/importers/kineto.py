@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, Future
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,10 +28,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from paradise.errors import ImportFormatError, TraceNotFound, require_new_output
+from paradise.errors import ImportFormatError, OutputUnwritable
 from paradise.format import SCHEMA, conform, make_metadata
+from paradise.importers import ProgressCallback, Sources, regular_file, source_paths
 from paradise.importers.kineto_arrow import from_numpy, to_numpy, validity
 from paradise.importers.kineto_events import (
+    COLLECTIVE_PRIORITY,
+    KINDS,
     PASS1_SCHEMA,
     BatchResult,
     EventDecodeError,
@@ -41,6 +42,7 @@ from paradise.importers.kineto_events import (
     validate_batch,
 )
 from paradise.importers.kineto_scan import EventScanner
+from paradise.store.output import check_output, disk_full, scratch_dir
 
 EPOCH_FLOOR_NS = 10**18
 """ts at or past this (2001-09-09 in Unix ns) are taken as Unix time already (older Kineto)."""
@@ -80,6 +82,7 @@ class _FileInfo:
     processes: dict[str, str] = field(default_factory=dict)
     threads: dict[str, str] = field(default_factory=dict)
     other_phases: dict[str, int] = field(default_factory=dict)
+    collective_classes: set[int] = field(default_factory=set)
     method: str = "none"
     offset: int = 0
 
@@ -96,6 +99,8 @@ def _rank_of(info: _FileInfo, header: dict[str, Any], rank: int | None) -> int |
                 raise ImportFormatError(
                     f"{info.path}: distributedInfo.rank is not an integer ({found!r})"
                 ) from None
+        if not 0 <= found <= MAX_RANK:
+            raise ImportFormatError(f"{info.path}: distributedInfo.rank {found} is out of range (0 to {MAX_RANK})")
         if rank is not None and rank != found:
             raise ImportFormatError(
                 f"{info.path}: distributedInfo.rank is {found} but --rank {rank} was given"
@@ -176,6 +181,7 @@ def _pass1(
                             info.threads[f"{pid}/{tid}"] = label
             for k, v in res.other_phases.items():
                 info.other_phases[k] = info.other_phases.get(k, 0) + v
+            info.collective_classes |= res.collective_classes
             t = res.table
             if t is None:
                 continue
@@ -297,8 +303,9 @@ def _rewrite(info: _FileInfo, index: _StepIndex, shift: int, reader: pa.ipc.Reco
         cols = {
             name: batch.column(name)
             for name in batch.schema.names
-            if name not in ("_dev", "t0", "t1", "step", "msg")
+            if name not in ("_dev", "_cc", "t0", "t1", "step", "msg")
         }
+        _one_row_per_collective(cols, to_numpy(batch.column("_cc"), np.int8), _carrier(info))
         packable = has_msg & (msg >= 0) & (msg < MSG_RANK_SHIFT)
         cols["msg"] = from_numpy(np.where(packable, msg + info.rank * MSG_RANK_SHIFT, msg), has_msg)
         cols["pe"] = from_numpy(np.full(n, info.rank, dtype=np.int32))
@@ -306,6 +313,27 @@ def _rewrite(info: _FileInfo, index: _StepIndex, shift: int, reader: pa.ipc.Reco
         cols["t1"] = from_numpy(t1)
         cols["step"] = from_numpy(vals.astype(np.int32), ok)
         yield conform(pa.Table.from_pydict(cols))
+
+
+_EXEC_IDX, _COLL_IDX = KINDS.index("exec"), KINDS.index("collective")
+
+
+def _carrier(info: _FileInfo) -> int | None:
+    """The twin class that carries this rank's collectives (COLLECTIVE_PRIORITY)."""
+    return next((c for c in COLLECTIVE_PRIORITY if c in info.collective_classes), None)
+
+
+def _one_row_per_collective(cols: dict[str, Any], cc: np.ndarray, carrier: int | None) -> None:
+    """Keeps `collective` on the carrier's rows; the other twins become exec rows without bytes."""
+    kind = cols["kind"]
+    idx = to_numpy(kind.indices, np.int32)
+    twin = (idx == _COLL_IDX) & (cc != carrier)
+    if not twin.any():
+        return
+    cols["kind"] = pa.DictionaryArray.from_arrays(from_numpy(np.where(twin, _EXEC_IDX, idx).astype(np.int32)),
+                                                  kind.dictionary)
+    nb = cols["bytes"]
+    cols["bytes"] = from_numpy(to_numpy(nb, np.int64), validity(nb) & ~twin)
 
 
 def _worker_count(total_bytes: int) -> int:
@@ -408,16 +436,16 @@ def _metadata(infos: list[_FileInfo], origin: int | None, program: str) -> dict[
 
 
 def import_trace(
-    files: Iterable[str | os.PathLike],
+    sources: Sources,
     out: str | os.PathLike,
     *,
-    rank: int | None = None,
     force: bool = False,
+    on_progress: ProgressCallback | None = None,
+    rank: int | None = None,
     program: str | None = None,
-    progress: bool = False,
 ) -> Path:
     """Imports Kineto trace files (one per rank) into one Parquet trace at `out`; returns its path."""
-    paths = [Path(f) for f in files]
+    paths = source_paths(sources)
     out = Path(out)
     if not paths:
         raise ImportFormatError("no Kineto trace files given")
@@ -425,31 +453,37 @@ def import_trace(
         raise ImportFormatError(
             f"--rank applies to a single file, got {len(paths)} files (each must carry distributedInfo.rank)"
         )
+    if rank is not None and not 0 <= rank <= MAX_RANK:
+        raise ImportFormatError(f"{paths[0]}: --rank {rank} is out of range (0 to {MAX_RANK})")
     for p in paths:
-        if not p.exists():
-            raise TraceNotFound(f"{p}: no such file")
-        if p.is_dir():
-            raise ImportFormatError(f"{p}: is a directory, not a Kineto trace file")
-        if out.exists() and p.resolve() == out.resolve():
-            raise ImportFormatError(f"{p}: the output would overwrite this input")
-    require_new_output(out, force)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmpdir = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+        regular_file(p, "a Kineto trace file")
+    out = check_output(out, force=force, inputs=paths)
+    with scratch_dir(out) as tmpdir:
+        _import_into(paths, out, tmpdir, rank=rank, program=program, on_progress=on_progress)
+    return out
+
+
+def _import_into(paths: list[Path], out: Path, tmpdir: Path, *, rank: int | None, program: str | None,
+                 on_progress: ProgressCallback | None) -> None:
+    """Both passes, with intermediate files in tmpdir; the output renamed into place at the end."""
     final_tmp = tmpdir / "out.parquet"
     try:
         infos = [_FileInfo(path=p, tmp=tmpdir / f"pass1-{i:05d}.arrows") for i, p in enumerate(paths)]
         total = sum(p.stat().st_size for p in paths)
-        if progress:
-            from paradise.report.progress import progress_bar
+        done = [0]
 
-            bar_cm: Any = progress_bar("import kineto", total)
-        else:
-            bar_cm = nullcontext(None)
+        def on_bytes(n: int) -> None:
+            done[0] += n
+            if on_progress is not None:
+                on_progress(done[0], total)
+
         workers = _worker_count(total)
-        with bar_cm as bar, _worker_pool(workers) as pool:
-            on_bytes = bar.advance if bar is not None else None
+        with _worker_pool(workers) as pool:
             for info in infos:
-                _pass1(info, rank, on_bytes, (pool, workers) if pool is not None else None)
+                try:
+                    _pass1(info, rank, on_bytes, (pool, workers) if pool is not None else None)
+                except RecursionError:
+                    raise ImportFormatError(f"{info.path}: JSON nested too deeply") from None
         seen: dict[int, Path] = {}
         for info in infos:
             assert info.rank is not None
@@ -461,6 +495,17 @@ def import_trace(
         origin = min(starts) if starts else 0
         meta = _metadata(infos, origin if starts else None, program or _program_name(out))
         schema = SCHEMA.with_metadata(meta)
+        _write_output(infos, origin, meta, schema, final_tmp, out)
+    except OSError as exc:  # pass 1 spills beside the output: a full disk there is an output problem
+        if not disk_full(exc):
+            raise
+        raise OutputUnwritable(f"{out}: cannot write ({exc.strerror or exc}); nothing written") from None
+
+
+def _write_output(infos: list[_FileInfo], origin: int, meta: Any, schema: pa.Schema, final_tmp: Path,
+                  out: Path) -> None:
+    """Pass 2 into the temporary file, renamed onto OUT when complete."""
+    try:
         with pq.ParquetWriter(final_tmp, schema, compression="zstd", use_dictionary=_DICT_COLUMNS) as writer:
             pending: list[pa.Table] = []
             rows = 0
@@ -476,6 +521,5 @@ def import_trace(
             if pending:
                 writer.write_table(pa.concat_tables(pending).replace_schema_metadata(meta))
         os.replace(final_tmp, out)
-    finally:
-        shutil.rmtree(tmpdir, ignore_errors=True)
-    return out
+    except OSError as exc:  # the output side only: full disk, read-only file system
+        raise OutputUnwritable(f"{out}: cannot write ({exc.strerror or exc}); nothing written") from None

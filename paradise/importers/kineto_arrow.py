@@ -13,6 +13,7 @@ import pyarrow as pa
 _TYPES = {
     np.dtype(np.int64): pa.int64(),
     np.dtype(np.int32): pa.int32(),
+    np.dtype(np.int8): pa.int8(),
     np.dtype(np.bool_): pa.bool_(),
 }
 

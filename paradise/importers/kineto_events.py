@@ -31,20 +31,23 @@ from paradise.importers.kineto_arrow import (
 
 # --- classification rules (documented in docs/importers.md, "Kineto") ----------------------------
 
-DEVICE_CATS = frozenset(
-    {
-        "kernel",
-        "gpu_memcpy",
-        "gpu_memset",
-        "gpu_user_annotation",
-        "cuda_sync",
-        "memcpy",
-        "memset",
-        "mtia_ccp_events",
-        "cuda_profiler_range",
-    }
-)
-"""Categories (lower-cased) of work that runs on a device stream, not on a CPU thread."""
+WORK_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset", "mtia_ccp_events"})
+"""Categories (lower-cased) of work that runs on a device stream: kernels, copies, sets (and the
+MTIA command processor's work). Only these rows get a `stream` and count as device time."""
+
+SYNC_CATS = frozenset({"cuda_sync"})
+"""Device-side waits (cudaStreamWaitEvent, cudaEventSynchronize, Context Sync): `mark` rows that
+keep their stream, so idle time can be attributed to them, but never count as work."""
+
+SYNC_NAMES = frozenset({"event_wait", "event_record"})
+"""Names of wait/record rows inside a work category (MTIA): marks with a stream, as SYNC_CATS."""
+
+SPAN_CATS = frozenset({"gpu_user_annotation", "cuda_profiler_range"})
+"""Device-timeline spans over work (user annotations, CUPTI range-profiler ranges): `mark` rows
+without a stream; the Kineto thread id stays in `tid`."""
+
+DEVICE_CATS = WORK_CATS | SYNC_CATS | SPAN_CATS
+"""Everything on the device timeline (steps reach these rows through their launch)."""
 
 HOST_CATS = frozenset({"cpu_op", "user_annotation", "python_function", "trace"})
 """CPU-side categories whose args hold no correlation or stream (decoded only when collective)."""
@@ -52,15 +55,58 @@ HOST_CATS = frozenset({"cpu_op", "user_annotation", "python_function", "trace"})
 MARK_CATS = frozenset({"trace"})
 """The profiler's own window span ("PyTorch Profiler (0)"): a marker, not work."""
 
+TID_IS_STREAM_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"})
+"""CUDA/ROCm work whose Kineto thread id is the stream: the stream when args lack one."""
+
 _STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
-_COLLECTIVE_PREFIXES = ("c10d::", "gloo:", "nccl:")
 
 
 def is_collective_name(name: str, device: bool) -> bool:
     """NCCL/RCCL kernels, record_param_comms, c10d:: ops and gloo:/nccl: annotations."""
-    if name == "record_param_comms" or name.startswith(_COLLECTIVE_PREFIXES):
-        return True
-    return device and name.lower().startswith("nccl")
+    return collective_class(name, device) != CC_NONE
+
+
+CC_NONE, CC_KERNEL, CC_PARAM_COMMS, CC_C10D, CC_ANNOTATION = range(5)
+"""Which twin of a collective a row is. One collective shows up on up to five rows (the c10d::
+op, record_param_comms, the CPU and GPU nccl: annotations, the kernel); the importer makes one of
+them the `collective` row (see COLLECTIVE_PRIORITY) and keeps the others as plain rows."""
+
+COLLECTIVE_PRIORITY = (CC_KERNEL, CC_PARAM_COMMS, CC_ANNOTATION, CC_C10D)
+"""Per rank, the first twin class present carries the collectives: NCCL/RCCL kernels where the
+rank has any (count per kernel, the time is the transfer), else the program's calls
+(record_param_comms, which carry sizes; else gloo:/nccl: annotations, whose gloo worker spans
+cover the transfer and carry input shapes; else c10d:: ops)."""
+
+NOT_A_COLLECTIVE = frozenset({"wait", "barrier_wait"})
+"""`Collective name` values that are waits on a work handle, not collectives."""
+
+
+def collective_class(name: str, device: bool) -> int:
+    """The twin class of a row from its name and whether it is device work."""
+    if device:
+        low = name.lower()
+        return CC_KERNEL if low.startswith(("nccl", "rccl")) else CC_NONE
+    if name == "record_param_comms":
+        return CC_PARAM_COMMS
+    if name.startswith("c10d::"):
+        return CC_C10D
+    if name.startswith(("gloo:", "nccl:")):
+        return CC_ANNOTATION
+    return CC_NONE
+
+
+MAX_STEP = 2**31 - 1
+"""Step numbers are int32 in the trace format."""
+_BAD_STEP = -2
+
+
+def _step_number(name: str) -> int:
+    """N of a ProfilerStep#N row, -1 for other names, _BAD_STEP when N does not fit int32."""
+    m = _STEP_RE.match(name)
+    if m is None:
+        return -1
+    digits = m.group(1)
+    return int(digits) if len(digits) <= 10 and int(digits) <= MAX_STEP else _BAD_STEP
 
 
 KINDS = ("exec", "collective", "step", "mark")
@@ -263,6 +309,8 @@ class BatchResult:
     meta_events: list[tuple[str, Any, Any, bytes]] = field(default_factory=list)
     """(name, pid, tid, raw args) of `ph: M` metadata events (process/thread names)."""
     other_phases: dict[str, int] = field(default_factory=dict)
+    collective_classes: set[int] = field(default_factory=set)
+    """Twin classes (CC_*) of the collective rows in the batch."""
 
 
 PASS1_SCHEMA = pa.schema(
@@ -282,6 +330,7 @@ PASS1_SCHEMA = pa.schema(
         ("dtype", pa.dictionary(pa.int32(), pa.string())),
         ("args", pa.string()),
         ("_dev", pa.bool_()),
+        ("_cc", pa.int8()),
     ]
 )
 """Columns written by pass 1 (times still on the file's own clock, no pe, steps only on step rows)."""
@@ -338,7 +387,9 @@ def _gloo_bytes(dims_raw: bytes, types_raw: bytes) -> int | None:
         return None
     try:
         dims, types = json.loads(dims_raw), json.loads(types_raw)
-    except ValueError:
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(dims, list) or not isinstance(types, list):
         return None
     total, seen = 0, False
     for shape, typ in zip(dims, types):
@@ -400,8 +451,15 @@ def decode_batch(text: bytes) -> BatchResult:
     if not t0_ok.all():
         bad = int(np.flatnonzero(~t0_ok)[0])
         raise EventDecodeError(f"complete event {_text(xs[bad].name)!r} has no numeric ts")
-    dur, dur_ok = us_text_to_ns([e.dur for e in xs])
-    t1 = t0 + np.where(dur_ok, dur, 0)  # an X event without dur is zero-length
+    durs = [e.dur for e in xs]
+    dur, dur_ok = us_text_to_ns(durs)
+    given = np.fromiter((len(d) > 0 and bytes(d) != b"null" for d in durs), dtype=np.bool_, count=n)
+    bad = np.flatnonzero((~dur_ok & given) | (dur_ok & (dur < 0)))
+    if bad.size:
+        e = xs[int(bad[0])]
+        raise EventDecodeError(f"complete event {_text(e.name)!r} has a negative or non-numeric dur "
+                               f"({bytes(e.dur)[:20].decode(errors='replace')})")
+    t1 = t0 + np.where(dur_ok, dur, 0)  # an X event without dur (or with null) is zero-length
 
     names = raw_dict_strings([e.name for e in xs], _text)
     cats = raw_dict_strings([e.cat for e in xs], _text)
@@ -412,15 +470,25 @@ def decode_batch(text: bytes) -> BatchResult:
         tid_np, tid_ok = _nullable_np(tids)
     tid_arr = from_numpy(tid_np, tid_ok)
 
-    device = _per_unique(cats, lambda c: isinstance(c, str) and c.lower() in DEVICE_CATS)
-    mark = _per_unique(cats, lambda c: isinstance(c, str) and c.lower() in MARK_CATS)
-    host = _per_unique(cats, lambda c: isinstance(c, str) and c.lower() in HOST_CATS)
-    step_no = _per_unique(
-        names, lambda s: int(m.group(1)) if (m := _STEP_RE.match(s)) else -1, dtype=np.int64, null_value=-1
-    )
-    coll_name = _per_unique(names, lambda s: is_collective_name(s, False))
-    coll_dev = _per_unique(names, lambda s: is_collective_name(s, True))
-    named_coll = np.where(device, coll_dev, coll_name)
+    def cat_in(group: frozenset[str]) -> np.ndarray:
+        return _per_unique(cats, lambda c: isinstance(c, str) and c.lower() in group)
+
+    device = cat_in(DEVICE_CATS)
+    sync_name = _per_unique(names, lambda s: s in SYNC_NAMES)
+    work_cat = cat_in(WORK_CATS)
+    work = work_cat & ~sync_name
+    sync = cat_in(SYNC_CATS) | (work_cat & sync_name)
+    tid_stream = cat_in(TID_IS_STREAM_CATS)
+    mark = cat_in(MARK_CATS) | (device & ~work)
+    host = cat_in(HOST_CATS)
+    step_no = _per_unique(names, _step_number, dtype=np.int64, null_value=-1)
+    if (step_no == _BAD_STEP).any():
+        e = xs[int(np.flatnonzero(step_no == _BAD_STEP)[0])]
+        raise EventDecodeError(f"step number of {_text(e.name)!r} is out of range (at most {MAX_STEP})")
+    cc_host = _per_unique(names, lambda s: collective_class(s, False), dtype=np.int8, null_value=CC_NONE)
+    cc_dev = _per_unique(names, lambda s: collective_class(s, True), dtype=np.int8, null_value=CC_NONE)
+    cc = np.where(work, cc_dev, np.where(device, CC_NONE, cc_host)).astype(np.int8)
+    named_coll = cc != CC_NONE
 
     raws = [e.args for e in xs]
     lens = np.fromiter(map(len, raws), dtype=np.int64, count=n)
@@ -449,7 +517,13 @@ def decode_batch(text: bytes) -> BatchResult:
     sv[need], sok[need] = _ints_fast([a.stream for a in args])
 
     is_step = (step_no >= 0) & ~device
-    is_coll = ~is_step & (named_coll | has_coll_arg)
+    cc[has_coll_arg & ~named_coll & work] = CC_KERNEL
+    cc[has_coll_arg & ~named_coll & ~device] = CC_PARAM_COMMS
+    cc[is_step] = CC_NONE
+    for i in np.flatnonzero(cc == CC_PARAM_COMMS).tolist():  # a few per step
+        if str(args[slot[i]].collective).lower() in NOT_A_COLLECTIVE:
+            cc[i] = CC_NONE
+    is_coll = cc != CC_NONE
     kind_idx = np.full(n, _EXEC, dtype=np.int32)
     kind_idx[mark] = _MARK
     kind_idx[is_coll] = _COLL
@@ -457,7 +531,8 @@ def decode_batch(text: bytes) -> BatchResult:
 
     step_vals = np.where(is_step, step_no, 0).astype(np.int32)
     stream_vals = np.where(sok, sv, tid_np)
-    stream_ok = device & (sok | tid_ok) & (stream_vals >= -(2**31)) & (stream_vals < 2**31)
+    stream_ok = (work | sync) & (sok | (tid_ok & tid_stream)) & (stream_vals >= -(2**31)) & (stream_vals < 2**32)
+    stream_vals = np.where(stream_vals >= 2**31, stream_vals - 2**32, stream_vals)  # uint32 ids: 2**32-1 is -1
 
     nbytes = np.zeros(n, dtype=np.int64)
     nbytes_ok = np.zeros(n, dtype=np.bool_)
@@ -503,11 +578,13 @@ def decode_batch(text: bytes) -> BatchResult:
             sparse_dict_strings(n, dtype),
             _raw_strings(joined, lens),
             from_numpy(device),
+            from_numpy(cc),
         ],
         schema=PASS1_SCHEMA,
     )
     result.t0, result.t1, result.device = t0, t1, device
     result.step, result.is_step = step_vals, is_step
     result.msg, result.has_msg = corr
+    result.collective_classes = {int(c) for c in np.unique(cc)} - {CC_NONE}
     result.table = table
     return result

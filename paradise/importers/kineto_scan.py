@@ -331,6 +331,9 @@ class EventScanner:
                     f"{self.path}: JSON ends before its closing brace (truncated?)"
                 ) from None
             raise ImportFormatError(f"{self.path}: malformed JSON outside traceEvents") from None
+        if isinstance(header, dict) and "traceEvents" in header and not isinstance(header["traceEvents"], list):
+            kind = type(header["traceEvents"]).__name__
+            raise ImportFormatError(f"{self.path}: traceEvents is a {kind}, not an array of events")
         if self._phase == _BEFORE or "traceEvents" not in header:
             if isinstance(header, dict) and "nodes" in header:
                 raise ImportFormatError(

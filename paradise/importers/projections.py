@@ -18,12 +18,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from paradise.errors import ImportFormatError, TraceNotFound, require_new_output
+from paradise.errors import ImportFormatError, TraceNotFound
 from paradise.format import SCHEMA, conform, index_text, make_metadata, pack_index
+from paradise.importers import ProgressCallback, Sources, regular_file, source_paths
 from paradise.importers import _projections_parse as P
 from paradise.importers._projections_marks import marks_for_pe
 from paradise.importers._projections_tachyon import read_tachyon_shifts
-from paradise.report.progress import progress_bar
+from paradise.store.output import atomic_output, check_output
 
 US = 1000
 """Projections times are integer microseconds; paradise times are ns."""
@@ -40,32 +41,51 @@ def msg_ids(pe: np.ndarray, event: np.ndarray) -> np.ndarray:
     return (pe.astype(np.int64) << MSG_SHIFT) | (event.astype(np.int64) & 0xFFFFFFFF)
 
 
-def import_trace(src: str | os.PathLike, out: str | os.PathLike, *, force: bool = False) -> Path:
-    """Imports a Projections run (its .sts file or folder) into OUT.parquet; returns OUT."""
+def import_trace(
+    sources: Sources,
+    out: str | os.PathLike,
+    *,
+    force: bool = False,
+    on_progress: ProgressCallback | None = None,
+) -> Path:
+    """Imports a Projections run (its .sts file or folder, the one source) into OUT; returns OUT."""
+    paths = source_paths(sources)
+    if len(paths) != 1:
+        raise ImportFormatError(f"a Projections import takes one .sts file or folder, got {len(paths)}")
     out = Path(out)
-    sts = P.read_sts(find_sts(Path(src)))
+    sts = P.read_sts(find_sts(paths[0]))
     logs = P.find_logs(sts)
-    require_new_output(out, force)
+    out = check_output(out, force=force, inputs=[sts.path, *(path for _, path in logs)])
     shifts = read_tachyon_shifts(sts.path.parent)
     tables = _EntryTables(sts)
     summary: dict[str, Counter] = {"records": Counter(), "unknown": Counter(), "notes": Counter()}
     parts: dict[str, list[pd.DataFrame]] = {"exec": [], "idle": [], "send": [], "mark": []}
-    with progress_bar(f"importing {sts.program}", total=len(logs)) as bar:
-        for pe, path in logs:
-            recs = P.read_log(path)
-            for kind, frame in _pe_events(recs, pe, sts, tables, shifts.get(pe, 0), summary).items():
-                parts[kind].append(frame)
-            bar.advance()
+    for done, (pe, path) in enumerate(logs, 1):
+        recs = P.read_log(path)
+        for kind, frame in _pe_events(recs, pe, sts, tables, shifts.get(pe, 0), summary).items():
+            parts[kind].append(frame)
+        if on_progress is not None:
+            on_progress(done, len(logs))
     frames = {k: pd.concat(v, ignore_index=True) for k, v in parts.items()}
     execs, sends = _link_messages(frames["exec"], frames["send"], summary)
     table = _assemble(execs, sends, frames["idle"], frames["mark"])
-    meta = _metadata(sts, shifts, summary, [pe for pe, _ in logs])
+    found = [pe for pe, _ in logs]
+    missing = sorted(set(range(sts.worker_pes)) - set(found))
+    meta = _metadata(sts, shifts, summary, found, missing)
     _write(table, out, meta)
     if summary["unknown"]:
         names = ", ".join(f"type {t}: {n}" for t, n in sorted(summary["unknown"].items()))
         warnings.warn(ProjectionsImportWarning(f"{sts.path.parent}: skipped unknown Projections records ({names})"),
                       stacklevel=2)
+    if missing:
+        warnings.warn(ProjectionsImportWarning(
+            f"{sts.path}: no log for PE(s) {_pe_list(missing)} of {sts.worker_pes}; the trace is marked incomplete"),
+            stacklevel=2)
     return out
+
+
+def _pe_list(pes: list[int], shown: int = 8) -> str:
+    return ", ".join(map(str, pes[:shown])) + (f" and {len(pes) - shown} more" if len(pes) > shown else "")
 
 
 def find_sts(src: Path) -> Path:
@@ -77,10 +97,10 @@ def find_sts(src: Path) -> Path:
         if len(found) != 1:
             what = "no .sts file" if not found else f"{len(found)} .sts files ({', '.join(p.name for p in found)})"
             raise ImportFormatError(f"{src}: {what}; name the run's .sts file")
-        return found[0]
+        return regular_file(found[0], "a Projections .sts file")
     if not src.name.endswith(".sts"):
         raise ImportFormatError(f"{src}: expected a Projections .sts file or its folder")
-    return src
+    return regular_file(src, "a Projections .sts file")
 
 
 class _EntryTables:
@@ -195,9 +215,28 @@ def _pe_events(recs: P.LogRecords, pe: int, sts: P.Sts, tables: _EntryTables, sh
     endpos = np.where(end_of >= 0, ie[np.maximum(end_of, 0)] if len(ie) else 0, np.iinfo(np.int64).max)
     sends = _sends(recs, pe, times, shift, tables, execs, (ib, endpos, parent, int(lvl.max(initial=0))))
     marks = marks_for_pe(recs, pe, sts, times, shift, pe_end)
+    spans = _span_marks(recs, pe, times, shift, pe_end)
+    if len(spans):
+        marks = pd.concat([marks, spans], ignore_index=True) if len(marks) else spans
     for k, v in counts.items():
         summary["notes"][k] += v
     return {"exec": execs, "idle": idles, "send": sends, "mark": marks}
+
+
+SPAN_RECORDS = ((P.BEGIN_COMPUTATION, P.END_COMPUTATION, "computation"), (P.BEGIN_PACK, P.END_PACK, "pack"),
+                (P.BEGIN_UNPACK, P.END_UNPACK, "unpack"))
+"""Intervals kept as `mark` rows (cat = name): the PE's traced computation, which its span starts
+with, and message packing and unpacking."""
+
+
+def _span_marks(recs: P.LogRecords, pe: int, times: np.ndarray, shift: int, pe_end: int) -> pd.DataFrame:
+    frames = []
+    for b, e, name in SPAN_RECORDS:
+        ib, _, _, _, _, t0, t1 = _intervals(recs, b, e, times, pe_end)
+        if len(ib):
+            frames.append(pd.DataFrame({"pe": pe, "t0": (t0 + shift) * US, "t1": (t1 + shift) * US,
+                                        "name": name, "cat": name, "args": None}))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def _objects(recs, ib, ep, tables, npapi):
@@ -335,7 +374,7 @@ def _assemble(execs, sends, idles, marks) -> pa.Table:
     return table.sort_by([("pe", "ascending"), ("t0", "ascending")]).combine_chunks()
 
 
-def _metadata(sts: P.Sts, shifts: dict[int, int], summary, pes: list[int]) -> dict[bytes, bytes]:
+def _metadata(sts: P.Sts, shifts: dict[int, int], summary, pes: list[int], missing: list[int]) -> dict[bytes, bytes]:
     extra = {
         "projections_version": sts.version, "machine": sts.machine, "smp": list(sts.smp) if sts.smp else None,
         **sts.provenance,
@@ -344,17 +383,16 @@ def _metadata(sts: P.Sts, shifts: dict[int, int], summary, pes: list[int]) -> di
         "unknown_records": {str(t): n for t, n in sorted(summary["unknown"].items())},
         "notes": {k: v for k, v in sorted(summary["notes"].items()) if v},
         "log_pes": pes,
+        "missing_pes": missing,
         "tachyon_shifts_us": {str(k): v for k, v in sorted(shifts.items())},
     }
     names = {"user_events": {str(k): v for k, v in sorted(sts.events.items())},
              "user_stats": {str(k): v for k, v in sorted(sts.stats.items())}, "papi": sts.papi}
     clock = {"method": "projections+tachyon_shifts" if shifts else "projections", "residual_ns": None}
     return make_metadata(source="projections", program=sts.program, pes=sts.worker_pes, pe=None,
-                         complete=True, clock=clock, names=names, extra=extra)
+                         complete=not missing, clock=clock, names=names, extra=extra)
 
 
 def _write(table: pa.Table, out: Path, meta: dict[bytes, bytes]) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    pq.write_table(table.replace_schema_metadata(meta), tmp, compression="zstd", row_group_size=1 << 20)
-    os.replace(tmp, out)
+    with atomic_output(out) as (_, fh):
+        pq.write_table(table.replace_schema_metadata(meta), fh, compression="zstd", row_group_size=1 << 20)

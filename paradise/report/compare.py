@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
-from paradise.report.console import console, fmt_bytes, fmt_ns
+from paradise.report import pictures
+from paradise.report.console import console, fmt_bytes, fmt_ns, shown
 
 SHOW_CHANGES = 25
 
@@ -22,34 +24,69 @@ def _fmt(value: float, unit: str) -> str:
 def render_performance(perf: dict[str, Any]) -> None:
     c = console()
     c.print(
-        f"[bold]performance[/bold]  base: {perf['base']} ({perf['steps_base']} steps)   "
-        f"candidate: {perf['candidate']} ({perf['steps_candidate']} steps)"
+        f"[bold]performance[/bold]  base: {shown(perf['base'])} ({perf['steps_base']} steps)   "
+        f"candidate: {shown(perf['candidate'])} ({perf['steps_candidate']} steps)"
     )
     if perf["program_base"] != perf["program_candidate"]:
-        c.print(f"[yellow]note: programs differ ({perf['program_base']} vs {perf['program_candidate']})[/yellow]")
+        c.print(f"[yellow]note: programs differ ({shown(perf['program_base'])} vs "
+                f"{shown(perf['program_candidate'])})[/yellow]")
     t = Table(title="changes, significant first")
     for col, justify in (("metric", "left"), ("base", "right"), ("candidate", "right"), ("change", "right"), ("", "left")):
         t.add_column(col, justify=justify)
     for ch in perf["changes"][:SHOW_CHANGES]:
+        metric = ch["metric"] + (f" ({ch['statistic']} per step)" if ch.get("statistic", "total") != "total" else "")
         rel = f"{ch['relative'] * 100:+.1f}%" if ch["relative"] is not None else _fmt(ch["delta"], ch["unit"])
         better = ch["delta"] < 0 if ch["unit"] == "ns" and not ch["metric"].endswith(".idle") else None
         color = "" if not ch["significant"] else ("green" if better else "red" if better is False else "bold")
         mark = "significant" if ch["significant"] else "within noise"
         t.add_row(
-            ch["metric"],
+            shown(metric),
             _fmt(ch["base"], ch["unit"]),
             _fmt(ch["candidate"], ch["unit"]),
             f"[{color}]{rel}[/{color}]" if color else rel,
             mark,
         )
     c.print(t)
+    pictures.compare_bars(c, perf["changes"])
     if len(perf["changes"]) > SHOW_CHANGES:
         c.print(f"({len(perf['changes']) - SHOW_CHANGES} more in --json)")
+    _render_step_diff(perf.get("step_diff") or [])
+
+
+SHOW_STEPS = 5
+"""Steps shown in the per-step diff (all of them are in --json)."""
+SHOW_OPS = 8
+"""Ops shown per step and list."""
+
+
+def _render_step_diff(steps: list[dict[str, Any]]) -> None:
+    c = console()
+    shown = [s for s in steps if any(s["counts"].values())][:SHOW_STEPS]
+    if not steps:
+        return
+    if not shown:
+        c.print("per-step diff: the same ops, with the same calls and time within 5%, in every paired step")
+        return
+    t = Table(title="per-step diff (k-th step of each run; ops added, removed, changed)")
+    for col, justify in (("step", "left"), ("op", "left"), ("", "left"), ("calls", "right"), ("time", "right")):
+        t.add_column(col, justify=justify)
+    for s in shown:
+        label = f"{s['step_base']} → {s['step_candidate']}"
+        for what in ("added", "removed", "changed"):
+            for op in s[what][:SHOW_OPS]:
+                calls = f"{op['calls_base']} → {op['calls_candidate']}"
+                time = f"{fmt_ns(op['total_ns_base'])} → {fmt_ns(op['total_ns_candidate'])}"
+                t.add_row(label, Text(op["name"][:60]), what, calls, time)
+                label = ""
+    c.print(t)
+    more = len([s for s in steps if any(s["counts"].values())]) - len(shown)
+    if more > 0:
+        c.print(f"({more} more step(s) with differences in --json)")
 
 
 def render_outputs(out: dict[str, Any]) -> None:
     c = console()
-    c.print(f"[bold]model outputs[/bold]  base: {out['base']}   candidate: {out['candidate']}")
+    c.print(f"[bold]model outputs[/bold]  base: {shown(out['base'])}   candidate: {shown(out['candidate'])}")
     t = Table(show_header=True)
     t.add_column("figure")
     t.add_column("value", justify="right")
@@ -83,8 +120,8 @@ def render_outputs(out: dict[str, Any]) -> None:
     c.print(t)
     if out["items_only_base"] or out["items_only_candidate"]:
         c.print(
-            f"[yellow]items present on one side only are not compared: base-only e.g. {out['only_base_examples']}, "
-            f"candidate-only e.g. {out['only_candidate_examples']}[/yellow]"
+            f"[yellow]items present on one side only are not compared: base-only e.g. "
+            f"{shown(out['only_base_examples'])}, candidate-only e.g. {shown(out['only_candidate_examples'])}[/yellow]"
         )
     if nf and nf["flips"] > 0:
         ratio = out["flips"] / nf["flips"]
@@ -95,7 +132,7 @@ def render_outputs(out: dict[str, Any]) -> None:
             ft.add_column(col)
         for f in out["flipped_items"]:
             ft.add_row(
-                f["item"], str(f["label"]), str(f["pred_base"]), str(f["pred_candidate"]),
+                shown(f["item"]), str(f["label"]), str(f["pred_base"]), str(f["pred_candidate"]),
                 f["direction"].replace("correct->incorrect", "✓→✗").replace("incorrect->correct", "✗→✓"),
                 "-" if f["margin_base"] is None else f"{f['margin_base']:.3f}",
                 "-" if f["kl"] is None else f"{f['kl']:.3g}",

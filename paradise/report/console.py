@@ -2,14 +2,38 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """Control characters (ANSI escapes, bells, carriage returns) as visible escapes: `\\x1b`."""
+    return _CONTROL_RE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def shown(value: Any) -> str:
+    """Untrusted text (a name from a trace, a hint file, an outputs file) for rich: control
+    characters made visible and markup escaped, so it prints as the characters it holds."""
+    return escape(visible(str(value)))
+
+
+class SafeConsole(Console):
+    """A Console on which no string can carry a control character to the terminal: every string
+    rendered (print, table cells, rule titles) has them made visible. Markup in untrusted text is
+    escaped where it is formatted in (shown())."""
+
+    def render_str(self, text: str, **kwargs: Any):  # type: ignore[override]
+        return super().render_str(visible(text), **kwargs)
 
 
 def console() -> Console:
-    return Console(highlight=False)
+    return SafeConsole(highlight=False, emoji=False)
 
 
 def fmt_ns(ns: float | int | None) -> str:
@@ -35,7 +59,8 @@ def fmt_bytes(b: float | int | None) -> str:
 def print_info(info: dict[str, Any]) -> None:
     c = console()
     status = "[green]finished[/green]" if info["complete"] else "[red]did not finish (no clean close)[/red]"
-    c.print(f"[bold]{info['path']}[/bold]  {info['source']}  program={info['program'] or '?'}  {status}")
+    c.print(f"[bold]{shown(info['path'])}[/bold]  {shown(info['source'])}  program={shown(info['program'] or '?')}  "
+            f"{status}")
     c.print(
         f"PEs/ranks: {info['pes']}   files: {info['files']}   rows: {info['rows']:,}   "
         f"span: {fmt_ns(info['span_ns'])}"
@@ -45,5 +70,5 @@ def print_info(info: dict[str, Any]) -> None:
     t.add_column("kind")
     t.add_column("events", justify="right")
     for k, n in info["events_by_kind"].items():
-        t.add_row(str(k), f"{n:,}")
+        t.add_row(shown(k), f"{n:,}")
     c.print(t)

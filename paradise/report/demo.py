@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from paradise.report.console import console, fmt_ns
@@ -50,7 +51,7 @@ def render_demo(result: dict[str, Any]) -> None:
     if "mapped_objects" in result:
         heavy = set(result.get("heavy_objects", []))
         mv = sorted(result.get("moves", []), key=lambda m: m["object"] not in heavy)  # heavy ones first
-        shown = ", ".join(f"{m['object']}{'*' if m['object'] in heavy else ''} {m['from']}->{m['to']}"
+        shown = ", ".join(f"{escape(str(m['object']))}{'*' if m['object'] in heavy else ''} {m['from']}->{m['to']}"
                           for m in mv[:MOVES_SHOWN])
         c.print(f"mapping.json ({result.get('strategy')}): {len(mv)} of {result.get('mapped_objects')} objects "
                 f"move{': ' + shown if shown else ''}{' ...' if len(mv) > MOVES_SHOWN else ''}"

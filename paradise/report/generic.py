@@ -25,7 +25,8 @@ def render_header(console: Console, info: dict[str, Any]) -> None:
     """One line naming the trace: path, source, program, PEs, rows, whether the run finished."""
     status = "finished" if info.get("complete") else "[red]did not finish (no clean close)[/red]"
     console.print(
-        f"[bold]{escape(str(info['path']))}[/bold]  {info.get('source')}  program={info.get('program') or '?'}  "
+        f"[bold]{escape(str(info['path']))}[/bold]  {escape(str(info.get('source')))}  "
+        f"program={escape(str(info.get('program') or '?'))}  "
         f"PEs={info.get('pes')}  files={info.get('files')}  rows={info.get('rows', 0):,}  {status}"
     )
 

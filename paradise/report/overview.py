@@ -108,7 +108,7 @@ def render(console: Console, result: dict[str, Any]) -> None:
     for name in ("busy_share", "load_imbalance"):
         c = _char(result, name)
         if c:
-            console.print(f"  {c['summary']}")
+            console.print(f"  {escape(str(c['summary']))}")
     if result["per_pe"]:
         console.print(_pe_table(result["per_pe"]))
         if any(r["idle_from"] != "rows" for r in result["per_pe"]):

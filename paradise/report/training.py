@@ -83,7 +83,7 @@ def render(console: Console, result: dict[str, Any]) -> None:
     """Prints the training report from the analysis result dict."""
     console.rule("[bold]training[/bold]", align="left")
     for c in result.get("characteristics", []):
-        console.print(f"  [bold]{c['name']}[/bold]: {escape(str(c['summary']))}")
+        console.print(f"  [bold]{escape(str(c['name']))}[/bold]: {escape(str(c['summary']))}")
     if result.get("breakdown"):
         console.print(_breakdown(result["breakdown"]))
     for s in result.get("stragglers", []):
@@ -91,6 +91,10 @@ def render(console: Console, result: dict[str, Any]) -> None:
             f"  straggler: rank {s['rank']} slowest in {s['slow_steps']}/{s['steps']} steps, "
             f"delaying the others by {fmt_ns(s['cost_ns'])} in total"
         )
+    w = result.get("stragglers_by_waiting")
+    if w:
+        console.print("  time in collectives per rank (few steps: the rank that waits least arrived last): " + ", ".join(
+            f"rank {r['rank']} {fmt_ns(r['collective_ns'])}" for r in w["ranks"][:MAX_RANK_ROWS]))
     if result.get("collectives"):
         console.print(_collectives(result["collectives"]))
     b = result.get("ddp_buckets")

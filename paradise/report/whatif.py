@@ -6,12 +6,12 @@ from typing import Any
 
 from rich.table import Table
 
-from paradise.report.console import console, fmt_ns
+from paradise.report.console import console, fmt_ns, shown
 
 
 def render(result: dict[str, Any]) -> None:
     c = console()
-    c.print(f"[bold]{result['trace']}[/bold]  what-if under {', '.join(result['hints'])} "
+    c.print(f"[bold]{shown(result['trace'])}[/bold]  what-if under {shown(', '.join(result['hints']))} "
             f"({result['execs']:,} executions on {result['pes']} PEs)")
     c.print(f"measured makespan        {fmt_ns(result['measured_makespan_ns'])}")
     c.print(f"replay, current mapping  {fmt_ns(result['baseline_replay_makespan_ns'])}")

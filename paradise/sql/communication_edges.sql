@@ -1,7 +1,5 @@
 -- communication_edges: messages between objects, matched send -> exec on `msg`.
--- The analyses compute these rows from the shared exec arrays (paradise.analyses.msgedges, one
--- message match for placement, communication and scheduling); this query is the definition,
--- and tests/unit/test_msgedges.py checks that both give the same rows.
+-- Run once per `paradise analyze` and shared by placement and communication (the session).
 -- grain: one row per src_coll x src_obj x src_pe x dst_coll x dst_obj x dst_pe x entry.
 -- columns:
 --   src_coll, src_obj, src_index  (sending object; null when sent from outside any object)

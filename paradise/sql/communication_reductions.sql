@@ -9,8 +9,7 @@
 --   target_t0                             (ns, start of the target execution)
 --   src_coll, src_obj, src_index, src_pe  (a contributing array element, its PE at its last exec)
 -- note: a heuristic (no message exists to match), flagged `inferred` where it is reported.
--- speed: the per-object window and the array-size count run only when candidate targets exist;
--- the analysis skips the query when scheduling_events' reduce_target (the tobj test) finds none.
+-- speed: the per-object window and the array-size count run only when candidate targets exist.
 -- merge: client (a join of execs across PEs)
 WITH x AS NOT MATERIALIZED (
     SELECT pe, t0, t0 + coalesce(active, t1 - t0) AS t_end, coll, obj, index, name, msg, cat

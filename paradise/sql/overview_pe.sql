@@ -14,8 +14,8 @@
 --   cat         string       source category (Kineto cat, Charm chare kind), null if none
 --   peer_pe     int32        receiving PE of a send row (null when unknown); null on other kinds
 --   size_log2   int32        send rows: floor(log2(max(bytes, 1))), the power-of-two size bucket
---                            of communication_sizes (which the communication analysis rolls up
---                            from this table in `paradise analyze`); null on other kinds
+--                            that the communication analysis rolls up from this table (its
+--                            size histogram); null on other kinds
 --   rows        int64 count  rows
 --   t_first     int64 ns     earliest t0
 --   t_last      int64 ns     latest end (t1, or t0 for instants)

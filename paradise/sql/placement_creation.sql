@@ -6,10 +6,8 @@
 --   create_first_t0  (ns, first creation)
 --   create_last_t0   (ns, last creation)
 --   migrations       (count of migrate rows)
--- note: the first work of a collection (its first exec of an entry method other than __init__)
--- comes from the exec arrays (paradise.analyses.placement.creation_table), and this query runs
--- only when placement_cats counts create or migrate rows: reading t0 of every exec row for it
--- cost more than the rest of placement's own work on 10 million rows.
+-- note: run only when the overview's group table counts create or migrate rows (the first work of
+-- a collection is placement_first_work, run under the same condition).
 -- merge: keys(coll) sum(creates, migrations) min(create_first_t0) max(create_last_t0)
 SELECT coll,
        count(*) FILTER (WHERE kind = 'create') AS creates,

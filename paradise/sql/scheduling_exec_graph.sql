@@ -9,9 +9,7 @@
 --   pe_prev     (id of the previous exec on the same PE, null for the first)
 --   pe_prev_t1  (ns, end of that exec's active time: t0 + cost_ns, so a suspended coroutine
 --                does not hide the execs that ran while it waited)
---   obj_prev    (id of the previous exec of the same object and entry method, null for the first
---                or no object: an object's invocations of one entry keep their order, while
---                different entries may be reordered by message priorities)
+--   pe_prev_end (ns, wall end t1 of that exec: the latency fit's test of an idle receiver)
 --   src_id      (id of the exec that sent the message causing this one, null when unknown)
 --   src_pe      (PE of the send)
 --   send_t0     (ns, time of the send)
@@ -22,6 +20,8 @@
 --   wait_msg_ns (ns, idle time on this PE before this exec spent waiting for its message: since the
 --                previous exec on the PE, or since the run's first exec for the PE's first)
 -- note: event level (message matching with an ASOF join across PEs); not splittable by files.
+-- Rows come unordered: the event layer keeps them as a table (paradise.events.execgraph) and
+-- readers order by id where they need to.
 -- merge: client
 WITH x AS (
     SELECT row_number() OVER (ORDER BY pe, t0, t1) - 1 AS id,
@@ -55,12 +55,12 @@ w AS (
     SELECT x.*,
            lag(id) OVER (PARTITION BY pe ORDER BY t0, t1) AS pe_prev,
            lag(t0 + cost_ns) OVER (PARTITION BY pe ORDER BY t0, t1) AS pe_prev_t1,
-           CASE WHEN coll IS NOT NULL THEN lag(id) OVER (PARTITION BY coll, obj, name ORDER BY t0, t1) END AS obj_prev,
+           lag(t1) OVER (PARTITION BY pe ORDER BY t0, t1) AS pe_prev_end,
            min(t0) OVER () AS run_t0
     FROM x
 )
 SELECT w.id, w.pe, w.t0, w.t1, w.cost_ns, w.coll, w.obj, w.index, w.name, w.step, w.prio,
-       w.pe_prev, w.pe_prev_t1, w.obj_prev,
+       w.pe_prev, w.pe_prev_t1, w.pe_prev_end,
        sx.src_id, sx.src_pe, sx.send_t0, sx.send_offset_ns, sx.bytes,
        CASE WHEN sx.src_id IS NOT NULL AND sx.src_id <> w.id
                  AND (w.pe_prev IS NULL OR sx.send_t0 > w.pe_prev_t1) THEN sx.src_id
@@ -68,4 +68,3 @@ SELECT w.id, w.pe, w.t0, w.t1, w.cost_ns, w.coll, w.obj, w.index, w.name, w.step
        CASE WHEN sx.src_id IS NOT NULL AND (w.pe_prev IS NULL OR sx.send_t0 > w.pe_prev_t1)
             THEN greatest(w.t0 - coalesce(w.pe_prev_t1, w.run_t0), 0) ELSE 0 END AS wait_msg_ns
 FROM w LEFT JOIN sx ON w.msg = sx.msg
-ORDER BY w.id

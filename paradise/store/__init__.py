@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,8 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from paradise.errors import NotAParadiseTrace, SchemaVersionError, TraceNotFound, TruncatedTrace
-from paradise.format import OUTPUTS_FILE, REQUIRED_COLUMNS, SUPPORTED_MAJORS, read_metadata
+from paradise.format import OUTPUTS_FILE, REQUIRED_COLUMNS, SUPPORTED_MAJORS
+from paradise.store.validate import check_columns, check_metadata, check_values, parse_metadata
 
 _PART_RE = re.compile(r"^(?P<stem>.+?)\.part-(?P<seq>\d+)\.parquet$")
 
@@ -73,37 +75,67 @@ def _trace_files(path: Path) -> list[Path]:
 
 
 def _check_file(f: Path) -> tuple[dict[str, Any], int]:
-    if f.stat().st_size == 0:
+    try:
+        st = f.stat()
+    except OSError as exc:
+        raise TraceNotFound(f"{f}: cannot read ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise NotAParadiseTrace(f"{f}: not a regular file (a folder, FIFO or device), not a Parquet trace")
+    if st.st_size == 0:
         raise NotAParadiseTrace(f"{f}: empty file, not a Parquet trace")
     try:
         pf = pq.ParquetFile(f)
+        schema = pf.schema_arrow
     except Exception as exc:  # pyarrow raises ArrowInvalid/OSError with long texts
         with open(f, "rb") as fh:
             head = fh.read(4)
         if head == b"PAR1":
-            raise TruncatedTrace(f"{f}: truncated Parquet file (no valid footer)") from exc
+            raise TruncatedTrace(f"{f}: truncated or damaged Parquet file (no valid footer)") from exc
         raise NotAParadiseTrace(f"{f}: not a Parquet file") from exc
-    schema = pf.schema_arrow
-    meta = read_metadata(schema.metadata)
+    meta = parse_metadata(f, schema.metadata)
     if meta is None:
         raise NotAParadiseTrace(f"{f}: Parquet file without paradise trace metadata (not a paradise trace)")
-    version = str(meta.get("format_version", ""))
-    if version.split(".")[0] not in SUPPORTED_MAJORS:
+    version = meta.get("format_version")
+    if not isinstance(version, str) or version.split(".")[0] not in SUPPORTED_MAJORS:
+        shown = version if isinstance(version, str) and len(version) < 20 else "?"
         raise SchemaVersionError(
-            f"{f}: trace format version {version or '?'} is not supported (this paradise reads "
+            f"{f}: trace format version {shown or '?'} is not supported (this paradise reads "
             f"{', '.join(m + '.x' for m in SUPPORTED_MAJORS)})"
         )
+    check_metadata(f, meta)
     missing = [c for c in REQUIRED_COLUMNS if c not in schema.names]
     if missing:
         raise NotAParadiseTrace(f"{f}: missing required column(s) {', '.join(missing)}")
+    check_columns(f, schema)
+    check_values(f, pf, meta)
     meta["_rows"] = pf.metadata.num_rows
     return meta, pf.metadata.num_rows
+
+
+def _check_pes_unique(files: list[Path], metas: list[dict[str, Any]]) -> None:
+    """Two files of the same PE (and torchrun attempt) would double its rows; only the parts
+    of one PE's unfinished file share a PE."""
+    owner: dict[tuple[int, Any], str] = {}
+    for f, m in zip(files, metas):
+        pe = m.get("pe")
+        if pe is None:
+            continue
+        extra = m.get("extra") if isinstance(m.get("extra"), dict) else {}
+        key = (pe, extra.get("restart", 0))
+        part = _PART_RE.match(f.name)
+        stem = part.group("stem") if part else f.name.removesuffix(".parquet")
+        if owner.setdefault(key, stem) != stem:
+            raise NotAParadiseTrace(f"{f}: holds PE {pe}, as does {owner[key]} (two files of one PE)")
 
 
 def open_trace(path: str | Path) -> TraceHandle:
     """Validates a trace file or directory and returns its handle."""
     p = Path(path)
-    if not p.exists():
+    try:
+        exists = p.exists()
+    except OSError:  # a symlink loop, a name too long
+        exists = False
+    if not exists:
         raise TraceNotFound(f"{p}: no such file or directory")
     if p.is_dir():
         files = _trace_files(p)
@@ -116,6 +148,7 @@ def open_trace(path: str | Path) -> TraceHandle:
         m, n = _check_file(f)
         metas.append(m)
         rows += n
+    _check_pes_unique(files, metas)
     merged = dict(metas[0])
     merged.pop("_rows", None)
     merged.pop("pe", None)

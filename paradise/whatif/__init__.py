@@ -7,13 +7,15 @@ calibrates the prediction: predicted = measured x replay(proposal) / replay(curr
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from paradise.whatif.model import ExecGraph, LatencyModel, exec_graph, fit_latency, pe_under, robust_cost
+from paradise.events.execgraph import LatencyModel
+from paradise.whatif.model import ExecGraph, exec_graph, pe_under, robust_cost
 from paradise.whatif.sim import SimResult, simulate
 
 __all__ = ["Replayer", "ExecGraph", "LatencyModel", "SimResult", "load_replayer", "predict_from_hints"]
@@ -102,6 +104,13 @@ class Replayer:
         }
 
 
+REPLAY_GRAPH_SQL = """
+SELECT *, CASE WHEN coll IS NOT NULL THEN lag(id) OVER (PARTITION BY coll, obj, name ORDER BY t0, t1) END AS obj_prev
+FROM {table} ORDER BY id"""
+"""The exec graph as the replay reads it, with obj_prev: the previous exec of the same object and
+entry method (null for the first or outside objects): an object's invocations of one entry keep
+their order in a replay, while different entries may be reordered by message priorities. Only
+the replay needs it, so it is computed here, on traces small enough to replay."""
 REPLAY_MAX_EXECS = 2_000_000
 """Larger traces are not replayed (minutes of simulation): no mapping or schedule candidate is
 judged, and the event layer's lean exec graph replaces the replay graph."""
@@ -145,12 +154,17 @@ def calibrate(g: ExecGraph, model: LatencyModel, pes: int) -> LatencyModel:
 
 
 def load_replayer(engine: Any, pes: int | None = None) -> Replayer:
-    """Runs the exec-graph query, fits the message cost and calibrates it on the run itself."""
+    """Reads the event layer's exec graph (paradise.events.execgraph: built here unless the run
+    built it already) as arrays, and calibrates its fitted message cost on the run itself."""
     from dataclasses import replace
 
-    g = exec_graph(engine.query("scheduling_exec_graph"))
+    from paradise.events import execgraph
+
+    if not execgraph.built(engine):
+        execgraph.materialize(engine)
+    g = exec_graph(engine.sql(REPLAY_GRAPH_SQL.format(table=execgraph.TABLE)))
     npes = int(max(pes or 0, (g.pe.max() + 1) if g.n else 1))
-    model = calibrate(g, fit_latency(g), npes)  # on the measured costs: it must reproduce the run
+    model = calibrate(g, execgraph.fit_latency(engine), npes)  # on the measured costs: it must reproduce the run
     # proposals are replayed with preemption spikes clipped (robust_cost); the baseline is
     # replayed the same way, so predicted = measured x replay(proposal) / replay(current)
     return Replayer(graph=replace(g, cost=robust_cost(g)), model=model, pes=npes)
@@ -160,7 +174,7 @@ def _load(path: Path, kind: str, trace: Any, pes: int) -> dict[str, Any] | None:
     from hints.format import HintError, load_hint
     from paradise.errors import HintMismatch
 
-    if not path.exists():
+    if not os.path.lexists(path):
         return None
     try:
         doc = load_hint(path, kind, program=trace.program, pes=pes)
@@ -173,6 +187,7 @@ def _load(path: Path, kind: str, trace: Any, pes: int) -> dict[str, Any] | None:
 
 
 def _check_mapping(path: Path, doc: dict[str, Any], pes: int) -> dict[str, dict[str, int]]:
+    from hints.format import index_tuple
     from paradise.errors import HintMismatch
 
     colls = doc.get("collections")
@@ -182,9 +197,15 @@ def _check_mapping(path: Path, doc: dict[str, Any], pes: int) -> dict[str, dict[
         if not isinstance(objs, dict):
             raise HintMismatch(f"{path}: damaged mapping hint (collection {coll!r} is not an object)")
         for idx, pe in objs.items():
+            if index_tuple(idx) is None:
+                raise HintMismatch(f"{path}: {coll} has a bad index {idx[:80]!r} (want e.g. '[0,1]')")
             if not isinstance(pe, int) or isinstance(pe, bool) or not 0 <= pe < pes:
                 raise HintMismatch(f"{path}: {coll} {idx} mapped to PE {pe!r}, not one of 0..{pes - 1}")
     return colls
+
+
+PRIO_RANGE = range(-(2**31), 2**31)
+"""Charm message priorities are signed 32-bit integers."""
 
 
 def _check_schedule(path: Path, doc: dict[str, Any]) -> dict[str, int]:
@@ -195,10 +216,13 @@ def _check_schedule(path: Path, doc: dict[str, Any]) -> dict[str, int]:
         raise HintMismatch(f"{path}: damaged schedule hint ('priorities' is not a list)")
     out: dict[str, int] = {}
     for p in prios:
-        if not isinstance(p, dict) or not isinstance(p.get("prio"), int) or "entry" not in p:
-            raise HintMismatch(f"{path}: damaged schedule hint (entry without 'entry' and integer 'prio')")
-        key = f"{p['coll']}.{p['entry']}" if p.get("coll") else str(p["entry"])
-        out[key] = int(p["prio"])
+        if not isinstance(p, dict) or type(p.get("prio")) is not int or not isinstance(p.get("entry"), str):
+            raise HintMismatch(f"{path}: damaged schedule hint (entry without a text 'entry' and an integer 'prio')")
+        if p["prio"] not in PRIO_RANGE:
+            raise HintMismatch(f"{path}: priority {p['prio']} of {p['entry'][:80]!r} is not a 32-bit integer")
+        coll = p.get("coll")
+        key = f"{coll}.{p['entry']}" if coll else p["entry"]
+        out[key] = p["prio"]
     return out
 
 

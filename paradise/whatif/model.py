@@ -1,6 +1,6 @@
-"""The replay model of a trace: the exec DAG as numpy arrays, and message costs fitted from it.
+"""The replay model of a trace: the event layer's exec graph as numpy arrays.
 
-Setup is vectorised: one SQL query (scheduling_exec_graph) gives every exec with its cause,
+Setup is vectorised: the exec graph table (paradise.events.execgraph) gives every exec with its cause,
 and numpy turns it into arrays. Only the simulation in sim.py walks executions one by one.
 """
 
@@ -13,53 +13,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-LATENCY_FIT_QUANTILE = 0.9
-"""Gaps above this quantile are dropped before fitting (queueing noise, clock jitter)."""
-MIN_FIT_SAMPLES = 5
-"""Fewer cross-PE messages that found their receiver idle than this: no least-squares fit."""
-FEW_SAMPLES_QUANTILE = 0.1
-"""...then the latency is this quantile of all cross-PE send -> exec delays (fast deliveries)."""
-
-
-@dataclass(frozen=True)
-class LatencyModel:
-    """Cost of a message: a_ns + ns_per_byte * bytes across PEs, local_ns on one PE."""
-
-    a_ns: float
-    ns_per_byte: float
-    local_ns: float
-    overhead_ns: float
-    """Scheduler gap between two executions on a busy PE (the median of such gaps)."""
-    samples: int = 0
-    overhead_mean_ns: float = 0.0
-    """The mean of those gaps: on a loaded machine the OS deschedules a busy PE between
-    executions, which the median does not see (calibration may use it)."""
-
-    def to_dict(self) -> dict[str, float]:
-        return {"a_ns": round(self.a_ns, 1), "ns_per_byte": round(self.ns_per_byte, 4),
-                "local_ns": round(self.local_ns, 1), "overhead_ns": round(self.overhead_ns, 1),
-                "samples": self.samples, "overhead_mean_ns": round(self.overhead_mean_ns, 1)}
-
-
-class ExecSpan:
-    """Count and makespan of exec arrays (pe, t0, t1), shared by ExecGraph and the lean graph."""
-
-    pe: np.ndarray
-    t0: np.ndarray
-    t1: np.ndarray
-
-    @property
-    def n(self) -> int:
-        return int(self.pe.shape[0])
-
-    @property
-    def makespan_ns(self) -> int:
-        return int(self.t1.max() - self.t0.min()) if self.n else 0
-
 
 @dataclass
-class ExecGraph(ExecSpan):
-    """One row per exec (arrays of equal length n); ids are positions."""
+class ExecGraph:
+    """The event layer's exec graph as arrays, for the replay: one row per exec (arrays of equal
+    length n); ids are positions."""
 
     pe: np.ndarray
     t0: np.ndarray
@@ -82,6 +40,14 @@ class ExecGraph(ExecSpan):
     name: list = field(default_factory=list)
     prio: np.ndarray | None = None
     step: np.ndarray | None = None  # iteration the trace marks for the exec, -1 where none
+
+    @property
+    def n(self) -> int:
+        return int(self.pe.shape[0])
+
+    @property
+    def makespan_ns(self) -> int:
+        return int(self.t1.max() - self.t0.min()) if self.n else 0
 
 
 
@@ -175,43 +141,6 @@ def robust_cost(g: ExecGraph) -> np.ndarray:
     out = cost.copy()
     out[df["id"].to_numpy()] = np.round(clipped).astype(np.int64)
     return out
-
-
-def fit_latency(g: ExecGraph) -> LatencyModel:
-    """Fits a + b*bytes on cross-PE send->exec gaps where the receiver was idle at the send.
-
-    Gaps where the receiver was busy include queueing, so only messages that found their PE
-    free are used; the local cost is the median of such same-PE gaps.
-    """
-    has = (g.src >= 0) & (g.send_t0 >= 0)
-    prev_end = np.where(g.pe_prev >= 0, g.t1[np.where(g.pe_prev >= 0, g.pe_prev, 0)], -1)
-    idle_at_send = has & (prev_end <= g.send_t0)
-    delay = (g.t0 - g.send_t0).astype(np.float64)
-    cross = idle_at_send & (g.src_pe != g.pe) & (delay >= 0)
-    local = idle_at_send & (g.src_pe == g.pe) & (delay >= 0)
-    a, b = 0.0, 0.0
-    any_cross = has & (g.src_pe != g.pe) & (delay >= 0)
-    if cross.sum() < MIN_FIT_SAMPLES and any_cross.any():
-        # too few idle receivers to fit: the fastest deliveries bound the latency from above
-        a = float(np.quantile(delay[any_cross], FEW_SAMPLES_QUANTILE))
-    elif cross.sum() >= 1:
-        d, x = delay[cross], g.nbytes[cross].astype(np.float64)
-        keep = d <= np.quantile(d, LATENCY_FIT_QUANTILE) if len(d) > 4 else np.ones(len(d), bool)
-        d, x = d[keep], x[keep]
-        if len(d) >= 3 and np.ptp(x) > 0:
-            b, a = np.polyfit(x, d, 1)
-            if b < 0 or a < 0:
-                a, b = float(np.median(d)), 0.0
-        else:
-            a = float(np.median(d))
-    local_ns = float(np.median(delay[local])) if local.any() else min(a, 1_000.0)
-    # busy PE: the next exec's message was there before the previous exec ended
-    busy = (g.pe_prev >= 0) & (~has | (g.send_t0 < prev_end))
-    overhead = float(np.median(g.gap[busy])) if busy.any() else 0.0
-    overhead_mean = float(np.mean(g.gap[busy])) if busy.any() else 0.0
-    return LatencyModel(a_ns=max(float(a), 0.0), ns_per_byte=max(float(b), 0.0), local_ns=max(local_ns, 0.0),
-                        overhead_ns=max(overhead, 0.0), samples=int(max(cross.sum(), any_cross.sum())),
-                        overhead_mean_ns=max(overhead_mean, 0.0))
 
 
 def pe_under(g: ExecGraph, mapping: dict[str, dict[str, int]] | None) -> np.ndarray:

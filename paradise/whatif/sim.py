@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from paradise.whatif.model import ExecGraph, LatencyModel
+from paradise.events.execgraph import LatencyModel
+from paradise.whatif.model import ExecGraph
 
 
 @dataclass(frozen=True)

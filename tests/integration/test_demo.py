@@ -13,7 +13,8 @@ import subprocess
 import pytest
 
 from tests.conftest import bin_path
-from tests.integration.charm_helpers import ROOT, events, rows
+from tests.decoys import plant
+from tests.integration.charm_helpers import events, rows
 
 pytestmark = pytest.mark.timeout(660)
 
@@ -24,10 +25,14 @@ HEAVY = {f"[{i},{j}]" for i in range(2) for j in range(2)}
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    out = tmp_path_factory.mktemp("demo") / "d"
+    """The demo run from a working folder of decoy modules named like paradise's (tests/decoys.py)."""
+    base = tmp_path_factory.mktemp("demo")
+    out, work = base / "d", base / "work"
+    marker = plant(work)
     proc = subprocess.run([bin_path("paradise"), "demo", "-o", str(out), "--args", ARGS, "--json"],
-                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+                          capture_output=True, text=True, timeout=600, cwd=work)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert not marker.exists(), marker.read_text()  # every step ran paradise's code, none of the folder's
     return out, json.loads(proc.stdout), proc.stderr
 
 

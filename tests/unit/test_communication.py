@@ -11,6 +11,7 @@ from builders import TraceBuilder, charm_like, torch_like
 from hints.format import load_hint, write_hint
 from hints.generators import comm as comm_gen
 from paradise.analyses import communication
+from paradise.analyses.session import Session
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.events import objgraph
 from paradise.store import open_trace
@@ -21,7 +22,7 @@ def analyze(tmp_path, prog_placement, name="t"):
     prog, placement = prog_placement
     trace = open_trace(prog.write(tmp_path / name, placement))
     with DuckDBEngine(trace) as eng:
-        return trace, communication.analyze(eng, trace)
+        return trace, communication.analyze(Session(eng, trace))
 
 
 def phases(result, coll):
@@ -152,9 +153,11 @@ def _odd_sends(path):
 
 @pytest.mark.parametrize("make", ["charm_like", "torch_like", "odd_sends", "histsort"])
 def test_size_histogram_equals_communication_sizes(tmp_path, make):
-    # communication_sizes.sql is the definition; `paradise analyze` rolls it up from overview_pe
-    from paradise.analyses import overview
+    # tests/oracles/sql/communication_sizes.sql is the definition; communication rolls it up from
+    # the overview's group table
+    from pathlib import Path
 
+    sql = (Path(__file__).resolve().parents[1] / "oracles" / "sql" / "communication_sizes.sql").read_text()
     if make == "histsort":
         prog, pl = cs.histsort(6, 2)
         path = prog.write(tmp_path / "t", pl)
@@ -164,9 +167,7 @@ def test_size_histogram_equals_communication_sizes(tmp_path, make):
         path = (charm_like(pes=3, steps=3) if make == "charm_like" else torch_like(ranks=2, steps=2)).write(tmp_path / "t")
     trace = open_trace(path)
     with DuckDBEngine(trace) as eng:
-        expect = communication.size_histogram(eng)  # nothing cached: the query itself
-        assert expect.to_pylist() == eng.query("communication_sizes").to_pylist()
-        overview.overview_groups(eng)
-        got = communication.size_histogram(eng)
+        expect = eng.sql(sql)
+        got = communication.size_histogram(eng.query("overview_pe"))
     assert got.schema == expect.schema and got.to_pylist() == expect.to_pylist()
     assert make == "torch_like" or len(got) > 0

@@ -78,14 +78,21 @@ def test_nccl_collectives_carry_sizes_and_groups(real_data, tmp_path):
     coll = df[df["kind"] == "collective"]
     # 27 record_param_comms + 21 NCCL kernels carry "Collective name" (INVENTORY: comms)
     assert len(with_args) == 48
-    carrying = coll[coll["args"].str.contains('"Collective name"', regex=False, na=False)]
+    carrying = df[df["args"].str.contains('"Collective name"', regex=False, na=False)]
     assert len(carrying) == len(with_args)
+    # one row per collective: the rank has NCCL kernels, so they are the collectives and the
+    # record_param_comms twins are plain rows without bytes (docs/importers.md, Kineto)
+    assert (coll["cat"] == "kernel").all() and len(coll) == 21
     sized = carrying[carrying["bytes"].notna()]
-    assert len(sized) == len(carrying)  # every one has In msg nelems and a dtype
-    for _, row in sized.iterrows():
+    assert sized.index.equals(coll.index)
+    for _, row in carrying.iterrows():
         args = json.loads(row["args"])
         size = {"Float": 4, "Long": 8, "Byte": 1}[args["dtype"]]  # c10 ScalarType element sizes
-        assert row["bytes"] == args["In msg nelems"] * size
+        if args["Collective name"] == "wait":  # a wait on a work handle: not a collective, not decoded
+            assert row["kind"] == "exec" and pd.isna(row["bytes"])
+            continue
+        if row["kind"] == "collective":
+            assert row["bytes"] == args["In msg nelems"] * size
         assert row["dtype"] == args["dtype"]
         assert row["group_size"] == args["Group size"]
         if args["Collective name"] == "wait":  # waits name no process group and no ranks
@@ -357,3 +364,61 @@ def test_gloo_collectives_sized_from_shapes(real_data, tmp_path):
     assert meta["pes"] == 300 and meta["pe"] == 34 and set(df["pe"]) == {34}
     # base + ts lands on the time in the file's name: Jul 15 10:52:41 PDT = 17:52:41 UTC
     assert abs(meta["origin_ns"] / 1e9 - 1721065961) < 2
+
+
+def _bad_trace(tmp_path, name, events_json, header='{"rank": 0}'):
+    f = tmp_path / name
+    f.write_text('{"distributedInfo": ' + header + ', "traceEvents": ' + events_json + "}")
+    return f
+
+
+_EV = '{"ph": "X", "cat": "cpu_op", "name": "%s", "pid": 1, "tid": 1, "ts": 10, "dur": %s, "args": %s}'
+
+
+@pytest.mark.parametrize(
+    "name,events,header,message",
+    [
+        ("deep.json", "[" + _EV % ("x", "1", '{"a": ' * 5000 + "1" + "}" * 5000) + "]", '{"rank": 0}',
+         "nested too deeply"),
+        ("bigrank.json", "[" + _EV % ("x", "1", "{}") + "]", '{"rank": 2147483648}', "out of range"),
+        ("negrank.json", "[" + _EV % ("x", "1", "{}") + "]", '{"rank": -1}', "out of range"),
+        ("step.json", "[" + _EV % ("ProfilerStep#" + "9" * 20, "1", "{}") + "]", '{"rank": 0}', "out of range"),
+        ("negdur.json", "[" + _EV % ("x", "-5", "{}") + "]", '{"rank": 0}', "negative or non-numeric dur"),
+        ("textdur.json", "[" + _EV % ("x", '"abc"', "{}") + "]", '{"rank": 0}', "negative or non-numeric dur"),
+        ("dict.json", "{}", '{"rank": 0}', "traceEvents is a dict"),
+    ],
+)  # fmt: skip
+def test_hostile_kineto_inputs_are_refused_in_one_line(tmp_path, name, events, header, message):
+    from paradise.errors import ParadiseError
+
+    f = _bad_trace(tmp_path, name, events, header)
+    with pytest.raises(ParadiseError) as exc:
+        import_trace([f], tmp_path / "o.parquet")
+    assert str(f) in str(exc.value) and message in str(exc.value) and "\n" not in str(exc.value)
+    assert not (tmp_path / "o.parquet").exists()
+
+
+def test_odd_input_dims_leave_the_size_unknown(tmp_path):
+    args = '{"Input Dims": "abc", "Input type": ["float"]}'
+    f = _bad_trace(tmp_path, "dims.json", "[" + _EV.replace("cpu_op", "user_annotation") % ("gloo:all_reduce", "1", args) + "]")
+    df = _table(import_trace([f], tmp_path / "o.parquet"))
+    assert list(df["kind"]) == ["collective"] and df["bytes"].isna().all()
+
+
+def test_fifo_is_refused_not_read(tmp_path, cli):
+    import os
+
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    code, _, err = cli("import", "kineto", fifo, "-o", tmp_path / "o.parquet")
+    assert code == 2 and err.count("\n") == 1 and str(fifo) in err and "not a regular file" in err
+
+
+def test_registry_declares_each_source_once_and_agrees_with_the_format():
+    from paradise.format import TRAINING_SOURCES
+    from paradise.importers import IMPORTERS
+
+    sources = [imp.source for imp in IMPORTERS.values()]
+    assert len(sources) == len(set(sources))
+    for imp in IMPORTERS.values():
+        assert (imp.source in TRAINING_SOURCES) == imp.training_like, imp.format

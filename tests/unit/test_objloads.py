@@ -1,20 +1,24 @@
-"""placement's numpy stage 2 (objloads, step_persistence, creation_table) against the pandas and
-SQL definitions it replaced, on tables with missing steps, ties, odd and even step counts."""
+"""placement's stage 2 on the object loads (paradise.events.objloads, step_persistence,
+creation_table) against plain pandas and SQL definitions, on tables with missing steps, ties,
+odd and even step counts."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from builders import TraceBuilder, charm_like, torch_like
 
-from paradise.analyses import overview, placement
+from paradise.analyses import placement
+from paradise.analyses.session import Session
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.events import objloads
-from paradise.events.execarrays import event_arrays
 from paradise.store import open_trace
 from paradise.whatif.model import STEP_LOAD_CLIP
 
+ORACLE_SQL = Path(__file__).resolve().parents[1] / "oracles" / "sql"
 ONE_SCAN_CREATION = """
 SELECT coll, max(cat) AS cat,
        count(*) FILTER (WHERE kind = 'create') AS creates,
@@ -97,7 +101,8 @@ def test_oid_loads_leave_tied_latest_ends_to_pandas():
 def test_step_persistence_matches_the_pandas_definition(seed, steps):
     obj = rows_table(seed, steps=steps, missing=0.25 if seed % 2 else 0.0)
     corrs, changes = persistence_by_pandas(obj)
-    got = {e.metric: e.value for e in placement.persistence(obj, ("oid",)).evidence}
+    per = obj[obj["step"] >= 0].groupby(["oid", "step"])["load_ns"].sum().unstack("step")
+    got = {e.metric: e.value for e in placement.step_persistence(per.to_numpy(float)).evidence}
     assert got["step_pairs"] == len(changes)
     if changes:
         c = np.nanmedian(corrs) if not all(np.isnan(corrs)) else None
@@ -129,7 +134,7 @@ def test_creation_table_equals_the_one_scan_query(tmp_path, make):
     trace = lifecycle_trace(tmp_path) if make == "lifecycle" else open_trace(
         charm_like(pes=3, steps=3).write(tmp_path / "charm"))
     with DuckDBEngine(trace) as eng:
-        got = placement.creation_table(eng, event_arrays(eng))
+        got = placement.creation_table(Session(eng, trace))
         expect = eng.sql(ONE_SCAN_CREATION).to_pandas()
     pd.testing.assert_frame_equal(got, expect, check_dtype=False)
     assert list(got.columns) == list(expect.columns)
@@ -150,9 +155,9 @@ def test_creation_table_without_creations_runs_one_query(tmp_path):
             return super().query(name, **params)
 
     with Counting(trace) as eng:
-        got = placement.creation_table(eng, event_arrays(eng))
+        got = placement.creation_table(Session(eng, trace))
         expect = eng.sql(ONE_SCAN_CREATION).to_pandas()
-    assert "placement_creation" not in Counting.names and "placement_cats" in Counting.names
+    assert Counting.names == ["overview_pe"]  # the kinds come from the overview's table
     # the first work is read only for created collections: without creations it is left null
     assert got["work_first_t0"].isna().all()
     pd.testing.assert_frame_equal(got.drop(columns="work_first_t0"), expect.drop(columns="work_first_t0"),
@@ -162,14 +167,13 @@ def test_creation_table_without_creations_runs_one_query(tmp_path):
 
 @pytest.mark.parametrize("make", ["lifecycle", "charm_like", "torch_like"])
 def test_collection_kinds_equal_placement_cats(tmp_path, make):
-    # placement_cats.sql is the definition; placement rolls it up from the overview's table
+    # tests/oracles/sql/placement_cats.sql is the definition; placement rolls it up from the
+    # overview's group table
     trace = lifecycle_trace(tmp_path) if make == "lifecycle" else open_trace(
         (charm_like(pes=3, steps=3) if make == "charm_like" else torch_like(ranks=2, steps=2)).write(tmp_path / make))
     with DuckDBEngine(trace) as eng:
-        expect = placement.collection_kinds(eng).to_pylist()  # nothing cached: the query itself
-        assert expect == eng.query("placement_cats").to_pylist()
-        overview.overview_groups(eng)  # as `paradise analyze` runs the overview
-        got = placement.collection_kinds(eng).to_pylist()
+        expect = eng.sql(ORACLE_SQL.joinpath("placement_cats.sql").read_text()).to_pylist()
+        got = placement.collection_kinds(eng.query("overview_pe")).to_pylist()
     assert got == expect
     if make == "lifecycle":
         assert {r["coll"]: r["lifecycle"] for r in got} == {"A#0": 3, "B#1": 1, "G#2": 0, "Main#3": 0}

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from paradise.analyses import ANALYSES, overview
 from paradise.analyses.base import AnalysisConfig, AnalysisResult
 from paradise.analyses.runner import run_analyses, write_hints
+from paradise.analyses.session import Session
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.errors import OutputExists
 from paradise.store import open_trace
@@ -24,7 +25,7 @@ from paradise.store import open_trace
 def _analyze(path: Path, **options) -> dict:
     trace = open_trace(path)
     with DuckDBEngine(trace) as eng:
-        return overview.analyze(eng, trace, AnalysisConfig(options=options)).to_dict()
+        return overview.analyze(Session(eng, trace), AnalysisConfig(options=options)).to_dict()
 
 
 def _naive_union(intervals: list[tuple[int, int]]) -> int:
@@ -127,7 +128,7 @@ def test_dask_engine_gives_the_same_result(tmp_path):
     path = torch_like(ranks=3, steps=2).write(tmp_path / "t", parts_per_pe=2)
     trace = open_trace(path)
     with DaskEngine(trace, files_per_task=1) as eng:
-        via_dask = overview.analyze(eng, trace).to_dict()
+        via_dask = overview.analyze(Session(eng, trace)).to_dict()
     assert via_dask == _analyze(path)
 
 
@@ -174,7 +175,7 @@ def test_sections_equal_one_query_per_section(events):
     with tempfile.TemporaryDirectory() as d:
         trace = open_trace(b.write(Path(d) / "t"))
         with DuckDBEngine(trace) as eng:
-            got = overview.analyze(eng, trace, AnalysisConfig(options={"top": 1000})).to_dict()
+            got = overview.analyze(Session(eng, trace), AnalysisConfig(options={"top": 1000})).to_dict()
             want = {name: eng.sql(sql).to_pylist() for name, sql in _DIRECT.items()}
     assert got["summary"]["exec_ns"] == want["exec_ns"][0]["n"]
     for section in ("per_pe", "top_entries", "comm_matrix", "collectives"):
@@ -233,14 +234,14 @@ def test_a_failing_analysis_does_not_hide_the_others(tmp_path, monkeypatch):
     broken = types.ModuleType("paradise.analyses._broken_for_test")
     broken.applies = lambda trace: True
 
-    def analyze(engine, trace, config):
+    def analyze(session, config):
         raise RuntimeError("boom\nsecond line")
 
     broken.analyze = analyze
     monkeypatch.setitem(sys.modules, "paradise.analyses._broken_for_test", broken)
     trace = open_trace(charm_like(pes=2, steps=1).write(tmp_path / "t"))
     with DuckDBEngine(trace) as eng:
-        results, errors = run_analyses(eng, trace, AnalysisConfig(), names=("_broken_for_test", "overview"))
+        results, errors = run_analyses(Session(eng, trace), AnalysisConfig(), names=("_broken_for_test", "overview"))
     assert list(results) == ["overview"]
     assert errors == {"_broken_for_test": "RuntimeError: boom"}
 

@@ -10,6 +10,7 @@ import pytest
 from hints.format import load_hint, write_hint
 from hints.generators import mapping as mapping_gen
 from paradise.analyses import placement
+from paradise.analyses.session import Session
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.store import open_trace
 from tests.unit import charm_synth as cs
@@ -25,7 +26,7 @@ def run(tmp_path, prog_placement, name="t"):
     prog, pl = prog_placement
     trace = open_trace(prog.write(tmp_path / name, pl))
     with DuckDBEngine(trace) as eng:
-        return trace, placement.analyze(eng, trace)
+        return trace, placement.analyze(Session(eng, trace))
 
 
 def char(result, name):
@@ -132,6 +133,6 @@ def test_empty_trace_gives_no_hint(tmp_path):
         pass
     trace = open_trace(tmp_path / "e")
     with DuckDBEngine(trace) as eng:
-        r = placement.analyze(eng, trace)
+        r = placement.analyze(Session(eng, trace))
     assert r.hints == [] and r.characteristics == []
     assert np.isfinite(0)

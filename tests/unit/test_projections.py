@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from paradise.analyses.session import Session
 from paradise.errors import ImportFormatError, OutputExists, TruncatedTrace
 from paradise.format import SCHEMA, read_metadata
 from paradise.importers._projections_tachyon import read_tachyon_shifts
@@ -176,7 +177,7 @@ def test_hello_placement_and_chain(imported):
 
 
 def test_hello_user_events_pairs_stats_kept(imported):
-    marks = q(imported["hello"], "SELECT cat, name, t0, t1, args FROM events WHERE kind = 'mark' ORDER BY t0, cat")
+    marks = q(imported["hello"], "SELECT cat, name, t0, t1, args FROM events WHERE kind = 'mark' AND cat NOT IN ('computation', 'pack', 'unpack') ORDER BY t0, cat")
     by_cat: dict[str, list] = {}
     for cat, name, t0, t1, args in marks:
         by_cat.setdefault(cat, []).append((name, t0, t1, json.loads(args)))
@@ -315,3 +316,53 @@ def test_nested_executions_pair_and_active_time(tmp_path):
                     ("inner(int x)", 13_000, 20_000, 7_000, 0, "A", "[3]")]
     # The send inside outer() is attributed to outer's object and linked to inner().
     assert q(out, "SELECT coll, index, peer_pe FROM events WHERE kind = 'send'") == [("A", "[3]", 0)]
+
+
+def test_pe_span_starts_at_begin_computation(imported, real_data):
+    # ping-pong: BEGIN_COMPUTATION (6) precedes the first execution by ~2.9 ms; the PE's span is
+    # BEGIN_COMPUTATION .. END_COMPUTATION, so the overview's busy share is exec time over that.
+    recs = raw_records(real_data / PINGPONG)
+    from paradise.analyses import overview
+    from paradise.analyses.base import AnalysisConfig
+    from paradise.engines.duckdb_engine import DuckDBEngine
+
+    trace = open_trace(imported["pingpong"])
+    with DuckDBEngine(trace) as eng:
+        res = overview.analyze(Session(eng, trace), AnalysisConfig())
+    busy, _ = naive_busy_idle(recs)
+    for row in res.sections["per_pe"]:
+        rs = recs[row["pe"]]
+        begin, end = (int(next(r[1] for r in rs if r[0] == k)) for k in ("6", "7"))
+        assert row["span_ns"] == (end - begin) * 1000
+        assert row["busy_share"] == pytest.approx(busy[row["pe"]] / ((end - begin) * 1000), abs=1e-4)
+        assert row["busy_share"] < 0.07  # was 15 % with the span starting at the first event
+
+
+def test_pack_and_unpack_intervals_kept(imported, real_data):
+    for pe, rs in raw_records(real_data / PINGPONG).items():
+        kinds = [r[0] for r in rs]
+        got = dict(q(imported["pingpong"], f"SELECT cat, count(*) FROM events WHERE kind = 'mark' AND pe = {pe} "
+                                           "GROUP BY cat"))
+        assert got["pack"] == kinds.count("16") and got["unpack"] == kinds.count("18")
+        assert got["computation"] == kinds.count("6") == 1
+
+
+def test_missing_pe_log_marks_the_trace_incomplete(real_data, tmp_path, cli):
+    d = _copy_set(real_data, HELLO, tmp_path)
+    (d / "hello.1.log.gz").unlink()
+    with pytest.warns(ProjectionsImportWarning, match=r"no log for PE\(s\) 1 of 2"):
+        out = import_trace(d, tmp_path / "o.parquet")
+    meta = read_metadata(pq.read_schema(out).metadata)
+    assert meta["complete"] is False and meta["extra"]["missing_pes"] == [1]
+
+
+def test_pe_numbers_and_counts_out_of_range_are_one_line(real_data, tmp_path, cli):
+    d = _copy_set(real_data, HELLO, tmp_path)
+    (d / "hello.1.log.gz").rename(d / f"hello.{10**20}.log.gz")
+    err = _one_line_exit_2(cli, "import", "projections", d, "-o", tmp_path / "o.parquet")
+    assert f"hello.{10**20}.log.gz" in err and "declares 2 PEs" in err
+    d2 = _copy_set(real_data, HELLO, tmp_path / "b")
+    sts = d2 / "hello.sts"
+    sts.write_text(sts.read_text().replace("PROCESSORS 2", f"PROCESSORS {10**20}"))
+    err = _one_line_exit_2(cli, "import", "projections", sts, "-o", tmp_path / "o.parquet")
+    assert "hello.sts" in err and "PROCESSORS" in err

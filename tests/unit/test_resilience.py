@@ -10,6 +10,7 @@ from hints.format import load_hint
 from hints.generators.checkpoint_policy import HOURS, default_mtbf_s
 from paradise.analyses import resilience
 from paradise.analyses.base import AnalysisConfig
+from paradise.analyses.session import Session
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.store import open_trace
 from tests.builders import TraceBuilder
@@ -43,7 +44,7 @@ def _run_with_failure(tmp_path):
 def _analyze(path, **cfg):
     trace = open_trace(path)
     with DuckDBEngine(trace) as eng:
-        return resilience.analyze(eng, trace, AnalysisConfig(**cfg))
+        return resilience.analyze(Session(eng, trace), AnalysisConfig(**cfg))
 
 
 def _inputs(result):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hints.format import load_hint, write_hint
 from hints.generators import schedule as schedule_gen
 from paradise.analyses import scheduling
+from paradise.analyses.session import Session
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.store import open_trace
 from tests.unit import charm_synth as cs
@@ -14,7 +15,7 @@ def run(tmp_path, prog_placement, name="t"):
     prog, pl = prog_placement
     trace = open_trace(prog.write(tmp_path / name, pl))
     with DuckDBEngine(trace) as eng:
-        return trace, scheduling.analyze(eng, trace)
+        return trace, scheduling.analyze(Session(eng, trace))
 
 
 def ev(c):

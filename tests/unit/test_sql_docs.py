@@ -71,6 +71,8 @@ def test_output_columns_are_documented_and_mergeable(path, traces):
     rule = parse_merge_rule(text, path.stem)
     for trace in traces:
         with DuckDBEngine(trace) as eng:
+            if "FROM exec_graph" in text:  # an event-layer query over the materialized exec graph
+                eng.materialize("exec_graph", "scheduling_exec_graph")
             columns = eng.query(path.stem).column_names
         undocumented = [c for c in columns if not _mentions(head, c)]
         assert not undocumented, f"{path.name}: header does not document column(s) {', '.join(undocumented)}"

@@ -11,6 +11,7 @@ from builders import TraceBuilder, charm_like
 
 from paradise.analyses import training
 from paradise.analyses.base import AnalysisConfig
+from paradise.analyses.session import Session
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.store import open_trace
 
@@ -20,7 +21,7 @@ MS = 1_000_000
 def _analyze(path):
     trace = open_trace(path)
     with DuckDBEngine(trace) as eng:
-        return training.analyze(eng, trace, AnalysisConfig()), eng, trace
+        return training.analyze(Session(eng, trace), AnalysisConfig()), eng, trace
 
 
 def _ddp_step(b, pe, step, t, *, fwd, bwd, opt, comm, nbytes=4 * MS, buckets=1, gap=1 * MS):

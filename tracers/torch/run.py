@@ -1,4 +1,4 @@
-"""Per-rank bootstrap: ``python -m tracers.torch.run SCRIPT [ARGS...]`` (torchrun runs this).
+"""Per-rank bootstrap: ``python -P -m tracers.torch.run SCRIPT [ARGS...]`` (torchrun runs this).
 
 Installs the hooks, then runs the unmodified script as ``__main__`` with runpy. An exception
 escaping the script is recorded as a ``failure`` row (then re-raised, so torchrun sees the
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import tracers.torch as api
+from tracers import job, program
 from tracers.torch.tracer import COL, ENV_DIR, ENV_FLUSH_S, ENV_ORIGIN, ENV_PROGRAM, Tracer
 
 ENV_PROFILER = "PARADISE_TRACE_PROFILER"
@@ -103,8 +104,7 @@ def _run_profiled_only(script: str) -> None:
 
 def run(script: str, args: list[str]) -> None:
     """Runs the script traced (or untraced when PARADISE_TRACE is unset)."""
-    sys.argv = [script, *args]
-    sys.path[0] = str(Path(script).resolve().parent)
+    program.prepare(script, args)
     directory = os.environ.get(ENV_DIR)
     if not directory:
         if os.environ.get(ENV_PROFILER) == "1":  # profiler alone (a baseline for bench/torch_overhead.py)
@@ -145,6 +145,7 @@ def run(script: str, args: list[str]) -> None:
 
 
 def main() -> None:
+    job.die_with_parent()
     if len(sys.argv) < 2:
         sys.exit("usage: python -m tracers.torch.run SCRIPT [ARGS...]")
     run(sys.argv[1], sys.argv[2:])

@@ -17,6 +17,7 @@ MARKER = "COMPLETE"
 EVENTS = "events.jsonl"
 _PERIODIC_RE = re.compile(r"^step-(\d{8})$")
 _JIT_RE = re.compile(r"^jit-(\d{8})-a(\d+)$")
+_RANK_RE = re.compile(r"^rank-(\d+)$")
 
 Found = tuple[int, str, Path, bool]
 """(step, kind, loadable dir, complete) of one checkpoint directory."""
@@ -51,23 +52,29 @@ def dir_bytes(path: Path) -> int:
 def checkpoints(root: Path, complete_only: bool = True) -> list[Found]:
     """Every checkpoint directory found under root."""
     out = []
-    for p in root.iterdir() if root.exists() else ():
+    for p in root.iterdir() if root.is_dir() else ():
+        if not p.is_dir():
+            continue
         if m := _PERIODIC_RE.match(p.name):
             out.append((int(m.group(1)), "periodic", p, (p / MARKER).exists()))
         elif m := _JIT_RE.match(p.name):
-            ranks = sorted(p.glob("rank-*"), key=lambda q: int(q.name[5:]))
+            ranks = sorted((q for q in p.iterdir() if _RANK_RE.match(q.name) and q.is_dir()),
+                           key=lambda q: int(q.name[5:]))  # a stray rank-x or file is not a rank
             ok = [q for q in ranks if (q / MARKER).exists()]
             out.append((int(m.group(1)), "jit", (ok or ranks or [p])[0], bool(ok)))
     return [c for c in out if c[3] or not complete_only]
 
 
+def newest_first(root: Path) -> list[tuple[int, str, Path]]:
+    """The complete checkpoints, newest first (periodic before JIT on a tie)."""
+    found = sorted(checkpoints(root), key=lambda c: (c[0], c[1] == "periodic"), reverse=True)
+    return [(step, kind, path) for step, kind, path, _ in found]
+
+
 def latest(root: Path) -> tuple[int, str, Path] | None:
     """The newest complete checkpoint (periodic preferred on a tie), or None."""
-    found = checkpoints(root)
-    if not found:
-        return None
-    step, kind, path, _ = max(found, key=lambda c: (c[0], c[1] == "periodic"))
-    return step, kind, path
+    found = newest_first(root)
+    return found[0] if found else None
 
 
 def prune(root: Path, keep: int) -> None:

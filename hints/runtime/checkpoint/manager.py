@@ -23,10 +23,11 @@ import contextlib
 import json
 import os
 import signal
+import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,14 @@ from hints.format import load_hint
 from hints.runtime.checkpoint import layout
 from hints.runtime.checkpoint.layout import EVENTS, MARKER
 from hints.runtime.checkpoint.rng import RngSnapshot, rng_state, set_rng_state
+from hints.runtime.checkpoint.safe_load import (
+    CheckpointUnusable,
+    SafePlanner,
+    SafeReader,
+    load_rng_file,
+    plain_rng,
+    problem,
+)
 
 JIT_EXIT_CODE = 17
 """Exit status after a JIT save: non-zero so torchrun --max-restarts relaunches the job."""
@@ -118,6 +127,17 @@ class _Guard:
         return False
 
 
+def restart_store_warning(env: Mapping[str, str]) -> str | None:
+    """Why restarts of this torchrun job may fail, or None: with --max-restarts, torchrun's shared
+    rendezvous store keeps a stale address and about a third of restarts fail to reconnect in gloo
+    (pytorch/pytorch#135712); TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 avoids it."""
+    restarts = env.get("TORCHELASTIC_MAX_RESTARTS", "0")
+    if not restarts.isdigit() or int(restarts) == 0 or env.get("TORCH_DISABLE_SHARE_RDZV_TCP_STORE") == "1":
+        return None
+    return (f"torchrun --max-restarts {restarts} without TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1: about a third "
+            "of restarts fail to reconnect (pytorch#135712); set it in torchrun's environment")
+
+
 class CheckpointManager:
     """Saves and restores model + optimizer + RNG per the checkpoint policy (see module doc)."""
 
@@ -168,6 +188,8 @@ class CheckpointManager:
         optimizer.register_step_post_hook(self._opt_done)
         if handle_sigterm and threading.current_thread() is threading.main_thread():
             self._install_sigterm()
+        if self.rank == 0 and self.attempt == 0 and (why := restart_store_warning(os.environ)):
+            print(f"paradise: warning: {why}", file=sys.stderr, flush=True)
         if self.attempt > 0:
             # a tracer writes its own restart row at the attempt's start
             self._log("restart", "restart", time.time_ns(), trace=False)
@@ -281,7 +303,7 @@ class CheckpointManager:
         d.mkdir(parents=True, exist_ok=True)
         with _quiet():
             dcp.save(self._state(), checkpoint_id=str(d), no_dist=True)
-        torch.save({"rng": rng, "step": done}, d / "rng.pt")
+        torch.save({"rng": plain_rng(rng), "step": done}, d / "rng.pt")
         meta = {"step": done, "kind": "jit", "rank": self.rank, "world_size": self.world, "attempt": self.attempt}
         layout.write_atomic(d / MARKER, json.dumps(meta).encode())
         self._log("checkpoint", "jit", t0, time.time_ns(), step=done, nbytes=layout.dir_bytes(d))
@@ -304,7 +326,7 @@ class CheckpointManager:
         t0 = time.time_ns()
         d = layout.periodic_dir(self.dir, self.completed)
         d.mkdir(parents=True, exist_ok=True)
-        torch.save({"rng": rng_state(), "step": self.completed}, d / f"rng-rank{self.rank}.pt")
+        torch.save({"rng": plain_rng(rng_state()), "step": self.completed}, d / f"rng-rank{self.rank}.pt")
         if self._group is not None:
             self._finish_async(wait=True)
             fut = dcp.async_save(self._state(), checkpoint_id=str(d), process_group=self._group)
@@ -349,31 +371,76 @@ class CheckpointManager:
         return layout.latest(self.dir)
 
     def restore(self) -> int:
-        """Loads the newest complete checkpoint on every rank; returns the next step to run."""
-        choice = self.latest()
+        """Loads the newest usable complete checkpoint on every rank; returns the next step to run.
+
+        A checkpoint whose files do not match its metadata, or that fails to load on any rank, is
+        skipped with one line on stderr, and the previous complete one is tried."""
+        found = self._usable_candidates() if self.rank == 0 else None
         if self.dist:
-            box = [choice]
+            box = [found]
             dist.broadcast_object_list(box, src=0)
-            choice = box[0]
-        if choice is None:
-            return 0
-        step, kind, path = choice
-        t0 = time.time_ns()
+            found = box[0]
+        touched = False  # a load that failed part-way may have overwritten some of the model
+        for step, kind, path in found or ():
+            t0 = time.time_ns()
+            touched = True
+            try:
+                src = self._load(kind, path)
+                why = None
+            except CheckpointUnusable as exc:
+                why = str(exc)
+            except Exception as exc:  # noqa: BLE001 - DCP raises its own types; any failure to load counts
+                first = (str(exc).strip().splitlines() or [""])[0][:200]
+                why = f"{path}: does not load ({type(exc).__name__}: {first})"
+            whys = [why]
+            if self.dist:
+                whys = [None] * self.world
+                dist.all_gather_object(whys, why)
+            bad = next((w for w in whys if w), None)
+            if bad is not None:
+                self._skip(bad)
+                continue
+            self._rng = RngSnapshot()  # forget numpy's cached state: set_state() replaced it
+            self.completed = step
+            failed = [e["step"] for e in self.events() if e["kind"] == "failure"
+                      and e["attempt"] == self.attempt - 1 and e["step"] is not None]
+            replayed = (max(failed) - step + 1) if failed else None
+            self._log("restore", kind, t0, time.time_ns(), step=step, checkpoint=path.name if kind == "periodic"
+                      else f"{path.parent.name}/{path.name}", replayed_steps=replayed, rng_from_rank=src)
+            return step
+        if touched:
+            raise CheckpointUnusable(f"{self.dir}: no complete checkpoint loads, and a failed load left the model "
+                                     "partly overwritten; remove the damaged checkpoints to start afresh")
+        return 0
+
+    def _usable_candidates(self) -> list[tuple[int, str, Path]]:
+        """The complete checkpoints, newest first, less those whose data do not match their metadata."""
+        out = []
+        for step, kind, path in layout.newest_first(self.dir):
+            why = problem(path)
+            if why is None:
+                out.append((step, kind, path))
+            else:
+                self._skip(why)
+        return out
+
+    def _skip(self, why: str) -> None:
+        if self.rank == 0:
+            print(f"paradise: checkpoint skipped: {why}; trying the previous complete one", file=sys.stderr,
+                  flush=True)
+        self._log("mark", "checkpoint_skipped", time.time_ns(), error=why[:300])
+
+    def _load(self, kind: str, path: Path) -> int:
+        """Loads model, optimizer and RNG from one checkpoint (as data only); returns the RNG's rank."""
         with _untraced():
             state = self._state()
-        with _quiet():
-            dcp.load(state, checkpoint_id=str(path), no_dist=not self.dist)
+        with _quiet():  # collective: a failure here is raised on every rank alike
+            dcp.load(state, storage_reader=SafeReader(str(path)), planner=SafePlanner(), no_dist=not self.dist)
+        rng_path, src = layout.rng_file(kind, path, self.rank)
+        rng = load_rng_file(rng_path)["rng"]
         set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
-        rng_file, src = layout.rng_file(kind, path, self.rank)
-        set_rng_state(torch.load(rng_file, weights_only=False)["rng"])  # our own file: numpy/python states
-        self._rng = RngSnapshot()  # forget numpy's cached state: set_state() replaced it
-        self.completed = step
-        failed = [e["step"] for e in self.events() if e["kind"] == "failure" and e["attempt"] == self.attempt - 1
-                  and e["step"] is not None]
-        replayed = (max(failed) - step + 1) if failed else None
-        self._log("restore", kind, t0, time.time_ns(), step=step, checkpoint=path.name if kind == "periodic"
-                  else f"{path.parent.name}/{path.name}", replayed_steps=replayed, rng_from_rank=src)
-        return step
+        set_rng_state(rng)
+        return src
 
     def close(self) -> None:
         """Waits for an async save in flight and marks it complete."""

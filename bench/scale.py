@@ -1,0 +1,250 @@
+"""How does `paradise analyze` scale with the trace? Synth traces of growing size, side by side.
+
+For each synth charm trace (a 2-D grid, `--sizes`, default 10^6, 10^7, 10^8 rows) and a synth
+torch trace (`--torch`, default 10^8 rows), each command runs once as a subprocess:
+  * scan:   a fresh interpreter that imports duckdb and reads every column any analysis reads
+            (count, sums, distinct counts): the floor any analysis pays,
+  * full:   `paradise analyze --json` (every analysis that applies),
+  * first:  `paradise analyze --json --only overview` (the first report),
+  * dask:   `paradise analyze --json --scheduler local --workers 2 --worker-memory 2GiB`,
+and prints wall and CPU seconds (the process tree's, from wait4) and peak RSS sampled every
+0.1 s (the whole process tree; for Dask the client process and its largest worker apart). A
+command whose tree passes --rss-cap is killed (so the bench cannot take the machine down) and
+reported as such. Each full run is checked against the trace's ground truth (synth-truth.json).
+Then the ratios: CPU of full / scan per size and time per row growth from 10^7 to 10^8 rows.
+
+Run: flock /tmp/paradise-bench.lock nice -n 5 .venv/bin/python bench/scale.py [--sizes 1e6,1e7]
+     [--torch 1e8|0] [--pes 64] [--dir /tmp/paradise-scale] [--rss-cap 12GiB] [--memory-limit 2GiB] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from paradise.engines.memory import parse_size  # noqa: E402
+
+BIN = Path(sys.executable).parent
+BYTES_PER_ROW = 16
+"""Disk a synth row takes (zstd Parquet: about 11 bytes measured), with a margin."""
+SCAN_SQL = """
+SELECT count(*), sum(t1 - t0), min(t0), max(coalesce(t1, t0)), sum(active), count(DISTINCT pe),
+       count(DISTINCT kind), count(DISTINCT name), count(DISTINCT coll), count(DISTINCT cat),
+       sum(peer_pe), sum(bytes), sum(obj), count(DISTINCT index), sum(msg), sum(step),
+       count(DISTINCT peer_coll), sum(peer_obj), sum(stream), count(DISTINCT "group"), sum(group_size),
+       count(DISTINCT dtype)
+FROM read_parquet($files, union_by_name = true)
+"""
+"""One pass over every column an analysis reads."""
+
+
+@dataclass
+class Run:
+    """One command's measurements."""
+
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    rss_mib: float = 0.0  # the whole process tree at its peak
+    client_mib: float = 0.0  # the command's own process
+    worker_mib: float = 0.0  # its largest descendant (a Dask worker)
+    killed: bool = False
+    out: bytes = b""
+    err: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    def cell(self) -> str:
+        if self.killed:
+            return f"killed at RSS cap ({self.rss_mib:,.0f} MiB)"
+        if self.err:
+            return f"failed: {self.err}"
+        return f"{self.wall_s:8.1f} {self.cpu_s:8.1f} {self.rss_mib:8,.0f}"
+
+
+def run(cmd: list[str], cap_bytes: int) -> Run:
+    """Runs cmd in its own session, sampling its tree's RSS; kills the tree above cap_bytes."""
+    import psutil
+
+    r = Run()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, start_new_session=True)
+        ps = psutil.Process(proc.pid)
+        status = None
+        while status is None:
+            try:
+                kids = ps.children(recursive=True)
+                own = ps.memory_info().rss
+                other = [k.memory_info().rss for k in kids if k.is_running()]
+            except psutil.Error:
+                own, other = 0, []
+            r.client_mib = max(r.client_mib, own / 2**20)
+            r.worker_mib = max(r.worker_mib, max(other, default=0) / 2**20)
+            r.rss_mib = max(r.rss_mib, (own + sum(other)) / 2**20)
+            if own + sum(other) > cap_bytes and not r.killed:
+                r.killed = True
+                os.killpg(proc.pid, signal.SIGKILL)
+            pid, st, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                status = st
+                r.cpu_s = usage.ru_utime + usage.ru_stime
+            else:
+                time.sleep(0.1)
+        r.wall_s = time.perf_counter() - t
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # leftovers of the session (a Dask nanny)
+        except ProcessLookupError:
+            pass
+        code = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        r.out = out.read()
+        if code != 0 and not r.killed:
+            err.seek(0)
+            lines = err.read().decode(errors="replace").strip().splitlines()
+            r.err = f"exit {code}: {lines[-1] if lines else ''}"
+    return r
+
+
+def scan_cmd(path: Path) -> list[str]:
+    files = sorted(str(p) for p in path.glob("*.parquet"))
+    code = ("import duckdb; c = duckdb.connect(); c.execute('SET enable_progress_bar = false'); "
+            f"c.execute({SCAN_SQL!r}, {{'files': {files!r}}}).fetchall()")
+    return [sys.executable, "-c", code]
+
+
+MEMORY_LIMIT: list[str] = []
+"""`--memory-limit SIZE` for every analyze run, when the bench is given one."""
+
+
+def analyze_cmd(path: Path, *options: str) -> list[str]:
+    return [str(BIN / "paradise"), "analyze", "--json", *MEMORY_LIMIT, *options, str(path)]
+
+
+def check(doc: dict, truth: dict) -> str:
+    """The full run's verdicts against the ground truth, in a few words."""
+    chars = {(c["analysis"], c["name"]): c for c in doc.get("characteristics", [])}
+    out = []
+    imb = chars.get(("overview", "load_imbalance"), {}).get("value")
+    out.append(f"imbalance {imb} (truth {truth['imbalance']:.4f})")
+    if truth["kind"] == "charm":
+        pat = chars.get(("communication", "pattern:Cell#0"), {}).get("value")
+        cp = chars.get(("scheduling", "critical_path"), {}).get("value")
+        out.append(f"pattern {pat} (truth {truth['pattern']})")
+        ok = cp is not None and abs(cp / truth["critical_path"]["length_ns"] - 1) <= 0.01
+        want = truth["critical_path"]["length_ns"]
+        out.append(f"critical path {'matches' if ok else f'{cp} vs {want}'}")
+    else:
+        st = chars.get(("training", "stragglers"), {}).get("value")
+        out.append(f"stragglers {st} (truth {truth['straggler_rank']})")
+    if doc.get("errors"):
+        out.append(f"errors {doc['errors']}")
+    return "; ".join(out)
+
+
+def generate(kind: str, rows: int, pes: int, base: Path) -> Path:
+    path = base / f"{kind}-{rows:.0e}".replace("+", "")
+    need = rows * BYTES_PER_ROW
+    free = shutil.disk_usage(base).free
+    if free < 2 * need:
+        raise SystemExit(f"{base}: {free / 2**30:.1f} GiB free, {2 * need / 2**30:.1f} GiB needed for {rows:,} rows")
+    cmd = [str(BIN / "paradise"), "synth", "--kind", kind, "--events", str(rows), "--pes", str(pes),
+           "--imbalance", "1.5", "--seed", "7", "-o", str(path), "--force"]
+    t, c = time.perf_counter(), os.times()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    c2 = os.times()
+    cpu = c2.children_user + c2.children_system - c.children_user - c.children_system
+    print(f"  generated {path.name} in {time.perf_counter() - t:.1f} s wall, {cpu:.1f} s CPU "
+          f"({sum(p.stat().st_size for p in path.glob('*.parquet')) / 2**20:,.0f} MiB on disk)", flush=True)
+    return path
+
+
+def one_size(kind: str, rows: int, pes: int, base: Path, cap: int, keep: bool) -> dict[str, Run]:
+    """Every command on one trace, the trace deleted afterwards unless kept."""
+    print(f"{kind} trace, {rows:.0e} rows, {pes} PEs:", flush=True)
+    path = generate(kind, rows, pes, base)
+    truth = json.loads((path / "synth-truth.json").read_text())
+    runs = {}
+    try:
+        for label, cmd in (("scan", scan_cmd(path)), ("full", analyze_cmd(path)),
+                           ("first", analyze_cmd(path, "--only", "overview")),
+                           ("dask", analyze_cmd(path, "--scheduler", "local", "--workers", "2",
+                                                "--worker-memory", "2GiB"))):
+            r = runs[label] = run(cmd, cap)
+            extra = ""
+            if label == "dask" and not r.killed and not r.err:
+                extra = f"   client {r.client_mib:,.0f} MiB, largest worker {r.worker_mib:,.0f} MiB"
+            print(f"  {label:5s} wall/cpu s, peak RSS MiB: {r.cell()}{extra}", flush=True)
+            if label in ("full", "dask") and r.out:
+                print(f"        vs truth: {check(json.loads(r.out), truth)}", flush=True)
+    finally:
+        if not keep:
+            shutil.rmtree(path, ignore_errors=True)
+    return runs
+
+
+def summary(results: dict[tuple[str, int], dict[str, Run]]) -> None:
+    print("\nsummary (wall s / CPU s / peak RSS MiB; ratios of CPU seconds to the scan's):")
+    print(f"  {'trace':14s} {'scan':>26s} {'full analyze':>26s} {'first report':>26s} {'dask (2 x 2 GiB)':>26s}"
+          "  full/scan cpu")
+    for (kind, rows), r in results.items():
+        cells = [r[k].cell() if k in r else "-" for k in ("scan", "full", "first", "dask")]
+        ok = all(k in r and not r[k].killed and not r[k].err for k in ("scan", "full"))
+        ratio = f"{r['full'].cpu_s / max(r['scan'].cpu_s, 1e-9):6.2f}x" if ok else "   n/a"
+        print(f"  {kind + ' ' + format(rows, '.0e'):14s} " + " ".join(f"{c:>26s}" for c in cells) + f"  {ratio}")
+    charm = {rows: r for (kind, rows), r in results.items() if kind == "charm"}
+    if 10**7 in charm and 10**8 in charm:
+        for label in ("full", "first", "dask", "scan"):
+            a, b = charm[10**7].get(label), charm[10**8].get(label)
+            if a and b and not (a.killed or b.killed or a.err or b.err):
+                print(f"  time per row 1e7 -> 1e8, {label}: wall {b.wall_s / 10 / a.wall_s:.2f}x, "
+                      f"CPU {b.cpu_s / 10 / a.cpu_s:.2f}x (goal for full: <= 1.3x)")
+    big = charm.get(10**8)
+    if big and "full" in big and not big["full"].killed:
+        print(f"  10^8 rows: full analyze CPU {big['full'].cpu_s / big['scan'].cpu_s:.2f}x the scan (goal <= 3x), "
+              f"peak RSS {big['full'].rss_mib:,.0f} MiB (goal < 2048); dask client "
+              f"{big['dask'].client_mib:,.0f} MiB (goal < 1024)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1e6,1e7,1e8", help="charm trace rows, comma-separated")
+    ap.add_argument("--torch", default="1e8", help="torch trace rows (0: none)")
+    ap.add_argument("--pes", type=int, default=64)
+    ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "paradise-scale")
+    ap.add_argument("--rss-cap", default="12GiB", help="kill a command whose process tree exceeds this")
+    ap.add_argument("--keep", action="store_true", help="keep the generated traces")
+    ap.add_argument("--memory-limit", default=None, help="pass --memory-limit SIZE to every analyze run")
+    args = ap.parse_args()
+    if args.memory_limit:
+        MEMORY_LIMIT[:] = ["--memory-limit", args.memory_limit]
+    import duckdb
+
+    sizes = [("charm", int(float(s))) for s in args.sizes.split(",") if s.strip()]
+    if float(args.torch) > 0:
+        sizes.append(("torch", int(float(args.torch))))
+    args.dir.mkdir(parents=True, exist_ok=True)
+    cap = parse_size(args.rss_cap, "--rss-cap")
+    print(f"machine: {os.cpu_count()} CPUs, {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} "
+          f"GiB, load average {os.getloadavg()[0]:.1f} at start; duckdb {duckdb.__version__}; "
+          f"disk free under {args.dir}: {shutil.disk_usage(args.dir).free / 2**30:.0f} GiB; RSS cap {args.rss_cap}; "
+          f"analyze {' '.join(MEMORY_LIMIT) or 'with the default --memory-limit'}")
+    results = {}
+    for kind, rows in sizes:
+        results[(kind, rows)] = one_size(kind, rows, args.pes if kind == "charm" else 8, args.dir, cap, args.keep)
+    summary(results)
+    print(f"load average at end {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+"""`paradise export chrome|projections`: a paradise trace for Perfetto / chrome://tracing or for
+the Projections tool."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+app = typer.Typer(help="Export a trace to another tool's format.", no_args_is_help=True)
+
+
+@app.command("chrome")
+def chrome_cmd(
+    trace: Path = typer.Argument(..., help="Trace file or directory."),
+    out: Path = typer.Option(..., "-o", "--out", help="trace.json or trace.json.gz to write."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing output."),
+) -> None:
+    """Chrome Trace Event Format (opens in Perfetto UI and chrome://tracing): an event per
+    execution, op or kernel, flows for messages and kernel launches, idle counters."""
+    from paradise.cli._output import check_output, write_via_temp
+    from paradise.engines.duckdb_engine import DuckDBEngine
+    from paradise.export import chrome
+    from paradise.store import open_trace
+
+    check_output(out, force)
+    handle = open_trace(trace)
+    with DuckDBEngine(handle) as engine:
+        write_via_temp(out, lambda tmp: chrome.export(engine, handle, tmp))
+    typer.echo(f"chrome trace written: {out}")
+
+
+@app.command("projections")
+def projections_cmd(
+    trace: Path = typer.Argument(..., help="Trace file or directory."),
+    out: Path = typer.Option(..., "-o", "--out", help="Folder to write <program>.sts and <program>.<pe>.log.gz into."),
+    force: bool = typer.Option(False, "--force", help="Write into an existing folder, replacing its files of this run."),
+) -> None:
+    """Charm++ Projections logs (.sts and one .log.gz per PE) that `paradise import projections`
+    and the Projections tool read."""
+    from paradise.engines.duckdb_engine import DuckDBEngine
+    from paradise.export import projections
+    from paradise.store import open_trace
+
+    handle = open_trace(trace)
+    with DuckDBEngine(handle) as engine:
+        sts = projections.export(engine, handle, out, force=force)
+    typer.echo(f"projections logs written: {sts}")

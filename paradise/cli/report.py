@@ -1,0 +1,90 @@
+"""`paradise report TRACE -o report.html`: one self-contained HTML page of the run.
+
+The analyses run as in `paradise analyze` (one Session, so the report reuses their shared
+results: the critical path among them); the report adds its binning and timeline queries on that engine, the what-if
+replay under --hints and the comparison with --compare, then writes the page atomically.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from paradise.cli._output import check_output, write_bytes
+from paradise.errors import InvalidOption
+
+
+def parse_window(text: str | None) -> tuple[int, int] | None:
+    """--window START_NS:END_NS."""
+    if text is None:
+        return None
+    try:
+        a, b = (int(x) for x in text.split(":"))
+    except ValueError:
+        raise InvalidOption(f"--window {text!r}: expected START_NS:END_NS (integers)") from None
+    if b <= a:
+        raise InvalidOption(f"--window {text!r}: the end must come after the start")
+    return a, b
+
+
+def build_report(trace_path: Path, *, hints: Path | None = None, compare: Path | None = None,
+                 window: tuple[int, int] | None = None, engine: str = "duckdb") -> str:
+    """The report page's text for a trace (for the command, tests and benchmarks)."""
+    from plotly.offline import get_plotlyjs
+
+    from paradise.analyses import ANALYSES
+    from paradise.analyses.base import AnalysisConfig
+    from paradise.analyses.runner import make_engine, run_analyses, trace_summary
+    from paradise.analyses.session import Session
+    from paradise.report.html import gather, page
+    from paradise.store import open_trace
+
+    trace = open_trace(trace_path)
+    if compare is not None:
+        open_trace(compare)  # a bad --compare trace or --hints folder fails before the analyses run
+    if hints is not None and not Path(hints).is_dir():
+        from paradise.errors import HintMismatch
+
+        raise HintMismatch(f"{hints}: no such hints directory")
+    eng = make_engine(trace, engine, None)
+    session = Session(eng, trace)
+    whatif: dict[str, Any] | None = None
+    try:
+        results, errors = run_analyses(session, AnalysisConfig(), ANALYSES)
+        dicts = {name: r.to_dict() for name, r in results.items()}
+        drawn = gather.gather(session, dicts, window)
+        if hints is not None:
+            from paradise.whatif import predict_from_hints
+
+            whatif = predict_from_hints(eng, trace, hints)
+    finally:
+        session.settle()
+        eng.close()
+    cmp = None
+    if compare is not None:
+        from paradise.compare.perf import compare_traces
+
+        cmp = compare_traces(trace_path, compare, engine=engine).to_dict()
+    return page.build(trace_summary(trace), dicts, drawn, whatif=whatif, compare=cmp, errors=errors,
+                      plotly_js=get_plotlyjs())
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("report")
+    def report_cmd(
+        trace: Path = typer.Argument(..., help="Trace file or directory."),
+        out: Path = typer.Option(..., "-o", "--out", help="The HTML file to write."),
+        hints: Path | None = typer.Option(None, "--hints", help="Hints directory: per-PE load now and under the hints (what-if)."),
+        compare: Path | None = typer.Option(None, "--compare", help="Another run of the program: before/after charts."),
+        window: str | None = typer.Option(None, "--window", metavar="START_NS:END_NS",
+                                          help="Timeline window (default: the longest step)."),
+        force: bool = typer.Option(False, "--force", help="Overwrite an existing report."),
+    ) -> None:
+        """Write one self-contained HTML report (works offline): utilization, timeline, communication,
+        training, hints, every characteristic with its evidence."""
+        check_output(out, force)
+        text = build_report(trace, hints=hints, compare=compare, window=parse_window(window))
+        write_bytes(out, text.encode("utf-8"))
+        typer.echo(f"report written: {out}")

@@ -1,0 +1,43 @@
+"""`paradise synth`: a synthetic trace of any size with its ground truth (paradise.synth)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from paradise.errors import InvalidOption
+
+
+def parse_count(text: str, option: str = "--events") -> int:
+    """A positive count written as 1000000, 1e6 or 1_000_000."""
+    try:
+        value = float(text.replace("_", ""))
+    except ValueError:
+        raise InvalidOption(f"{option} {text!r}: not a number") from None
+    if value < 1 or value != int(value):
+        raise InvalidOption(f"{option} {text!r}: must be a positive whole number")
+    return int(value)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("synth")
+    def synth_cmd(
+        out: Path = typer.Option(..., "-o", "--out", help="Directory to write the trace into."),
+        kind: str = typer.Option("charm", "--kind", help="charm (objects and messages) or torch (DDP ranks)."),
+        events: str = typer.Option("1e6", "--events", help="Rows of the trace, about (e.g. 1e8)."),
+        pes: int = typer.Option(8, "--pes", help="PEs (charm) or ranks (torch)."),
+        pattern: str = typer.Option("grid", "--pattern", help="grid, all-to-all, star, tree or chain (charm)."),
+        imbalance: float = typer.Option(1.5, "--imbalance", help="max/mean PE busy time (1 = balanced)."),
+        seed: int = typer.Option(0, "--seed", help="Seed: which object is heavy, message sizes."),
+        jobs: int | None = typer.Option(None, "--jobs", min=1, help="Processes writing files (default: CPUs)."),
+        force: bool = typer.Option(False, "--force", help="Replace an existing output directory."),
+    ) -> None:
+        """Write a synthetic trace with a ground-truth file (synth-truth.json) beside its files."""
+        from paradise.synth import TRUTH_FILE, synth
+
+        truth = synth(out, kind=kind, events=parse_count(events), pes=pes, pattern=pattern,
+                      imbalance=imbalance, seed=seed, jobs=jobs, force=force)
+        what = f"{truth['pattern']} " if truth.get("pattern") else ""
+        typer.echo(f"wrote {truth['rows']:,} rows ({what}{kind}, {pes} PEs, {truth['steps']} steps) to {out}; "
+                   f"ground truth in {out / TRUTH_FILE}")

@@ -1,0 +1,50 @@
+"""The memory budget of an analysis: parsing `--memory-limit`, its default, and DuckDB's share of it."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from paradise.errors import InvalidOption
+
+DEFAULT_SHARE = 0.5
+"""Without --memory-limit an analysis may use half of the machine's physical memory: other jobs
+(and the OS file cache that makes repeated scans fast) keep the rest."""
+DUCKDB_SHARE = 0.6
+"""DuckDB's memory_limit is this share of the budget; the rest is for Arrow results, numpy and
+Python on the client. Above it DuckDB spills joins, sorts and aggregations to disk."""
+MIN_BYTES = 64 << 20
+"""Budgets under 64 MiB cannot even hold DuckDB's buffers for one Parquet row group per thread."""
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 10**3, "kib": 1 << 10, "m": 1 << 20, "mb": 10**6, "mib": 1 << 20,
+          "g": 1 << 30, "gb": 10**9, "gib": 1 << 30, "t": 1 << 40, "tb": 10**12, "tib": 1 << 40}
+_SIZE_RE = re.compile(r"^\s*(?P<num>\d+(\.\d+)?)\s*(?P<unit>[a-zA-Z]*)\s*$")
+
+
+def parse_size(text: str, option: str = "--memory-limit") -> int:
+    """Bytes of a size such as 4GiB, 4G (binary), 500MB (decimal) or 1073741824."""
+    m = _SIZE_RE.match(str(text))
+    unit = m.group("unit").lower() if m else ""
+    if not m or unit not in _UNITS:
+        raise InvalidOption(f"{option} {text!r}: not a size (examples: 4GiB, 500MB, 2G)")
+    value = int(float(m.group("num")) * _UNITS[unit])
+    if value < MIN_BYTES:
+        raise InvalidOption(f"{option} {text!r}: at least {MIN_BYTES >> 20} MiB is needed")
+    return value
+
+
+def physical_memory() -> int:
+    """Bytes of physical memory of this machine."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def default_memory_limit() -> int:
+    """The budget when none is given: DEFAULT_SHARE of physical memory."""
+    return max(MIN_BYTES, int(physical_memory() * DEFAULT_SHARE))
+
+
+def fmt_size(n: int) -> str:
+    """Bytes as the largest binary unit that keeps one decimal: 2.0 GiB."""
+    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"

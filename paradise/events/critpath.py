@@ -1,0 +1,79 @@
+"""The critical path of a run, followed through the exec graph table without loading it.
+
+Each exec's critical predecessor (scheduling_exec_graph: the exec whose message released it when
+that message came after its PE was free, else the previous exec on its PE) is a column of the
+table. Walking back along it, a path stays on one PE through consecutive ids until an exec that
+a message released (or the PE's first exec): only those hop rows are fetched
+(events_critical_hops), the walk jumps from hop to hop, and the path is kept as segments of
+consecutive ids that SQL then aggregates (events_critical_entries).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from paradise.events.execgraph import ExecGraphInfo, LatencyModel
+
+
+@dataclass(frozen=True)
+class CriticalPath:
+    """The path as segments [lo, hi] of consecutive exec ids (one PE each), first to last."""
+
+    lo: list[int]
+    hi: list[int]
+    t0_first: int
+    t1_last: int
+    message_hops: int
+    """Steps between segments: each is a message from the segment before."""
+
+    @property
+    def length_ns(self) -> int:
+        return self.t1_last - self.t0_first if self.lo else 0
+
+    @property
+    def execs(self) -> int:
+        return sum(h - lo + 1 for lo, h in zip(self.lo, self.hi))
+
+
+def critical_path(engine: Any, info: ExecGraphInfo) -> CriticalPath:
+    """Back from the exec whose active time ends last, from hop to hop, until an exec without a
+    critical predecessor (or one already on the path: clock skew can make a cycle)."""
+    if info.execs == 0 or info.last_id is None:
+        return CriticalPath([], [], 0, 0, 0)
+    hops = engine.query("events_critical_hops")
+    ids = np.asarray(hops.column("id").to_numpy(), np.int64)
+    t0 = np.asarray(hops.column("t0").to_numpy(), np.int64)
+    pred = hops.column("crit_pred").to_pylist()
+    segs: list[tuple[int, int]] = []
+    cur = int(info.last_id)
+    while True:
+        k = int(np.searchsorted(ids, cur, side="right")) - 1  # the hop row that starts cur's run
+        lo = int(ids[k])
+        visited = [b for a, b in segs if lo <= b < cur]  # the run reaches the path again: a cycle
+        if visited:
+            segs.append((max(visited) + 1, cur))
+            break
+        segs.append((lo, cur))
+        nxt = pred[k]
+        if nxt is None or any(a <= nxt <= b for a, b in segs):
+            break
+        cur = int(nxt)
+    segs.reverse()
+    first = segs[0][0]
+    at = int(np.searchsorted(ids, first))
+    if at < len(ids) and ids[at] == first:
+        t0_first = int(t0[at])
+    else:  # a run cut short by a cycle starts at an exec that is no hop row
+        t0_first = int(engine.sql("SELECT t0 FROM exec_graph WHERE id = $i", i=first).column("t0")[0].as_py())
+    return CriticalPath(lo=[a for a, _ in segs], hi=[b for _, b in segs], t0_first=t0_first,
+                        t1_last=int(info.last_t1), message_hops=len(segs) - 1)
+
+
+def path_entries(engine: Any, path: CriticalPath, model: LatencyModel) -> Any:
+    """Per (coll, entry) on the path: compute, queue delay, execs and same-PE message hops
+    (events_critical_entries), as a pyarrow table."""
+    return engine.query("events_critical_entries", lo=path.lo, hi=path.hi, a_ns=float(model.a_ns),
+                        ns_per_byte=float(model.ns_per_byte), local_ns=float(model.local_ns))

@@ -1,0 +1,108 @@
+"""The exec graph of a run, kept as a table of the engine: every exec with its message's send,
+its sending exec and its critical predecessor (paradise/sql/scheduling_exec_graph.sql).
+
+It is built once per run (`materialize`) and read by SQL (critical path, waits, the message
+cost fit) and, for traces small enough to replay, by the what-if replay as numpy arrays. The
+client never holds it otherwise: DuckDB keeps it within its memory limit, spilling if needed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+LATENCY_FIT_QUANTILE = 0.9
+"""Gaps above this quantile are dropped before fitting (queueing noise, clock jitter)."""
+MIN_FIT_SAMPLES = 5
+"""Fewer cross-PE messages that found their receiver idle than this: no least-squares fit."""
+FEW_SAMPLES_QUANTILE = 0.1
+"""...then the latency is this quantile of all cross-PE send -> exec delays (fast deliveries).
+(LATENCY_FIT_QUANTILE and this one are written into events_latency_fit.sql.)"""
+
+
+@dataclass(frozen=True)
+class LatencyModel:
+    """Cost of a message: a_ns + ns_per_byte * bytes across PEs, local_ns on one PE."""
+
+    a_ns: float
+    ns_per_byte: float
+    local_ns: float
+    overhead_ns: float
+    """Scheduler gap between two executions on a busy PE (the median of such gaps)."""
+    samples: int = 0
+    overhead_mean_ns: float = 0.0
+    """The mean of those gaps: on a loaded machine the OS deschedules a busy PE between
+    executions, which the median does not see (calibration may use it)."""
+
+    def to_dict(self) -> dict[str, float]:
+        return {"a_ns": round(self.a_ns, 1), "ns_per_byte": round(self.ns_per_byte, 4),
+                "local_ns": round(self.local_ns, 1), "overhead_ns": round(self.overhead_ns, 1),
+                "samples": self.samples, "overhead_mean_ns": round(self.overhead_mean_ns, 1)}
+
+
+
+TABLE = "exec_graph"
+"""The engine table that holds the graph."""
+
+
+@dataclass(frozen=True)
+class ExecGraphInfo:
+    """Size and span of the materialized graph, and where its critical path ends."""
+
+    execs: int
+    t_min: int
+    t_max: int
+    max_pe: int
+    last_id: int | None
+    last_t1: int | None
+
+    @property
+    def n(self) -> int:
+        return self.execs
+
+    @property
+    def makespan_ns(self) -> int:
+        return self.t_max - self.t_min if self.execs else 0
+
+    def pes(self, stated: int | None) -> int:
+        """The PE count: the trace's stated one, or more when execs ran beyond it."""
+        return int(max(stated or 0, self.max_pe + 1 if self.execs else 1))
+
+
+def built(engine: Any) -> bool:
+    """Whether the engine holds the graph table already."""
+    t = engine.sql("SELECT count(*) AS n FROM duckdb_tables() WHERE table_name = $t", t=TABLE)
+    return bool(t.column("n")[0].as_py())
+
+
+def materialize(engine: Any) -> ExecGraphInfo:
+    """Builds the graph table in the engine and returns its summary."""
+    engine.materialize(TABLE, "scheduling_exec_graph")
+    row = engine.query("events_exec_summary").to_pylist()[0]
+    n = int(row["execs"] or 0)
+    return ExecGraphInfo(execs=n, t_min=int(row["t_min"] or 0), t_max=int(row["t_max"] or 0),
+                         max_pe=int(row["max_pe"] or 0), last_id=row["last_id"], last_t1=row["last_t1"])
+
+
+def fit_latency(engine: Any) -> LatencyModel:
+    """Fits a + b*bytes on cross-PE send -> exec delays where the receiver was idle at the send
+    (events_latency_fit); with fewer than MIN_FIT_SAMPLES such messages, the latency is the
+    FEW_SAMPLES_QUANTILE of all cross-PE delays. Local cost: the median same-PE delay."""
+    r = engine.query("events_latency_fit").to_pylist()[0]
+    cross, any_cross = int(r["cross_n"] or 0), int(r["any_cross_n"] or 0)
+    a, b = 0.0, 0.0
+    if cross < MIN_FIT_SAMPLES and any_cross:
+        a = float(r["any_cross_q10_ns"])  # too few idle receivers: the fastest deliveries bound it
+    elif cross >= 1:
+        if int(r["kept_n"] or 0) >= 3 and (r["kept_bytes_span"] or 0) > 0:
+            b, a = float(r["slope_ns_per_byte"]), float(r["intercept_ns"])
+            if b < 0 or a < 0:
+                a, b = float(r["kept_median_ns"]), 0.0
+        else:
+            a = float(r["kept_median_ns"])
+    local = r["local_median_ns"]
+    local_ns = float(local) if local is not None else min(a, 1_000.0)
+    return LatencyModel(a_ns=max(a, 0.0), ns_per_byte=max(b, 0.0), local_ns=max(local_ns, 0.0),
+                        overhead_ns=max(float(r["busy_gap_median_ns"] or 0.0), 0.0),
+                        samples=max(cross, any_cross),
+                        overhead_mean_ns=max(float(r["busy_gap_mean_ns"] or 0.0), 0.0))

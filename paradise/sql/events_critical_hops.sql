@@ -1,0 +1,15 @@
+-- events_critical_hops: the execs where a walk back along critical predecessors may leave its PE.
+-- reads: exec_graph
+-- Within one PE the walk goes from an exec to the previous exec on the PE (ids are consecutive
+-- there) until it meets an exec whose critical predecessor is not that previous exec: one that
+-- a message released, or the PE's first exec. Only those rows are needed to follow the path.
+-- grain: one row per exec that is first on its PE or whose crit_pred is not pe_prev.
+-- columns:
+--   id         (exec id, ordered by pe, t0, t1)
+--   t0         (ns, its start)
+--   crit_pred  (id of the exec whose message released it; null: the path starts here)
+-- merge: client
+SELECT id, t0, crit_pred
+FROM exec_graph
+WHERE pe_prev IS NULL OR crit_pred IS DISTINCT FROM pe_prev
+ORDER BY id

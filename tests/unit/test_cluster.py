@@ -1,0 +1,146 @@
+"""Dask on a LocalCluster of worker processes, and the memory budget of the embedded engine.
+
+One cluster of 2 worker processes serves the module (starting one costs seconds). DuckDB and Dask
+must give the same `analyze --json` on synth traces of every pattern; a worker that dies is
+retried once, then the run stops with one line; a cluster without workers never hangs a run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from paradise.cli.main import app
+from paradise.engines import dask_engine as de
+from paradise.engines.dask_engine import DaskEngine
+from paradise.engines.duckdb_engine import DuckDBEngine
+from paradise.engines.memory import parse_size
+from paradise.errors import EngineUnavailable, InvalidOption, OutOfMemory
+from paradise.store import open_trace
+from paradise.synth import synth
+from paradise.synth.charm import PATTERNS
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    """Address of a LocalCluster of 2 worker processes, configured as DaskEngine configures its own."""
+    import dask
+    from dask.distributed import LocalCluster
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": de.ALLOWED_FAILURES}):
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                               memory_limit="1GiB")
+    yield cluster.scheduler_address
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory):
+    base = tmp_path_factory.mktemp("synth")
+    out = {}
+    for i, pattern in enumerate(PATTERNS):
+        out[pattern] = base / pattern
+        synth(out[pattern], pattern=pattern, events=6_000, pes=3, imbalance=1.4, seed=i, jobs=1)
+    out["torch"] = base / "torch"
+    synth(out["torch"], kind="torch", events=6_000, pes=3, imbalance=1.4, jobs=1)
+    return out
+
+
+def _json(*args: str) -> dict:
+    res = runner.invoke(app, ["analyze", "--json", *args])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+@pytest.mark.parametrize("name", [*PATTERNS, "torch"])
+def test_duckdb_and_dask_cluster_agree(traces, scheduler, name):
+    duck = _json(str(traces[name]))
+    dask = _json("--scheduler", scheduler, str(traces[name]))
+    assert duck["errors"] == {} and dask["errors"] == {}
+    assert len(duck["analyses"]) >= 3  # overview, resilience and the kind's own analyses ran
+    assert dask == duck
+
+
+def _die_once(marker: str) -> int:
+    """Kills its worker process the first time it runs, succeeds the second time."""
+    if not os.path.exists(marker):
+        Path(marker).write_text("died")
+        os._exit(1)
+    return 42
+
+
+def _die_always(_: int) -> int:
+    os._exit(1)
+
+
+def test_a_worker_that_dies_is_retried(traces, scheduler, tmp_path):
+    trace = open_trace(traces["grid"])
+    with DaskEngine(trace, scheduler=scheduler) as eng:
+        assert eng.run_tasks(_die_once, [str(tmp_path / "marker")]) == [42]
+    assert (tmp_path / "marker").read_text() == "died"
+
+
+def test_a_task_that_kills_every_worker_is_one_line(traces, scheduler):
+    trace = open_trace(traces["grid"])
+    with DaskEngine(trace, scheduler=scheduler) as eng:
+        with pytest.raises(EngineUnavailable) as err:
+            eng.run_tasks(_die_always, [1])
+        # the cluster's nannies restart the workers: the engine still works afterwards
+        eng.client.wait_for_workers(1, timeout=300)
+        assert eng.run_tasks(abs, [-3]) == [3]
+    msg = str(err.value)
+    assert "\n" not in msg
+    assert msg.startswith(f"dask scheduler {scheduler}: a worker died running _die_always on {traces['grid']}")
+
+
+def test_a_cluster_without_workers_does_not_hang(traces, monkeypatch):
+    from dask.distributed import LocalCluster
+
+    monkeypatch.setattr(de, "POLL_S", 0.2)
+    monkeypatch.setattr(de, "NO_WORKER_S", 1.0)
+    with LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as empty:
+        with DaskEngine(open_trace(traces["chain"]), scheduler=empty.scheduler_address) as eng:
+            with pytest.raises(EngineUnavailable, match=r"no worker for 1 s \(all died or left\)"):
+                eng.query("overview_pe")
+
+
+def test_duckdb_spills_in_its_own_directory_and_removes_it(traces):
+    with DuckDBEngine(open_trace(traces["grid"]), memory_limit=parse_size("256MiB")) as eng:
+        assert eng.sql("SELECT current_setting('memory_limit') AS m").to_pylist() == [{"m": "153.5 MiB"}]  # 0.6 x
+        spill = eng.spill_dir
+        assert spill and Path(spill).is_dir()
+        assert eng.sql("SELECT current_setting('temp_directory') AS d").to_pylist() == [{"d": spill}]
+    assert not Path(spill).exists()
+
+
+def test_out_of_memory_even_spilling_is_one_line(traces):
+    with DuckDBEngine(open_trace(traces["grid"]), memory_limit=parse_size("64MiB")) as eng:
+        eng.sql("SELECT 1")
+        eng.con.execute("SET max_temp_directory_size = '1MB'")  # a full disk: spilling cannot help
+        with pytest.raises(OutOfMemory) as err:
+            eng.sql("SELECT count(*) FROM (SELECT range AS k, count(*) FROM range(20000000) GROUP BY k)")
+    msg = str(err.value)
+    assert "\n" not in msg
+    assert msg.startswith(f"{traces['grid']}: needs more memory than --memory-limit 64.0 MiB allows, even spilling")
+    assert msg.endswith("try `paradise analyze --only overview` for the first report, a larger --memory-limit, "
+                        "or --engine dask on a cluster")
+
+
+@pytest.mark.parametrize("text, value", [("4GiB", 4 << 30), ("500MB", 500 * 10**6), ("2g", 2 << 30),
+                                         ("1073741824", 1 << 30), ("1.5GiB", 3 << 29)])
+def test_parse_size(text, value):
+    assert parse_size(text) == value
+
+
+@pytest.mark.parametrize("text, msg", [("lots", "--memory-limit 'lots': not a size (examples: 4GiB, 500MB, 2G)"),
+                                       ("1MB", "--memory-limit '1MB': at least 64 MiB is needed")])
+def test_bad_sizes(text, msg):
+    with pytest.raises(InvalidOption) as err:
+        parse_size(text)
+    assert str(err.value) == msg

@@ -1,0 +1,81 @@
+"""The event layer's critical path and message cost fit (SQL over the exec graph table) against
+plain numpy walks and fits over the whole graph (tests/oracles/exec_graph.py)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from builders import charm_like
+
+from paradise.analyses.session import Session
+from paradise.engines.duckdb_engine import DuckDBEngine
+from paradise.events import execgraph
+from paradise.store import open_trace
+from paradise.whatif import REPLAY_GRAPH_SQL
+from paradise.whatif.model import exec_graph
+from tests.oracles import exec_graph as oracle
+from tests.unit import charm_synth as cs
+
+PROGS = {
+    "pipeline": lambda: cs.pipeline(4, 2, 3), "ping_filler": lambda: cs.ping_filler(10, 20),
+    "histsort": lambda: cs.histsort(6, 2), "master_worker": lambda: cs.master_worker(5, 2, 25),
+    "tree": lambda: cs.binary_tree(4, 2), "scatter_reduce": lambda: cs.scatter_reduce(6, 2, rounds=3),
+    "all_to_all": lambda: cs.all_to_all(4, 2, rounds=2), "grid_periodic": lambda: cs.grid2d(4, 4, 2, 3, periodic=True),
+}
+
+
+def _trace(tmp_path, name):
+    if name == "charm_like_parts":
+        return open_trace(charm_like(pes=4, steps=3).write(tmp_path / "t", parts_per_pe=2))
+    prog, placement = PROGS[name]()
+    return open_trace(prog.write(tmp_path / "t", placement))
+
+
+@pytest.mark.parametrize("name", [*PROGS, "charm_like_parts"])
+def test_hop_walk_is_the_full_walk(tmp_path, name):
+    trace = _trace(tmp_path, name)
+    with DuckDBEngine(trace) as eng:
+        s = Session(eng, trace)
+        info = s.get("exec_graph")
+        cp = s.get("critical_path")
+        g = exec_graph(eng.sql(REPLAY_GRAPH_SQL.format(table=execgraph.TABLE)))
+    want = oracle.critical_path(g)
+    got = np.concatenate([np.arange(lo, hi + 1) for lo, hi in zip(cp.lo, cp.hi)])
+    assert got.tolist() == want.tolist()
+    assert cp.execs == len(want) and info.execs == g.n
+    assert cp.length_ns == int(g.t1[want[-1]] - g.t0[want[0]])
+    # hops between segments are messages; the path changes PE only there
+    pes = g.pe[want]
+    assert int((pes[1:] != pes[:-1]).sum()) <= cp.message_hops
+
+
+@pytest.mark.parametrize("name", [*PROGS, "charm_like_parts"])
+def test_latency_fit_in_sql_is_the_numpy_fit(tmp_path, name):
+    trace = _trace(tmp_path, name)
+    with DuckDBEngine(trace) as eng:
+        execgraph.materialize(eng)
+        got = execgraph.fit_latency(eng)
+        want = oracle.fit_latency(exec_graph(eng.sql(REPLAY_GRAPH_SQL.format(table=execgraph.TABLE))))
+    for field in ("a_ns", "ns_per_byte", "local_ns", "overhead_ns", "overhead_mean_ns"):
+        assert math.isclose(getattr(got, field), getattr(want, field), rel_tol=1e-9, abs_tol=1e-6), field
+    assert got.samples == want.samples
+
+
+def test_a_cycle_of_critical_predecessors_ends_the_path(tmp_path):
+    # two execs each released by the other's message (clock skew): the walk stops, never loops
+    from builders import TraceBuilder
+
+    b = TraceBuilder(2, source="synthetic")
+    b.exec(0, 1_000, 2_000, "a", msg=2)
+    b.send(0, 1_300, 1, 8, msg=1)  # sent by a
+    b.exec(1, 1_200, 3_000, "b", msg=1)
+    b.send(1, 1_500, 0, 8, msg=2)  # sent by b
+    trace = open_trace(b.write(tmp_path / "t"))
+    with DuckDBEngine(trace) as eng:
+        cp = Session(eng, trace).get("critical_path")
+        g = exec_graph(eng.sql(REPLAY_GRAPH_SQL.format(table=execgraph.TABLE)))
+    got = [i for lo, hi in zip(cp.lo, cp.hi) for i in range(lo, hi + 1)]
+    assert got == oracle.critical_path(g).tolist()
+    assert sorted(got) == [0, 1]  # both execs, each once

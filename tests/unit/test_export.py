@@ -1,0 +1,158 @@
+"""`paradise export chrome|projections`: round trips against the trace's own rows, read with
+pyarrow in the test (a small Chrome-format reader here; `paradise import projections` for
+Projections), on synthetic traces with hostile names and on the real Projections ping-pong run."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+from collections import Counter
+from decimal import Decimal
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from report_traces import HOSTILE, hostile_charm, hostile_torch
+
+from paradise.engines.duckdb_engine import DuckDBEngine
+from paradise.export import chrome, projections
+from paradise.importers.projections import import_trace
+from paradise.store import open_trace
+
+PINGPONG = Path("pipit/pipit/tests/data/ping-pong-projections/pingpong.prj.sts")
+
+
+def run_cli(monkeypatch, capsys, *args):
+    from paradise.cli.main import main
+
+    monkeypatch.setattr(sys, "argv", ["paradise", *map(str, args)])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    out = capsys.readouterr()
+    return int(exc.value.code or 0), out.out, out.err
+
+
+def raw(path: Path) -> list[dict]:
+    files = [path] if path.is_file() else sorted(path.glob("*.parquet"))
+    return pq.read_table(files, columns=["kind", "pe", "t0", "t1", "name", "msg", "cat", "coll", "index",
+                                         "bytes"]).to_pylist()
+
+
+def ns(us: object) -> int:
+    """A Chrome ts / dur (µs, decimal text) back to integer ns."""
+    return int(Decimal(str(us)) * 1000)
+
+
+def read_chrome(path: Path) -> dict:
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rt") as fh:
+        return json.load(fh)
+
+
+def links_of(rows: list[dict]) -> Counter:
+    """(send pe, send t0, exec pe, exec t0) for every send and the execs sharing its msg."""
+    execs: dict[int, list[dict]] = {}
+    for r in rows:
+        if r["kind"] == "exec" and r["msg"] is not None:
+            execs.setdefault(r["msg"], []).append(r)
+    return Counter((s["pe"], s["t0"], e["pe"], e["t0"]) for s in rows if s["kind"] == "send" and s["msg"] is not None
+                   for e in execs.get(s["msg"], []))
+
+
+@pytest.mark.parametrize("which,suffix", [("charm", ".json"), ("torch", ".json.gz")])
+def test_chrome_round_trip(tmp_path, which, suffix):
+    path = (hostile_charm() if which == "charm" else hostile_torch()).write(tmp_path / which)
+    out = tmp_path / f"t{suffix}"
+    handle = open_trace(path)
+    with DuckDBEngine(handle) as eng:
+        chrome.export(eng, handle, out)
+    doc = read_chrome(out)
+    ev = doc["traceEvents"]
+    rows = raw(path)
+    got = Counter((e["pid"], e["name"], ns(e["ts"]), ns(e["dur"])) for e in ev if e["ph"] == "X" and e["args"]["kind"] == "exec")
+    want = Counter((r["pe"], r["name"], r["t0"], r["t1"] - r["t0"]) for r in rows if r["kind"] == "exec")
+    assert got == want and HOSTILE in {k[1] for k in got}
+    starts = {e["id"]: e for e in ev if e["ph"] == "s"}
+    flows = Counter((starts[e["id"]]["pid"], ns(starts[e["id"]]["ts"]), e["pid"], ns(e["ts"]))
+                    for e in ev if e["ph"] == "f" and e["id"] in starts)
+    assert flows == links_of(rows)
+    idle = [e for e in ev if e["ph"] == "C"]
+    assert len(idle) == 2 * sum(r["kind"] == "idle" for r in rows)
+    names = {(e["pid"], e["args"]["name"]) for e in ev if e["ph"] == "M" and e["name"] == "process_name"}
+    unit = "PE" if which == "charm" else "rank"
+    assert names == {(pe, f"{unit} {pe}") for pe in {r["pe"] for r in rows}}
+    if which == "torch":  # kernels on their stream's lane, named after it
+        lanes = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+        kern = {(e["pid"], e["tid"]) for e in ev if e["ph"] == "X" and e["name"] == "sgemm_kernel"}
+        assert kern and all(lanes[k] == "stream 7" for k in kern)
+
+
+def test_chrome_launch_flows_on_a_real_kineto_trace(real_data, tmp_path):
+    from paradise.importers.kineto import import_trace as import_kineto
+
+    src = real_data / "hta/tests/data/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz"
+    path = import_kineto([src], tmp_path / "amd.parquet", rank=0)
+    handle = open_trace(path)
+    with DuckDBEngine(handle) as eng:
+        chrome.export(eng, handle, tmp_path / "amd.json")
+    ev = read_chrome(tmp_path / "amd.json")["traceEvents"]
+    rows = raw(path)
+    launches = {r["msg"]: r for r in rows if r["kind"] == "exec" and r["msg"] is not None and r["cat"] == "cuda_runtime"}
+    want = Counter((launches[r["msg"]]["t0"], r["t0"]) for r in rows
+                   if r["kind"] == "exec" and r["msg"] in launches and r["cat"] != "cuda_runtime")
+    starts = {e["id"]: e for e in ev if e["ph"] == "s" and e["cat"] == "launch"}
+    got = Counter((ns(starts[e["id"]]["ts"]), ns(e["ts"])) for e in ev if e["ph"] == "f" and e["id"] in starts)
+    assert want and got == want
+
+
+def _projections_view(path: Path) -> tuple[Counter, Counter, Counter]:
+    """Execs, sends and links at the µs resolution of Projections logs."""
+    rows = raw(path)
+    execs = Counter((r["pe"], r["name"], r["coll"], r["index"], r["t0"] // 1000, r["t1"] // 1000)
+                    for r in rows if r["kind"] == "exec")
+    sends = Counter((r["pe"], r["t0"] // 1000, r["bytes"]) for r in rows if r["kind"] == "send")
+    links = Counter((a, b // 1000, c, d // 1000) for (a, b, c, d) in links_of(rows).elements())
+    return execs, sends, links
+
+
+def test_projections_round_trip(tmp_path):
+    path = hostile_charm().write(tmp_path / "charm")
+    handle = open_trace(path)
+    with DuckDBEngine(handle) as eng:
+        sts = projections.export(eng, handle, tmp_path / "proj")
+    back = import_trace(sts, tmp_path / "back.parquet")
+    e0, s0, l0 = _projections_view(path)
+    e1, s1, l1 = _projections_view(back)
+    assert e1 == e0 and s1 == s0 and l1 == l0 and sum(l0.values()) > 20
+
+
+def test_projections_round_trip_of_a_real_charm_run(real_data, tmp_path):
+    first = import_trace(real_data / PINGPONG, tmp_path / "first.parquet")
+    handle = open_trace(first)
+    with DuckDBEngine(handle) as eng:
+        sts = projections.export(eng, handle, tmp_path / "proj")
+    second = import_trace(sts, tmp_path / "second.parquet")
+    e0, s0, l0 = _projections_view(first)
+    e1, s1, l1 = _projections_view(second)
+    assert e1 == e0 and s1 == s0 and l1 == l0 and sum(l0.values()) > 100
+
+
+def test_export_commands_refuse_existing_outputs_and_bad_traces(tmp_path, monkeypatch, capsys):
+    path = hostile_charm(pes=2, steps=2).write(tmp_path / "t")
+    out = tmp_path / "t.json"
+    assert run_cli(monkeypatch, capsys, "export", "chrome", path, "-o", out)[0] == 0
+    code, _, err = run_cli(monkeypatch, capsys, "export", "chrome", path, "-o", out)
+    assert code == 2 and err == f"paradise: error: {out}: already exists; pass --force to overwrite it\n"
+    assert run_cli(monkeypatch, capsys, "export", "chrome", path, "-o", out, "--force")[0] == 0
+    d = tmp_path / "p"
+    assert run_cli(monkeypatch, capsys, "export", "projections", path, "-o", d)[0] == 0
+    code, _, err = run_cli(monkeypatch, capsys, "export", "projections", path, "-o", d)
+    assert code == 2 and err == f"paradise: error: {d / 'stencil.sts'}: already exists; pass --force to overwrite it\n"
+    assert run_cli(monkeypatch, capsys, "export", "projections", path, "-o", d, "--force")[0] == 0
+    assert sorted(p.name for p in d.iterdir()) == ["stencil.0.log.gz", "stencil.1.log.gz", "stencil.sts"]
+    missing = tmp_path / "nope"
+    code, _, err = run_cli(monkeypatch, capsys, "export", "chrome", missing, "-o", tmp_path / "x.json")
+    assert code == 2 and err.count("\n") == 1 and str(missing) in err and not (tmp_path / "x.json").exists()
+    code, _, err = run_cli(monkeypatch, capsys, "export", "chrome", path, "-o", tmp_path / "no" / "x.json")
+    assert code == 2 and "cannot write" in err and err.count("\n") == 1

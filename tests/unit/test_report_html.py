@@ -1,0 +1,137 @@
+"""`paradise report`: the page's content from real analyses and binning queries, bins that add up
+to the trace's own time, and the command's refusals (existing output, bad trace, no folder)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import defaultdict
+
+import pyarrow.parquet as pq
+import pytest
+from report_traces import HOSTILE, hostile_charm, write_both
+
+from paradise.cli.report import build_report
+from paradise.engines.duckdb_engine import DuckDBEngine
+from paradise.report.html import gather
+from paradise.store import open_trace
+
+
+def run_cli(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
+    """The paradise console script in-process: (exit code, stdout, stderr)."""
+    from paradise.cli.main import main
+
+    monkeypatch.setattr(sys, "argv", ["paradise", *map(str, args)])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    out = capsys.readouterr()
+    return int(exc.value.code or 0), out.out, out.err
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory):
+    return write_both(tmp_path_factory.mktemp("report"))
+
+
+def _rows(path, kind):
+    t = pq.read_table(sorted(path.glob("*.parquet")), columns=["kind", "pe", "t0", "t1", "name"]).to_pylist()
+    return [r for r in t if r["kind"] == kind and r["t1"] is not None and r["t1"] > r["t0"]]
+
+
+@pytest.mark.parametrize("which", ["charm", "torch"])
+def test_bins_add_up_to_the_traces_exec_and_idle_time(traces, which):
+    # Every exec / idle interval lands whole in some bins: per PE, the bins' busy and idle sums
+    # equal the sums of (t1 - t0) over the raw rows.
+    path = traces[which]
+    handle = open_trace(path)
+    want = {k: defaultdict(int) for k in ("exec", "idle")}
+    for kind in want:
+        for r in _rows(path, kind):
+            want[kind][r["pe"]] += r["t1"] - r["t0"]
+    t_first = min(r["t0"] for r in pq.read_table(sorted(path.glob("*.parquet")), columns=["t0"]).to_pylist())
+    with DuckDBEngine(handle) as eng:
+        t = eng.query("report_bins", t_start=t_first, bin_ns=997, by_cat=which == "torch").to_pylist()
+    busy, idle = defaultdict(int), defaultdict(int)
+    for r in t:
+        if r["level"] == 0:
+            busy[r["pe"]] += r["busy_ns"]
+            idle[r["pe"]] += r["idle_ns"]
+    assert dict(busy) == dict(want["exec"])
+    assert {k: v for k, v in idle.items() if v} == dict(want["idle"])
+    by_key = sum(r["busy_ns"] for r in t if r["level"] == 1)
+    assert by_key == sum(want["exec"].values())  # the per-key roll-up sums the same time
+    pe_key = defaultdict(int)
+    for r in t:
+        if r["level"] == 2:
+            pe_key[r["pe"]] += r["busy_ns"]
+    assert dict(pe_key) == dict(want["exec"])  # and so does the per-PE usage roll-up
+
+
+def test_utilization_matrix_is_capped_and_sized_by_bins_not_events(traces):
+    handle = open_trace(traces["charm"])
+    with DuckDBEngine(handle) as eng:
+        b = gather.bins(eng, 0, 600_000, 4, False, n_bins=50)
+    assert b["bins"] == 50 and len(b["utilization"]) == 4
+    assert all(len(row) == 50 and all(0.0 <= x <= 1.0 for x in row) for row in b["utilization"])
+    assert max(max(row) for row in b["utilization"]) == 1.0  # PE 0 is busy through whole bins
+
+
+@pytest.fixture(scope="module")
+def charm_page(traces):
+    return build_report(traces["charm"], window=None)
+
+
+def test_charm_report_has_every_section_and_escapes_trace_strings(charm_page):
+    html = charm_page
+    for section in ("utilization", "timeline", "communication", "analyses"):
+        assert f'<section id="{section}">' in html
+    assert "Object graph pattern per collection" in html
+    assert "critical path" in html
+    assert HOSTILE not in html and "<b>Evil</b>" not in html  # raw markup never reaches the page
+    assert "&lt;/script&gt;" in html  # shown as text in the tables
+    assert len(re.findall(r"<script>", html)) == html.count("</script>")  # no script block broken open
+
+
+def test_training_report_has_the_training_section(traces):
+    html = build_report(traces["torch"])
+    assert '<section id="training">' in html
+    for title in ("Step breakdown per rank", "Streams: kernel time", "Collectives: total time", "Checkpoint policy"):
+        assert title in html
+
+
+def test_report_with_hints_and_compare(traces, tmp_path, monkeypatch, capsys):
+    hints = tmp_path / "hints"
+    code, _, err = run_cli(monkeypatch, capsys, "analyze", traces["charm"], "--hints-out", hints)
+    assert code == 0, err
+    other = hostile_charm(steps=3).write(tmp_path / "other")
+    html = build_report(traces["charm"], hints=hints, compare=other)
+    assert '<section id="whatif">' in html and "with the hints" in html
+    assert '<section id="compare">' in html and "makespan" in html
+
+
+def test_report_command_refuses_to_overwrite_and_bad_inputs(traces, tmp_path, monkeypatch, capsys):
+    out = tmp_path / "r.html"
+    code, stdout, err = run_cli(monkeypatch, capsys, "report", traces["torch"], "-o", out)
+    assert code == 0 and out.read_text().startswith("<!DOCTYPE html>"), err
+    before = out.stat().st_mtime_ns
+    code, _, err = run_cli(monkeypatch, capsys, "report", traces["torch"], "-o", out)
+    assert code == 2 and err == f"paradise: error: {out}: already exists; pass --force to overwrite it\n"
+    assert out.stat().st_mtime_ns == before
+    code, _, err = run_cli(monkeypatch, capsys, "report", traces["torch"], "-o", out, "--force")
+    assert code == 0, err
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"not parquet at all")
+    code, _, err = run_cli(monkeypatch, capsys, "report", bad, "-o", tmp_path / "b.html")
+    assert code == 2 and err.count("\n") == 1 and str(bad) in err and not (tmp_path / "b.html").exists()
+    missing = tmp_path / "no" / "such" / "r.html"
+    code, _, err = run_cli(monkeypatch, capsys, "report", traces["torch"], "-o", missing)
+    assert code == 2 and err == f"paradise: error: {missing}: cannot write: folder {missing.parent} does not exist\n"
+    code, _, err = run_cli(monkeypatch, capsys, "report", traces["torch"], "-o", out, "--force", "--window", "9:3")
+    assert code == 2 and "--window '9:3'" in err and err.count("\n") == 1
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".r.html")]  # no temporary left behind
+
+
+def test_window_option_draws_the_chosen_range(traces, charm_page):
+    assert "Timeline of step" in charm_page  # the default: the longest step
+    html = build_report(traces["charm"], window=(0, 50_000))
+    assert "Timeline of chosen" in html
