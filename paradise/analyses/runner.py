@@ -186,8 +186,11 @@ def analyze_trace(
     engine_options (memory_limit, workers, worker_memory) go to the engine."""
     from contextlib import nullcontext
 
+    import duckdb
+
     from paradise.analyses.base import AnalysisConfig
     from paradise.analyses.session import Session
+    from paradise.engines.duckdb_engine import damaged_file_error
     from paradise.store import open_trace
 
     trace = open_trace(path)
@@ -198,6 +201,11 @@ def analyze_trace(
             session.prefetch(k for k in PREFETCH if k in needs(trace, names))
         with progress("analyzing", len(names)) if progress else nullcontext() as bar:
             results, errors = run_analyses(session, config or AnalysisConfig(), names, progress=bar)
+    except duckdb.Error as exc:  # a read outside the engine's guard (an analysis' `applies`)
+        bad = damaged_file_error(exc, trace.files)
+        if bad is exc:
+            raise
+        raise bad from None
     finally:
         session.settle()
         eng.close()

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from paradise.errors import ImportFormatError, TruncatedTrace
+from paradise.importers import regular_file
 
 # Record type numbers (Charm++ src/ck-perf/trace-common.h).
 CREATION, BEGIN_PROCESSING, END_PROCESSING = 1, 2, 3
@@ -155,6 +156,8 @@ def _sts_line(sts: Sts, key: str, rest: str) -> None:
         ep, _, tail = tail.strip().partition(" ")
         name, tail = _quoted(tail)
         chare = tail.split()[0]
+        if not 0 <= int(ep) < 2**31:
+            raise ValueError("entry id out of range")
         sts.entries[int(ep)] = (name, int(chare))
     elif key in ("EVENT", "STAT"):
         eid, _, name = rest.strip().partition(" ")
@@ -183,7 +186,8 @@ def find_logs(sts: Sts) -> list[tuple[int, Path]]:
     by_pe: dict[int, Path] = {}
     for p in candidates:
         m = pat.match(p.name)
-        if m and p.is_file():
+        if m:
+            regular_file(p, "a Projections log")
             pe = int(m.group("pe"))
             if pe >= sts.pes:
                 raise ImportFormatError(f"{p}: a log for PE {m.group('pe')}, but {sts.path.name} declares "

@@ -94,8 +94,10 @@ def _rank_of(info: _FileInfo, header: dict[str, Any], rank: int | None) -> int |
     if found is not None:
         if type(found) is not int:
             try:
+                if isinstance(found, bool) or (isinstance(found, float) and not found.is_integer()):
+                    raise ValueError(found)
                 found = int(found)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 raise ImportFormatError(
                     f"{info.path}: distributedInfo.rank is not an integer ({found!r})"
                 ) from None

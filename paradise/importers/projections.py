@@ -104,21 +104,24 @@ def find_sts(src: Path) -> Path:
 
 
 class _EntryTables:
-    """Per-entry-point lookup arrays (name, chare name, chare ndims) indexed by ep id."""
+    """Per-entry-point lookup arrays (name, chare name, chare ndims) over the sorted ep ids of the
+    .sts; sparse, so that a large entry id costs one row, not a table up to it."""
 
     def __init__(self, sts: P.Sts) -> None:
-        n = max(sts.entries, default=-1) + 1
-        self.n = n
-        self.name = np.array([sts.entries[e][0] if e in sts.entries else f"ep {e}" for e in range(n)], dtype=object)
-        chare = [sts.chares.get(sts.entries[e][1], ("?", -1)) if e in sts.entries else ("?", -1) for e in range(n)]
+        self.ids = np.array(sorted(sts.entries), dtype=np.int64)
+        entries = [sts.entries[e] for e in self.ids.tolist()]
+        self.name = np.array([name for name, _ in entries], dtype=object)
+        chare = [sts.chares.get(c, ("?", -1)) for _, c in entries]
         self.coll = np.array([c[0] for c in chare], dtype=object)
         self.ndims = np.array([c[1] for c in chare], dtype=np.int64)
 
     def lookup(self, ep: np.ndarray, attr: str, default: object) -> np.ndarray:
         arr = getattr(self, attr)
-        ok = (ep >= 0) & (ep < self.n)
+        ep = np.asarray(ep, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self.ids, ep), max(len(self.ids) - 1, 0))
+        ok = (self.ids[pos] == ep) if len(self.ids) else np.zeros(len(ep), dtype=bool)
         out = np.full(len(ep), default, dtype=arr.dtype)
-        out[ok] = arr[ep[ok]]
+        out[ok] = arr[pos[ok]]
         if attr == "name" and not ok.all():
             out[~ok] = [f"ep {e}" for e in ep[~ok]]
         return out

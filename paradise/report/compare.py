@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from paradise.report import pictures
-from paradise.report.console import console, fmt_bytes, fmt_ns, shown
+from paradise.report.console import console, fmt_bytes, fmt_ns, shown, visible
 
 SHOW_CHANGES = 25
 
@@ -76,7 +76,7 @@ def _render_step_diff(steps: list[dict[str, Any]]) -> None:
             for op in s[what][:SHOW_OPS]:
                 calls = f"{op['calls_base']} → {op['calls_candidate']}"
                 time = f"{fmt_ns(op['total_ns_base'])} → {fmt_ns(op['total_ns_candidate'])}"
-                t.add_row(label, Text(op["name"][:60]), what, calls, time)
+                t.add_row(label, Text(visible(op["name"])[:60]), what, calls, time)
                 label = ""
     c.print(t)
     more = len([s for s in steps if any(s["counts"].values())]) - len(shown)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
+from rich.segment import Segment
 from rich.table import Table
 
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -30,6 +32,14 @@ class SafeConsole(Console):
 
     def render_str(self, text: str, **kwargs: Any):  # type: ignore[override]
         return super().render_str(visible(text), **kwargs)
+
+    def render(self, renderable: Any, options: Any = None) -> Iterator[Segment]:  # type: ignore[override]
+        """Every segment printed, Text objects in table cells included, with control characters
+        in its text made visible (rich's own styling travels in Style objects, not in text)."""
+        for seg in super().render(renderable, options):
+            if not seg.control and _CONTROL_RE.search(seg.text):
+                seg = Segment(visible(seg.text), seg.style)
+            yield seg
 
 
 def console() -> Console:

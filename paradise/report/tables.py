@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from paradise.report.console import fmt_bytes, fmt_ns
+from paradise.report.console import fmt_bytes, fmt_ns, visible
 
 MAX_ROWS = 20
 """Rows shown per table; --json has them all."""
@@ -43,7 +43,7 @@ def table(title: str, rows: list[dict[str, Any]], columns: tuple[str, ...]) -> T
     for c in columns:
         t.add_column(c, justify="left" if c in ("name", "type", "category", "op", "kernel") else "right")
     for r in shown:
-        t.add_row(*(Text(cell(c, r.get(c))) for c in columns))
+        t.add_row(*(Text(visible(cell(c, r.get(c)))) for c in columns))
     return t
 
 
@@ -52,7 +52,7 @@ def render_sections(console: Console, name: str, result: dict[str, Any],
     """The analysis' characteristics, then one table per (key, title, columns) present."""
     console.rule(f"[bold]{name}[/bold]", align="left")
     for c in result.get("characteristics", []):
-        console.print(Text(f"  {c['name']}: {c['summary']}"))
+        console.print(Text(visible(f"  {c['name']}: {c['summary']}")))
     for key, title, columns in sections:
         rows = result.get(key)
         if rows:

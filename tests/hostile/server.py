@@ -232,7 +232,8 @@ def _finish(run: Running, status: int | None, timed_out: bool) -> dict:
     after = snapshot(base / "work")
     changed = sorted(k for k, v in run.before.items() if after.get(k) != v)
     created = sorted(k for k in after if k not in run.before)
-    tmp_left = sorted(str(p.relative_to(base / "tmp")) for p in (base / "tmp").rglob("*"))
+    tmp_left = sorted(str(p.relative_to(base / "tmp")) for p in (base / "tmp").rglob("*")
+                      if not _torch_cache(p.relative_to(base / "tmp")))
     rc = None if status is None else os.waitstatus_to_exitcode(status)
     read = lambda n: (base / "meta" / n).read_bytes().decode("utf-8", "backslashreplace")  # noqa: E731
     return {
@@ -240,6 +241,13 @@ def _finish(run: Running, status: int | None, timed_out: bool) -> dict:
         "stdout": read("stdout")[-20000:], "stderr": read("stderr")[-20000:],
         "changed": changed, "created": created, "tmp_left": tmp_left, "leftover_pids": left,
     }  # fmt: skip
+
+
+def _torch_cache(rel: Path) -> bool:
+    """torch's own persistent compile cache (an empty `torchinductor_<user>` folder that importing
+    torch._dynamo makes in $TMPDIR, e.g. when the traced program saves a distributed checkpoint): the
+    user's program's, meant to outlive the run, not a temporary file paradise left behind."""
+    return rel.parts[0].startswith("torchinductor_")
 
 
 def run_cases(base: Path, ids: list[str], emit) -> None:

@@ -21,46 +21,6 @@ from tests.hostile.corpus import fuzzed  # noqa: F401 - registers every case
 
 ROOT = Path(__file__).resolve().parents[2]
 
-PENDING: dict[str, str] = {
-    "hints-whatif-deep-json": "branch i15-runtime",
-    "hints-whatif-deep-json-object": "branch i15-runtime",
-    "hints-whatif-dev-urandom": "branch i15-runtime",
-    "hints-whatif-dev-zero": "branch i15-runtime",
-    "hints-whatif-dir": "branch i15-runtime",
-    "hints-whatif-fifo": "branch i15-runtime",
-    "kineto-deep-args": "branch i13-hta",
-    "kineto-dur-text": "branch i13-hta",
-    "kineto-events-null": "branch i13-hta",
-    "kineto-fifo": "branch i13-hta",
-    "kineto-input-dims-text": "branch i13-hta",
-    "kineto-profiler-step-20-digits": "branch i13-hta",
-    "kineto-rank-2p31": "branch i13-hta",
-    "kineto-rank-2p70": "branch i13-hta",
-    "kineto-rank-float": "branch i13-hta",
-    "launch-charm-hints-deep-json": "branch i15-runtime",
-    "launch-charm-hints-fifo": "branch i15-runtime",
-    "launch-charm-hints-index-1e400": "branch i15-runtime",
-    "launch-charm-planted-hints-folder": "branch i15-runtime",
-    "launch-charm-planted-tracer-module": "branch i15-runtime",
-    "launch-charm-sigkill-ends-job": "branch i15-runtime",
-    "launch-charm-sigterm-ends-job": "branch i15-runtime",
-    "launch-torch-checkpoint-complete-over-nothing": "branch i15-runtime",
-    "launch-torch-checkpoint-pickled-metadata": "branch i15-runtime",
-    "launch-torch-checkpoint-stray-rank": "branch i15-runtime",
-    "launch-torch-planted-tracer-module": "branch i15-runtime",
-    "launch-torch-sigkill-ends-job": "branch i15-runtime",
-    "projections-log-20-digit-pe": "branch i13-hta",
-    "projections-log-dev-zero": "branch i13-hta",
-    "projections-log-dir": "branch i13-hta",
-    "projections-log-fifo": "branch i13-hta",
-    "projections-processors-huge": "branch i13-hta",
-    "projections-sts-entry-huge-id": "branch i13-hta",
-    "projections-sts-fifo": "branch i13-hta",
-}
-"""Cases whose fix is on another branch (case id -> branch), run as xfail(strict=False); the
-coordinator removes an entry once that branch is merged and the case passes."""
-
-
 class Outcomes:
     """The server's outcomes, read as they come: each test waits only for its own case."""
 
@@ -133,11 +93,7 @@ def _params():
     for cid in sorted(REGISTRY):
         if cid.startswith("fuzz-") and cid not in fuzzed.CI_IDS and cid not in fuzzed.EXTRA_IDS:
             continue
-        marks = []
-        pend = PENDING.get(cid)
-        if pend:
-            marks.append(pytest.mark.xfail(reason=f"fix pending on {pend}", strict=False))
-        out.append(pytest.param(cid, id=cid, marks=marks))
+        out.append(pytest.param(cid, id=cid))
     return out
 
 
@@ -155,6 +111,5 @@ def test_corpus_size_and_coverage() -> None:
     commands = {c.argv[0] if c.argv[0] not in ("import", "trace") else " ".join(c.argv[:2]) for c in hand if c.argv}
     assert commands >= {"info", "analyze", "merge", "whatif", "compare", "policy", "demo", "import kineto",
                         "import projections", "trace charm", "trace torch"}
-    assert set(PENDING) <= set(REGISTRY), sorted(set(PENDING) - set(REGISTRY))
     items = {c.item for c in hand}
     assert items >= {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "10-torch"}

@@ -76,7 +76,7 @@ def test_sigkill_of_trace_torch_ends_torchrun_and_ranks(tmp_path):
     proc, job = _start_and_wait(["trace", "torch", "--nproc", "2", "-o", str(tmp_path / "t"), str(script),
                                  "--steps", "1000000", "--hidden", "32", "--layers", "1", "--log-every", "1"],
                                 "step 1 loss", tmp_path)
-    ranks = [p for p in job if "tracers.torch.run" in p.cmdline() and "torch.distributed.run" not in p.cmdline()]
+    ranks = [p for p in job if "paradise.boot.torch" in p.cmdline() and "torch.distributed.run" not in p.cmdline()]
     assert len(ranks) == 2  # both ranks are in the job
     left, _ = _stop(proc, job, signal.SIGKILL)
     assert left == []

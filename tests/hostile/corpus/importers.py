@@ -85,7 +85,7 @@ KINETO = {
 }
 VALID_OR_WARN = {"rank-neg", "dur-neg", "dur-null", "events-dict", "events-empty", "bom", "ansi-name", "ts-neg",
                  "input-dims-nested", "name-number", "pid-text", "args-list", "stream-text", "dur-huge", "ts-huge",
-                 "input-dims-huge", "profiler-step-neg", "name-list", "events-not-dicts"}
+                 "input-dims-huge", "input-dims-text", "profiler-step-neg", "name-list", "events-not-dicts"}
 for name, (build, item) in KINETO.items():
     rc = (0, 2) if name in VALID_OR_WARN else (2,)
     case(f"kineto-{name}", "import", "kineto", K, "-o", "k.parquet", setup=build, rc=rc, mention=K,
