@@ -102,7 +102,7 @@ def ensure_hta() -> tuple[Path | None, str]:
         r = subprocess.run([base, "-m", "venv", str(HTA_VENV)], capture_output=True, text=True)
         if r.returncode != 0:
             return None, f"venv creation failed: {r.stderr.strip()[-300:]}"
-        r = subprocess.run([str(py), "-m", "pip", "install", "-q", f"holistictraceanalysis=={HTA_VERSION}"],
+        r = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-cache-dir", f"holistictraceanalysis=={HTA_VERSION}"],
                            capture_output=True, text=True)  # fmt: skip
         if r.returncode != 0:
             return None, f"pip install holistictraceanalysis failed: {r.stderr.strip()[-500:]}"

@@ -23,40 +23,57 @@
 -- Rows come unordered: the event layer keeps them as a table (paradise.events.execgraph) and
 -- readers order by id where they need to.
 -- merge: client
+-- x: execs numbered in (pe, t0, t1) order, with their PE predecessor from the same sort
 WITH x AS (
-    SELECT row_number() OVER (ORDER BY pe, t0, t1) - 1 AS id,
+    SELECT row_number() OVER w - 1 AS id,
            pe, t0, t1, coalesce(active, t1 - t0) AS cost_ns,
-           coll, obj, index, name, step, prio, msg
+           coll, obj, index, name, step, prio, msg,
+           lag(pe) OVER w IS NOT DISTINCT FROM pe AS has_prev,
+           lag(t0 + coalesce(active, t1 - t0)) OVER w AS prev_t1,
+           lag(t1) OVER w AS prev_end
     FROM events WHERE kind = 'exec' AND t1 IS NOT NULL
+    WINDOW w AS (ORDER BY pe, t0, t1)
 ),
 s AS (
     SELECT msg, arg_min(pe, t0) AS src_pe, min(t0) AS send_t0, max(bytes) AS bytes,
            arg_min(coll, t0) AS coll, arg_min(obj, t0) AS obj
     FROM events WHERE kind = 'send' AND msg IS NOT NULL GROUP BY msg
 ),
--- the sending exec: the sender object's exec when the send lies within its active time (exact
--- even when another exec starts at the same instant); else (a coroutine that sent after being
--- resumed) the latest exec on the sending PE that started before the send and was still running
-s_obj AS (
-    SELECT s.msg, CASE WHEN s.send_t0 - x.t0 <= x.cost_ns THEN x.id END AS id, x.t0 AS x_t0
-    FROM s ASOF LEFT JOIN x ON s.src_pe = x.pe AND s.coll = x.coll AND s.obj = x.obj AND s.send_t0 >= x.t0
-),
-s_pe AS (
-    SELECT s.msg, CASE WHEN s.send_t0 <= x.t1 THEN x.id END AS id, x.t0 AS x_t0
+-- The sending exec: the sender object's latest exec that started before the send, when the send
+-- lies within its active time (exact even when another exec starts at the same instant); else (a
+-- coroutine that sent after being resumed) the latest exec on the sending PE, when still running.
+-- sp: per send, the PE's latest exec before it (one ASOF join) and whether it is the sender
+-- object's, which it nearly always is; only the other sends (nested or resumed execs) search that
+-- object's execs (m, xm, mo), so the full trace is sorted for one ASOF join, not two.
+sp AS (
+    SELECT s.*, x.id AS p_id, x.t0 AS p_t0, x.t1 AS p_t1, x.cost_ns AS p_cost,
+           coalesce(x.coll = s.coll AND x.obj = s.obj, false) AS same_obj
     FROM s ASOF LEFT JOIN x ON s.src_pe = x.pe AND s.send_t0 >= x.t0
 ),
+m AS (SELECT msg, src_pe, coll, obj, send_t0 FROM sp WHERE NOT same_obj),
+xm AS (SELECT pe, coll, obj, t0, cost_ns, id FROM x WHERE (pe, coll, obj) IN (SELECT src_pe, coll, obj FROM m)),
+mo AS (
+    SELECT m.msg, CASE WHEN m.send_t0 - xm.t0 <= xm.cost_ns THEN xm.id END AS id, xm.t0 AS x_t0
+    FROM m ASOF LEFT JOIN xm ON m.src_pe = xm.pe AND m.coll = xm.coll AND m.obj = xm.obj AND m.send_t0 >= xm.t0
+),
+so AS (
+    SELECT sp.msg, sp.src_pe, sp.send_t0, sp.bytes, sp.p_t0,
+           CASE WHEN sp.same_obj AND sp.send_t0 - sp.p_t0 <= sp.p_cost THEN sp.p_id ELSE mo.id END AS o_id,
+           CASE WHEN sp.same_obj THEN sp.p_t0 ELSE mo.x_t0 END AS o_t0,
+           CASE WHEN sp.send_t0 <= sp.p_t1 THEN sp.p_id END AS pe_id
+    FROM sp LEFT JOIN mo ON sp.msg = mo.msg
+),
 sx AS (
-    SELECT s.msg, s.src_pe, s.send_t0, s.bytes,
-           coalesce(o.id, p.id) AS src_id,
-           s.send_t0 - CASE WHEN o.id IS NOT NULL THEN o.x_t0 ELSE p.x_t0 END AS send_offset_ns
-    FROM s LEFT JOIN s_obj o ON s.msg = o.msg LEFT JOIN s_pe p ON s.msg = p.msg
+    SELECT msg, src_pe, send_t0, bytes, coalesce(o_id, pe_id) AS src_id,
+           send_t0 - CASE WHEN o_id IS NOT NULL THEN o_t0 ELSE p_t0 END AS send_offset_ns
+    FROM so
 ),
 w AS (
-    SELECT x.*,
-           lag(id) OVER (PARTITION BY pe ORDER BY t0, t1) AS pe_prev,
-           lag(t0 + cost_ns) OVER (PARTITION BY pe ORDER BY t0, t1) AS pe_prev_t1,
-           lag(t1) OVER (PARTITION BY pe ORDER BY t0, t1) AS pe_prev_end,
-           min(t0) OVER () AS run_t0
+    SELECT x.* EXCLUDE (has_prev, prev_t1, prev_end),
+           CASE WHEN has_prev THEN id - 1 END AS pe_prev,
+           CASE WHEN has_prev THEN prev_t1 END AS pe_prev_t1,
+           CASE WHEN has_prev THEN prev_end END AS pe_prev_end,
+           (SELECT min(t0) FROM events WHERE kind = 'exec' AND t1 IS NOT NULL) AS run_t0
     FROM x
 )
 SELECT w.id, w.pe, w.t0, w.t1, w.cost_ns, w.coll, w.obj, w.index, w.name, w.step, w.prio,
