@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -102,8 +103,8 @@ def ensure_hta() -> tuple[Path | None, str]:
         r = subprocess.run([base, "-m", "venv", str(HTA_VENV)], capture_output=True, text=True)
         if r.returncode != 0:
             return None, f"venv creation failed: {r.stderr.strip()[-300:]}"
-        r = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-cache-dir", f"holistictraceanalysis=={HTA_VERSION}"],
-                           capture_output=True, text=True)  # fmt: skip
+        r = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-cache-dir",
+                            f"holistictraceanalysis=={HTA_VERSION}"], capture_output=True, text=True)
         if r.returncode != 0:
             return None, f"pip install holistictraceanalysis failed: {r.stderr.strip()[-500:]}"
     r = subprocess.run([str(py), "-c", "import importlib.metadata as m; print(m.version('HolisticTraceAnalysis'))"],
@@ -169,6 +170,7 @@ def hta_window(src: Path, dst: Path) -> None:
 def run_paradise(trace: Path, tmp: Path, window: bool = False) -> dict:
     from paradise.analyses import gpu_idle, gpu_kernels, gpu_launches, gpu_queue
     from paradise.analyses.base import AnalysisConfig
+    from paradise.analyses.session import Session
     from paradise.engines.duckdb_engine import DuckDBEngine
     from paradise.errors import ParadiseError
     from paradise.importers.kineto import import_trace
@@ -188,9 +190,10 @@ def run_paradise(trace: Path, tmp: Path, window: bool = False) -> dict:
     t = open_trace(out)
     res: dict[str, dict] = {}
     with DuckDBEngine(t) as eng:
+        session = Session(eng, t)
         if not gpu_kernels.applies(t):
             return {"error": "no device rows"}
-        k = gpu_kernels.analyze(eng, t, AnalysisConfig()).to_dict()
+        k = gpu_kernels.analyze(session, AnalysisConfig()).to_dict()
         if k.get("ranks"):
             r = k["ranks"][0]
             res["temporal"] = {"idle_time_pctg": 100 * r["idle_share"], "compute_time_pctg": 100 * r["computation_share"],
@@ -199,15 +202,15 @@ def run_paradise(trace: Path, tmp: Path, window: bool = False) -> dict:
                 res["overlap"] = {"comp_comm_overlap_pctg": 100 * r["comm_comp_overlap_share"]}
             res["kernels"] = {" overlapping ".join(v for b, v in HTA_LABEL.items() if row["mask"] & b): 100 * row["share"]
                               for row in k["types"]}  # fmt: skip
-        i = gpu_idle.analyze(eng, t, AnalysisConfig()).to_dict()
+        i = gpu_idle.analyze(session, AnalysisConfig()).to_dict()
         res["idle"] = {f"stream {s['stream']} {c}": s[f"{c}_share"] for s in i.get("streams", [])
                        for c in ("host_wait", "kernel_wait", "other") if s[f"{c}_share"] is not None}  # fmt: skip
-        q = gpu_queue.analyze(eng, t, AnalysisConfig()).to_dict()
+        q = gpu_queue.analyze(session, AnalysisConfig()).to_dict()
         res["queue"] = {}
         for s in q.get("streams", []):
             res["queue"][f"stream {s['stream']} mean"] = s["mean"]
             res["queue"][f"stream {s['stream']} max"] = s["max"]
-        lc = gpu_launches.analyze(eng, t, AnalysisConfig()).to_dict()
+        lc = gpu_launches.analyze(session, AnalysisConfig()).to_dict()
         if lc.get("ranks"):
             r = lc["ranks"][0]
             res["launches"] = {"kernels": r["launches"], "mean cpu_duration us": r["cpu_mean_ns"] / 1e3,
@@ -268,6 +271,8 @@ def main() -> None:
                     a, b = hv.get(q), wv.get(q)
                     if (a is None and b == 0) or (b is None and a == 0):  # a tool omits an empty category
                         a, b = a or 0.0, b or 0.0
+                    if isinstance(a, float) and math.isnan(a) and b is None:  # HTA's 0/0, paradise's omission
+                        a, b = 0.0, 0.0
                     if a is None or b is None:
                         rel = "only one"
                         mark = "*"
