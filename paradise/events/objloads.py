@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 
 def rows_where(mask: np.ndarray) -> np.ndarray | None:
@@ -20,30 +21,44 @@ def take(a: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
     return a if rows is None else a[rows]
 
 
+OBJECT_STEPS_SQL = """
+WITH g AS (
+    SELECT coll, index, step, sum(load_ns) AS load_ns, sum(execs) AS execs,
+           max({'t': last_t1, 'p': pe}) AS last
+    FROM r WHERE coll IS NOT NULL AND index IS NOT NULL AND step IS NOT NULL
+    GROUP BY coll, index, step
+)
+SELECT (dense_rank() OVER (ORDER BY coll, index) - 1)::BIGINT AS oid, last.p::BIGINT AS pe, step::BIGINT AS step,
+       load_ns::BIGINT AS load_ns, execs::BIGINT AS execs, last.t::BIGINT AS last_t1, coll, index
+FROM g ORDER BY oid, step
+"""
+"""The roll-up of placement_obj_load to one row per object and step, run by an in-process DuckDB
+over the fetched table: integer object ids in the text order of (coll, index), the PE of the
+latest exec (the highest PE on a tie); no Python object per row."""
+
+
 def object_steps(engine: object) -> tuple[pd.DataFrame, pd.DataFrame, bool]:
     """(rows of oid, pe, step, load_ns, execs, last_t1, sorted by (oid, step); one row per oid with
     its coll and index text, in oid order; whether any exec with a step carries load). An
     object's rows on several PEs in one step are summed; its PE in a step is that of its latest
     exec (the highest PE on a tie). Rows without an index text are no object of the table."""
+    import duckdb
+
     t = engine.query("placement_obj_load")  # type: ignore[attr-defined]
-    df = t.select(["coll", "index", "pe", "step", "load_ns", "execs", "last_t1"]).to_pandas()
-    has_step = df["step"].to_numpy() >= 0
-    stepped = bool(has_step.any() and df["load_ns"].to_numpy()[has_step].sum() > 0)
-    df = df[df["index"].notna()]
-    if df.empty:
-        empty = pd.DataFrame({c: pd.Series(dtype="int64") for c in ("oid", "pe", "step", "load_ns", "execs", "last_t1")})
-        return empty, pd.DataFrame({"coll": pd.Series(dtype=object), "index": pd.Series(dtype=object)}), stepped
-    df = df.sort_values(["coll", "index", "step", "last_t1", "pe"], kind="stable")
-    keys = ["coll", "index", "step"]
-    g = df.groupby(keys, sort=False)
-    out = g.agg(load_ns=("load_ns", "sum"), execs=("execs", "sum")).reset_index()
-    last = g.tail(1)  # the latest exec of each object and step (sorted by last_t1, then pe)
-    out["last_t1"] = last["last_t1"].to_numpy(np.int64)
-    out["pe"] = last["pe"].to_numpy(np.int64)
-    new = (out["coll"] != out["coll"].shift()) | (out["index"] != out["index"].shift())
-    out["oid"] = np.cumsum(new.to_numpy()) - 1
-    labels = out.loc[new.to_numpy(), ["coll", "index"]].reset_index(drop=True)
-    table = out[["oid", "pe", "step", "load_ns", "execs", "last_t1"]].astype("int64").reset_index(drop=True)
+    con = duckdb.connect(":memory:")
+    try:
+        con.register("r", t.select(["coll", "index", "pe", "step", "load_ns", "execs", "last_t1"]))
+        stepped = bool(con.sql("SELECT coalesce(sum(load_ns) FILTER (WHERE step >= 0), 0) > 0 FROM r").fetchall()[0][0])
+        rolled = con.sql(OBJECT_STEPS_SQL).to_arrow_table()
+    finally:
+        con.close()
+    cols = ["oid", "pe", "step", "load_ns", "execs", "last_t1"]
+    table = rolled.select(cols).to_pandas()
+    if not len(table):
+        table = pd.DataFrame({c: pd.Series(dtype="int64") for c in cols})
+    first = np.r_[True, np.diff(rolled.column("oid").to_numpy()) != 0] if len(table) else np.zeros(0, bool)
+    labels = rolled.select(["coll", "index"]).filter(pa.array(first)).to_pandas() if len(table) else \
+        pd.DataFrame({"coll": pd.Series(dtype=object), "index": pd.Series(dtype=object)})
     return table, labels, stepped
 
 

@@ -177,3 +177,36 @@ def test_collection_kinds_equal_placement_cats(tmp_path, make):
     assert got == expect
     if make == "lifecycle":
         assert {r["coll"]: r["lifecycle"] for r in got} == {"A#0": 3, "B#1": 1, "G#2": 0, "Main#3": 0}
+
+
+def ties_trace(tmp_path: Path):
+    """Objects split over two PEs within a step, ending at the same instant on both (the PE of the
+    step is then the higher one), an exec without a step and one without an index."""
+    b = TraceBuilder(pes=2)
+    for s in range(3):
+        b.exec(0, 100 * s, 100 * s + 40, "A.work", coll="A#0", index=(1,), cat="array", step=s)
+        b.exec(1, 100 * s + 10, 100 * s + 40, "A.work", coll="A#0", index=(1,), cat="array", step=s)
+        b.exec(1, 100 * s + 50, 100 * s + 70 + s, "A.work", coll="A#0", index=(0,), cat="array", step=s)
+    b.exec(0, 400, 410, "A.late", coll="A#0", index=(0,), cat="array")
+    b.exec(1, 400, 420, "Main.done", coll="Main#1", cat="mainchare", step=2)
+    return open_trace(b.write(tmp_path / "ties"))
+
+
+@pytest.mark.parametrize("make", ["ties", "lifecycle", "charm_like", "charm_like_seed3", "torch_like"])
+def test_object_steps_equal_the_pandas_oracle(tmp_path, make):
+    from oracles.object_steps import object_steps as oracle
+
+    trace = {"ties": lambda: ties_trace(tmp_path), "lifecycle": lambda: lifecycle_trace(tmp_path),
+             "charm_like": lambda: open_trace(charm_like(pes=3, steps=4).write(tmp_path / "c")),
+             "charm_like_seed3": lambda: open_trace(charm_like(pes=4, objs_per_pe=3, steps=5, seed=3).write(tmp_path / "c3")),
+             "torch_like": lambda: open_trace(torch_like(ranks=2, steps=2).write(tmp_path / "t"))}[make]()
+    with DuckDBEngine(trace) as eng:
+        got, got_labels, got_stepped = objloads.object_steps(eng)
+        want, want_labels, want_stepped = oracle(eng)
+    assert got_stepped == want_stepped
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), want.reset_index(drop=True))
+    pd.testing.assert_frame_equal(got_labels.reset_index(drop=True), want_labels.reset_index(drop=True),
+                                  check_dtype=False)
+    if make == "ties":
+        assert len(got) == 7 and list(got_labels["index"]) == sorted(got_labels["index"])
+        assert got.loc[(got["oid"] == 1) & (got["step"] >= 0), "pe"].tolist() == [1, 1, 1]
