@@ -41,6 +41,10 @@ class LatencyModel:
 
 
 
+EXACT_QUANTILE_MAX_EXECS = 4_000_000
+"""Up to this many executions the fit's quantiles are exact (DuckDB keeps every sample of an
+exact quantile in memory, unspillable: 8 bytes each); above, t-digest approximations."""
+
 TABLE = "exec_graph"
 """The engine table that holds the graph."""
 
@@ -87,8 +91,10 @@ def materialize(engine: Any) -> ExecGraphInfo:
 def fit_latency(engine: Any) -> LatencyModel:
     """Fits a + b*bytes on cross-PE send -> exec delays where the receiver was idle at the send
     (events_latency_fit); with fewer than MIN_FIT_SAMPLES such messages, the latency is the
-    FEW_SAMPLES_QUANTILE of all cross-PE delays. Local cost: the median same-PE delay."""
-    r = engine.query("events_latency_fit").to_pylist()[0]
+    FEW_SAMPLES_QUANTILE of all cross-PE delays. Local cost: the median same-PE delay. Quantiles
+    are exact up to EXACT_QUANTILE_MAX_EXECS executions, approximate (bounded memory) above."""
+    n = int(engine.sql(f"SELECT count(*) AS n FROM {TABLE}").column("n")[0].as_py())
+    r = engine.query("events_latency_fit", exact=n <= EXACT_QUANTILE_MAX_EXECS).to_pylist()[0]
     cross, any_cross = int(r["cross_n"] or 0), int(r["any_cross_n"] or 0)
     a, b = 0.0, 0.0
     if cross < MIN_FIT_SAMPLES and any_cross:

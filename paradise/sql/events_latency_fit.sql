@@ -15,6 +15,9 @@
 --   local_median_ns       (ns, median delay of local deliveries, null without one)
 --   busy_gap_median_ns, busy_gap_mean_ns (ns, gaps before execs whose PE was busy: the next exec's
 --                          message (or none) was there before the previous exec ended)
+-- params: $exact (true: exact quantiles, holding every sample; false, for graphs above
+--         execgraph.EXACT_QUANTILE_MAX_EXECS: DuckDB's t-digest approx_quantile, in bounded memory,
+--         since an exact quantile's state cannot spill)
 -- merge: client
 WITH d AS (
     SELECT (t0 - send_t0)::DOUBLE AS delay, coalesce(bytes, 0)::DOUBLE AS nbytes, src_pe <> pe AS other_pe,
@@ -25,9 +28,12 @@ WITH d AS (
 q AS (
     SELECT count(*) FILTER (WHERE idle AND other_pe) AS cross_n,
            count(*) FILTER (WHERE other_pe) AS any_cross_n,
-           quantile_cont(delay, 0.1) FILTER (WHERE other_pe) AS any_cross_q10_ns,
-           quantile_cont(delay, 0.9) FILTER (WHERE idle AND other_pe) AS cross_q90_ns,
-           median(delay) FILTER (WHERE idle AND NOT other_pe) AS local_median_ns
+           coalesce(quantile_cont(delay, 0.1) FILTER (WHERE other_pe AND $exact),
+                    approx_quantile(delay, 0.1) FILTER (WHERE other_pe AND NOT $exact)) AS any_cross_q10_ns,
+           coalesce(quantile_cont(delay, 0.9) FILTER (WHERE idle AND other_pe AND $exact),
+                    approx_quantile(delay, 0.9) FILTER (WHERE idle AND other_pe AND NOT $exact)) AS cross_q90_ns,
+           coalesce(quantile_cont(delay, 0.5) FILTER (WHERE idle AND NOT other_pe AND $exact),
+                    approx_quantile(delay, 0.5) FILTER (WHERE idle AND NOT other_pe AND NOT $exact)) AS local_median_ns
     FROM d
 ),
 k AS (
@@ -37,11 +43,14 @@ k AS (
 fit AS (
     SELECT count(*) AS kept_n, max(nbytes) - min(nbytes) AS kept_bytes_span,
            regr_slope(delay, nbytes) AS slope_ns_per_byte, regr_intercept(delay, nbytes) AS intercept_ns,
-           median(delay) AS kept_median_ns
+           coalesce(quantile_cont(delay, 0.5) FILTER (WHERE $exact),
+                    approx_quantile(delay, 0.5) FILTER (WHERE NOT $exact)) AS kept_median_ns
     FROM k
 ),
 busy AS (
-    SELECT median(gap)::DOUBLE AS busy_gap_median_ns, avg(gap)::DOUBLE AS busy_gap_mean_ns
+    SELECT coalesce(quantile_cont(gap, 0.5) FILTER (WHERE $exact),
+                    approx_quantile(gap, 0.5) FILTER (WHERE NOT $exact))::DOUBLE AS busy_gap_median_ns,
+           avg(gap)::DOUBLE AS busy_gap_mean_ns
     FROM (SELECT greatest(t0 - pe_prev_t1, 0) AS gap FROM exec_graph
           WHERE pe_prev IS NOT NULL AND (src_id IS NULL OR send_t0 IS NULL OR send_t0 < 0
                                          OR send_t0 < pe_prev_end))

@@ -63,6 +63,30 @@ def test_latency_fit_in_sql_is_the_numpy_fit(tmp_path, name):
     assert got.samples == want.samples
 
 
+@pytest.mark.parametrize("name", ["ping_filler", "master_worker", "grid_periodic"])
+def test_latency_fit_above_the_exact_quantile_limit_is_close(tmp_path, monkeypatch, name):
+    # above EXACT_QUANTILE_MAX_EXECS the quantiles are t-digest estimates (bounded memory): on these
+    # small graphs they are the exact quantiles' within a few percent of the delays' range
+    trace = _trace(tmp_path, name)
+    with DuckDBEngine(trace) as eng:
+        execgraph.materialize(eng)
+        exact = eng.query("events_latency_fit", exact=True).to_pylist()[0]
+        approx = eng.query("events_latency_fit", exact=False).to_pylist()[0]
+        monkeypatch.setattr(execgraph, "EXACT_QUANTILE_MAX_EXECS", 0)
+        fitted = execgraph.fit_latency(eng)
+        span = eng.sql("SELECT max(t0 - send_t0) - min(t0 - send_t0) AS s FROM exec_graph "
+                       "WHERE src_id IS NOT NULL").column("s")[0].as_py()
+    quantiles = ("any_cross_q10_ns", "cross_q90_ns", "local_median_ns", "kept_median_ns", "busy_gap_median_ns")
+    assert any(exact[k] is not None for k in quantiles)
+    for k in quantiles:
+        assert (exact[k] is None) == (approx[k] is None), k
+        if exact[k] is not None:
+            assert abs(approx[k] - exact[k]) <= 0.05 * max(span, 1), (k, exact[k], approx[k])
+    for k in ("cross_n", "any_cross_n", "busy_gap_mean_ns"):  # not quantiles: the same either way
+        assert exact[k] == approx[k], k
+    assert fitted.samples == max(exact["cross_n"], exact["any_cross_n"])
+
+
 def test_a_cycle_of_critical_predecessors_ends_the_path(tmp_path):
     # two execs each released by the other's message (clock skew): the walk stops, never loops
     from builders import TraceBuilder
