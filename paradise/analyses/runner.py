@@ -30,6 +30,10 @@ if TYPE_CHECKING:  # pandas and pyarrow load only when a command runs (fast `par
     from paradise.store import TraceHandle
 
 ENGINES = ("duckdb", "dask")
+CONCURRENT_BYTES_PER_ROW = 64
+"""Analyses run two at a time, with the exec graph built beside them, only while the trace has at
+most memory limit / CONCURRENT_BYTES_PER_ROW rows: each event-level query holds hash tables and
+sort runs of its own, and three at once passed a 2 GiB budget at 10^8 rows (6 GiB RSS)."""
 PREFETCH = ("exec_graph",)
 """Shared results started on a thread of their own as soon as the engine is open, when an analysis
 that applies needs them: the exec graph is the run's longest query, and it proceeds while the
@@ -57,12 +61,23 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
+def concurrent(session: Session) -> bool:
+    """Whether analyses may run two at a time on this session: an engine that allows it, and a
+    trace small enough for its memory limit (CONCURRENT_BYTES_PER_ROW)."""
+    eng = session.engine
+    if not getattr(eng, "thread_safe", False):
+        return False
+    limit = getattr(eng, "memory_limit", None)
+    return limit is None or session.trace.num_rows * CONCURRENT_BYTES_PER_ROW <= limit
+
+
 def run_analyses(
     session: Session, config: AnalysisConfig, names: tuple[str, ...] = ANALYSES, progress: Any = None
 ) -> tuple[dict[str, AnalysisResult], dict[str, str]]:
     """Results of every analysis that applies, and a one-line error per analysis that failed.
 
-    On an engine that allows it (`thread_safe`), analyses run two at a time: the overview's SQL
+    On an engine that allows it (`thread_safe`) and a trace small enough for its memory limit
+    (concurrent), analyses run two at a time: the overview's SQL
     scans use the cores while another analysis works, and analyses that need the same shared
     result wait for the one that builds it (paradise.analyses.session). Results and errors keep
     the order of `names` whatever order the analyses finish in."""
@@ -74,7 +89,7 @@ def run_analyses(
         module = importlib.import_module(f"paradise.analyses.{name}")
         return module.analyze(session, config) if module.applies(session.trace) else None
 
-    workers = 2 if getattr(session.engine, "thread_safe", False) and len(names) > 1 else 1
+    workers = 2 if concurrent(session) and len(names) > 1 else 1
     outcomes: dict[str, AnalysisResult | None | BaseException] = {}
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="paradise-analysis") as pool:
         futures = {pool.submit(one, name): name for name in names}
@@ -197,7 +212,7 @@ def analyze_trace(
     eng = make_engine(trace, engine, scheduler, **(engine_options or {}))
     session = Session(eng, trace)
     try:
-        if getattr(eng, "thread_safe", False):
+        if concurrent(session):
             session.prefetch(k for k in PREFETCH if k in needs(trace, names))
         with progress("analyzing", len(names)) if progress else nullcontext() as bar:
             results, errors = run_analyses(session, config or AnalysisConfig(), names, progress=bar)

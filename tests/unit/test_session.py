@@ -86,3 +86,28 @@ def test_needs_are_declared_by_the_analyses_that_apply(tmp_path):
     for name in ANALYSES:  # every need names a shared result
         assert set(getattr(importlib.import_module(f"paradise.analyses.{name}"), "NEEDS", ())) <= set(
             session_mod.SHARED), name
+
+
+def test_a_trace_large_for_its_memory_limit_runs_one_analysis_at_a_time(tmp_path, monkeypatch):
+    from paradise.analyses import runner
+
+    trace = open_trace(charm_like(pes=4, steps=3).write(tmp_path / "t"))
+    threads: set[str] = set()
+    real = placement.analyze
+
+    def spy(session, config=None):
+        threads.add(threading.current_thread().name)
+        return real(session, config)
+
+    monkeypatch.setattr(placement, "analyze", spy)
+    budget = 1 << 30
+    monkeypatch.setattr(runner, "CONCURRENT_BYTES_PER_ROW", budget // trace.num_rows)  # just fits
+    with DuckDBEngine(trace, memory_limit=budget) as eng:
+        assert runner.concurrent(Session(eng, trace))
+    monkeypatch.setattr(runner, "CONCURRENT_BYTES_PER_ROW", budget // trace.num_rows + 1)  # too large
+    with DuckDBEngine(trace, memory_limit=budget) as eng:
+        s = Session(eng, trace)
+        assert not runner.concurrent(s)
+        results, errors = run_analyses(s, AnalysisConfig())
+    assert not errors and "placement" in results
+    assert threads == {"paradise-analysis_0"}  # the pool had one worker
