@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from paradise.engines import load_sql
 from paradise.events.execgraph import ExecGraphInfo, LatencyModel
 
 
@@ -43,10 +44,7 @@ def critical_path(engine: Any, info: ExecGraphInfo) -> CriticalPath:
     critical predecessor (or one already on the path: clock skew can make a cycle)."""
     if info.execs == 0 or info.last_id is None:
         return CriticalPath([], [], 0, 0, 0)
-    hops = engine.query("events_critical_hops")
-    ids = np.asarray(hops.column("id").to_numpy(), np.int64)
-    t0 = np.asarray(hops.column("t0").to_numpy(), np.int64)
-    pred = hops.column("crit_pred").to_pylist()
+    ids, pred = _hops(engine, info.execs)
     segs: list[tuple[int, int]] = []
     cur = int(info.last_id)
     while True:
@@ -57,19 +55,24 @@ def critical_path(engine: Any, info: ExecGraphInfo) -> CriticalPath:
             segs.append((max(visited) + 1, cur))
             break
         segs.append((lo, cur))
-        nxt = pred[k]
-        if nxt is None or any(a <= nxt <= b for a, b in segs):
+        nxt = int(pred[k])
+        if nxt < 0 or any(a <= nxt <= b for a, b in segs):
             break
-        cur = int(nxt)
+        cur = nxt
     segs.reverse()
     first = segs[0][0]
-    at = int(np.searchsorted(ids, first))
-    if at < len(ids) and ids[at] == first:
-        t0_first = int(t0[at])
-    else:  # a run cut short by a cycle starts at an exec that is no hop row
-        t0_first = int(engine.sql("SELECT t0 FROM exec_graph WHERE id = $i", i=first).column("t0")[0].as_py())
+    t0_first = int(engine.sql("SELECT t0 FROM exec_graph WHERE id = $i", i=first).column("t0")[0].as_py())
     return CriticalPath(lo=[a for a, _ in segs], hi=[b for _, b in segs], t0_first=t0_first,
                         t1_last=int(info.last_t1), message_hops=len(segs) - 1)
+
+
+def _hops(engine: Any, execs: int) -> tuple[np.ndarray, np.ndarray]:
+    """The hop rows' ids and critical predecessors as two numpy arrays, 32-bit while the ids fit
+    (a hop row per exec at worst: 400 MB for 5*10^7 executions, never a Python object per row)."""
+    kind = "INTEGER" if execs < 2**31 else "BIGINT"
+    t = engine.sql(f"SELECT CAST(id AS {kind}) AS id, CAST(crit_pred AS {kind}) AS crit_pred "
+                   f"FROM ({load_sql('events_critical_hops')}) ORDER BY id")
+    return t.column("id").to_numpy(), t.column("crit_pred").to_numpy()
 
 
 def path_entries(engine: Any, path: CriticalPath, model: LatencyModel) -> Any:

@@ -6,10 +6,9 @@
 -- grain: one row per exec that is first on its PE or whose crit_pred is not pe_prev.
 -- columns:
 --   id         (exec id, ordered by pe, t0, t1)
---   t0         (ns, its start)
---   crit_pred  (id of the exec whose message released it; null: the path starts here)
+--   crit_pred  (id of the exec whose message released it; -1: the path starts here)
 -- merge: client
-SELECT id, t0, crit_pred
+SELECT id, coalesce(crit_pred, -1) AS crit_pred
 FROM exec_graph
 WHERE pe_prev IS NULL OR crit_pred IS DISTINCT FROM pe_prev
 ORDER BY id
