@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 
 def rows_where(mask: np.ndarray) -> np.ndarray | None:
@@ -21,45 +20,36 @@ def take(a: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
     return a if rows is None else a[rows]
 
 
-OBJECT_STEPS_SQL = """
-WITH g AS (
-    SELECT coll, index, step, sum(load_ns) AS load_ns, sum(execs) AS execs,
-           max({'t': last_t1, 'p': pe}) AS last
-    FROM r WHERE coll IS NOT NULL AND index IS NOT NULL AND step IS NOT NULL
-    GROUP BY coll, index, step
-)
-SELECT (dense_rank() OVER (ORDER BY coll, index) - 1)::BIGINT AS oid, last.p::BIGINT AS pe, step::BIGINT AS step,
-       load_ns::BIGINT AS load_ns, execs::BIGINT AS execs, last.t::BIGINT AS last_t1, coll, index
-FROM g ORDER BY oid, step
-"""
-"""The roll-up of placement_obj_load to one row per object and step, run by an in-process DuckDB
-over the fetched table: integer object ids in the text order of (coll, index), the PE of the
-latest exec (the highest PE on a tie); no Python object per row."""
+TABLE = "object_steps"
+"""The engine table events_object_steps fills (one row per object and step)."""
 
 
 def object_steps(engine: object) -> tuple[pd.DataFrame, pd.DataFrame, bool]:
     """(rows of oid, pe, step, load_ns, execs, last_t1, sorted by (oid, step); one row per oid with
     its coll and index text, in oid order; whether any exec with a step carries load). An
     object's rows on several PEs in one step are summed; its PE in a step is that of its latest
-    exec (the highest PE on a tie). Rows without an index text are no object of the table."""
-    import duckdb
-
-    t = engine.query("placement_obj_load")  # type: ignore[attr-defined]
-    con = duckdb.connect(":memory:")
-    try:
-        con.register("r", t.select(["coll", "index", "pe", "step", "load_ns", "execs", "last_t1"]))
-        stepped = bool(con.sql("SELECT coalesce(sum(load_ns) FILTER (WHERE step >= 0), 0) > 0 FROM r").fetchall()[0][0])
-        rolled = con.sql(OBJECT_STEPS_SQL).to_arrow_table()
-    finally:
-        con.close()
+    exec (the highest PE on a tie). Rows without an index text are no object of the table.
+    The roll-up stays in the engine (events_object_steps, spilling under its memory limit): the
+    client receives integers, and each label once."""
     cols = ["oid", "pe", "step", "load_ns", "execs", "last_t1"]
-    table = rolled.select(cols).to_pandas()
-    if not len(table):
-        table = pd.DataFrame({c: pd.Series(dtype="int64") for c in cols})
-    first = np.r_[True, np.diff(rolled.column("oid").to_numpy()) != 0] if len(table) else np.zeros(0, bool)
-    labels = rolled.select(["coll", "index"]).filter(pa.array(first)).to_pandas() if len(table) else \
-        pd.DataFrame({"coll": pd.Series(dtype=object), "index": pd.Series(dtype=object)})
-    return table, labels, stepped
+    engine.materialize(TABLE, "events_object_steps")  # type: ignore[attr-defined]
+    try:
+        rows = engine.sql(f"SELECT {', '.join(cols)} FROM {TABLE} ORDER BY oid, step")  # type: ignore[attr-defined]
+        labels = engine.sql(f"SELECT coll, index FROM {TABLE} GROUP BY oid, coll, index ORDER BY oid")  # type: ignore[attr-defined]
+        flag = engine.sql(f"SELECT bool_or(stepped) AS s FROM {TABLE}").column("s")[0].as_py()  # type: ignore[attr-defined]
+    finally:
+        engine.sql(f"DROP TABLE IF EXISTS {TABLE}")  # type: ignore[attr-defined]
+    stepped = bool(flag) if flag is not None else _stepped_without_objects(engine)
+    table = rows.to_pandas(split_blocks=True, self_destruct=True)
+    del rows
+    return table.astype("int64"), labels.to_pandas(), stepped
+
+
+def _stepped_without_objects(engine: object) -> bool:
+    """`stepped` when no exec has an index (the table is empty): from the execs themselves."""
+    t = engine.sql("SELECT coalesce(sum(coalesce(active, t1 - t0)) FILTER (WHERE step >= 0), 0) > 0 AS s "  # type: ignore[attr-defined]
+                   "FROM events WHERE kind = 'exec' AND coll IS NOT NULL AND t1 IS NOT NULL")
+    return bool(t.column("s")[0].as_py())
 
 
 def step_matrix(obj: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:

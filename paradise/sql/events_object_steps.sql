@@ -1,0 +1,30 @@
+-- events_object_steps: object loads per step, one row per object (coll, index) and step, with
+-- integer object ids; kept as an engine table (paradise.events.objloads) so that the client
+-- fetches integers only, and the object labels once.
+-- reads: events
+-- grain: one row per collection x index x step (step -1: execs without a step); execs without an
+--        index are left out of the rows but count for `stepped`.
+-- columns:
+--   oid       (object id: dense rank of (coll, index) in text order, from 0)
+--   pe        (PE of the object's latest exec in the step: greatest t1, then greatest PE)
+--   step      (iteration, -1 for none)
+--   load_ns   (ns, sum of `active` or t1 - t0 over the object's execs in the step, all PEs)
+--   execs     (count of those execs)
+--   last_t1   (ns, end of the latest of them)
+--   coll, index (the object's collection and index text)
+--   stepped   (whether the execs with a step >= 0 carry any load, over every exec with a collection)
+-- merge: client
+WITH g AS (
+    SELECT coll, index, coalesce(step, -1) AS step,
+           CAST(sum(coalesce(active, t1 - t0)) AS BIGINT) AS load_ns, count(*) AS execs,
+           max({'t': t1, 'p': pe}) AS last
+    FROM events
+    WHERE kind = 'exec' AND coll IS NOT NULL AND t1 IS NOT NULL
+    GROUP BY coll, index, coalesce(step, -1)
+),
+stepped AS (SELECT coalesce(sum(load_ns) FILTER (WHERE step >= 0), 0) > 0 AS stepped FROM g)
+SELECT CAST(dense_rank() OVER (ORDER BY coll, index) - 1 AS BIGINT) AS oid, CAST(last.p AS BIGINT) AS pe,
+       CAST(step AS BIGINT) AS step, load_ns, CAST(execs AS BIGINT) AS execs, CAST(last.t AS BIGINT) AS last_t1,
+       coll, index, stepped.stepped
+FROM g, stepped
+WHERE index IS NOT NULL
