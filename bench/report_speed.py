@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 import analyze_vs_scan as avs  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
 
 PARADISE = str(Path(sys.executable).parent / "paradise")
 
@@ -67,7 +68,7 @@ def main() -> None:
         runs["analyze"].append((dt, cpu, rss))
         dt, cpu, rss, _ = avs.run_child([PARADISE, "report", str(trace), "-o", str(page), "--force"])
         runs["report"].append((dt, cpu, rss))
-    rows = int(avs.pq.ParquetDataset(sorted(trace.glob("*.parquet"))).read(columns=["pe"]).num_rows)
+    rows = sum(pq.ParquetFile(f).metadata.num_rows for f in sorted(trace.glob("*.parquet")))
     print(f"trace: {rows:,} rows on {args.pes} PEs ({trace.name}); medians of {args.reps} runs, fresh processes")
     if not args.reps:  # --reps 0: only the page sizes (and the export)
         page_size(trace, page)
