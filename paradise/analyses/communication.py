@@ -26,7 +26,7 @@ from paradise.analyses.base import (
 )
 from paradise.analyses.session import Session
 from paradise.events.objgraph import collection_patterns
-from paradise.format import TRAINING_SOURCES
+from paradise.importers import training_like
 
 SIZE_QUANTILES = (0.5, 0.9, 0.99)
 DEFAULT_PER_MESSAGE_NS = 5_000.0
@@ -35,7 +35,7 @@ DEFAULT_PER_MESSAGE_NS = 5_000.0
 
 def applies(trace: Any) -> bool:
     """Charm-style traces with messages between objects."""
-    return trace.source not in TRAINING_SOURCES
+    return not training_like(trace.source)
 
 
 def pattern_characteristics(patterns: dict[str, list[dict[str, Any]]]) -> list[Characteristic]:

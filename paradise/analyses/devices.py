@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from paradise.analyses.base import json_scalar
-from paradise.format import TRAINING_SOURCES
+from paradise.importers import training_like
 from paradise.store import TraceHandle
 
 KERNEL_TYPES = {1: "computation", 2: "communication", 4: "memory"}
@@ -19,7 +19,7 @@ communication, memcpy/memset rows memory, every other kernel computation (HTA's 
 def has_device_rows(trace: TraceHandle) -> bool:
     """A training trace with at least one row on a device stream, read from Parquet statistics
     (no scan): the GPU analyses have nothing to say about CPU-only traces."""
-    if trace.source not in TRAINING_SOURCES:
+    if not training_like(trace.source):
         return False
     import pyarrow.parquet as pq
 

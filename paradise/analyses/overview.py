@@ -17,16 +17,12 @@ import pyarrow as pa
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence, json_scalar
 from paradise.analyses.session import Session
 from paradise.engines import Engine
-from paradise.format import TRAINING_SOURCES
+from paradise.importers import training_like
 from paradise.store import TraceHandle
 
 IMBALANCE_THRESHOLD = 1.10
 """max/mean PE busy above which load is called imbalanced: under 10 % lost to the slowest PE,
 moving objects rarely repays its own cost (a heuristic; the placement analysis refines it)."""
-CONCURRENT_SOURCES = TRAINING_SOURCES
-"""Sources whose exec rows nest (CPU ops in ops) or run concurrently (threads, GPU streams) on
-one rank: busy is the union of their intervals. Other sources run one entry method at a time
-per PE (Charm scheduler; coroutine suspension is excluded through `active`): busy is the sum."""
 DEFAULT_TOP = 10
 """Entries shown in top_entries unless --top says otherwise."""
 COMM_MATRIX_MAX_EDGES = 10_000
@@ -93,13 +89,14 @@ def _records(cols: Columns, names: list[str], rows: slice = slice(None)) -> list
 def _busy(engine: Engine, trace: TraceHandle, pe: Columns, mode: str) -> tuple[np.ndarray, str]:
     """Busy ns per PE and the method used: the sum of exec time, or the union of intervals.
 
-    auto: union for CONCURRENT_SOURCES, and wherever the sum exceeds a PE's span (rows overlap
+    auto: union for training sources (importers.training_like: their exec rows nest or run
+    concurrently on one rank), and wherever the sum exceeds a PE's span (rows overlap
     even though the source says they should not); else the sum, which needs no sort."""
     if mode not in BUSY_MODES:
         raise ValueError(f"busy mode {mode!r} is not one of {BUSY_MODES}")
     span = pe["t_last"] - pe["t_first"]
     use_union = mode == "union" or (
-        mode == "auto" and (trace.source in CONCURRENT_SOURCES or bool((pe["exec_ns"] > span).any()))
+        mode == "auto" and (training_like(trace.source) or bool((pe["exec_ns"] > span).any()))
     )
     if not use_union:
         return pe["exec_ns"], "sum"

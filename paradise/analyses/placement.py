@@ -19,7 +19,7 @@ import pandas as pd
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
 from paradise.analyses.placement_hint import COMM_MATTERS_SHARE, IMBALANCE_RATIO, mapping_hint
 from paradise.analyses.session import Session
-from paradise.format import TRAINING_SOURCES
+from paradise.importers import training_like
 from paradise.whatif.model import STEP_LOAD_CLIP
 
 HEAVY_OBJECT_RATIO = 1.5
@@ -43,7 +43,7 @@ Obj = tuple[str, str]
 
 def applies(trace: Any) -> bool:
     """Charm-style traces (objects, entry methods); not PyTorch ranks."""
-    return trace.source not in TRAINING_SOURCES
+    return not training_like(trace.source)
 
 
 def _pes(trace: Any, pe_load: pd.DataFrame) -> int:

@@ -28,7 +28,7 @@ from hints.generators.checkpoint_policy import (
 )
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
 from paradise.analyses.session import Session
-from paradise.format import TRAINING_SOURCES
+from paradise.importers import training_like
 from paradise.store import TraceHandle
 
 INCIDENT_GAP_NS = 60 * 10**9
@@ -41,7 +41,7 @@ MIN_FAILURES_CONFIDENT = 10
 
 def applies(trace: TraceHandle) -> bool:
     """Training traces: PyTorch runs recorded by the tracer or imported from Kineto."""
-    return trace.source in TRAINING_SOURCES
+    return training_like(trace.source)
 
 
 def _args(text: Any) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from paradise.analyses.base import (
 from paradise.analyses.session import Session
 from paradise.events import critpath
 from paradise.events.critpath import CriticalPath
-from paradise.format import TRAINING_SOURCES
+from paradise.importers import training_like
 
 WAIT_SHARE_NOTABLE = 0.1
 """Idle time waiting for messages above this share of PE time is reported as significant."""
@@ -37,7 +37,7 @@ PRIO_MIN_GAIN = 0.005
 
 
 def applies(trace: Any) -> bool:
-    return trace.source not in TRAINING_SOURCES
+    return not training_like(trace.source)
 
 
 NEEDS = frozenset({"exec_graph", "critical_path", "latency_model", "replayer"})

@@ -15,7 +15,7 @@ import pandas as pd
 
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence, json_scalar
 from paradise.analyses.session import Session
-from paradise.format import TRAINING_SOURCES
+from paradise.importers import training_like
 from paradise.store import TraceHandle
 
 SLOW_REL = 0.10
@@ -52,7 +52,7 @@ MAX_STEP_ROWS = 5000
 
 def applies(trace: TraceHandle) -> bool:
     """PyTorch and Kineto traces; other sources only when they hold step or collective rows."""
-    if trace.source in TRAINING_SOURCES:
+    if training_like(trace.source):
         return True
     from paradise.importers import IMPORTERS
 

@@ -94,9 +94,10 @@ METADATA_FIELDS: dict[str, str] = {
     "extra": "source-specific extras",
 }
 
-TRAINING_SOURCES = ("torch", "kineto")
-"""`source` values of PyTorch training traces (ranks, ops, collectives); every other source is
-Charm-style (objects, entry methods, messages), which placement, communication and scheduling need."""
+TRACER_SOURCES = {"charm4py": False, "torch": True}
+"""The `source` each of paradise's tracers writes, and whether it is a PyTorch training trace
+(ranks, ops, collectives) rather than Charm-style (objects, entry methods, messages). Importers
+declare theirs in paradise.importers.IMPORTERS; paradise.importers.training_like reads both."""
 
 INDEX_BITS = 21
 """Bits per dimension when packing an N-D index (up to 3 dims of 2M each) into `obj`."""

@@ -83,6 +83,17 @@ IMPORTERS: dict[str, Importer] = {
 """Every importer, by the FORMAT name of `paradise import FORMAT`."""
 
 
+def training_like(source: str | None) -> bool:
+    """Whether traces of this `source` are PyTorch training traces (ranks, ops, collectives), as
+    the tracer (paradise.format.TRACER_SOURCES) or the importer (IMPORTERS) that writes it
+    declares; any other source is Charm-style."""
+    from paradise.format import TRACER_SOURCES  # pyarrow: not at `paradise --help` time
+
+    if source in TRACER_SOURCES:
+        return TRACER_SOURCES[source]
+    return any(imp.source == source and imp.training_like for imp in IMPORTERS.values())
+
+
 def source_paths(sources: Sources) -> list[Path]:
     """The sources as a list of paths (one path alone is accepted too)."""
     if isinstance(sources, (str, os.PathLike)):

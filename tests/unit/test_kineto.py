@@ -415,10 +415,12 @@ def test_fifo_is_refused_not_read(tmp_path, cli):
 
 
 def test_registry_declares_each_source_once_and_agrees_with_the_format():
-    from paradise.format import TRAINING_SOURCES
-    from paradise.importers import IMPORTERS
+    from paradise.format import TRACER_SOURCES
+    from paradise.importers import IMPORTERS, training_like
 
     sources = [imp.source for imp in IMPORTERS.values()]
-    assert len(sources) == len(set(sources))
+    assert len(sources) == len(set(sources)) and not set(sources) & set(TRACER_SOURCES)
     for imp in IMPORTERS.values():
-        assert (imp.source in TRAINING_SOURCES) == imp.training_like, imp.format
+        assert training_like(imp.source) == imp.training_like, imp.format
+    assert training_like("torch") and training_like("kineto")
+    assert not training_like("charm4py") and not training_like("projections") and not training_like("synthetic")

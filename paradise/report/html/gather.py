@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from paradise.format import TRAINING_SOURCES
+from paradise.importers import training_like
 
 N_BINS = 240
 """Time bins across the run: about one per 4 px of a 1000 px wide chart."""
@@ -80,7 +80,7 @@ def bins(engine: Any, t_start: int, t_end: int, pes: int, by_cat: bool, n_bins: 
 def mean_utilization(engine: Any, trace: Any, overview: dict[str, Any], n_bins: int) -> list[float]:
     """Mean busy share over all PEs per time bin (the terminal's sparkline)."""
     t_start, t_end, pes = span_of({"overview": overview})
-    return bins(engine, t_start, t_end, pes, trace.source in TRAINING_SOURCES, n_bins)["mean_utilization"]
+    return bins(engine, t_start, t_end, pes, training_like(trace.source), n_bins)["mean_utilization"]
 
 
 def window(engine: Any, t_start: int, t_end: int, choice: tuple[int, int] | None = None) -> dict[str, Any]:
@@ -125,7 +125,7 @@ def gather(session: Any, analyses: dict[str, dict[str, Any]],
     """Every drawing's data: bins, the timeline window, the critical path inside it."""
     engine, trace = session.engine, session.trace
     t_start, t_end, pes = span_of(analyses)
-    training = trace.source in TRAINING_SOURCES
+    training = training_like(trace.source)
     out = {"bins": bins(engine, t_start, t_end, pes, training),
            "window": window(engine, t_start, t_end, choice), "training": training}
     w = out["window"]
