@@ -1,6 +1,6 @@
 """Placement: load imbalance, object loads and their persistence, locality, creation; mapping.json.
 
-Stage 1: placement_pe_load, placement_obj_load (rolled up per object and step by
+Stage 1: placement_pe_load, events_object_steps (object loads per step, through
 paradise.events.objloads), communication_edges (shared with communication through the session),
 the collection kinds from the overview's group table, and placement_creation/placement_first_work
 only when the trace creates or migrates objects. Stage 2: numpy over an object x step matrix of
@@ -106,7 +106,7 @@ def distribution(objs: pd.DataFrame) -> Characteristic:
         "placement", "object_load_distribution", round(cv, 4),
         (Evidence("objects", len(objs)), Evidence("cv", round(cv, 4)),
          Evidence("max_over_median", round(float(loads.max() / med), 4) if med > 0 else None, "",
-                  HEAVY_OBJECT_RATIO, "placement_obj_load"),
+                  HEAVY_OBJECT_RATIO, "events_object_steps"),
          Evidence("heavy_objects", names[:50]),
          Evidence("top_objects", [{"object": f"{c}{i}", "load_ns": int(v), "pe": int(p)}
                                   for c, i, v, p in zip(top["coll"], top["index"], top["load_ns"], top["pe"])])),
@@ -155,7 +155,7 @@ def step_persistence(per: np.ndarray, med: np.ndarray | None = None) -> Characte
         "placement", "load_persistence", round(corr, 4) if corr is not None else round(1 - change, 4),
         (Evidence("step_pairs", len(weights)),
          Evidence("mean_step_corr", round(corr, 4) if corr is not None else None, "", PERSISTENT_CORR),
-         Evidence("mean_rel_change", round(change, 4), "", PERSISTENT_REL_CHANGE, "placement_obj_load"),
+         Evidence("mean_rel_change", round(change, 4), "", PERSISTENT_REL_CHANGE, "events_object_steps"),
          Evidence("persistent", persistent)),
         confidence=round(min(1.0, len(weights) / 5), 3),
         summary=("Object loads persist from step to step: the last step predicts the next."

@@ -1,7 +1,7 @@
-"""Object loads per step: placement_obj_load (one row per object, PE and step, a mergeable
-aggregate that the engine runs) rolled up here to one row per object and step, with objects as
-integer ids (oid) in the text order of (coll, index); and the step matrix, medians and per-object
-loads that placement reads from it (numpy on that table: never one row per event).
+"""Object loads per step: one row per object and step, with objects as integer ids (oid) in the
+text order of (coll, index), rolled up by the engine (events_object_steps); and the step matrix,
+medians and per-object loads that placement reads from it (numpy on that table: never one row
+per event).
 """
 
 from __future__ import annotations

@@ -1,11 +1,15 @@
 """Oracle for paradise.events.objloads.object_steps, written plainly in pandas over the fetched
-placement_obj_load table (the event layer rolls it up with SQL instead, without a Python object
-per row)."""
+placement_obj_load table (tests/oracles/sql: one row per object, PE and step); the event layer
+rolls it up in the engine instead (events_object_steps), without a Python object per row."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
+
+ORACLE_SQL = Path(__file__).resolve().parent / "sql"
 
 
 def object_steps(engine: object) -> tuple[pd.DataFrame, pd.DataFrame, bool]:
@@ -13,7 +17,7 @@ def object_steps(engine: object) -> tuple[pd.DataFrame, pd.DataFrame, bool]:
     its coll and index text, in oid order; whether any exec with a step carries load). An
     object's rows on several PEs in one step are summed; its PE in a step is that of its latest
     exec (the highest PE on a tie). Rows without an index text are no object of the table."""
-    t = engine.query("placement_obj_load")  # type: ignore[attr-defined]
+    t = engine.sql((ORACLE_SQL / "placement_obj_load.sql").read_text())  # type: ignore[attr-defined]
     df = t.select(["coll", "index", "pe", "step", "load_ns", "execs", "last_t1"]).to_pandas()
     has_step = df["step"].to_numpy() >= 0
     stepped = bool(has_step.any() and df["load_ns"].to_numpy()[has_step].sum() > 0)
