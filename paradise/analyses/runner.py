@@ -33,7 +33,8 @@ ENGINES = ("duckdb", "dask")
 CONCURRENT_BYTES_PER_ROW = 64
 """Analyses run two at a time, with the exec graph built beside them, only while the trace has at
 most memory limit / CONCURRENT_BYTES_PER_ROW rows: each event-level query holds hash tables and
-sort runs of its own, and three at once passed a 2 GiB budget at 10^8 rows (6 GiB RSS)."""
+sort runs of its own; at 10^8 rows under 2 GiB, one of three at once failed to allocate 512 MiB
+with 961 MiB of DuckDB's 1.1 GiB held by the others."""
 PREFETCH = ("exec_graph",)
 """Shared results started on a thread of their own as soon as the engine is open, when an analysis
 that applies needs them: the exec graph is the run's longest query, and it proceeds while the

@@ -52,7 +52,7 @@ def _latency_model(s: Session) -> Any:
     from paradise.events.execgraph import fit_latency
 
     rp = s.get("replayer")
-    return rp.model if rp is not None else fit_latency(s.engine)
+    return rp.model if rp is not None else fit_latency(s.engine, s.get("exec_graph").execs)
 
 
 def _critical_path(s: Session) -> Any:

@@ -88,13 +88,13 @@ def materialize(engine: Any) -> ExecGraphInfo:
                          max_pe=int(row["max_pe"] or 0), last_id=row["last_id"], last_t1=row["last_t1"])
 
 
-def fit_latency(engine: Any) -> LatencyModel:
+def fit_latency(engine: Any, execs: int) -> LatencyModel:
     """Fits a + b*bytes on cross-PE send -> exec delays where the receiver was idle at the send
     (events_latency_fit); with fewer than MIN_FIT_SAMPLES such messages, the latency is the
     FEW_SAMPLES_QUANTILE of all cross-PE delays. Local cost: the median same-PE delay. Quantiles
-    are exact up to EXACT_QUANTILE_MAX_EXECS executions, approximate (bounded memory) above."""
-    n = int(engine.sql(f"SELECT count(*) AS n FROM {TABLE}").column("n")[0].as_py())
-    r = engine.query("events_latency_fit", exact=n <= EXACT_QUANTILE_MAX_EXECS).to_pylist()[0]
+    are exact up to EXACT_QUANTILE_MAX_EXECS executions (`execs`: the graph's), approximate
+    (bounded memory) above."""
+    r = engine.query("events_latency_fit", exact=execs <= EXACT_QUANTILE_MAX_EXECS).to_pylist()[0]
     cross, any_cross = int(r["cross_n"] or 0), int(r["any_cross_n"] or 0)
     a, b = 0.0, 0.0
     if cross < MIN_FIT_SAMPLES and any_cross:

@@ -6,6 +6,8 @@ per event).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -24,7 +26,7 @@ TABLE = "object_steps"
 """The engine table events_object_steps fills (one row per object and step)."""
 
 
-def object_steps(engine: object) -> tuple[pd.DataFrame, pd.DataFrame, bool]:
+def object_steps(engine: Any) -> tuple[pd.DataFrame, pd.DataFrame, bool]:
     """(rows of oid, pe, step, load_ns, execs, last_t1, sorted by (oid, step); one row per oid with
     its coll and index text, in oid order; whether any exec with a step carries load). An
     object's rows on several PEs in one step are summed; its PE in a step is that of its latest
@@ -32,24 +34,17 @@ def object_steps(engine: object) -> tuple[pd.DataFrame, pd.DataFrame, bool]:
     The roll-up stays in the engine (events_object_steps, spilling under its memory limit): the
     client receives integers, and each label once."""
     cols = ["oid", "pe", "step", "load_ns", "execs", "last_t1"]
-    engine.materialize(TABLE, "events_object_steps")  # type: ignore[attr-defined]
+    engine.materialize(TABLE, "events_object_steps")
     try:
-        rows = engine.sql(f"SELECT {', '.join(cols)} FROM {TABLE} ORDER BY oid, step")  # type: ignore[attr-defined]
-        labels = engine.sql(f"SELECT coll, index FROM {TABLE} GROUP BY oid, coll, index ORDER BY oid")  # type: ignore[attr-defined]
-        flag = engine.sql(f"SELECT bool_or(stepped) AS s FROM {TABLE}").column("s")[0].as_py()  # type: ignore[attr-defined]
+        rows = engine.sql(f"SELECT {', '.join(cols)} FROM {TABLE} WHERE oid IS NOT NULL ORDER BY oid, step")
+        labels = engine.sql(f"SELECT coll, index FROM {TABLE} WHERE oid IS NOT NULL GROUP BY oid, coll, index "
+                            "ORDER BY oid")
+        stepped = engine.sql(f"SELECT coalesce(sum(load_ns) FILTER (WHERE step >= 0), 0) > 0 AS s FROM {TABLE}")
     finally:
-        engine.sql(f"DROP TABLE IF EXISTS {TABLE}")  # type: ignore[attr-defined]
-    stepped = bool(flag) if flag is not None else _stepped_without_objects(engine)
+        engine.sql(f"DROP TABLE IF EXISTS {TABLE}")
     table = rows.to_pandas(split_blocks=True, self_destruct=True)
     del rows
-    return table.astype("int64"), labels.to_pandas(), stepped
-
-
-def _stepped_without_objects(engine: object) -> bool:
-    """`stepped` when no exec has an index (the table is empty): from the execs themselves."""
-    t = engine.sql("SELECT coalesce(sum(coalesce(active, t1 - t0)) FILTER (WHERE step >= 0), 0) > 0 AS s "  # type: ignore[attr-defined]
-                   "FROM events WHERE kind = 'exec' AND coll IS NOT NULL AND t1 IS NOT NULL")
-    return bool(t.column("s")[0].as_py())
+    return table.astype("int64"), labels.to_pandas(), bool(stepped.column("s")[0].as_py())
 
 
 def step_matrix(obj: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:

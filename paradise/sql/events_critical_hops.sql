@@ -3,7 +3,8 @@
 -- Within one PE the walk goes from an exec to the previous exec on the PE (ids are consecutive
 -- there) until it meets an exec whose critical predecessor is not that previous exec: one that
 -- a message released, or the PE's first exec. Only those rows are needed to follow the path.
--- grain: one row per exec that is first on its PE or whose crit_pred is not pe_prev.
+-- grain: one row per exec that is first on its PE or whose crit_pred is not pe_prev; unordered
+--        (the walk, paradise/events/critpath.py, orders them by id).
 -- columns:
 --   id         (exec id, ordered by pe, t0, t1)
 --   crit_pred  (id of the exec whose message released it; -1: the path starts here)
@@ -11,4 +12,3 @@
 SELECT id, coalesce(crit_pred, -1) AS crit_pred
 FROM exec_graph
 WHERE pe_prev IS NULL OR crit_pred IS DISTINCT FROM pe_prev
-ORDER BY id

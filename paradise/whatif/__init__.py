@@ -164,7 +164,7 @@ def load_replayer(engine: Any, pes: int | None = None) -> Replayer:
         execgraph.materialize(engine)
     g = exec_graph(engine.sql(REPLAY_GRAPH_SQL.format(table=execgraph.TABLE)))
     npes = int(max(pes or 0, (g.pe.max() + 1) if g.n else 1))
-    model = calibrate(g, execgraph.fit_latency(engine), npes)  # on the measured costs: it must reproduce the run
+    model = calibrate(g, execgraph.fit_latency(engine, g.n), npes)  # on the measured costs: it must reproduce the run
     # proposals are replayed with preemption spikes clipped (robust_cost); the baseline is
     # replayed the same way, so predicted = measured x replay(proposal) / replay(current)
     return Replayer(graph=replace(g, cost=robust_cost(g)), model=model, pes=npes)

@@ -55,8 +55,8 @@ def test_hop_walk_is_the_full_walk(tmp_path, name):
 def test_latency_fit_in_sql_is_the_numpy_fit(tmp_path, name):
     trace = _trace(tmp_path, name)
     with DuckDBEngine(trace) as eng:
-        execgraph.materialize(eng)
-        got = execgraph.fit_latency(eng)
+        info = execgraph.materialize(eng)
+        got = execgraph.fit_latency(eng, info.execs)
         want = oracle.fit_latency(exec_graph(eng.sql(REPLAY_GRAPH_SQL.format(table=execgraph.TABLE))))
     for field in ("a_ns", "ns_per_byte", "local_ns", "overhead_ns", "overhead_mean_ns"):
         assert math.isclose(getattr(got, field), getattr(want, field), rel_tol=1e-9, abs_tol=1e-6), field
@@ -69,11 +69,11 @@ def test_latency_fit_above_the_exact_quantile_limit_is_close(tmp_path, monkeypat
     # small graphs they are the exact quantiles' within a few percent of the delays' range
     trace = _trace(tmp_path, name)
     with DuckDBEngine(trace) as eng:
-        execgraph.materialize(eng)
+        info = execgraph.materialize(eng)
         exact = eng.query("events_latency_fit", exact=True).to_pylist()[0]
         approx = eng.query("events_latency_fit", exact=False).to_pylist()[0]
         monkeypatch.setattr(execgraph, "EXACT_QUANTILE_MAX_EXECS", 0)
-        fitted = execgraph.fit_latency(eng)
+        fitted = execgraph.fit_latency(eng, info.execs)
         span = eng.sql("SELECT max(t0 - send_t0) - min(t0 - send_t0) AS s FROM exec_graph "
                        "WHERE src_id IS NOT NULL").column("s")[0].as_py()
     quantiles = ("any_cross_q10_ns", "cross_q90_ns", "local_median_ns", "kept_median_ns", "busy_gap_median_ns")
