@@ -11,7 +11,9 @@
    time over the same steps (cpu0_s; charmrun does not hand its PE processes' CPU time back to the
    launcher), of the launcher's wall time; messages on the wire
    (send rows not marked combined) and combined messages in the traced runs; the ratios; and
-   what-if's predicted makespan against the median makespan of the traced hinted runs.
+   what-if's predicted makespan against the median makespan of the traced hinted runs, and its
+   predicted speed-up against the median of the rounds' traced default / traced hinted makespans
+   (a round's two runs see the same machine load).
 """
 
 from __future__ import annotations
@@ -134,6 +136,11 @@ def main() -> None:
               f"makespan) {dm / measured:.2f}x; predicted hinted makespan from the median traced default: "
               f"{dm / pred['predicted_speedup'] / 1e9:.3f} s vs measured {measured / 1e9:.3f} s, error "
               f"{(dm / pred['predicted_speedup'] - measured) / measured:+.1%}")
+        paired = [d["makespan_ns"] / h["makespan_ns"] for d, h in zip(traced["default_traced"],
+                                                                      traced["hinted_traced"])]
+        pr = med(paired)
+        print(f"  measured per round (traced default / traced hinted of the same round, median of {len(paired)}): "
+              f"{pr:.2f}x; what-if speed-up error {(pred['predicted_speedup'] - pr) / pr:+.1%}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
