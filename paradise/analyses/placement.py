@@ -266,18 +266,19 @@ def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisR
 
     trace = session.trace
     pe_load = session.engine.query("placement_pe_load").to_pandas()
-    obj, labels, stepped = session.get("object_steps")
+    obj = session.get("object_steps")
     cr = creation_table(session)
     edges = session.get("communication_edges").to_pandas()
     pes = _pes(trace, pe_load)
     result = AnalysisResult("placement")
     if pe_load.empty:
         return result
-    steps, _ = objloads.step_matrix(obj)  # object x step loads: medians, loads, persistence
+    steps = obj.matrix  # object x step loads: medians, loads, persistence
     med = objloads.row_medians(steps)
-    by_oid = objloads.oid_loads(obj, stepped, steps, med) if len(obj) else None
-    if by_oid is None:
-        by_oid = object_loads(obj, ("oid",), stepped)
+    by_oid = objloads.oid_loads(obj, med)
+    if by_oid is None:  # an object's latest end is tied: its PE as object_loads picks it
+        by_oid = object_loads(obj.rows, ("oid",), obj.stepped)
+    labels = obj.labels
     objs = pd.concat([labels.iloc[by_oid["oid"].to_numpy(int)].reset_index(drop=True), by_oid],
                      axis=1)  # coll, index, oid, load_ns, execs, pe: oid order is (coll, index) text order
     mov = movable(objs, cr)

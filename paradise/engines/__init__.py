@@ -24,6 +24,11 @@ class Engine(Protocol):
         read it (event-level results built in several statements: the exec graph)."""
         ...
 
+    def batches(self, name: str, batch_rows: int = 1 << 20, **params: Any) -> pa.RecordBatchReader:
+        """The rows of query `name` streamed in record batches, for consumers that copy them into
+        arrays of their own and should not hold the whole table as well."""
+        ...
+
     def close(self) -> None: ...
 
 

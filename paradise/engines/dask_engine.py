@@ -209,6 +209,11 @@ class DaskEngine:
             self._local = DuckDBEngine(self.trace, memory_limit=self.memory_limit)
         return self._local.sql(text, **params)
 
+    def batches(self, name: str, batch_rows: int = 1 << 20, **params: Any) -> pa.RecordBatchReader:
+        """A `-- merge: client` query's result streamed from the client's DuckDB (event-level tables)."""
+        self.sql("SELECT 1")  # opens the client engine
+        return self._local.batches(name, batch_rows=batch_rows, **params)
+
     def materialize(self, table: str, name: str, **params: Any) -> None:
         """An event-level table (`-- merge: client` queries): kept in the client's DuckDB."""
         self.sql("SELECT 1")  # opens the client engine

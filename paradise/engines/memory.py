@@ -10,9 +10,11 @@ from paradise.errors import InvalidOption
 DEFAULT_SHARE = 0.5
 """Without --memory-limit an analysis may use half of the machine's physical memory: other jobs
 (and the OS file cache that makes repeated scans fast) keep the rest."""
-DUCKDB_SHARE = 0.6
+DUCKDB_SHARE = 0.5
 """DuckDB's memory_limit is this share of the budget; the rest is for Arrow results, numpy and
-Python on the client. Above it DuckDB spills joins, sorts and aggregations to disk."""
+Python on the client, and for what DuckDB allocates beyond its limit (its exec-graph join and
+window at 10^8 rows: about 0.4 GiB over a 1 GiB limit). Above the limit DuckDB spills joins,
+sorts and aggregations to disk."""
 MIN_BYTES = 64 << 20
 """Budgets under 64 MiB cannot even hold DuckDB's buffers for one Parquet row group per thread."""
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 10**3, "kib": 1 << 10, "m": 1 << 20, "mb": 10**6, "mib": 1 << 20,

@@ -1,68 +1,69 @@
-"""Object loads per step: one row per object and step, with objects as integer ids (oid) in the
-text order of (coll, index), rolled up by the engine (events_object_steps); and the step matrix,
-medians and per-object loads that placement reads from it (numpy on that table: never one row
-per event).
+"""Object loads per step: the engine rolls the execs up into one row per object and step
+(events_object_steps, objects as integer ids in the text order of (coll, index)); the client
+receives the step matrix, filled from streamed batches, and one row per object. Neither side
+holds a row per event, and the client never holds a row per object and step.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-
-def rows_where(mask: np.ndarray) -> np.ndarray | None:
-    """Positions where mask holds, or None when it holds everywhere (take() then copies nothing)."""
-    return None if bool(mask.all()) else np.flatnonzero(mask)
-
-
-def take(a: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
-    """a[rows], or a itself for rows None (all rows)."""
-    return a if rows is None else a[rows]
-
-
 TABLE = "object_steps"
 """The engine table events_object_steps fills (one row per object and step)."""
+BATCH_ROWS = 1 << 20
+"""Object-step rows per streamed batch while the step matrix is filled."""
 
 
-def object_steps(engine: Any) -> tuple[pd.DataFrame, pd.DataFrame, bool]:
-    """(rows of oid, pe, step, load_ns, execs, last_t1, sorted by (oid, step); one row per oid with
-    its coll and index text, in oid order; whether any exec with a step carries load). An
-    object's rows on several PEs in one step are summed; its PE in a step is that of its latest
-    exec (the highest PE on a tie). Rows without an index text are no object of the table.
-    The roll-up stays in the engine (events_object_steps, spilling under its memory limit): the
-    client receives integers, and each label once."""
-    cols = ["oid", "pe", "step", "load_ns", "execs", "last_t1"]
+@dataclass(frozen=True)
+class ObjectSteps:
+    """The objects of a run and their loads per step."""
+
+    matrix: np.ndarray
+    """Step loads (ns, float), one row per oid (0..objects-1), one column per step of `steps`;
+    NaN where the object has no exec in that step. An object's execs on several PEs in one step
+    are summed."""
+    steps: np.ndarray
+    """The steps (>= 0) any object ran in, ascending: the matrix's columns."""
+    objects: pd.DataFrame
+    """One row per oid, in oid order (events_object_summary): coll, index, load_ns, execs,
+    step_execs, step_rows, pe (where its latest exec ran), latest_rows (rows sharing that end)."""
+    stepped: bool
+    """Whether any exec with a step carries load."""
+    rows: pd.DataFrame | None = None
+    """The (oid, step) rows (oid, pe, step, load_ns, execs, last_t1), only when some object's
+    latest end is tied between two of them (placement then decides its PE from these rows)."""
+
+    @property
+    def labels(self) -> pd.DataFrame:
+        return self.objects[["coll", "index"]]
+
+
+def object_steps(engine: Any) -> ObjectSteps:
+    """Rolls the run's execs up per object and step in the engine, then reads the step matrix
+    (streamed: a batch of rows at a time) and the per-object summary."""
     engine.materialize(TABLE, "events_object_steps")
     try:
-        rows = engine.sql(f"SELECT {', '.join(cols)} FROM {TABLE} WHERE oid IS NOT NULL ORDER BY oid, step")
-        labels = engine.sql(f"SELECT coll, index FROM {TABLE} WHERE oid IS NOT NULL GROUP BY oid, coll, index "
-                            "ORDER BY oid")
-        stepped = engine.sql(f"SELECT coalesce(sum(load_ns) FILTER (WHERE step >= 0), 0) > 0 AS s FROM {TABLE}")
+        objects = engine.query("events_object_summary").to_pandas()
+        stepped = bool(engine.sql(f"SELECT coalesce(sum(load_ns) FILTER (WHERE step >= 0), 0) > 0 AS s "
+                                  f"FROM {TABLE}").column("s")[0].as_py())
+        steps = engine.sql(f"SELECT DISTINCT step FROM {TABLE} WHERE oid IS NOT NULL AND step >= 0 ORDER BY step")
+        steps = steps.column("step").to_numpy().astype(np.int64)
+        matrix = np.full((len(objects), len(steps)), np.nan)
+        for batch in engine.batches("events_object_step_loads", batch_rows=BATCH_ROWS):
+            oid = batch.column("oid").to_numpy()
+            col = np.searchsorted(steps, batch.column("step").to_numpy())
+            matrix[oid, col] = batch.column("load_ns").to_numpy()
+        rows = None
+        if len(objects) and int(objects["latest_rows"].max()) > 1:
+            rows = engine.sql(f"SELECT oid, pe, step, load_ns, execs, last_t1 FROM {TABLE} WHERE oid IS NOT NULL "
+                              "ORDER BY oid, step").to_pandas().astype("int64")
     finally:
         engine.sql(f"DROP TABLE IF EXISTS {TABLE}")
-    table = rows.to_pandas(split_blocks=True, self_destruct=True)
-    del rows
-    return table.astype("int64"), labels.to_pandas(), bool(stepped.column("s")[0].as_py())
-
-
-def step_matrix(obj: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """The step loads of object_rows' table as a float matrix, one row per oid (0..max oid), one
-    column per step >= 0 in step order, NaN where an object has no row for that step (what
-    pandas' unstack of (oid, step) gives, as numpy); and the steps."""
-    rows = rows_where(obj["step"].to_numpy(np.int64) >= 0)
-    oid, step, load = (take(obj[c].to_numpy(np.int64), rows) for c in ("oid", "step", "load_ns"))
-    n_obj = int(obj["oid"].max()) + 1 if len(obj) else 0
-    if len(step) and int(step.max()) - int(step.min()) < 4 * len(step) + 1024:  # steps are few: a table
-        present = np.bincount(step - step.min()) > 0
-        col = (np.cumsum(present) - 1)[step - step.min()]
-        steps = np.flatnonzero(present) + step.min()
-    else:
-        steps, col = np.unique(step, return_inverse=True)
-    m = np.full((n_obj, len(steps)), np.nan)
-    m[oid, col] = load
-    return m, steps
+    return ObjectSteps(matrix=matrix, steps=steps, objects=objects, stepped=stepped, rows=rows)
 
 
 def row_medians(m: np.ndarray) -> np.ndarray:
@@ -78,28 +79,19 @@ def row_medians(m: np.ndarray) -> np.ndarray:
     return np.where(k > 0, (lo + hi) / 2, np.nan)
 
 
-def oid_loads(obj: pd.DataFrame, stepped: bool, m: np.ndarray, med: np.ndarray) -> pd.DataFrame | None:
-    """placement.object_loads(obj, ("oid",), stepped) for object_rows' table, in numpy: one row
-    per oid (oid, load_ns, execs, pe). `m`, `med`: step_matrix(obj)[0] and its row_medians.
-    None when two rows of one object share its latest end (the current PE then depends on
-    pandas' sort order: the caller falls back to object_loads)."""
-    oid = obj["oid"].to_numpy(np.int64)
-    n_obj = int(oid[-1]) + 1 if len(oid) else 0
-    last_t1 = obj["last_t1"].to_numpy(np.int64)
-    starts = np.flatnonzero(np.r_[True, oid[1:] != oid[:-1]]) if len(oid) else np.zeros(0, np.int64)
-    latest = np.maximum.reduceat(last_t1, starts) if len(oid) else last_t1
-    at = np.flatnonzero(last_t1 == latest[oid])
-    if len(at) != n_obj:
+def oid_loads(obj: ObjectSteps, med: np.ndarray) -> pd.DataFrame | None:
+    """One row per oid (oid, load_ns, execs, pe), as placement.object_loads defines them: with
+    steps, the median step load (`med`: row_medians of the matrix) times the steps it ran in, and
+    its execs in steps; without, its whole load and execs. None when an object's latest end is
+    tied between two of its rows (its PE is then placement.object_loads' to decide, on obj.rows)."""
+    o = obj.objects
+    if len(o) and int(o["latest_rows"].max()) > 1:
         return None
-    load = obj["load_ns"].to_numpy(np.int64)
-    execs = obj["execs"].to_numpy(np.int64)
-    if stepped:
-        s = obj["step"].to_numpy(np.int64) >= 0
-        n = (~np.isnan(m)).sum(axis=1)
-        loads = np.where(n > 0, med * n, 0).astype(np.int64)  # typical step x steps, as object_loads
-        execs_per = np.zeros(n_obj, np.int64)
-        np.add.at(execs_per, oid[s], execs[s])
+    if obj.stepped:
+        n = o["step_rows"].to_numpy(np.int64)
+        loads = np.where(n > 0, med * n, 0).astype(np.int64)
+        execs = o["step_execs"].to_numpy(np.int64)
     else:
-        loads, execs_per = np.add.reduceat(load, starts), np.add.reduceat(execs, starts)
-    return pd.DataFrame({"oid": np.arange(n_obj, dtype=np.int64), "load_ns": loads, "execs": execs_per,
-                         "pe": obj["pe"].to_numpy(np.int64)[at]})
+        loads, execs = o["load_ns"].to_numpy(np.int64), o["execs"].to_numpy(np.int64)
+    return pd.DataFrame({"oid": o["oid"].to_numpy(np.int64), "load_ns": loads, "execs": execs,
+                         "pe": o["pe"].to_numpy(np.int64)})

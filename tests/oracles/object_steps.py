@@ -38,3 +38,14 @@ def object_steps(engine: object) -> tuple[pd.DataFrame, pd.DataFrame, bool]:
     table = out[["oid", "pe", "step", "load_ns", "execs", "last_t1"]].astype("int64").reset_index(drop=True)
     return table, labels, stepped
 
+
+
+def step_matrix(obj: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The step loads of the rows' table as a float matrix, one row per oid (0..max oid), one
+    column per step >= 0 in step order, NaN where an object has no row for that step (pandas'
+    unstack of (oid, step), reindexed to every oid)."""
+    n_obj = int(obj["oid"].max()) + 1 if len(obj) else 0
+    st = obj[obj["step"] >= 0]
+    per = st.groupby(["oid", "step"])["load_ns"].sum().unstack("step").reindex(range(n_obj))
+    steps = np.asarray(per.columns, dtype=np.int64)
+    return per.to_numpy(float).reshape(n_obj, len(steps)), steps

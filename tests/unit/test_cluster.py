@@ -112,7 +112,7 @@ def test_a_cluster_without_workers_does_not_hang(traces, monkeypatch):
 
 def test_duckdb_spills_in_its_own_directory_and_removes_it(traces):
     with DuckDBEngine(open_trace(traces["grid"]), memory_limit=parse_size("256MiB")) as eng:
-        assert eng.sql("SELECT current_setting('memory_limit') AS m").to_pylist() == [{"m": "153.5 MiB"}]  # 0.6 x
+        assert eng.sql("SELECT current_setting('memory_limit') AS m").to_pylist() == [{"m": "128.0 MiB"}]  # 0.5 x
         spill = eng.spill_dir
         assert spill and Path(spill).is_dir()
         assert eng.sql("SELECT current_setting('temp_directory') AS d").to_pylist() == [{"d": spill}]

@@ -74,26 +74,66 @@ def persistence_by_pandas(obj: pd.DataFrame) -> placement.Characteristic:
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("steps", [1, 4, 9, 25, 64])
 def test_row_medians_are_pandas_medians(seed, steps):
-    m, _ = objloads.step_matrix(rows_table(seed, steps=steps, missing=0.3 if seed % 2 else 0.0))
+    from oracles.object_steps import step_matrix
+
+    m, _ = step_matrix(rows_table(seed, steps=steps, missing=0.3 if seed % 2 else 0.0))
     expect = pd.DataFrame(m).median(axis=1).to_numpy()
     assert np.array_equal(objloads.row_medians(m), expect, equal_nan=True)
 
 
-@pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("stepped", [True, False])
-def test_oid_loads_equal_object_loads(seed, stepped):
-    obj = rows_table(seed, missing=0.3 if seed % 2 else 0.0)
-    m, _ = objloads.step_matrix(obj)
-    got = objloads.oid_loads(obj, stepped, m, objloads.row_medians(m))
-    pd.testing.assert_frame_equal(got, placement.object_loads(obj, ("oid",), stepped))
+def random_trace(tmp_path: Path, seed: int, stepped: bool = True, tie: bool = False):
+    """Objects of two collections on 3 PEs, a random subset of 9 steps each (some execs split over
+    two PEs in a step), some execs without a step; `tie`: object A#0[0] ends two rows at the same
+    instant (a step and a no-step exec), so its current PE is a tie (only with steps: without, an
+    object has one row)."""
+    rng = np.random.default_rng(seed)
+    b = TraceBuilder(pes=3)
+    t = 0
+    for coll in ("A#0", "B#1"):
+        for i in range(7):
+            for s in range(9):
+                if rng.random() < 0.25:
+                    continue
+                for _ in range(int(rng.integers(1, 3))):
+                    t += int(rng.integers(1, 50))
+                    d = int(rng.integers(1, 10**5))
+                    b.exec(int(rng.integers(0, 3)), t, t + d, "X.work", coll=coll, index=(i,), cat="array",
+                           step=s if stepped else None)
+            if rng.random() < 0.3:
+                t += 7
+                b.exec(int(rng.integers(0, 3)), t, t + 5, "X.late", coll=coll, index=(i,), cat="array")
+    if tie:
+        end = t + 10**6
+        b.exec(0, end - 100, end, "X.work", coll="A#0", index=(0,), cat="array", step=3)
+        b.exec(2, end - 50, end, "X.late", coll="A#0", index=(0,), cat="array")
+    return open_trace(b.write(tmp_path / f"r{seed}{stepped}{tie}"))
 
 
-def test_oid_loads_leave_tied_latest_ends_to_pandas():
-    obj = rows_table(0, ties=True)
-    obj.loc[obj["oid"] == 0, "last_t1"] = 5_000  # object 0: every row is its latest
-    assert (obj["oid"] == 0).sum() > 1
-    m, _ = objloads.step_matrix(obj)
-    assert objloads.oid_loads(obj, True, m, objloads.row_medians(m)) is None
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize(("stepped", "tie"), [(True, False), (True, True), (False, False)])
+def test_object_steps_and_loads_equal_the_pandas_oracle(tmp_path, seed, stepped, tie):
+    """The step matrix and per-object loads the engine gives equal the oracle's, from its rows:
+    pandas' unstack and placement.object_loads."""
+    from oracles.object_steps import object_steps as oracle
+    from oracles.object_steps import step_matrix
+
+    trace = random_trace(tmp_path, seed, stepped, tie)
+    with DuckDBEngine(trace) as eng:
+        got = objloads.object_steps(eng)
+        rows, labels, want_stepped = oracle(eng)
+    assert got.stepped == want_stepped == stepped
+    m, steps = step_matrix(rows)
+    assert np.array_equal(got.steps, steps)
+    assert np.array_equal(got.matrix, m, equal_nan=True)
+    pd.testing.assert_frame_equal(got.labels.reset_index(drop=True), labels, check_dtype=False)
+    want = placement.object_loads(rows, ("oid",), stepped)
+    by_oid = objloads.oid_loads(got, objloads.row_medians(got.matrix))
+    if tie:
+        assert by_oid is None and got.rows is not None
+        pd.testing.assert_frame_equal(got.rows.reset_index(drop=True), rows)
+    else:
+        assert got.rows is None
+        pd.testing.assert_frame_equal(by_oid, want)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -195,18 +235,23 @@ def ties_trace(tmp_path: Path):
 @pytest.mark.parametrize("make", ["ties", "lifecycle", "charm_like", "charm_like_seed3", "torch_like"])
 def test_object_steps_equal_the_pandas_oracle(tmp_path, make):
     from oracles.object_steps import object_steps as oracle
+    from oracles.object_steps import step_matrix
 
     trace = {"ties": lambda: ties_trace(tmp_path), "lifecycle": lambda: lifecycle_trace(tmp_path),
              "charm_like": lambda: open_trace(charm_like(pes=3, steps=4).write(tmp_path / "c")),
              "charm_like_seed3": lambda: open_trace(charm_like(pes=4, objs_per_pe=3, steps=5, seed=3).write(tmp_path / "c3")),
              "torch_like": lambda: open_trace(torch_like(ranks=2, steps=2).write(tmp_path / "t"))}[make]()
     with DuckDBEngine(trace) as eng:
-        got, got_labels, got_stepped = objloads.object_steps(eng)
+        got = objloads.object_steps(eng)
         want, want_labels, want_stepped = oracle(eng)
-    assert got_stepped == want_stepped
-    pd.testing.assert_frame_equal(got.reset_index(drop=True), want.reset_index(drop=True))
-    pd.testing.assert_frame_equal(got_labels.reset_index(drop=True), want_labels.reset_index(drop=True),
+    assert got.stepped == want_stepped
+    m, steps = step_matrix(want)
+    assert np.array_equal(got.steps, steps) and np.array_equal(got.matrix, m, equal_nan=True)
+    pd.testing.assert_frame_equal(got.labels.reset_index(drop=True), want_labels.reset_index(drop=True),
                                   check_dtype=False)
+    by_oid = objloads.oid_loads(got, objloads.row_medians(got.matrix))
+    loads = placement.object_loads(want, ("oid",), want_stepped)
+    pd.testing.assert_frame_equal(by_oid, loads, check_dtype=len(loads) > 0)  # no objects: object columns
     if make == "ties":
-        assert len(got) == 7 and list(got_labels["index"]) == sorted(got_labels["index"])
-        assert got.loc[(got["oid"] == 1) & (got["step"] >= 0), "pe"].tolist() == [1, 1, 1]
+        assert got.matrix.shape == (2, 3) and list(got.labels["index"]) == sorted(got.labels["index"])
+        assert by_oid["pe"].tolist() == [0, 1]  # [1] ends on both PEs at once in its last step: the higher
