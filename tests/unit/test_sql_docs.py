@@ -63,6 +63,10 @@ def test_every_sql_file_is_used_by_a_module(path):
     assert users, f"{path.name}: no module under paradise/ or hints/ queries {path.stem!r}; delete it or use it"
 
 
+EVENT_TABLES = {"exec_graph": "scheduling_exec_graph", "object_steps": "events_object_steps"}
+"""The event layer's engine tables, and the query that fills each."""
+
+
 @pytest.mark.parametrize("path", [p for p in SQL_FILES if "$" not in p.read_text()], ids=lambda p: p.stem)
 def test_output_columns_are_documented_and_mergeable(path, traces):
     # Run the query (files without bound parameters) and check its real output columns.
@@ -71,8 +75,9 @@ def test_output_columns_are_documented_and_mergeable(path, traces):
     rule = parse_merge_rule(text, path.stem)
     for trace in traces:
         with DuckDBEngine(trace) as eng:
-            if "FROM exec_graph" in text:  # an event-layer query over the materialized exec graph
-                eng.materialize("exec_graph", "scheduling_exec_graph")
+            for table, query in EVENT_TABLES.items():  # an event-layer query over a materialized table
+                if f"FROM {table}" in text:
+                    eng.materialize(table, query)
             columns = eng.query(path.stem).column_names
         undocumented = [c for c in columns if not _mentions(head, c)]
         assert not undocumented, f"{path.name}: header does not document column(s) {', '.join(undocumented)}"
