@@ -5,6 +5,8 @@ the embedded engine) and returns a partial Arrow table; the client merges the pa
 query's `-- merge:` rule (paradise.engines.merge). All files of one PE go to the same task, so
 per-PE window queries (busy as a union of intervals) stay exact. Workers must see the trace
 files at the same paths as the client (a shared file system) and have paradise installed.
+Event-level queries (`-- merge: client`: the exec graph, object steps, message edges) and ad-hoc
+SQL run in one DuckDB on a worker (paradise.engines.dask_events), not on the client.
 
 `scheduler` None or "local" starts a LocalCluster of worker processes, each under a memory limit
 (the nanny restarts a worker that exceeds it); "tcp://HOST:PORT" joins an existing cluster
@@ -107,7 +109,7 @@ def _why(exc: Exception) -> str:
 
 
 class DaskEngine:
-    """Stage-1 queries as Dask tasks over groups of files; `.sql()` runs on the client."""
+    """Stage-1 queries as Dask tasks over groups of files; `.sql()` and event tables run on a worker (dask_events)."""
 
     def __init__(
         self,
@@ -122,11 +124,11 @@ class DaskEngine:
         self.trace = trace
         self.groups = group_files(trace, files_per_task)
         self.memory_limit = memory_limit
-        """Bytes the client may use (its own DuckDB gets a share, as the embedded engine's)."""
+        """Bytes the client may use. The event tables' DuckDB runs on a worker, under its memory limit."""
         self.scheduler = scheduler or LOCAL
         self._cluster = None
         self._own_client = client is None
-        self._local: Any = None
+        self._events: Any = None
         self.client = client if client is not None else self._connect(scheduler, workers, worker_memory)
 
     def _connect(self, scheduler: str | None, workers: int, worker_memory: int | None) -> Any:
@@ -201,33 +203,38 @@ class DaskEngine:
         partials = self.run_tasks(run_group, self.groups, text=text, params=dict(params))
         return merge_partials(list(partials), rule, name)
 
-    def sql(self, text: str, **params: Any) -> pa.Table:
-        """Ad-hoc SQL that no merge rule describes: DuckDB on the client over all files."""
-        if self._local is None:
-            from paradise.engines.duckdb_engine import DuckDBEngine
+    def _event_tables(self) -> Any:
+        """The event layer's DuckDB on a worker (paradise.engines.dask_events), started on first use."""
+        if self._events is None:
+            from paradise.engines.dask_events import RemoteEvents
 
-            self._local = DuckDBEngine(self.trace, memory_limit=self.memory_limit)
-        return self._local.sql(text, **params)
+            self._events = RemoteEvents(self.client, str(self.trace.path), self.scheduler, POLL_S, NO_WORKER_S)
+        return self._events
+
+    def sql(self, text: str, **params: Any) -> pa.Table:
+        """SQL that no merge rule splits (event-level queries, ad-hoc reads): run by the event tables'
+        DuckDB on a worker, over all files; only the result comes back."""
+        return self._event_tables().sql(text, **params)
 
     def batches(self, name: str, batch_rows: int = 1 << 20, **params: Any) -> pa.RecordBatchReader:
-        """A `-- merge: client` query's result streamed from the client's DuckDB (event-level tables)."""
-        self.sql("SELECT 1")  # opens the client engine
-        return self._local.batches(name, batch_rows=batch_rows, **params)
+        """A `-- merge: client` query's result streamed, a batch at a time, from the event tables."""
+        return self._event_tables().batches(name, batch_rows=batch_rows, **params)
 
     def materialize(self, table: str, name: str, **params: Any) -> None:
-        """An event-level table (`-- merge: client` queries): kept in the client's DuckDB."""
-        self.sql("SELECT 1")  # opens the client engine
-        self._local.materialize(table, name, **params)
+        """An event-level table (`-- merge: client` queries): kept by the event tables' DuckDB."""
+        self._event_tables().materialize(table, name, **params)
 
     def close(self) -> None:
-        if self._local is not None:
-            self._local.close()
-            self._local = None
-        if self._own_client and self.client is not None:
-            self.client.close()
-        if self._cluster is not None:
-            self._cluster.close()
-            self._cluster = None
+        try:
+            if self._events is not None:
+                self._events.close()
+        finally:
+            self._events = None
+            if self._own_client and self.client is not None:
+                self.client.close()
+            if self._cluster is not None:
+                self._cluster.close()
+                self._cluster = None
 
     def __enter__(self) -> DaskEngine:
         return self

@@ -11,7 +11,7 @@ or arg_min(x, by) / arg_max(x, by) (x from the partial row with the least / grea
 Counts merge by sum. Comment lines indented by two or more spaces after `--` continue the rule.
 `-- merge: client` or `none`, or a rule saying the query needs "all files of a trace" or "all
 files at once", marks a query that cannot be split by files (e.g. a join of sends on one PE
-with execs on another); distributed engines run it on the client over all files.
+with execs on another); distributed engines run it over all files at once (Dask: in the event tables on a worker).
 """
 
 from __future__ import annotations

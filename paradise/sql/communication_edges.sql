@@ -12,7 +12,7 @@
 --   min_bytes, max_bytes          (bytes, smallest and largest payload)
 --   bcast_msgs                    (count of deliveries whose message reached more than one exec)
 -- note: the join on msg needs a message's send and exec rows together (they sit on different PEs),
--- so distributed engines run this query on the client over all files.
+-- so distributed engines run this query over all files at once (Dask: in its event tables, on a worker).
 -- speed: most messages have one send row and one exec; only messages with several send rows
 -- (multi) are reduced to their earliest with arg_min, and fan-out is a semi-join on the few
 -- messages with several execs (fan), never a window or an aggregate over every message. The

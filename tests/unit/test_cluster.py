@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from typer.testing import CliRunner
 
@@ -97,6 +99,36 @@ def test_a_task_that_kills_every_worker_is_one_line(traces, scheduler):
     msg = str(err.value)
     assert "\n" not in msg
     assert msg.startswith(f"dask scheduler {scheduler}: a worker died running _die_always on {traces['grid']}")
+
+
+def test_event_tables_live_on_a_worker(traces, scheduler):
+    """The exec graph is built and read on a worker; its rows equal the embedded engine's."""
+    trace = open_trace(traces["grid"])
+    q = "SELECT count(*) AS n, sum(hash(id, src_id, crit_pred, wait_msg_ns)) AS h FROM exec_graph"
+    with DuckDBEngine(trace) as duck:
+        duck.materialize("exec_graph", "scheduling_exec_graph")
+        want = duck.sql(q).to_pylist()
+    with DaskEngine(trace, scheduler=scheduler) as eng:
+        eng.materialize("exec_graph", "scheduling_exec_graph")
+        assert eng.sql(q).to_pylist() == want and want[0]["n"] > 0
+        workers = eng.client.run(os.getpid)
+        assert eng._events.worker in workers and workers[eng._events.worker] != os.getpid()
+        streamed = pa.Table.from_batches(list(eng.batches("events_exec_summary", batch_rows=1)))
+        assert streamed.to_pylist() == eng.query("events_exec_summary").to_pylist()
+
+
+def test_losing_the_event_tables_worker_is_one_line(traces, scheduler):
+    trace = open_trace(traces["grid"])
+    with DaskEngine(trace, scheduler=scheduler) as eng:
+        eng.materialize("exec_graph", "scheduling_exec_graph")
+        pid = eng.client.run(os.getpid)[eng._events.worker]
+        os.kill(pid, signal.SIGKILL)  # the worker process holding the event tables
+        with pytest.raises(EngineUnavailable) as err:
+            eng.sql("SELECT count(*) FROM exec_graph")
+        eng.client.wait_for_workers(2, timeout=300)  # the nanny restarts it
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith(f"dask scheduler {scheduler}: ")
+    assert "the event tables" in msg
 
 
 def test_a_cluster_without_workers_does_not_hang(traces, monkeypatch):
