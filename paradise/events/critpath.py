@@ -46,17 +46,24 @@ def critical_path(engine: Any, info: ExecGraphInfo) -> CriticalPath:
         return CriticalPath([], [], 0, 0, 0)
     ids, pred = _hops(engine, info.execs)
     segs: list[tuple[int, int]] = []
+    # A segment runs from its hop row's id to at most the next hop row's id - 1, so two segments
+    # can only overlap when they start at the same hop row: the walk keeps the end of the segment
+    # it took from each hop row (hi_at), and each step checks one entry, not the whole path.
+    hi_at: dict[int, int] = {}
     cur = int(info.last_id)
     while True:
         k = int(np.searchsorted(ids, cur, side="right")) - 1  # the hop row that starts cur's run
         lo = int(ids[k])
-        visited = [b for a, b in segs if lo <= b < cur]  # the run reaches the path again: a cycle
-        if visited:
-            segs.append((max(visited) + 1, cur))
+        if hi_at.get(k, cur) < cur:  # the run reaches the path again: a cycle (clock skew)
+            segs.append((hi_at[k] + 1, cur))
             break
         segs.append((lo, cur))
+        hi_at[k] = max(hi_at.get(k, cur), cur)
         nxt = int(pred[k])
-        if nxt < 0 or any(a <= nxt <= b for a, b in segs):
+        if nxt < 0:
+            break
+        kn = int(np.searchsorted(ids, nxt, side="right")) - 1
+        if kn in hi_at and nxt <= hi_at[kn]:  # nxt lies on the path already
             break
         cur = nxt
     segs.reverse()
