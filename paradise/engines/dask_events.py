@@ -102,7 +102,7 @@ class RemoteEvents:
                     raise EngineUnavailable(
                         f"dask scheduler {self.scheduler}: no worker for {self.no_worker_s:.0f} s (all died or left); "
                         "start workers (`dask worker ADDRESS`) or run with --engine duckdb") from None
-            except (OSError, RuntimeError) as exc:  # distributed: "Unable to contact Actor's worker", "...was lost"
+            except OSError as exc:  # distributed: "Unable to contact Actor's worker"
                 raise EngineUnavailable(f"dask scheduler {self.scheduler}: lost the worker holding the event tables "
                                         f"during {what} ({str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r})"
                                         ) from None

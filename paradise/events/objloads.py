@@ -50,8 +50,8 @@ def object_steps(engine: Any) -> ObjectSteps:
         objects = engine.query("events_object_summary").to_pandas()
         stepped = bool(engine.sql(f"SELECT coalesce(sum(load_ns) FILTER (WHERE step >= 0), 0) > 0 AS s "
                                   f"FROM {TABLE}").column("s")[0].as_py())
-        steps = engine.sql(f"SELECT DISTINCT step FROM {TABLE} WHERE oid IS NOT NULL AND step >= 0 ORDER BY step")
-        steps = steps.column("step").to_numpy().astype(np.int64)
+        steps = engine.sql(f"SELECT DISTINCT step FROM {TABLE} WHERE oid IS NOT NULL AND step >= 0 ORDER BY step"
+                           ).column("step").to_numpy().astype(np.int64)
         matrix = np.full((len(objects), len(steps)), np.nan)
         for batch in engine.batches("events_object_step_loads", batch_rows=BATCH_ROWS):
             oid = batch.column("oid").to_numpy()
