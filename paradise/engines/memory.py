@@ -13,7 +13,7 @@ DEFAULT_SHARE = 0.5
 DUCKDB_SHARE = 0.5
 """DuckDB's memory_limit is this share of the budget; the rest is for Arrow results, numpy and
 Python on the client, and for what DuckDB allocates beyond its limit (its exec-graph join and
-window at 10^8 rows: about 0.4 GiB over a 1 GiB limit). Above the limit DuckDB spills joins,
+window at 10^8 rows: about 0.5 GiB over a 1 GiB limit, docs/engines.md). Above the limit DuckDB spills joins,
 sorts and aggregations to disk."""
 MIN_BYTES = 64 << 20
 """Budgets under 64 MiB cannot even hold DuckDB's buffers for one Parquet row group per thread."""
