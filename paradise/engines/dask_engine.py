@@ -97,6 +97,12 @@ def group_files(trace: TraceHandle, files_per_task: int = FILES_PER_TASK) -> lis
     return groups
 
 
+def no_worker_error(scheduler: str, seconds: float) -> EngineUnavailable:
+    """The one line that ends a run whose cluster has had no worker for `seconds`."""
+    return EngineUnavailable(f"dask scheduler {scheduler}: no worker for {seconds:.0f} s (all died or left); "
+                             "start workers (`dask worker ADDRESS`) or run with --engine duckdb")
+
+
 def _why(exc: Exception) -> str:
     """One line saying why a scheduler could not be reached."""
     lines = str(exc).strip().splitlines()
@@ -180,9 +186,7 @@ class DaskEngine:
                 elif idle_since is None:
                     idle_since = time.monotonic()
                 elif time.monotonic() - idle_since > NO_WORKER_S:
-                    raise EngineUnavailable(
-                        f"dask scheduler {self.scheduler}: no worker for {NO_WORKER_S:.0f} s (all died or left); "
-                        "start workers (`dask worker ADDRESS`) or run with --engine duckdb")
+                    raise no_worker_error(self.scheduler, NO_WORKER_S)
             return self.client.gather(futures)
         except KilledWorker as exc:
             raise EngineUnavailable(

@@ -99,9 +99,9 @@ class RemoteEvents:
                 if self.worker is None and self._workers():
                     since = time.monotonic()
                 elif self.worker is None and time.monotonic() - since > self.no_worker_s:
-                    raise EngineUnavailable(
-                        f"dask scheduler {self.scheduler}: no worker for {self.no_worker_s:.0f} s (all died or left); "
-                        "start workers (`dask worker ADDRESS`) or run with --engine duckdb") from None
+                    from paradise.engines.dask_engine import no_worker_error
+
+                    raise no_worker_error(self.scheduler, self.no_worker_s) from None
             except OSError as exc:  # distributed: "Unable to contact Actor's worker"
                 raise EngineUnavailable(f"dask scheduler {self.scheduler}: lost the worker holding the event tables "
                                         f"during {what} ({str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r})"

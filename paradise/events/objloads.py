@@ -30,7 +30,7 @@ class ObjectSteps:
     """The steps (>= 0) any object ran in, ascending: the matrix's columns."""
     objects: pd.DataFrame
     """One row per oid, in oid order (events_object_summary): coll, index, load_ns, execs,
-    step_execs, step_rows, pe (where its latest exec ran), latest_rows (rows sharing that end)."""
+    step_execs, pe (where its latest exec ran), latest_rows (rows sharing that end)."""
     stepped: bool
     """Whether any exec with a step carries load."""
     rows: pd.DataFrame | None = None
@@ -88,7 +88,7 @@ def oid_loads(obj: ObjectSteps, med: np.ndarray) -> pd.DataFrame | None:
     if len(o) and int(o["latest_rows"].max()) > 1:
         return None
     if obj.stepped:
-        n = o["step_rows"].to_numpy(np.int64)
+        n = (~np.isnan(obj.matrix)).sum(axis=1)  # the steps it ran in
         loads = np.where(n > 0, med * n, 0).astype(np.int64)
         execs = o["step_execs"].to_numpy(np.int64)
     else:

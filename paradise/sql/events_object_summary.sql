@@ -8,7 +8,6 @@
 --   load_ns     (ns, sum over all its rows, steps or not: the load of a run without steps)
 --   execs       (count of its execs, all rows)
 --   step_execs  (count of its execs in steps >= 0)
---   step_rows   (count of its rows with a step >= 0: cells of its row in the step matrix)
 --   pe          (PE of its row with the latest end: where it last ran)
 --   latest_rows (count of its rows that share that latest end: above 1 the PE is a tie)
 -- merge: client
@@ -16,10 +15,10 @@ WITH o AS (
     SELECT oid, any_value(coll) AS coll, any_value(index) AS index, CAST(sum(load_ns) AS BIGINT) AS load_ns,
            CAST(sum(execs) AS BIGINT) AS execs,
            CAST(coalesce(sum(execs) FILTER (WHERE step >= 0), 0) AS BIGINT) AS step_execs,
-           count(*) FILTER (WHERE step >= 0) AS step_rows, max(last_t1) AS latest
+           max(last_t1) AS latest
     FROM object_steps WHERE oid IS NOT NULL GROUP BY oid
 )
-SELECT o.oid, o.coll, o.index, o.load_ns, o.execs, o.step_execs, o.step_rows,
+SELECT o.oid, o.coll, o.index, o.load_ns, o.execs, o.step_execs,
        CAST(max(s.pe) AS BIGINT) AS pe, count(*) AS latest_rows
 FROM o JOIN object_steps s ON s.oid = o.oid AND s.last_t1 = o.latest
 GROUP BY ALL ORDER BY o.oid
