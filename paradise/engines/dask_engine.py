@@ -21,6 +21,7 @@ from typing import Any
 import pyarrow as pa
 
 from paradise.engines import load_sql
+from paradise.engines.dask_events import no_worker_error
 from paradise.engines.merge import merge_partials, parse_merge_rule
 from paradise.errors import EngineUnavailable
 from paradise.store import TraceHandle
@@ -95,12 +96,6 @@ def group_files(trace: TraceHandle, files_per_task: int = FILES_PER_TASK) -> lis
     if current:
         groups.append(current)
     return groups
-
-
-def no_worker_error(scheduler: str, seconds: float) -> EngineUnavailable:
-    """The one line that ends a run whose cluster has had no worker for `seconds`."""
-    return EngineUnavailable(f"dask scheduler {scheduler}: no worker for {seconds:.0f} s (all died or left); "
-                             "start workers (`dask worker ADDRESS`) or run with --engine duckdb")
 
 
 def _why(exc: Exception) -> str:

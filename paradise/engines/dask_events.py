@@ -16,6 +16,13 @@ import pyarrow as pa
 from paradise.errors import EngineUnavailable
 
 
+def no_worker_error(scheduler: str, seconds: float) -> EngineUnavailable:
+    """The one line that ends a run whose cluster has had no worker for `seconds` (tasks and the
+    event tables alike)."""
+    return EngineUnavailable(f"dask scheduler {scheduler}: no worker for {seconds:.0f} s (all died or left); "
+                             "start workers (`dask worker ADDRESS`) or run with --engine duckdb")
+
+
 class EventTables:
     """Lives on a worker: a DuckDBEngine over the trace, with the event tables it builds."""
 
@@ -99,8 +106,6 @@ class RemoteEvents:
                 if self.worker is None and self._workers():
                     since = time.monotonic()
                 elif self.worker is None and time.monotonic() - since > self.no_worker_s:
-                    from paradise.engines.dask_engine import no_worker_error
-
                     raise no_worker_error(self.scheduler, self.no_worker_s) from None
             except OSError as exc:  # distributed: "Unable to contact Actor's worker"
                 raise EngineUnavailable(f"dask scheduler {self.scheduler}: lost the worker holding the event tables "
