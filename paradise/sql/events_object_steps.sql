@@ -13,17 +13,18 @@
 --   execs     (count of those execs)
 --   last_t1   (ns, end of the latest of them)
 --   coll, index (the object's collection and index text)
+-- last: t1 and pe in one number (t1 * 2^32 + pe; PEs are 0 .. 2^31 - 1), so one max orders by t1, then PE.
 -- merge: client
 WITH g AS (
     SELECT coll, index, coalesce(step, -1) AS step,
            CAST(sum(coalesce(active, t1 - t0)) AS BIGINT) AS load_ns, count(*) AS execs,
-           max({'t': t1, 'p': pe}) AS last
+           max((CAST(t1 AS HUGEINT) << 32) + pe) AS last
     FROM events
     WHERE kind = 'exec' AND coll IS NOT NULL AND t1 IS NOT NULL
     GROUP BY coll, index, coalesce(step, -1)
 )
 SELECT CASE WHEN index IS NOT NULL
             THEN CAST(dense_rank() OVER (PARTITION BY index IS NULL ORDER BY coll, index) - 1 AS BIGINT) END AS oid,
-       CAST(last.p AS BIGINT) AS pe, CAST(step AS BIGINT) AS step, load_ns, CAST(execs AS BIGINT) AS execs,
-       CAST(last.t AS BIGINT) AS last_t1, coll, index
+       CAST(last & 4294967295 AS BIGINT) AS pe, CAST(step AS BIGINT) AS step, load_ns, CAST(execs AS BIGINT) AS execs,
+       CAST(last >> 32 AS BIGINT) AS last_t1, coll, index
 FROM g

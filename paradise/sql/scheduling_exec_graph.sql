@@ -34,10 +34,17 @@ WITH x AS (
     FROM events WHERE kind = 'exec' AND t1 IS NOT NULL
     WINDOW w AS (ORDER BY pe, t0, t1)
 ),
+-- s: one row per message, its earliest send. Most messages have one send row: only those with
+-- several (multi) are reduced with arg_min, so there is no aggregate over every message.
+sr AS NOT MATERIALIZED (
+    SELECT msg, pe, t0, bytes, coll, obj FROM events WHERE kind = 'send' AND msg IS NOT NULL
+),
+multi AS (SELECT msg FROM sr GROUP BY msg HAVING count(*) > 1),
 s AS (
-    SELECT msg, arg_min(pe, t0) AS src_pe, min(t0) AS send_t0, max(bytes) AS bytes,
-           arg_min(coll, t0) AS coll, arg_min(obj, t0) AS obj
-    FROM events WHERE kind = 'send' AND msg IS NOT NULL GROUP BY msg
+    SELECT msg, pe AS src_pe, t0 AS send_t0, bytes, coll, obj FROM sr ANTI JOIN multi USING (msg)
+    UNION ALL
+    SELECT msg, arg_min(pe, t0), min(t0), max(bytes), arg_min(coll, t0), arg_min(obj, t0)
+    FROM sr SEMI JOIN multi USING (msg) GROUP BY msg
 ),
 -- The sending exec: the sender object's latest exec that started before the send, when the send
 -- lies within its active time (exact even when another exec starts at the same instant); else (a
