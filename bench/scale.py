@@ -7,6 +7,10 @@ torch trace (`--torch`, default 10^8 rows), each command runs once as a subproce
   * full:   `paradise analyze --json` (every analysis that applies),
   * first:  `paradise analyze --json --only overview` (the first report),
   * dask:   `paradise analyze --json --scheduler local --workers 2 --worker-memory 2GiB`,
+  * floor:  (charm) a fresh interpreter running, in DuckDB under the memory share analyze gives it,
+            only the two operations any exact exec graph needs: each exec's predecessor on its PE
+            (a window in (pe, t0, t1) order) and each exec's send (a hash join on msg), on the
+            fewest columns, counted rather than kept: what the event layer cannot go below,
 and prints wall and CPU seconds (the process tree's, from wait4) and peak RSS sampled every
 0.1 s (the whole process tree; for Dask the client process and its largest worker apart). A
 command whose tree passes --rss-cap is killed (so the bench cannot take the machine down) and
@@ -15,7 +19,7 @@ Then the ratios: CPU of full / scan per size and time per row growth from 10^7 t
 
 Run: flock /tmp/paradise-bench.lock nice -n 5 .venv/bin/python bench/scale.py [--sizes 1e6,1e7]
      [--torch 1e8|0] [--pes 64] [--dir /tmp/paradise-scale] [--rss-cap 12GiB] [--memory-limit 2GiB] [--keep]
-     [--commands scan,full,first,dask]
+     [--commands scan,full,first,dask,floor]
 """
 
 from __future__ import annotations
@@ -49,6 +53,17 @@ SELECT count(*), sum(t1 - t0), min(t0), max(coalesce(t1, t0)), sum(active), coun
 FROM read_parquet($files, union_by_name = true)
 """
 """One pass over every column an analysis reads."""
+FLOOR_SQL = (
+    """SELECT count(*), sum(t1 - prev_t1) FROM (
+           SELECT t1, lag(t1) OVER (ORDER BY pe, t0, t1) AS prev_t1
+           FROM read_parquet($files, union_by_name = true) WHERE kind = 'exec' AND t1 IS NOT NULL)""",
+    """SELECT count(*), sum(x.t0 - s.t0)
+       FROM (SELECT msg, t0 FROM read_parquet($files, union_by_name = true)
+             WHERE kind = 'exec' AND msg IS NOT NULL) x
+       JOIN (SELECT msg, t0 FROM read_parquet($files, union_by_name = true)
+             WHERE kind = 'send' AND msg IS NOT NULL) s USING (msg)""",
+)
+"""The exec graph's irreducible part: the per-PE order and the send -> exec match."""
 
 
 @dataclass
@@ -124,6 +139,25 @@ def scan_cmd(path: Path) -> list[str]:
     return [sys.executable, "-c", code]
 
 
+def floor_cmd(path: Path) -> list[str]:
+    from paradise.engines.memory import DUCKDB_SHARE, default_memory_limit
+
+    files = sorted(str(p) for p in path.glob("*.parquet"))
+    limit = parse_size(MEMORY_LIMIT[1]) if MEMORY_LIMIT else default_memory_limit()
+    code = f"""
+import duckdb, tempfile
+with tempfile.TemporaryDirectory() as spill:
+    c = duckdb.connect()
+    c.execute("SET enable_progress_bar = false")
+    c.execute("SET memory_limit = '{int(limit * DUCKDB_SHARE)}B'")
+    c.execute(f"SET temp_directory = '{{spill}}'")
+    for q in {FLOOR_SQL!r}:
+        c.execute(q, {{"files": {files!r}}}).fetchall()
+    c.close()
+"""
+    return [sys.executable, "-c", code]
+
+
 MEMORY_LIMIT: list[str] = []
 """`--memory-limit SIZE` for every analyze run, when the bench is given one."""
 
@@ -170,7 +204,7 @@ def generate(kind: str, rows: int, pes: int, base: Path) -> Path:
     return path
 
 
-COMMANDS = ("scan", "full", "first", "dask")
+COMMANDS = ("scan", "full", "first", "dask", "floor")
 
 
 def one_size(kind: str, rows: int, pes: int, base: Path, cap: int, keep: bool,
@@ -184,8 +218,9 @@ def one_size(kind: str, rows: int, pes: int, base: Path, cap: int, keep: bool,
         for label, cmd in (("scan", scan_cmd(path)), ("full", analyze_cmd(path)),
                            ("first", analyze_cmd(path, "--only", "overview")),
                            ("dask", analyze_cmd(path, "--scheduler", "local", "--workers", "2",
-                                                "--worker-memory", "2GiB"))):
-            if label not in commands:
+                                                "--worker-memory", "2GiB")),
+                           ("floor", floor_cmd(path))):
+            if label not in commands or (label == "floor" and kind != "charm"):
                 continue
             r = runs[label] = run(cmd, cap)
             extra = ""
@@ -200,18 +235,23 @@ def one_size(kind: str, rows: int, pes: int, base: Path, cap: int, keep: bool,
     return runs
 
 
+def cpu_ratio(r: dict[str, Run], label: str) -> str:
+    """CPU seconds of `label` over the scan's, or n/a when either is missing or failed."""
+    ok = all(k in r and not r[k].killed and not r[k].err for k in ("scan", label))
+    return f"{r[label].cpu_s / max(r['scan'].cpu_s, 1e-9):.2f}x" if ok else "n/a"
+
+
 def summary(results: dict[tuple[str, int], dict[str, Run]]) -> None:
     print("\nsummary (wall s / CPU s / peak RSS MiB; ratios of CPU seconds to the scan's):")
     print(f"  {'trace':14s} {'scan':>26s} {'full analyze':>26s} {'first report':>26s} {'dask (2 x 2 GiB)':>26s}"
-          "  full/scan cpu")
+          f" {'floor':>26s}  full/scan cpu  floor/scan cpu")
     for (kind, rows), r in results.items():
-        cells = [r[k].cell() if k in r else "-" for k in ("scan", "full", "first", "dask")]
-        ok = all(k in r and not r[k].killed and not r[k].err for k in ("scan", "full"))
-        ratio = f"{r['full'].cpu_s / max(r['scan'].cpu_s, 1e-9):6.2f}x" if ok else "   n/a"
-        print(f"  {kind + ' ' + format(rows, '.0e'):14s} " + " ".join(f"{c:>26s}" for c in cells) + f"  {ratio}")
+        cells = [r[k].cell() if k in r else "-" for k in ("scan", "full", "first", "dask", "floor")]
+        print(f"  {kind + ' ' + format(rows, '.0e'):14s} " + " ".join(f"{c:>26s}" for c in cells)
+              + f"  {cpu_ratio(r, 'full'):>13s}  {cpu_ratio(r, 'floor'):>14s}")
     charm = {rows: r for (kind, rows), r in results.items() if kind == "charm"}
     if 10**7 in charm and 10**8 in charm:
-        for label in ("full", "first", "dask", "scan"):
+        for label in ("full", "first", "dask", "scan", "floor"):
             a, b = charm[10**7].get(label), charm[10**8].get(label)
             if a and b and not (a.killed or b.killed or a.err or b.err):
                 print(f"  time per row 1e7 -> 1e8, {label}: wall {b.wall_s / 10 / a.wall_s:.2f}x, "
@@ -220,6 +260,11 @@ def summary(results: dict[tuple[str, int], dict[str, Run]]) -> None:
     if big and "full" in big and "scan" in big and not big["full"].killed:
         print(f"  10^8 rows: full analyze CPU {big['full'].cpu_s / big['scan'].cpu_s:.2f}x the scan (goal <= 3x), "
               f"peak RSS {big['full'].rss_mib:,.0f} MiB (goal < 2048)")
+    if big and cpu_ratio(big, "floor") != "n/a":
+        vs_full = (f"; the full analyze is {big['full'].cpu_s / big['floor'].cpu_s:.2f}x the floor"
+                   if cpu_ratio(big, "full") != "n/a" else "")
+        print(f"  10^8 rows: the floor (per-PE order and send -> exec join only) is {cpu_ratio(big, 'floor')} "
+              f"the scan{vs_full}")
     if big and "dask" in big and not big["dask"].killed:
         print(f"  10^8 rows: dask client {big['dask'].client_mib:,.0f} MiB (goal < 1024), largest worker "
               f"{big['dask'].worker_mib:,.0f} MiB")
