@@ -9,7 +9,7 @@ torch trace (`--torch`, default 10^8 rows), each command runs once as a subproce
   * dask:   `paradise analyze --json --scheduler local --workers 2 --worker-memory 2GiB`,
   * floor:  (charm) a fresh interpreter running, in DuckDB under the memory share analyze gives it,
             only the two operations any exact exec graph needs: each exec's predecessor on its PE
-            (a window in (pe, t0, t1) order) and each exec's send (a hash join on msg), on the
+            (a window per PE in (t0, t1) order) and each exec's send (a hash join on msg), on the
             fewest columns, counted rather than kept: what the event layer cannot go below,
 and prints wall and CPU seconds (the process tree's, from wait4) and peak RSS sampled every
 0.1 s (the whole process tree; for Dask the client process and its largest worker apart). A
@@ -55,7 +55,7 @@ FROM read_parquet($files, union_by_name = true)
 """One pass over every column an analysis reads."""
 FLOOR_SQL = (
     """SELECT count(*), sum(t1 - prev_t1) FROM (
-           SELECT t1, lag(t1) OVER (ORDER BY pe, t0, t1) AS prev_t1
+           SELECT t1, lag(t1) OVER (PARTITION BY pe ORDER BY t0, t1) AS prev_t1
            FROM read_parquet($files, union_by_name = true) WHERE kind = 'exec' AND t1 IS NOT NULL)""",
     """SELECT count(*), sum(x.t0 - s.t0)
        FROM (SELECT msg, t0 FROM read_parquet($files, union_by_name = true)

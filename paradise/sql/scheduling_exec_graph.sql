@@ -23,16 +23,28 @@
 -- Rows come unordered: the event layer keeps them as a table (paradise.events.execgraph) and
 -- readers order by id where they need to.
 -- merge: client
--- x: execs numbered in (pe, t0, t1) order, with their PE predecessor from the same sort
-WITH x AS (
-    SELECT row_number() OVER w - 1 AS id,
+-- x: execs numbered in (pe, t0, t1) order, with their PE predecessor from the same sort. The sort
+-- is per PE (xl, a window partitioned by pe: partitions sort apart and in parallel, no global sort),
+-- and an exec's id is its rank on its PE plus the count of execs on lower PEs (base).
+WITH base AS (
+    SELECT pe, CAST(coalesce(sum(count(*)) OVER (ORDER BY pe ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+                    AS BIGINT) AS off,
+           min(t0) AS pe_t0
+    FROM events WHERE kind = 'exec' AND t1 IS NOT NULL GROUP BY pe
+),
+xl AS (
+    SELECT row_number() OVER w - 1 AS rank,
            pe, t0, t1, coalesce(active, t1 - t0) AS cost_ns,
            coll, obj, index, name, step, prio, msg,
-           lag(pe) OVER w IS NOT DISTINCT FROM pe AS has_prev,
            lag(t0 + coalesce(active, t1 - t0)) OVER w AS prev_t1,
            lag(t1) OVER w AS prev_end
     FROM events WHERE kind = 'exec' AND t1 IS NOT NULL
-    WINDOW w AS (ORDER BY pe, t0, t1)
+    WINDOW w AS (PARTITION BY pe ORDER BY t0, t1)
+),
+x AS (
+    SELECT xl.rank + base.off AS id, xl.pe, t0, t1, cost_ns, coll, obj, index, name, step, prio, msg,
+           xl.rank > 0 AS has_prev, prev_t1, prev_end
+    FROM xl JOIN base ON xl.pe = base.pe
 ),
 -- s: one row per message, its earliest send. Most messages have one send row: only those with
 -- several (multi) are reduced with arg_min, so there is no aggregate over every message.
@@ -80,7 +92,7 @@ w AS (
            CASE WHEN has_prev THEN id - 1 END AS pe_prev,
            CASE WHEN has_prev THEN prev_t1 END AS pe_prev_t1,
            CASE WHEN has_prev THEN prev_end END AS pe_prev_end,
-           (SELECT min(t0) FROM events WHERE kind = 'exec' AND t1 IS NOT NULL) AS run_t0
+           (SELECT min(pe_t0) FROM base) AS run_t0
     FROM x
 )
 SELECT w.id, w.pe, w.t0, w.t1, w.cost_ns, w.coll, w.obj, w.index, w.name, w.step, w.prio,
