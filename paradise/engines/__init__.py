@@ -19,9 +19,10 @@ class Engine(Protocol):
 
     def sql(self, text: str, **params: Any) -> pa.Table: ...
 
-    def materialize(self, table: str, name: str, **params: Any) -> None:
+    def materialize(self, table: str, name: str, *, append: bool = False, **params: Any) -> None:
         """Keeps the rows of query `name` as table `table` of the engine, for later queries that
-        read it (event-level results built in several statements: the exec graph)."""
+        read it (event-level results built in several statements: the exec graph); `append` adds
+        them to the existing table instead (a result built a range of PEs at a time)."""
         ...
 
     def batches(self, name: str, batch_rows: int = 1 << 20, **params: Any) -> pa.RecordBatchReader:

@@ -219,9 +219,9 @@ class DaskEngine:
         """A `-- merge: client` query's result streamed, a batch at a time, from the event tables."""
         return self._event_tables().batches(name, batch_rows=batch_rows, **params)
 
-    def materialize(self, table: str, name: str, **params: Any) -> None:
+    def materialize(self, table: str, name: str, *, append: bool = False, **params: Any) -> None:
         """An event-level table (`-- merge: client` queries): kept by the event tables' DuckDB."""
-        self._event_tables().materialize(table, name, **params)
+        self._event_tables().materialize(table, name, append=append, **params)
 
     def close(self) -> None:
         try:

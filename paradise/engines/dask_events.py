@@ -38,8 +38,8 @@ class EventTables:
     def sql(self, text: str, params: dict[str, Any]) -> pa.Table:
         return self.engine.sql(text, **params)
 
-    def materialize(self, table: str, name: str, params: dict[str, Any]) -> None:
-        self.engine.materialize(table, name, **params)
+    def materialize(self, table: str, name: str, append: bool, params: dict[str, Any]) -> None:
+        self.engine.materialize(table, name, append=append, **params)
 
     def open_batches(self, name: str, batch_rows: int, params: dict[str, Any]) -> pa.Schema:
         self.reader = self.engine.batches(name, batch_rows=batch_rows, **params)
@@ -124,8 +124,8 @@ class RemoteEvents:
     def sql(self, text: str, **params: Any) -> pa.Table:
         return self._call("sql", "a query", text, params)
 
-    def materialize(self, table: str, name: str, **params: Any) -> None:
-        self._call("materialize", f"building {table}", table, name, params)
+    def materialize(self, table: str, name: str, *, append: bool = False, **params: Any) -> None:
+        self._call("materialize", f"building {table}", table, name, append, params)
 
     def batches(self, name: str, batch_rows: int = 1 << 20, **params: Any) -> pa.RecordBatchReader:
         schema = self._call("open_batches", name, name, batch_rows, params)

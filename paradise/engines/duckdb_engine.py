@@ -121,13 +121,14 @@ class DuckDBEngine:
     def query(self, name: str, **params: Any) -> pa.Table:
         return self.sql(load_sql(name), **params)
 
-    def materialize(self, table: str, name: str, **params: Any) -> None:
-        """CREATE TABLE `table` AS the query, in this engine's database (seen by every cursor;
-        DuckDB's buffer manager spills it under its memory limit)."""
+    def materialize(self, table: str, name: str, *, append: bool = False, **params: Any) -> None:
+        """CREATE TABLE `table` AS the query (INSERT INTO it with `append`), in this engine's
+        database (seen by every cursor; DuckDB's buffer manager spills it under its memory limit)."""
         if not table.isidentifier():
             raise ValueError(f"not a table name: {table!r}")
+        verb = f"INSERT INTO {table}" if append else f"CREATE OR REPLACE TABLE {table} AS"
         with self._guard():
-            self._con().execute(f"CREATE OR REPLACE TABLE {table} AS {load_sql(name)}", params or None)
+            self._con().execute(f"{verb} {load_sql(name)}", params or None)
 
     def batches(self, name: str, batch_rows: int = 1 << 20, **params: Any) -> pa.RecordBatchReader:
         """A stage-1 query's result streamed in record batches of up to `batch_rows` rows, for

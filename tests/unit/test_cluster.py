@@ -22,6 +22,7 @@ from paradise.engines.dask_engine import DaskEngine
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.engines.memory import parse_size
 from paradise.errors import EngineUnavailable, InvalidOption, OutOfMemory
+from paradise.events import execgraph
 from paradise.store import open_trace
 from paradise.synth import synth
 from paradise.synth.charm import PATTERNS
@@ -106,10 +107,10 @@ def test_event_tables_live_on_a_worker(traces, scheduler):
     trace = open_trace(traces["grid"])
     q = "SELECT count(*) AS n, sum(hash(id, src_id, crit_pred, wait_msg_ns)) AS h FROM exec_graph"
     with DuckDBEngine(trace) as duck:
-        duck.materialize("exec_graph", "scheduling_exec_graph")
+        execgraph.materialize(duck)
         want = duck.sql(q).to_pylist()
     with DaskEngine(trace, scheduler=scheduler) as eng:
-        eng.materialize("exec_graph", "scheduling_exec_graph")
+        execgraph.materialize(eng)
         assert eng.sql(q).to_pylist() == want and want[0]["n"] > 0
         workers = eng.client.run(os.getpid)
         assert eng._events.worker in workers and workers[eng._events.worker] != os.getpid()
@@ -120,7 +121,7 @@ def test_event_tables_live_on_a_worker(traces, scheduler):
 def test_losing_the_event_tables_worker_is_one_line(traces, scheduler):
     trace = open_trace(traces["grid"])
     with DaskEngine(trace, scheduler=scheduler) as eng:
-        eng.materialize("exec_graph", "scheduling_exec_graph")
+        execgraph.materialize(eng)
         pid = eng.client.run(os.getpid)[eng._events.worker]
         os.kill(pid, signal.SIGKILL)  # the worker process holding the event tables
         with pytest.raises(EngineUnavailable) as err:

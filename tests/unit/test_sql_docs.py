@@ -10,6 +10,7 @@ from builders import charm_like, torch_like
 
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.engines.merge import merge_text, parse_merge_rule
+from paradise.events import execgraph
 from paradise.store import open_trace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,8 +64,12 @@ def test_every_sql_file_is_used_by_a_module(path):
     assert users, f"{path.name}: no module under paradise/ or hints/ queries {path.stem!r}; delete it or use it"
 
 
-EVENT_TABLES = {"exec_graph": "scheduling_exec_graph", "object_steps": "events_object_steps"}
-"""The event layer's engine tables, and the query that fills each."""
+EVENT_TABLES = {
+    "exec_graph": execgraph.materialize,
+    **{part: execgraph.build_parts for part in execgraph.PARTS},
+    "object_steps": lambda eng: eng.materialize("object_steps", "events_object_steps"),
+}
+"""The event layer's engine tables, and what builds each."""
 
 
 @pytest.mark.parametrize("path", [p for p in SQL_FILES if "$" not in p.read_text()], ids=lambda p: p.stem)
@@ -75,9 +80,10 @@ def test_output_columns_are_documented_and_mergeable(path, traces):
     rule = parse_merge_rule(text, path.stem)
     for trace in traces:
         with DuckDBEngine(trace) as eng:
-            for table, query in EVENT_TABLES.items():  # an event-layer query over a materialized table
-                if f"FROM {table}" in text:
-                    eng.materialize(table, query)
+            builders = {build for table, build in EVENT_TABLES.items()  # the engine tables the query reads
+                        if re.search(rf"\b(FROM|JOIN) {table}\b", text)}
+            for build in builders:
+                build(eng)
             columns = eng.query(path.stem).column_names
         undocumented = [c for c in columns if not _mentions(head, c)]
         assert not undocumented, f"{path.name}: header does not document column(s) {', '.join(undocumented)}"

@@ -1,0 +1,90 @@
+"""The exec graph built a range of PEs at a time (paradise.events.execgraph) equals the same graph
+in one query (tests/oracles/sql/exec_graph.sql), whatever the ranges."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from builders import TraceBuilder
+
+from paradise.engines.duckdb_engine import DuckDBEngine
+from paradise.events import execgraph
+from paradise.store import open_trace
+from tests.unit.test_critpath import PROGS, _trace
+
+ORACLE = (Path(__file__).resolve().parents[1] / "oracles" / "sql" / "exec_graph.sql").read_text()
+
+
+def awkward_trace(tmp_path: Path):
+    """PEs 0..4 where PE 3 only sends (no exec), one message has send rows on two PEs, one send
+    comes from an exec of another object nested in the PE's latest one, two execs start at the
+    same instant, and one exec has no end."""
+    b = TraceBuilder(pes=5)
+    a, c = ("A#0", 1), ("C#1", 2)
+    b.exec(0, 0, 100, "A.run", coll=a[0], obj=a[1], index="[1]")
+    b.exec(0, 10, 40, "C.inner", coll=c[0], obj=c[1], index="[2]")   # nested in A.run
+    m1 = b.send(0, 20, 1, 64, coll=a[0], obj=a[1])                     # sent by A.run, not C.inner
+    b.exec(1, 150, 170, "B.recv1", msg=m1, coll="B#2", obj=3, index="[3]")
+    m2 = b.send(3, 30, 2, 8, coll=a[0], obj=a[1])                      # a PE without execs
+    b.exec(2, 60, 90, "B.recv2", msg=m2, coll="B#2", obj=4, index="[4]")
+    m3 = b.send(1, 160, 4, 16, coll="B#2", obj=3)
+    b.send(2, 80, 4, 32, msg=m3, coll="B#2", obj=4)                    # the same message, earlier
+    b.exec(4, 200, 260, "D.recv", msg=m3, coll="D#3", obj=5, index="[5]")
+    b.exec(4, 200, 210, "D.tie", coll="D#3", obj=6, index="[6]")       # same start as D.recv
+    b.add(4, "exec", 300, None, name="D.crash", coll="D#3", obj=5)     # no end: not in the graph
+    m4 = b.send(4, 205, 0, 4, coll="D#3", obj=6)
+    b.exec(0, 400, 420, "A.back", msg=m4, coll=a[0], obj=a[1], index="[1]")
+    return open_trace(b.write(tmp_path / "awkward"))
+
+
+def _same_as_oracle(trace, chunk_execs: int) -> int:
+    """Builds the graph in ranges of `chunk_execs` and returns its row count, asserting it holds
+    exactly the oracle's rows and that no part table is left behind."""
+    with DuckDBEngine(trace) as eng:
+        info = execgraph.materialize(eng, chunk_execs)
+        eng.sql(f"CREATE TABLE oracle AS {ORACLE}")
+        diff = eng.sql("SELECT count(*) AS n FROM ((SELECT * FROM exec_graph EXCEPT ALL SELECT * FROM oracle) "
+                       "UNION ALL (SELECT * FROM oracle EXCEPT ALL SELECT * FROM exec_graph))")
+        assert diff.column("n")[0].as_py() == 0
+        assert eng.sql("SELECT count(*) AS n FROM oracle").column("n")[0].as_py() == info.execs
+        tables = set(eng.sql("SELECT table_name FROM duckdb_tables()").column("table_name").to_pylist())
+        assert tables == {execgraph.TABLE, "oracle"}
+        return info.execs
+
+
+@pytest.mark.parametrize("chunk_execs", [1, 3, execgraph.CHUNK_EXECS])
+def test_awkward_trace_in_any_ranges(tmp_path, chunk_execs):
+    trace = awkward_trace(tmp_path)
+    assert _same_as_oracle(trace, chunk_execs) == 7
+    with DuckDBEngine(trace) as eng:
+        execgraph.materialize(eng, chunk_execs)
+        g = {r["name"]: r for r in eng.sql("SELECT g.*, x.name AS src_name FROM exec_graph g "
+                                           "LEFT JOIN exec_graph x ON g.src_id = x.id").to_pylist()}
+    assert g["B.recv1"]["src_name"] == "A.run"                 # the sender object's exec, not the nested one
+    assert g["B.recv2"]["src_pe"] == 3 and g["B.recv2"]["src_id"] is None   # no exec on PE 3
+    assert g["B.recv2"]["send_t0"] == 30
+    assert g["A.back"]["src_name"] == "D.tie"                  # the sender object's, of two at one instant
+    assert g["D.recv"]["src_pe"] == 2 and g["D.recv"]["send_t0"] == 80  # the earliest send row
+    assert g["D.recv"]["bytes"] == 32
+
+
+@pytest.mark.parametrize("name", [*PROGS, "charm_like_parts"])
+def test_programs_in_one_exec_ranges_equal_the_oracle(tmp_path, name):
+    assert _same_as_oracle(_trace(tmp_path, name), 1) > 0
+
+
+def test_pe_ranges_cover_every_pe_once():
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        pes = sorted(rng.choice(200, size=int(rng.integers(1, 30)), replace=False).tolist())
+        counts = [(pe, int(rng.integers(1, 50))) for pe in pes]
+        chunk = int(rng.integers(1, 120))
+        ranges = execgraph.pe_ranges(counts, chunk)
+        assert ranges[0][0] == -(2**31) and ranges[-1][1] == 2**31 - 1
+        assert all(hi + 1 == lo for (_, hi), (lo, _) in zip(ranges, ranges[1:]))
+        for lo, hi in ranges:
+            inside = [n for pe, n in counts if lo <= pe <= hi]
+            assert inside, (lo, hi)
+            assert sum(inside) <= chunk or len(inside) == 1
