@@ -82,9 +82,9 @@ def built(engine: Any) -> bool:
 
 
 CHUNK_EXECS = 2_000_000
-"""About this many execs per range of PEs (a PE is never split). At 10^8 synth rows (5*10^7 execs,
-`--memory-limit 2GiB`) the graph took 191 CPU s in ranges of 2.5 million against 299 s in one
-statement, whose sorts spilled 79 GB; with DuckDB holding about 1 GiB, smaller ranges gain little."""
+"""About this many execs per range of PEs (a PE is never split): a range's sorts then fit in DuckDB's
+memory at `--memory-limit 2GiB`. At 10^8 synth rows (5*10^7 execs) under that limit the graph took
+202 CPU s in such ranges and 299 s in one statement, whose sorts spilled 79 GB."""
 
 PARTS = ("exec_graph_pes", "exec_graph_multi", "exec_graph_execs", "exec_graph_sends")
 """The tables the graph is built from (events_exec_*.sql), dropped once it is built."""
@@ -118,17 +118,16 @@ def build_parts(engine: Any, chunk_execs: int = CHUNK_EXECS) -> None:
 
 
 def drop_parts(engine: Any) -> None:
+    """Drops the part tables (the graph table holds all they did)."""
     for table in PARTS:
         engine.sql(f"DROP TABLE IF EXISTS {table}")
 
 
 def materialize(engine: Any, chunk_execs: int = CHUNK_EXECS) -> ExecGraphInfo:
     """Builds the graph table in the engine and returns its summary."""
-    try:
-        build_parts(engine, chunk_execs)
-        engine.materialize(TABLE, "scheduling_exec_graph")
-    finally:
-        drop_parts(engine)
+    build_parts(engine, chunk_execs)
+    engine.materialize(TABLE, "scheduling_exec_graph")
+    drop_parts(engine)
     row = engine.query("events_exec_summary").to_pylist()[0]
     n = int(row["execs"] or 0)
     return ExecGraphInfo(execs=n, t_min=int(row["t_min"] or 0), t_max=int(row["t_max"] or 0),

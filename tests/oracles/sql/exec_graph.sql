@@ -1,4 +1,5 @@
--- scheduling_exec_graph: every execution with what it waited for (the exec DAG of the run).
+-- exec_graph (test oracle): the exec graph of paradise/sql/scheduling_exec_graph.sql in one query,
+-- over every PE at once, which paradise.events.execgraph builds a range of PEs at a time.
 -- grain: one row per exec event (event level: this is message matching, not a reduction).
 -- columns:
 --   id          (0-based exec number, ordered by pe, t0, t1)
@@ -19,9 +20,6 @@
 --                was free, else pe_prev; the critical path follows it backwards)
 --   wait_msg_ns (ns, idle time on this PE before this exec spent waiting for its message: since the
 --                previous exec on the PE, or since the run's first exec for the PE's first)
--- note: event level (message matching with an ASOF join across PEs); not splittable by files.
--- Rows come unordered: the event layer keeps them as a table (paradise.events.execgraph) and
--- readers order by id where they need to.
 -- merge: client
 -- x: execs numbered in (pe, t0, t1) order, with their PE predecessor from the same sort. The sort
 -- is per PE (xl, a window partitioned by pe: partitions sort apart and in parallel, no global sort),
