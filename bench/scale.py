@@ -10,7 +10,7 @@ torch trace (`--torch`, default 10^8 rows), each command runs once as a subproce
   * floor:  (charm) a fresh interpreter running, in DuckDB under the memory share analyze gives it,
             only the two operations any exact exec graph needs: each exec's predecessor on its PE
             (a window per PE in (t0, t1) order) and each exec's send (a hash join on msg), on the
-            fewest columns, counted rather than kept: what the event layer cannot go below,
+            fewest columns, counted rather than kept: the least an exact exec graph does,
 and prints wall and CPU seconds (the process tree's, from wait4) and peak RSS sampled every
 0.1 s (the whole process tree; for Dask the client process and its largest worker apart). A
 command whose tree passes --rss-cap is killed (so the bench cannot take the machine down) and

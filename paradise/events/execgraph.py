@@ -5,7 +5,7 @@ It is built once per run (`materialize`) and read by SQL (critical path, waits, 
 cost fit) and, for traces small enough to replay, by the what-if replay as numpy arrays. The
 client never holds it otherwise: DuckDB keeps it within its memory limit, spilling if needed.
 The per-PE work (numbering the execs, finding each send's sending exec) runs a range of PEs at a
-time, so that its sorts fit DuckDB's memory; only the final send -> exec join spans every PE.
+time, so that its sorts work on one range's rows; only the final send -> exec join spans every PE.
 """
 
 from __future__ import annotations
@@ -82,9 +82,9 @@ def built(engine: Any) -> bool:
 
 
 CHUNK_EXECS = 2_000_000
-"""About this many execs per range of PEs (a PE is never split): a range's sorts then fit in DuckDB's
-memory at `--memory-limit 2GiB`. At 10^8 synth rows (5*10^7 execs) under that limit the graph took
-202 CPU s in such ranges and 299 s in one statement, whose sorts spilled 79 GB."""
+"""About this many execs per range of PEs (a PE is never split). At 10^8 synth rows (5*10^7 execs,
+`--memory-limit 2GiB`: 32 ranges) the graph took 202 CPU s in such ranges and 299 s in one
+statement; the ranges' numbering spilled nothing, the one statement's sorts 79 GB."""
 
 PARTS = ("exec_graph_pes", "exec_graph_multi", "exec_graph_execs", "exec_graph_sends")
 """The tables the graph is built from (events_exec_*.sql), dropped once it is built."""

@@ -1,6 +1,6 @@
 -- events_exec_rows: the execs of the PEs $lo..$hi, numbered, with their predecessor on their PE.
 -- A step of the exec graph (paradise.events.execgraph), appended to table exec_graph_execs one
--- range of PEs at a time, so that each sort fits DuckDB's memory instead of spilling.
+-- range of PEs at a time, so that each sort holds one range (at 10^8 rows under 2 GiB: no spill).
 -- reads: events, exec_graph_pes (events_exec_pes)
 -- grain: one row per exec event with an end, on a PE in $lo..$hi.
 -- columns:

@@ -1,7 +1,7 @@
 -- events_exec_sends: every message sent from the PEs $lo..$hi, with the exec that sent it.
 -- A step of the exec graph (paradise.events.execgraph), appended to table exec_graph_sends one
 -- range of PEs at a time (the same ranges as exec_graph_execs: a send and its sending exec share
--- a PE, so the ASOF join below stays within the range and fits DuckDB's memory).
+-- a PE, so the ASOF join below stays within the range).
 -- reads: events, exec_graph_execs (events_exec_rows), exec_graph_multi (events_exec_multisends)
 -- grain: one row per message (msg) whose earliest send row is on a PE in $lo..$hi.
 -- columns:
