@@ -134,7 +134,7 @@ def register(app: typer.Typer) -> None:
         ),
         memory_limit: str | None = typer.Option(
             None, "--memory-limit", metavar="SIZE", help="Memory the analysis may use, e.g. 4GiB (default: half "
-            "of physical memory); DuckDB spills to disk beyond its share."
+            "of physical memory); DuckDB spills to disk beyond its share, under $TMPDIR."
         ),
         workers: int | None = typer.Option(None, "--workers", min=1, help="Workers of --scheduler local (2)."),
         worker_memory: str | None = typer.Option(

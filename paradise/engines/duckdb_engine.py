@@ -25,6 +25,9 @@ from paradise.store import TraceHandle
 
 SPILL_PREFIX = "paradise-spill-"
 """Name prefix of the spill directory, created under the system temporary directory ($TMPDIR)."""
+SPILL_FULL_MARK = "max_temp_directory_size"
+"""Named in DuckDB's out-of-memory text when it could not write a block to its spill directory (the
+setting defaults to the free space of that directory's disk): the disk is full, not the memory."""
 
 
 def damaged_file_error(exc: BaseException, files: tuple[Path, ...] | list[Path]) -> BaseException:
@@ -106,13 +109,25 @@ class DuckDBEngine:
         try:
             yield
         except duckdb.OutOfMemoryException as exc:
-            first = (str(exc).strip().splitlines() or [""])[0]
-            raise OutOfMemory(
-                f"{self.trace.path}: needs more memory than --memory-limit {fmt_size(self.memory_limit)} allows, "
-                f"even spilling to disk ({first}); try `paradise analyze --only overview` for the first "
-                "report, a larger --memory-limit, or --engine dask on a cluster") from None
+            raise self._out_of_memory(exc) from None
         except duckdb.Error as exc:
             raise damaged_file_error(exc, self.trace.files) from None
+
+    def _out_of_memory(self, exc: duckdb.OutOfMemoryException) -> OutOfMemory:
+        """The one line for a query that failed after spilling: a full spill disk (DuckDB could not
+        offload a block: its temp size cap is the disk's free space) needs another TMPDIR; anything
+        else needs more memory or less work."""
+        text = str(exc)
+        first = (text.strip().splitlines() or [""])[0]
+        if SPILL_FULL_MARK in text:
+            return OutOfMemory(
+                f"{self.trace.path}: the spill directory {self.spill_dir} ran out of disk ({first}); set "
+                "TMPDIR to a directory on a disk with more free space, or give a larger --memory-limit so "
+                "that less spills")
+        return OutOfMemory(
+            f"{self.trace.path}: needs more memory than --memory-limit {fmt_size(self.memory_limit)} allows, "
+            f"even spilling to disk ({first}); try `paradise analyze --only overview` for the first "
+            "report, a larger --memory-limit, or --engine dask on a cluster")
 
     def sql(self, text: str, **params: Any) -> pa.Table:
         with self._guard():

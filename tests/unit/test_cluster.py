@@ -154,15 +154,28 @@ def test_duckdb_spills_in_its_own_directory_and_removes_it(traces):
 
 def test_out_of_memory_even_spilling_is_one_line(traces):
     with DuckDBEngine(open_trace(traces["grid"]), memory_limit=parse_size("64MiB")) as eng:
-        eng.sql("SELECT 1")
-        eng.con.execute("SET max_temp_directory_size = '1MB'")  # a full disk: spilling cannot help
-        with pytest.raises(OutOfMemory) as err:
-            eng.sql("SELECT count(*) FROM (SELECT range AS k, count(*) FROM range(20000000) GROUP BY k)")
+        with pytest.raises(OutOfMemory) as err:  # an exact quantile holds every value: it cannot spill
+            eng.sql("SELECT quantile_cont(range, 0.5) FROM range(50000000)")
     msg = str(err.value)
     assert "\n" not in msg
     assert msg.startswith(f"{traces['grid']}: needs more memory than --memory-limit 64.0 MiB allows, even spilling")
     assert msg.endswith("try `paradise analyze --only overview` for the first report, a larger --memory-limit, "
                         "or --engine dask on a cluster")
+
+
+def test_a_full_spill_disk_is_one_line_naming_the_directory(traces):
+    with DuckDBEngine(open_trace(traces["grid"]), memory_limit=parse_size("64MiB")) as eng:
+        eng.sql("SELECT 1")
+        eng.con.execute("SET max_temp_directory_size = '1MB'")  # what DuckDB does when the disk is full
+        with pytest.raises(OutOfMemory) as err:
+            eng.sql("SELECT count(*) FROM (SELECT range AS k, count(*) FROM range(20000000) GROUP BY k)")
+        spill = eng.spill_dir
+    msg = str(err.value)
+    assert "\n" not in msg
+    assert msg.startswith(f"{traces['grid']}: the spill directory {spill} ran out of disk (Out of Memory Error: "
+                          "failed to offload")
+    assert msg.endswith("set TMPDIR to a directory on a disk with more free space, or give a larger "
+                        "--memory-limit so that less spills")
 
 
 @pytest.mark.parametrize("text, value", [("4GiB", 4 << 30), ("500MB", 500 * 10**6), ("2g", 2 << 30),
