@@ -58,12 +58,3 @@ def visible(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
-
-
-def require_new_output(path, force: bool) -> None:
-    """Refuses to overwrite an existing output unless forced."""
-    from pathlib import Path
-
-    p = Path(path)
-    if p.exists() and not force:
-        raise OutputExists(f"{p}: already exists; pass --force to overwrite it")

@@ -18,15 +18,15 @@ def chrome_cmd(
 ) -> None:
     """Chrome Trace Event Format (opens in Perfetto UI and chrome://tracing): an event per
     execution, op or kernel, flows for messages and kernel launches, idle counters."""
-    from paradise.cli._output import check_output, write_via_temp
     from paradise.engines.duckdb_engine import DuckDBEngine
     from paradise.export import chrome
     from paradise.store import open_trace
+    from paradise.store.output import check_output
 
-    check_output(out, force)
     handle = open_trace(trace)
+    out = check_output(out, force=force, inputs=handle.files)
     with DuckDBEngine(handle) as engine:
-        write_via_temp(out, lambda tmp: chrome.export(engine, handle, tmp))
+        chrome.export(engine, handle, out)
     typer.echo(f"chrome trace written: {out}")
 
 

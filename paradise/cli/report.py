@@ -12,8 +12,9 @@ from typing import Any
 
 import typer
 
-from paradise.cli._output import check_output, write_bytes
 from paradise.errors import InvalidOption
+from paradise.store import open_trace
+from paradise.store.output import atomic_output, check_output
 
 
 def parse_window(text: str | None) -> tuple[int, int] | None:
@@ -84,7 +85,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Write one self-contained HTML report (works offline): utilization, timeline, communication,
         training, hints, every characteristic with its evidence."""
-        check_output(out, force)
+        inputs = [f for t in (trace, compare) if t is not None for f in open_trace(t).files]
+        out = check_output(out, force=force, inputs=inputs)  # beside the trace's files is fine: only *.parquet is read
         text = build_report(trace, hints=hints, compare=compare, window=parse_window(window))
-        write_bytes(out, text.encode("utf-8"))
+        with atomic_output(out) as (_, fh):
+            fh.write(text.encode("utf-8"))
         typer.echo(f"report written: {out}")

@@ -4,8 +4,6 @@ array's characters sit in one buffer, so each batch is written as one slice of t
 from __future__ import annotations
 
 import gzip
-import io
-from pathlib import Path
 from typing import IO
 
 import numpy as np
@@ -15,12 +13,12 @@ GZIP_LEVEL = 3
 """zlib level of .gz outputs: most of level 6's size at about twice its speed."""
 
 
-def open_output(path: Path) -> IO[bytes]:
-    """The file to write, gzip-compressed when its name ends in .gz."""
-    raw = open(path, "wb")  # noqa: SIM115 - closed by the caller
-    if path.name.endswith(".gz"):
+def output_stream(raw: IO[bytes], name: str) -> IO[bytes]:
+    """What to write the output called `name` into, over its open file `raw`: a gzip stream when
+    the name ends in .gz (closing it leaves `raw` open), else `raw` itself."""
+    if name.endswith(".gz"):
         return gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=GZIP_LEVEL, mtime=0)  # type: ignore[return-value]
-    return io.BufferedWriter(raw, buffer_size=1 << 20)  # type: ignore[arg-type]
+    return raw
 
 
 def string_bytes(arr: pa.Array, start: int = 0, stop: int | None = None) -> memoryview:

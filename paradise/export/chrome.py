@@ -11,7 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from paradise.export._stream import open_output, string_bytes
+from paradise.export._stream import output_stream, string_bytes
+from paradise.store.output import atomic_output
 
 BATCH_ROWS = 1 << 16
 """Rows per Arrow batch read from DuckDB: about 15 MB of JSON text (~230 bytes a record) at most in memory."""
@@ -44,11 +45,12 @@ def _name_records(engine: Any, source: str) -> list[dict[str, Any]]:
 
 
 def export(engine: Any, trace: Any, out: Path) -> Path:
-    """Writes the trace's Chrome JSON to `out` (gzip when it ends in .gz); returns `out`."""
+    """Writes the trace's Chrome JSON to `out` (gzip when it ends in .gz) through a temporary file
+    renamed into place (paradise.store.output.atomic_output); returns `out`."""
     head = [json.dumps(r, sort_keys=True) for r in _name_records(engine, trace.source)]
     other = {"program": trace.program, "source": trace.source, "fingerprint": trace.fingerprint,
              "exporter": "paradise export chrome"}
-    with open_output(out) as fh:
+    with atomic_output(out) as (_, raw), output_stream(raw, out.name) as fh:
         fh.write(b'{"traceEvents":[\n')
         for line in head:
             fh.write(line.encode() + b",\n")

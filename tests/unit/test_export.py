@@ -155,4 +155,20 @@ def test_export_commands_refuse_existing_outputs_and_bad_traces(tmp_path, monkey
     code, _, err = run_cli(monkeypatch, capsys, "export", "chrome", missing, "-o", tmp_path / "x.json")
     assert code == 2 and err.count("\n") == 1 and str(missing) in err and not (tmp_path / "x.json").exists()
     code, _, err = run_cli(monkeypatch, capsys, "export", "chrome", path, "-o", tmp_path / "no" / "x.json")
-    assert code == 2 and "cannot write" in err and err.count("\n") == 1
+    assert code == 0 and read_chrome(tmp_path / "no" / "x.json")["traceEvents"], err  # its folder is made
+    code, _, err = run_cli(monkeypatch, capsys, "export", "chrome", path, "-o", out / "x.json")
+    assert code == 2 and err == f"paradise: error: {out / 'x.json'}: {out} is not a folder\n"
+
+
+def test_export_chrome_never_writes_over_its_input(tmp_path, monkeypatch, capsys):
+    path = hostile_charm(pes=2, steps=2).write(tmp_path / "t")
+    files = sorted(path.glob("*.parquet"))
+    before = {f: f.read_bytes() for f in files}
+    code, _, err = run_cli(monkeypatch, capsys, "export", "chrome", files[0], "-o", files[0], "--force")
+    assert code == 2 and err == f"paradise: error: {files[0]}: is one of the inputs; choose another output\n"
+    code, _, err = run_cli(monkeypatch, capsys, "export", "chrome", path, "-o", files[-1], "--force")
+    assert code == 2 and err == f"paradise: error: {files[-1]}: is one of the inputs; choose another output\n"
+    assert sorted(path.iterdir()) == files and {f: f.read_bytes() for f in files} == before
+    beside = path / "t.json"  # not a trace file: the folder's next read takes only *.parquet
+    assert run_cli(monkeypatch, capsys, "export", "chrome", path, "-o", beside)[0] == 0
+    assert read_chrome(beside)["traceEvents"] and {f: f.read_bytes() for f in files} == before

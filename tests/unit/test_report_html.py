@@ -123,9 +123,14 @@ def test_report_command_refuses_to_overwrite_and_bad_inputs(traces, tmp_path, mo
     bad.write_bytes(b"not parquet at all")
     code, _, err = run_cli(monkeypatch, capsys, "report", bad, "-o", tmp_path / "b.html")
     assert code == 2 and err.count("\n") == 1 and str(bad) in err and not (tmp_path / "b.html").exists()
-    missing = tmp_path / "no" / "such" / "r.html"
-    code, _, err = run_cli(monkeypatch, capsys, "report", traces["torch"], "-o", missing)
-    assert code == 2 and err == f"paradise: error: {missing}: cannot write: folder {missing.parent} does not exist\n"
+    under_file = out / "r.html"
+    code, _, err = run_cli(monkeypatch, capsys, "report", traces["torch"], "-o", under_file)
+    assert code == 2 and err == f"paradise: error: {under_file}: {out} is not a folder\n"
+    part = sorted(traces["torch"].glob("*.parquet"))[0]  # a file of the trace folder read
+    data = part.read_bytes()
+    code, _, err = run_cli(monkeypatch, capsys, "report", traces["torch"], "-o", part, "--force")
+    assert code == 2 and err == f"paradise: error: {part}: is one of the inputs; choose another output\n"
+    assert part.read_bytes() == data
     code, _, err = run_cli(monkeypatch, capsys, "report", traces["torch"], "-o", out, "--force", "--window", "9:3")
     assert code == 2 and "--window '9:3'" in err and err.count("\n") == 1
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".r.html")]  # no temporary left behind
