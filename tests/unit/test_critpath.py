@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pytest
-from builders import charm_like
 
 from paradise.analyses.session import Session
 from paradise.engines.duckdb_engine import DuckDBEngine
@@ -16,26 +15,12 @@ from paradise.store import open_trace
 from paradise.whatif import REPLAY_GRAPH_SQL
 from paradise.whatif.model import exec_graph
 from tests.oracles import exec_graph as oracle
-from tests.unit import charm_synth as cs
-
-PROGS = {
-    "pipeline": lambda: cs.pipeline(4, 2, 3), "ping_filler": lambda: cs.ping_filler(10, 20),
-    "histsort": lambda: cs.histsort(6, 2), "master_worker": lambda: cs.master_worker(5, 2, 25),
-    "tree": lambda: cs.binary_tree(4, 2), "scatter_reduce": lambda: cs.scatter_reduce(6, 2, rounds=3),
-    "all_to_all": lambda: cs.all_to_all(4, 2, rounds=2), "grid_periodic": lambda: cs.grid2d(4, 4, 2, 3, periodic=True),
-}
-
-
-def _trace(tmp_path, name):
-    if name == "charm_like_parts":
-        return open_trace(charm_like(pes=4, steps=3).write(tmp_path / "t", parts_per_pe=2))
-    prog, placement = PROGS[name]()
-    return open_trace(prog.write(tmp_path / "t", placement))
+from tests.unit.graph_programs import PROGS, program_trace
 
 
 @pytest.mark.parametrize("name", [*PROGS, "charm_like_parts"])
 def test_hop_walk_is_the_full_walk(tmp_path, name):
-    trace = _trace(tmp_path, name)
+    trace = program_trace(tmp_path, name)
     with DuckDBEngine(trace) as eng:
         s = Session(eng, trace)
         info = s.get("exec_graph")
@@ -53,7 +38,7 @@ def test_hop_walk_is_the_full_walk(tmp_path, name):
 
 @pytest.mark.parametrize("name", [*PROGS, "charm_like_parts"])
 def test_latency_fit_in_sql_is_the_numpy_fit(tmp_path, name):
-    trace = _trace(tmp_path, name)
+    trace = program_trace(tmp_path, name)
     with DuckDBEngine(trace) as eng:
         info = execgraph.materialize(eng)
         got = execgraph.fit_latency(eng, info.execs)
@@ -67,7 +52,7 @@ def test_latency_fit_in_sql_is_the_numpy_fit(tmp_path, name):
 def test_latency_fit_above_the_exact_quantile_limit_is_close(tmp_path, monkeypatch, name):
     # above EXACT_QUANTILE_MAX_EXECS the quantiles are t-digest estimates (bounded memory): on these
     # small graphs they are the exact quantiles' within a few percent of the delays' range
-    trace = _trace(tmp_path, name)
+    trace = program_trace(tmp_path, name)
     with DuckDBEngine(trace) as eng:
         info = execgraph.materialize(eng)
         exact = eng.query("events_latency_fit", exact=True).to_pylist()[0]

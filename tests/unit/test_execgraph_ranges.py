@@ -12,7 +12,7 @@ from builders import TraceBuilder
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.events import execgraph
 from paradise.store import open_trace
-from tests.unit.test_critpath import PROGS, _trace
+from tests.unit.graph_programs import PROGS, program_trace
 
 ORACLE = (Path(__file__).resolve().parents[1] / "oracles" / "sql" / "exec_graph.sql").read_text()
 
@@ -72,7 +72,7 @@ def test_awkward_trace_in_any_ranges(tmp_path, chunk_execs):
 
 @pytest.mark.parametrize("name", [*PROGS, "charm_like_parts"])
 def test_programs_in_one_exec_ranges_equal_the_oracle(tmp_path, name):
-    assert _same_as_oracle(_trace(tmp_path, name), 1) > 0
+    assert _same_as_oracle(program_trace(tmp_path, name), 1) > 0
 
 
 def test_pe_ranges_cover_every_pe_once():
