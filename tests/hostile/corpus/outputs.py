@@ -61,6 +61,8 @@ WRITERS = {
     "merge": (_trace_and_victim, ("merge", "t")),
     "kineto": (_kineto_and_victim, ("import", "kineto", "k.json")),
     "projections": (_proj_and_victim, ("import", "projections", "proj/hello.sts")),
+    "report": (_trace_and_victim, ("report", "t")),
+    "chrome": (_trace_and_victim, ("export", "chrome", "t")),
 }
 
 for w, (base, pre) in WRITERS.items():
@@ -119,6 +121,12 @@ case("out-merge-onto-outputs", "merge", "t", "-o", "t/outputs.parquet", "--force
 case("out-merge-onto-link-to-input", "merge", "t", "-o", "ln.parquet", "--force",
      setup=lambda d: (make.charm_trace(d), (d / "ln.parquet").symlink_to("t/pe-00000.parquet")) and None,
      mention="ln.parquet", item="4")
+for w, pre in (("report", ("report",)), ("chrome", ("export", "chrome"))):
+    case(f"out-{w}-onto-file-in-folder", *pre, "t", "-o", "t/pe-00001.parquet", "--force",
+         setup=make.charm_trace, mention="t/pe-00001.parquet", item="4")
+    case(f"out-{w}-onto-link-to-input", *pre, "t", "-o", "ln.parquet", "--force",
+         setup=lambda d: (make.charm_trace(d), (d / "ln.parquet").symlink_to("t/pe-00000.parquet")) and None,
+         mention="ln.parquet", item="4")
 case("out-projections-onto-sts", "import", "projections", "proj/hello.sts", "-o", "proj/hello.sts", "--force",
      setup=make.projections, mention="proj/hello.sts", item="4")
 case("out-projections-onto-log", "import", "projections", "proj", "-o", "proj/hello.0.log.gz", "--force",
