@@ -13,7 +13,6 @@ from typing import Any
 import typer
 
 from paradise.errors import InvalidOption
-from paradise.store.output import atomic_output, check_output
 
 
 def parse_window(text: str | None) -> tuple[int, int] | None:
@@ -85,6 +84,7 @@ def register(app: typer.Typer) -> None:
         """Write one self-contained HTML report (works offline): utilization, timeline, communication,
         training, hints, every characteristic with its evidence."""
         from paradise.store import open_trace
+        from paradise.store.output import atomic_output, check_output
 
         inputs = [f for t in (trace, compare) if t is not None for f in open_trace(t).files]
         out = check_output(out, force=force, inputs=inputs)  # beside the trace's files is fine: only *.parquet is read
