@@ -132,8 +132,13 @@ def run(cmd: list[str], cap_bytes: int) -> Run:
     return r
 
 
+def trace_files(path: Path) -> list[str]:
+    """The trace's Parquet files, in order, as the SQL of scan and floor reads them."""
+    return sorted(str(p) for p in path.glob("*.parquet"))
+
+
 def scan_cmd(path: Path) -> list[str]:
-    files = sorted(str(p) for p in path.glob("*.parquet"))
+    files = trace_files(path)
     code = ("import duckdb; c = duckdb.connect(); c.execute('SET enable_progress_bar = false'); "
             f"c.execute({SCAN_SQL!r}, {{'files': {files!r}}}).fetchall()")
     return [sys.executable, "-c", code]
@@ -142,7 +147,7 @@ def scan_cmd(path: Path) -> list[str]:
 def floor_cmd(path: Path) -> list[str]:
     from paradise.engines.memory import DUCKDB_SHARE, default_memory_limit
 
-    files = sorted(str(p) for p in path.glob("*.parquet"))
+    files = trace_files(path)
     limit = parse_size(MEMORY_LIMIT[1]) if MEMORY_LIMIT else default_memory_limit()
     code = f"""
 import duckdb, tempfile
