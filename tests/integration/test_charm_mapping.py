@@ -109,12 +109,18 @@ def test_default_placement_matches_charm4py(dims, pes, seen):
 
 
 def test_parse_mapping_refuses_damaged_entries(tmp_path):
-    p = tmp_path / "mapping.json"
+    from hints.format import make_hint, provenance, write_hint
+
+    def path(colls):
+        prov = provenance(trace_fingerprint="f", program="prog", pes=2, source="charm")
+        return write_hint(tmp_path, make_hint("mapping", {"collections": colls}, provenance=prov, justified_by=[]),
+                          force=True)
+
     with pytest.raises(HintError, match="bad index"):
-        parse_mapping({"collections": {"Cell#0": {"0,1": 1}}}, p, 2)
-    with pytest.raises(HintError, match=r"PE 7 is not in 0\.\.1"):
-        parse_mapping({"collections": {"Cell#0": {"[0,1]": 7}}}, p, 2)
-    assert parse_mapping({"collections": {"Cell#0": {"[0,1]": 1}}}, p, 2) == {"Cell#0": {(0, 1): 1}}
+        parse_mapping(path({"Cell#0": {"0,1": 1}}), "prog", 2)
+    with pytest.raises(HintError, match=r"the PE should be an integer in 0\.\.1, not 7"):
+        parse_mapping(path({"Cell#0": {"[0,1]": 7}}), "prog", 2)
+    assert parse_mapping(path({"Cell#0": {"[0,1]": 1}}), "prog", 2) == {"Cell#0": {(0, 1): 1}}
 
 
 def test_schema_names_the_fields():
