@@ -48,9 +48,17 @@ class HintKind:
 
     def read(self, path: str | os.PathLike, *, program: str | None = None,
              pes: int | None = None) -> tuple[dict[str, Any], Any]:
-        """(the file's document, its validated payload); HintError on anything the consumer could not use."""
+        """(the file's document, its validated payload); HintError on anything the consumer could not use.
+
+        The kinds that share the file (comm and ddp: comm.json) are checked too, so a file is judged
+        whole, the same way by every reader, whichever part it wants."""
+        from hints.kinds import KINDS
+
         p = Path(path)
         doc = load_hint(p, self.envelope, program=program, pes=pes)
+        for other in KINDS.values():
+            if other.file == self.file and other is not self:
+                other.validate(p, doc, pes)
         return doc, self.validate(p, doc, pes)
 
     def load(self, path: str | os.PathLike, *, program: str | None = None, pes: int | None = None) -> Any:

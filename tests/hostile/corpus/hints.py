@@ -54,12 +54,12 @@ def _special(kind: str):
 
 BAD = {
     "index-1e400": _files({"mapping.json": '{"format": "paradise-hints/1", "kind": "mapping", "strategy": "greedy", '
-                            '"provenance": {"program": "synthetic", "pes": 2}, '
+                            '"provenance": {"program": "stencil", "pes": 2}, '
                             '"collections": {"Cell#0": {"[1e400,1]": 1}}}'}),
     "index-text": _files({"mapping.json": _doc(collections={"Cell#0": {"[a]": 1}})}),
     "index-not-list": _files({"mapping.json": _doc(collections={"Cell#0": {"7": 1}})}),
     "pe-1e5000": _files({"mapping.json": '{"format": "paradise-hints/1", "kind": "mapping", "strategy": "greedy", '
-                         '"provenance": {"program": "synthetic", "pes": 1e5000}, '
+                         '"provenance": {"program": "stencil", "pes": 1e5000}, '
                          '"collections": {"Cell#0": {"[0]": 1}}}'}),
     "target-pe-huge": _files({"mapping.json": _doc(collections={"Cell#0": {"[0]": 2**70}})}),
     "target-pe-neg": _files({"mapping.json": _doc(collections={"Cell#0": {"[0]": -1}})}),
