@@ -37,10 +37,10 @@ def validate(path: Path, doc: dict[str, Any], pes: int | None) -> dict[str, Any]
     for key in ("interval_s", "safety_net_interval_s"):
         f.optional_number(path, f"field {key!r}", doc.get(key), 0.0, MAX_SECONDS, above=True)
     f.number(path, "field 'mtbf_s'", doc.get("mtbf_s"), 0.0, MAX_SECONDS, above=True)
-    f.finite_numbers(path, "field 'expected_waste'", doc.get("expected_waste"))
+    f.finite_numbers(path, "expected_waste", doc.get("expected_waste"))
     for key in ("intervals", "inputs"):
         if doc.get(key) is not None:
-            f.finite_numbers(path, f"field {key!r}", doc[key])
+            f.finite_numbers(path, key, doc[key])
     return {"mode": mode, "interval_steps": steps}
 
 

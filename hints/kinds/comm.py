@@ -23,7 +23,7 @@ MAX_BYTES = float(f.INT64_MAX)
 def validate(path: Path, doc: dict[str, Any], pes: int | None) -> list[dict[str, Any]]:
     """The streams [{src_pe, dst_pe, entry, batch}], PEs within the run, batch in 2..MAX_BATCH."""
     hi = f.pe_range(pes)
-    f.finite_numbers(path, "field 'threshold'", doc.get("threshold"))
+    f.finite_numbers(path, "threshold", doc.get("threshold"))
     for key, v in doc["threshold"].items():
         if key != "batch":
             f.number(path, f"threshold.{key}", v, 0.0, MAX_BYTES)
