@@ -45,5 +45,3 @@ KIND = HintKind(
                   "the analysis's per-step saving"),
     fallback="DDP keeps its bucket size",
 )
-
-

@@ -56,10 +56,10 @@ def _messages(sends: list[dict]) -> dict[int, dict]:
         if first is None:
             out[s["msg"]] = dict(s)
             continue
-        big = max(b for b in (first["bytes"], s["bytes"]) if b is not None) if (first["bytes"], s["bytes"]) != (None, None) else None
+        sizes = [b for b in (first["bytes"], s["bytes"]) if b is not None]
         if s["t0"] < first["t0"]:
             out[s["msg"]] = dict(s)
-        out[s["msg"]]["bytes"] = big
+        out[s["msg"]]["bytes"] = max(sizes) if sizes else None
     return out
 
 
