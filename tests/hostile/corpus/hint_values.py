@@ -14,6 +14,7 @@ from typing import Any
 
 from tests.hostile import make
 from tests.hostile.case import case
+from tests.hostile.corpus.hints import _schedule as _hostile_schedule
 
 NAN, INF = float("nan"), float("inf")
 PROV = {"trace_fingerprint": None, "program": "stencil", "pes": 2, "source": "synthetic"}
@@ -131,3 +132,6 @@ for kind, field, values in REPORT:
 # accepted as it is, or they are refused for being made for another program whatever their damage
 case("hintval-whatif-make-mapping-doc-valid", "whatif", "t", "--hints", "h",
      setup=lambda d: (make.charm_trace(d), make.hints_dir(d)) and None, rc=(0,), item="3")
+case("hintval-whatif-hostile-schedule-doc-valid", "whatif", "t", "--hints", "h",
+     setup=lambda d: (make.charm_trace(d), make.hints_dir(d, files={"schedule.json": _hostile_schedule()})) and None,
+     rc=(0,), item="3")
