@@ -7,6 +7,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from paradise.report.compare import verdict_text
 from paradise.report.console import console, fmt_ns
 
 MOVES_SHOWN = 8
@@ -65,10 +66,10 @@ def render_demo(result: dict[str, Any]) -> None:
         st = {c["metric"]: c for c in result["performance"]["changes"]}.get("step_time", {})
         c.print(f"iterations {before['iterations_ns'] / after['iterations_ns']:.2f}x faster with the hints; "
                 f"median step {fmt_ns(st.get('base'))} -> {fmt_ns(st.get('candidate'))} "
-                f"({'significant' if st.get('significant') else 'within noise'}).")
+                f"({verdict_text(st) if st else 'no steps'}).")
     if mk.get("base"):
         speed = mk["base"] / mk["candidate"] if mk.get("candidate") else None
         c.print(f"makespan {mk['relative'] * 100:+.1f}% with the hints"
                 + (f" ({speed:.2f}x faster)" if speed and speed > 1 else "")
-                + f" ({'significant' if mk.get('significant') else 'within noise'}); what-if predicted "
+                + f" ({verdict_text(mk)}); what-if predicted "
                 f"{fmt_ns(pred.get('predicted_makespan_ns'))}.")
