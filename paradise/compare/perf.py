@@ -44,7 +44,8 @@ class Change:
     relative: float | None
     significant: bool
     statistic: str = "total"
-    """What base and candidate are: "total" over the run, "median" per step, "median" per run, "mean" per step."""
+    """What base and candidate are: "total" of the run; "median" of the runs' totals (with repeats);
+    step_time: "median" per step, or "mean" per step of each run (fewer than MIN_STEPS steps)."""
     verdict: str = ONE_RUN_EACH
     """significant / within noise / too few samples (no p-value below ALPHA possible) / one run each."""
     basis: str = "one run each"
@@ -53,9 +54,6 @@ class Change:
     samples_candidate: int = 1
     p_value: float | None = None
     test: str | None = None
-    total_base: float | None = None
-    """Per-PE and per-entry figures: the run's total (median over runs), whatever the statistic."""
-    total_candidate: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -154,17 +152,27 @@ def _totals(runs: list[Tables], table: str, key: str, value: str, k: Any) -> lis
     return [float(t[table].loc[t[table][key] == k, value].sum()) for t in runs]
 
 
+STEPPED_SHARE = 0.5
+"""A per-PE or per-entry figure is tested on per-step samples only when rows inside steps hold at
+least this share (most) of its total on both sides; else the steps would test too small a part of it."""
+
+
 def _figure(metric: str, rb: list[Tables], rc: list[Tables], table: str, key: str, value: str, k: Any,
             use_steps: bool) -> Change:
-    """A per-PE or per-entry figure: per-step samples when both sides have enough steps of it, else
-    one total per run. total_base / total_candidate always hold the run totals (median over runs)."""
+    """A per-PE or per-entry figure: base and candidate are run totals (median over runs), the
+    figure every other view shows; the test runs on per-step samples when the steps hold the
+    figure on both sides, else on one total per run."""
     tb, tc = _totals(rb, table, key, value, k), _totals(rc, table, key, value, k)
     pb, pc = (_pooled(rb, table, key, value, k), _pooled(rc, table, key, value, k)) if use_steps else ([], [])
-    if min(len(pb), len(pc)) >= MIN_STEPS:
-        ch = _change(metric, "ns", pb, pc, "steps")
-    else:
-        ch = _change(metric, "ns", tb, tc, "runs")
-    ch.total_base, ch.total_candidate = float(pd.Series(tb).median()), float(pd.Series(tc).median())
+
+    def stepped(samples: list[float], totals: list[float]) -> bool:
+        return len(samples) >= MIN_STEPS and sum(samples) >= STEPPED_SHARE * sum(totals)
+
+    ch = _change(metric, "ns", pb, pc, "steps") if stepped(pb, tb) and stepped(pc, tc) else _change(
+        metric, "ns", tb, tc, "runs")
+    vb, vc = float(pd.Series(tb).median()), float(pd.Series(tc).median())
+    ch.base, ch.candidate, ch.delta, ch.relative = vb, vc, vc - vb, (vc - vb) / vb if vb else None
+    ch.statistic = "total" if len(tb) == len(tc) == 1 else "median"
     return ch
 
 

@@ -45,7 +45,7 @@ def render_performance(perf: dict[str, Any]) -> None:
     for col, justify in (("metric", "left"), ("base", "right"), ("candidate", "right"), ("change", "right"), ("", "left")):
         t.add_column(col, justify=justify)
     for ch in perf["changes"][:SHOW_CHANGES]:
-        per = "per step" if ch.get("basis") == "steps" else "per run"
+        per = "per step" if ch["metric"] == "step_time" else "of the runs"
         metric = ch["metric"] + (f" ({ch['statistic']} {per})" if ch.get("statistic", "total") != "total" else "")
         rel = f"{ch['relative'] * 100:+.1f}%" if ch["relative"] is not None else _fmt(ch["delta"], ch["unit"])
         better = ch["delta"] < 0 if ch["unit"] == "ns" and not ch["metric"].endswith(".idle") else None
