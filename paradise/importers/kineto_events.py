@@ -71,11 +71,25 @@ CC_NONE, CC_KERNEL, CC_PARAM_COMMS, CC_C10D, CC_ANNOTATION = range(5)
 op, record_param_comms, the CPU and GPU nccl: annotations, the kernel); the importer makes one of
 them the `collective` row (see COLLECTIVE_PRIORITY) and keeps the others as plain rows."""
 
-COLLECTIVE_PRIORITY = (CC_KERNEL, CC_PARAM_COMMS, CC_ANNOTATION, CC_C10D)
+COLLECTIVE_PRIORITY = (CC_KERNEL, CC_C10D, CC_PARAM_COMMS, CC_ANNOTATION)
 """Per rank, the first twin class present carries the collectives: NCCL/RCCL kernels where the
-rank has any (count per kernel, the time is the transfer), else the program's calls
-(record_param_comms, which carry sizes; else gloo:/nccl: annotations, whose gloo worker spans
-cover the transfer and carry input shapes; else c10d:: ops)."""
+rank has any (count per kernel, the time is the transfer), else the program's calls: c10d:: ops
+(one call = one collective, whatever the backend; its start is when the rank arrived), else
+record_param_comms, else gloo:/nccl: annotations. Where c10d:: ops carry, an annotation of a kind
+no c10d:: op of the rank has (collective_kind) is a collective of its own as well."""
+
+
+_KIND_NOISE = ("coalesced", "intotensor", "base", "tensor")
+
+
+def collective_kind(name: str) -> str:
+    """The operation of a c10d:: op or gloo:/nccl: annotation, the same for both twins of a call:
+    c10d::allreduce_ and gloo:all_reduce are "allreduce", c10d::_allgather_base_ and
+    nccl:_all_gather_base "allgather", c10d::alltoall_base_ and nccl:all_to_all "alltoall"."""
+    low = name.lower().rsplit(":", 1)[-1].replace("_", "")
+    for word in _KIND_NOISE:
+        low = low.replace(word, "")
+    return low
 
 NOT_A_COLLECTIVE = frozenset({"wait", "barrier_wait"})
 """`Collective name` values that are waits on a work handle, not collectives."""
@@ -311,6 +325,8 @@ class BatchResult:
     other_phases: dict[str, int] = field(default_factory=dict)
     collective_classes: set[int] = field(default_factory=set)
     """Twin classes (CC_*) of the collective rows in the batch."""
+    c10d_kinds: set[str] = field(default_factory=set)
+    """collective_kind of the batch's c10d:: rows."""
 
 
 PASS1_SCHEMA = pa.schema(
@@ -586,5 +602,6 @@ def decode_batch(text: bytes) -> BatchResult:
     result.step, result.is_step = step_vals, is_step
     result.msg, result.has_msg = corr
     result.collective_classes = {int(c) for c in np.unique(cc)} - {CC_NONE}
+    result.c10d_kinds = {collective_kind(_text(xs[i].name)) for i in np.flatnonzero(cc == CC_C10D).tolist()}
     result.table = table
     return result
