@@ -86,7 +86,7 @@ class _FileInfo:
     threads: dict[str, str] = field(default_factory=dict)
     other_phases: dict[str, int] = field(default_factory=dict)
     collective_classes: set[int] = field(default_factory=set)
-    c10d_kinds: set[str] = field(default_factory=set)
+    annotation_kinds: set[str] = field(default_factory=set)
     method: str = "none"
     offset: int = 0
 
@@ -188,7 +188,7 @@ def _pass1(
             for k, v in res.other_phases.items():
                 info.other_phases[k] = info.other_phases.get(k, 0) + v
             info.collective_classes |= res.collective_classes
-            info.c10d_kinds |= res.c10d_kinds
+            info.annotation_kinds |= res.annotation_kinds
             t = res.table
             if t is None:
                 continue
@@ -332,14 +332,14 @@ def _carrier(info: _FileInfo) -> int | None:
 
 def _one_row_per_collective(cols: dict[str, Any], cc: np.ndarray, info: _FileInfo) -> None:
     """Keeps `collective` on the carrier's rows (one per call); the other twins become exec rows
-    without bytes. Where c10d:: ops carry, annotations of kinds no c10d:: op has carry as well."""
+    without bytes. Where annotations carry, c10d:: calls of kinds no annotation has carry as well."""
     kind = cols["kind"]
     idx = to_numpy(kind.indices, np.int32)
     carrier = _carrier(info)
     twin = (idx == _COLL_IDX) & (cc != carrier)
-    if carrier == CC_C10D:
-        for i in np.flatnonzero(twin & (cc == CC_ANNOTATION)).tolist():  # a few per step
-            if collective_kind(str(cols["name"][i].as_py())) not in info.c10d_kinds:
+    if carrier == CC_ANNOTATION:
+        for i in np.flatnonzero(twin & (cc == CC_C10D)).tolist():  # a few per step
+            if collective_kind(str(cols["name"][i].as_py())) not in info.annotation_kinds:
                 twin[i] = False
     if not twin.any():
         return

@@ -71,12 +71,13 @@ CC_NONE, CC_KERNEL, CC_PARAM_COMMS, CC_C10D, CC_ANNOTATION = range(5)
 op, record_param_comms, the CPU and GPU nccl: annotations, the kernel); the importer makes one of
 them the `collective` row (see COLLECTIVE_PRIORITY) and keeps the others as plain rows."""
 
-COLLECTIVE_PRIORITY = (CC_KERNEL, CC_C10D, CC_PARAM_COMMS, CC_ANNOTATION)
+COLLECTIVE_PRIORITY = (CC_KERNEL, CC_PARAM_COMMS, CC_ANNOTATION, CC_C10D)
 """Per rank, the first twin class present carries the collectives: NCCL/RCCL kernels where the
-rank has any (count per kernel, the time is the transfer), else the program's calls: c10d:: ops
-(one call = one collective, whatever the backend; its start is when the rank arrived), else
-record_param_comms, else gloo:/nccl: annotations. Where c10d:: ops carry, an annotation of a kind
-no c10d:: op of the rank has (collective_kind) is a collective of its own as well."""
+rank has any (count per kernel, the time is the transfer), else the program's calls
+(record_param_comms, which carry sizes; else gloo:/nccl: annotations, whose gloo worker spans
+cover the transfer and carry input shapes; else c10d:: ops). Where annotations carry, a c10d::
+call of a kind (collective_kind) no annotation of the rank has is a collective as well: one
+c10d:: call with its backend annotation is one collective, and a call without one still is one."""
 
 
 _KIND_NOISE = ("coalesced", "intotensor", "base", "tensor")
@@ -325,8 +326,8 @@ class BatchResult:
     other_phases: dict[str, int] = field(default_factory=dict)
     collective_classes: set[int] = field(default_factory=set)
     """Twin classes (CC_*) of the collective rows in the batch."""
-    c10d_kinds: set[str] = field(default_factory=set)
-    """collective_kind of the batch's c10d:: rows."""
+    annotation_kinds: set[str] = field(default_factory=set)
+    """collective_kind of the batch's gloo:/nccl: annotation rows."""
 
 
 PASS1_SCHEMA = pa.schema(
@@ -602,6 +603,7 @@ def decode_batch(text: bytes) -> BatchResult:
     result.step, result.is_step = step_vals, is_step
     result.msg, result.has_msg = corr
     result.collective_classes = {int(c) for c in np.unique(cc)} - {CC_NONE}
-    result.c10d_kinds = {collective_kind(_text(xs[i].name)) for i in np.flatnonzero(cc == CC_C10D).tolist()}
+    result.annotation_kinds = {collective_kind(_text(xs[i].name))
+                               for i in np.flatnonzero(cc == CC_ANNOTATION).tolist()}
     result.table = table
     return result
