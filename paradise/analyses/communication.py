@@ -25,7 +25,7 @@ from paradise.analyses.base import (
     provenance_of,
 )
 from paradise.analyses.session import Session
-from paradise.events.objgraph import collection_patterns
+from paradise.events.objgraph import MIN_NODES, clean_edges, collection_patterns
 from paradise.importers import training_like
 
 SIZE_QUANTILES = (0.5, 0.9, 0.99)
@@ -53,6 +53,29 @@ def pattern_characteristics(patterns: dict[str, list[dict[str, Any]]]) -> list[C
         text = ", ".join(f"{p['pattern']} in {p['phase']}" for p in ordered[:4])
         out.append(Characteristic("communication", f"pattern:{coll}", names, ev, round(conf, 3),
                                   summary=f"Messages to {coll} form: {text}."))
+    return out
+
+
+def withheld_patterns(edges: pd.DataFrame, patterns: dict[str, list[dict[str, Any]]]) -> list[Characteristic]:
+    """A pattern verdict withheld, with the reason: for the whole trace when no message names its
+    receiver, else for each receiving collection none of whose phases involves MIN_NODES objects."""
+    e = clean_edges(edges) if not edges.empty else edges
+    if e.empty:
+        return [Characteristic(
+            "communication", "pattern", None, (Evidence("messages_with_receiver", 0, "count", None,
+                                                        "communication_edges"),), 0.0,
+            summary="Communication pattern unknown: no message in the trace names its receiving object or PE.")]
+    e = e.assign(coll=[d[0] or "(pe)" for d in e["dst"]])
+    out = []
+    for coll, part in e.groupby("coll", sort=True):
+        if coll in patterns:
+            continue
+        most = max(len(set(g["src"]) | set(g["dst"])) for _, g in part.groupby("entry"))
+        out.append(Characteristic(
+            "communication", f"pattern:{coll}", None,
+            (Evidence("objects", most, "count", MIN_NODES, "communication_edges"),), 0.0,
+            summary=f"Pattern of the messages to {coll} unknown: each of its phases involves at most {most} "
+                    f"object(s), fewer than the {MIN_NODES} a pattern needs."))
     return out
 
 
@@ -186,12 +209,14 @@ def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisR
     hist = size_histogram(session.get("overview_groups")).to_pandas()
     result = AnalysisResult("communication")
     if edges.empty:
+        result.characteristics = withheld_patterns(edges, {})
         return result
     patterns = collection_patterns(pd.concat([edges, inferred_reductions(engine)], ignore_index=True))
     all_streams = streams(edges)
     cands = comm_gen.combine_candidates(streams(edges, p2p_only=True))
     small = small_messages(cands, all_streams)
-    result.characteristics = [*pattern_characteristics(patterns), sizes(hist, size_quantiles(engine)), small]
+    result.characteristics = [*pattern_characteristics(patterns), *withheld_patterns(edges, patterns),
+                              sizes(hist, size_quantiles(engine)), small]
     result.sections["patterns"] = patterns
     result.sections["streams"] = sorted(all_streams, key=lambda s: -s["msgs"])[:20]
     if cands:

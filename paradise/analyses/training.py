@@ -368,7 +368,13 @@ def _characteristics(
             f"Steps are mostly {dominant}: compute {shares['compute']:.0%}, exposed communication "
             f"{shares['comm']:.0%}, overlapped {shares['overlap']:.0%}, idle {shares['idle']:.0%} of step time.",
         ))  # fmt: skip
-    if n_compared:
+    if not per_rank.empty and n_compared < MIN_STEPS:
+        ev = [Evidence("steps_compared", n_compared, "steps", MIN_STEPS, "training_breakdown")]
+        why = ("no step was recorded by two or more ranks" if not n_compared
+               else f"only {n_compared} step(s) recorded by two or more ranks, at least {MIN_STEPS} needed")
+        out.append(Characteristic("training", "stragglers", None, tuple(ev), 0.0,
+                                  f"Straggler unknown: {why}."))
+    elif n_compared:
         ranks = [s["rank"] for s in found]
         ev = [Evidence("steps_compared", n_compared, "steps", MIN_STEPS, "training_breakdown")]
         ev += [
