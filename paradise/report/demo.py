@@ -59,6 +59,12 @@ def render_demo(result: dict[str, Any]) -> None:
                 f"{'  (* heavy)' if heavy & {m['object'] for m in mv} else ''}")
         c.print(f"the rerun placed {result.get('placed_as_mapped')} of {result.get('mapped_objects')} "
                 "objects where mapping.json says.")
+        gain = result.get("mapping_gain") or {}
+        if "cross_pe_bytes_before" in gain:
+            from paradise.analyses.placement_hint import cross_pe_text
+
+            c.print(f"mapping.json: {cross_pe_text(gain)} (the traced messages, placed as the mapping places "
+                    "their objects).")
     if result.get("combine_streams"):
         c.print(f"comm.json: messages of {result['combine_streams']} stream(s) combined in batches.")
     c.print(t)
@@ -73,3 +79,10 @@ def render_demo(result: dict[str, Any]) -> None:
                 + (f" ({speed:.2f}x faster)" if speed and speed > 1 else "")
                 + f" ({verdict_text(mk)}); what-if predicted "
                 f"{fmt_ns(pred.get('predicted_makespan_ns'))}.")
+    miss = result.get("prediction") or {}
+    if miss.get("missed"):
+        c.print(f"[bold yellow]the rerun missed the what-if prediction by {miss['off'] * 100:+.0f}% "
+                f"({fmt_ns(miss['predicted_ns'])} predicted, {fmt_ns(miss['measured_ns'])} measured; more than "
+                f"15% off). Likely causes measured here:[/bold yellow]")
+        for cause in miss["causes"]:
+            c.print(f"  - {escape(cause)}")
