@@ -81,6 +81,6 @@ def test_prediction_checked_and_cross_pe_bytes_stated(demo):
     assert bool(p["causes"]) == p["missed"]  # a miss always comes with its likely causes
     for side in ("before", "after"):
         run = result["runs"][side]
-        assert run["wall_s"] > 0 and run["cpu_s"] > 0 and run["pes"] == 2
+        assert run["wall_s"] > 0 and run["load1_after"] >= 0 and run["pes"] == 2
     gain = result["mapping_gain"]
     assert gain["cross_pe_bytes_before"] > 0 and gain["cross_pe_bytes_after"] >= 0
