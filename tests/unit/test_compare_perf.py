@@ -198,3 +198,17 @@ def test_step_time_of_overlapping_steps(tmp_path):
     # the steps add up to the iterations: first step's start to the last step's end
     assert steps.sum() == starts[-1] + 800_000 - starts[0]
     assert r.get("step_time").base == 150_000
+
+
+def test_cli_repeats(tmp_path, cli):
+    base = [two_pe_run(tmp_path, f"b{i}", pe1_work=300, seed=30 + i, steps=2) for i in range(4)]
+    cand = [two_pe_run(tmp_path, f"c{i}", pe1_work=200, seed=40 + i, steps=2) for i in range(4)]
+    rep = [a for p in base[1:] for a in ("--baseline-repeat", p)] + [a for p in cand[1:] for a in ("--candidate-repeat", p)]
+    rc, out, err = cli("compare", base[0], cand[0], *rep, "--json")
+    assert rc == 0, err
+    perf = json.loads(out)["performance"]
+    mk = next(c for c in perf["changes"] if c["metric"] == "makespan")
+    assert perf["runs_base"] == perf["runs_candidate"] == 4
+    assert mk["verdict"] == "significant" and mk["basis"] == "runs" and mk["samples_base"] == 4
+    rc, out, err = cli("compare", base[0], cand[0], "--candidate-repeat", tmp_path / "nope")
+    assert rc == 2 and "nope" in err and len(err.strip().splitlines()) == 1
