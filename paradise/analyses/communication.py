@@ -105,7 +105,7 @@ def sizes(hist: pd.DataFrame, q: dict[str, Any]) -> Characteristic:
     else:
         unknown = f" ({msgs - sized} of {msgs} send rows without a size left out)" if sized < msgs else ""
         summary = (f"Median message {_bytes(qs['p50_bytes'])}, 99th percentile {_bytes(qs['p99_bytes'])} "
-                   f"(exact, over {sized} messages){unknown}; {small / sized:.0%} of them are small "
+                   f"(exact, over {sized:,} messages){unknown}; {small / sized:.0%} of them are small "
                    f"(<= {_bytes(comm_gen.COMBINE_MAX_BYTES)}).")
     return Characteristic(
         "communication", "message_sizes", qs.get("p50_bytes"),
