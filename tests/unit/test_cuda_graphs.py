@@ -20,7 +20,7 @@ SINGLES = 10  # plain cudaLaunchKernel launches, one kernel each
 
 def _events() -> list[dict]:
     ev, corr, t = [], 100, 1000.0
-    for g in range(GRAPHS):
+    for _ in range(GRAPHS):
         corr += 1
         ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": 1, "tid": 1, "ts": t,
                    "dur": 30.0, "args": {"correlation": corr}})
@@ -31,7 +31,7 @@ def _events() -> list[dict]:
                                                        "graph node id": n}})
             k_t += 3
         t += 50  # the next graph is launched before this one finishes: graphs queue up
-    for s in range(SINGLES):
+    for _ in range(SINGLES):
         corr += 1
         t += 400
         ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t,
