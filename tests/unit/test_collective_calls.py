@@ -108,3 +108,12 @@ def test_slowest_rank_withheld_on_one_rank(tmp_path):
     c = next(c for c in r.characteristics if c.name == "collective_slowest_rank")
     assert c.value is None and "unknown" in c.summary and "two or more ranks" in c.summary
     assert r.sections["collective_arrivals"] == []
+
+
+def test_arrivals_on_dask_match(tmp_path):
+    from paradise.engines import get_engine
+
+    trace = open_trace(_trace(tmp_path))
+    with get_engine(trace, "dask") as dask, DuckDBEngine(trace) as duck:
+        want = duck.query("training_collective_arrivals").to_pylist()
+        assert want and dask.query("training_collective_arrivals").to_pylist() == want

@@ -95,3 +95,15 @@ def test_queue_counts_one_slot_per_graph(tmp_path):
     s = next(x for x in queue.sections["streams"] if x["stream"] == STREAM)
     assert s["count"] == len(want) and s["max"] == max(want)
     assert s["max"] <= GRAPHS  # per kernel it would reach hundreds
+
+
+def test_dask_engine_gives_the_same_launches_and_queue(tmp_path):
+    from paradise.engines import get_engine
+
+    f = tmp_path / "graphs.json"
+    f.write_text(json.dumps({"distributedInfo": {"rank": 0, "world_size": 1}, "traceEvents": _events()}))
+    trace = open_trace(import_trace([f], tmp_path / "graphs.parquet"))
+    kw = {"runtime_cutoff_ns": gpu_launches.RUNTIME_CUTOFF_NS, "delay_cutoff_ns": gpu_launches.DELAY_CUTOFF_NS}
+    with get_engine(trace, "dask") as dask, DuckDBEngine(trace) as duck:
+        assert dask.query("gpu_launches", **kw).to_pylist() == duck.query("gpu_launches", **kw).to_pylist()
+        assert dask.query("gpu_queue_length").to_pylist() == duck.query("gpu_queue_length").to_pylist()
