@@ -121,6 +121,14 @@ def test_analyze_breakdown_sums_and_finds_the_straggler(traced):
     assert found[0]["cost_ns"] > 0 and found[0]["slow_steps"] >= 0.75 * STEPS
     per_rank = {r["pe"]: r for r in training["breakdown"]}
     assert per_rank[0]["steps"] == per_rank[1]["steps"] == STEPS
+    # the slow rank reaches each gradient all-reduce last: it is the slowest rank of the collective
+    # that carries most calls, though rank 0 spends more time inside it (waiting for rank 1)
+    arrivals = {a["name"]: a for a in training["collective_arrivals"]}
+    busiest = max(arrivals.values(), key=lambda a: a["met_calls"])
+    assert busiest["met_calls"] >= STEPS and busiest["slowest_rank"] == 1, arrivals
+    inside = {r["pe"]: r["total_ns"] for r in json.loads(proc.stdout)["analyses"]["overview"]["collectives"]
+              if r["name"] == busiest["name"]}
+    assert inside[0] > inside[1]  # the rank with the most time inside is the one that waited
 
 
 BAD = """
