@@ -76,6 +76,7 @@ def _tables(engine: Engine) -> dict[str, pd.DataFrame]:
         "pe_step": engine.query("compare_pe_step").to_pandas(),
         "name_step": engine.query("compare_name_step").to_pandas(),
         "comm": engine.query("compare_comm").to_pandas(),
+        "pe_time": engine.query("overview_pe_time").to_pandas(),  # the one accounting of PE time
     }
 
 
@@ -114,6 +115,12 @@ def _per_step(df: pd.DataFrame, key: str, value: str, k: Any) -> pd.Series:
     return rows.dropna(subset=["step"]).groupby("step")[value].sum().astype(float)
 
 
+def _pe_total(t: dict[str, pd.DataFrame], pe: Any, col: str) -> float:
+    """A PE's whole-run busy_ns / idle_ns from overview_pe_time (0 for a PE absent from the run)."""
+    pt = t["pe_time"]
+    return float(pt.loc[pt["pe"] == pe, col].sum())
+
+
 def diff_tables(tb: dict[str, pd.DataFrame], tc: dict[str, pd.DataFrame]) -> list[Change]:
     """All changes between two sets of stage-1 tables, significant ones first, then by size."""
     changes: list[Change] = []
@@ -133,8 +140,8 @@ def diff_tables(tb: dict[str, pd.DataFrame], tc: dict[str, pd.DataFrame]) -> lis
         for col, label in (("busy_ns", "busy"), ("idle_ns", "idle")):
             if use_steps:
                 b, c = _per_step(pb, "pe", col, pe), _per_step(pc, "pe", col, pe)
-            else:
-                b, c = pb.loc[pb["pe"] == pe, col].sum(), pc.loc[pc["pe"] == pe, col].sum()
+            else:  # whole-run totals: as the overview accounts them (union busy, idle clipped)
+                b, c = _pe_total(tb, pe, col), _pe_total(tc, pe, col)
             changes.append(_change(f"pe{int(pe)}.{label}", "ns", b, c, per_step=use_steps))
     nb, nc = tb["name_step"], tc["name_step"]
     totals = pd.concat([nb.groupby("name")["total_ns"].sum(), nc.groupby("name")["total_ns"].sum()], axis=1).fillna(0)
