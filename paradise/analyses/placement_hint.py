@@ -13,7 +13,7 @@ import pandas as pd
 
 from hints.generators import mapping as mapping_gen
 from paradise.analyses.base import Characteristic, fmt_s, justification, provenance_of
-from paradise.analyses.overview import IMBALANCE_THRESHOLD
+from paradise.analyses.pe_time import IMBALANCE_THRESHOLD
 
 IMBALANCE_RATIO = IMBALANCE_THRESHOLD
 """max/mean PE busy time above which the run is called imbalanced: the overview's one threshold."""
