@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from paradise.analyses import ANALYSES
-from paradise.analyses.runner import analyze_trace, select_analyses, trace_summary, write_hints
+from paradise.analyses.runner import select_analyses, trace_summary, write_hints
 from paradise.errors import InvalidOption, visible
 
 if TYPE_CHECKING:  # pandas and pyarrow load only when a command runs (fast `paradise --help`)
@@ -87,17 +87,16 @@ def _progress(label: str, total: int) -> Any:
     return progress_bar(label, total=total)
 
 
-def _utilization_bins(handle: Any, engine: str, scheduler: str | None, overview: dict[str, Any]) -> list[float]:
-    """Mean utilization per time bin for the terminal's sparkline (one binning query, report_bins)."""
-    from paradise.analyses.runner import make_engine
+def _utilization_bins(session: Any, results: dict[str, AnalysisResult]) -> list[float] | None:
+    """Mean utilization per time bin for the terminal's sparkline (one binning query, report_bins, on
+    the run's engine), None without an overview that has per-PE rows."""
     from paradise.report.html.gather import mean_utilization
     from paradise.report.pictures import SPARK_BINS
 
-    eng = make_engine(handle, engine, scheduler)
-    try:
-        return mean_utilization(eng, handle, overview, SPARK_BINS)
-    finally:
-        eng.close()
+    overview = results["overview"].to_dict() if "overview" in results else {}
+    if not overview.get("per_pe"):
+        return None
+    return mean_utilization(session.engine, session.trace, overview, SPARK_BINS)
 
 
 def register(app: typer.Typer) -> None:
@@ -146,10 +145,12 @@ def register(app: typer.Typer) -> None:
         from paradise import tuning
 
         tuning.apply("malloc")  # opt-in (PARADISE_TUNING): this process ends after the report
-        handle, results, errors = analyze_trace(
-            trace, engine=engine.value, scheduler=scheduler, config=config, names=names, progress=_progress,
-            engine_options={k: v for k, v in options.items() if v is not None},
-        )
+        from paradise.run import analyze_run, open_run
+
+        with open_run(trace, engine=engine.value, scheduler=scheduler, **options) as session:
+            results, errors = analyze_run(session, config, names, progress=_progress)
+            spark = None if as_json else _utilization_bins(session, results)  # before the run closes
+        handle = session.trace
         for name, msg in errors.items():
             print(visible(f"paradise: warning: analysis {name!r} failed on a valid trace, a bug in paradise "
                           f"(PARADISE_DEBUG=1 shows the traceback; please report it): {msg}"), file=sys.stderr)
@@ -169,6 +170,6 @@ def register(app: typer.Typer) -> None:
             }
             typer.echo(json.dumps(doc, indent=1, sort_keys=True, default=str))
         else:
-            _render(results, info, written, lambda overview: _utilization_bins(handle, engine.value, scheduler, overview))
+            _render(results, info, written, lambda _overview: spark)
         if errors:
             raise typer.Exit(1)

@@ -112,28 +112,26 @@ def prediction_check(predicted_ns: float | None, measured_ns: float, runs: dict[
 
 def trace_facts(path: Path) -> dict[str, Any]:
     """Busy time per PE and the PE of every array element, read from a trace."""
-    from paradise.engines import get_engine
-    from paradise.store import open_trace
+    from paradise.run import open_run
 
-    trace = open_trace(path)
-    eng = get_engine(trace, "duckdb")
+    with open_run(path) as session:
+        trace, eng = session.trace, session.engine
+        load = eng.query("overview_pe_time").to_pandas()  # the one accounting of PE time
+        rows = eng.query("demo_placement")  # where each element ran
+        spans = eng.query("demo_spans").to_pylist()[0]
     pes = int(trace.metadata.get("pes") or 1)
-    load = eng.query("overview_pe_time").to_pandas()  # the one accounting of PE time
     busy = [0] * max(pes, int(load["pe"].max()) + 1 if len(load) else 1)
     for pe, ns in zip(load["pe"], load["busy_ns"]):
         busy[int(pe)] = int(ns)
-    # where each element ran (its last PE: elements do not migrate without a balancer)
-    rows = eng.sql("SELECT coll, index, arg_max(pe, t1) AS pe FROM events "
-                   "WHERE kind = 'exec' AND coll IS NOT NULL AND index IS NOT NULL GROUP BY coll, index")
     placed: dict[str, dict[str, int]] = {}
     for c, i, p in zip(*(rows.column(k).to_pylist() for k in ("coll", "index", "pe"))):
         placed.setdefault(str(c), {})[str(i)] = int(p)
-    spans = eng.sql(
-        "SELECT max(t1) - min(t0) AS m, max(t1) FILTER (WHERE step IS NOT NULL) - min(t0) FILTER (WHERE step IS NOT NULL) "
-        "AS s FROM events WHERE kind = 'exec'"
-    ).to_pylist()[0]
-    return {"busy_ns": busy, "placement": placed, "makespan_ns": int(spans["m"] or 0),
-            "iterations_ns": int(spans["s"] or 0)}
+
+    def span(a: Any, b: Any) -> int:
+        return int(b - a) if a is not None and b is not None else 0
+
+    return {"busy_ns": busy, "placement": placed, "makespan_ns": span(spans["t_first"], spans["t_last"]),
+            "iterations_ns": span(spans["step_first"], spans["step_last"])}
 
 
 def moves(before: dict[str, dict[str, int]], mapping: dict[str, dict[str, int]]) -> list[dict[str, Any]]:

@@ -33,11 +33,9 @@ def build_report(trace_path: Path, *, hints: Path | None = None, compare: Path |
     """The report page's text for a trace (for the command, tests and benchmarks)."""
     from plotly.offline import get_plotlyjs
 
-    from paradise.analyses import ANALYSES
-    from paradise.analyses.base import AnalysisConfig
-    from paradise.analyses.runner import make_engine, run_analyses, trace_summary
-    from paradise.analyses.session import Session
+    from paradise.analyses.runner import trace_summary
     from paradise.report.html import gather, page
+    from paradise.run import analyze_run, open_run
     from paradise.store import open_trace
 
     trace = open_trace(trace_path)
@@ -47,20 +45,15 @@ def build_report(trace_path: Path, *, hints: Path | None = None, compare: Path |
         from paradise.errors import HintMismatch
 
         raise HintMismatch(f"{hints}: no such hints directory")
-    eng = make_engine(trace, engine, None)
-    session = Session(eng, trace)
     whatif: dict[str, Any] | None = None
-    try:
-        results, errors = run_analyses(session, AnalysisConfig(), ANALYSES)
+    with open_run(trace, engine=engine) as session:
+        results, errors = analyze_run(session)
         dicts = {name: r.to_dict() for name, r in results.items()}
         drawn = gather.gather(session, dicts, window)
         if hints is not None:
             from paradise.whatif import predict_from_hints
 
-            whatif = predict_from_hints(eng, trace, hints)
-    finally:
-        session.settle()
-        eng.close()
+            whatif = predict_from_hints(session, hints)  # the analyses' replayer, not a second one
     cmp = None
     if compare is not None:
         from paradise.compare.perf import compare_traces

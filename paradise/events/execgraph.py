@@ -75,12 +75,6 @@ class ExecGraphInfo:
         return int(max(stated or 0, self.max_pe + 1 if self.execs else 1))
 
 
-def built(engine: Any) -> bool:
-    """Whether the engine holds the graph table already."""
-    t = engine.sql("SELECT count(*) AS n FROM duckdb_tables() WHERE table_name = $t", t=TABLE)
-    return bool(t.column("n")[0].as_py())
-
-
 CHUNK_EXECS = 2_000_000
 """About this many execs per range of PEs (a PE is never split). At 10^8 synth rows (5*10^7 execs,
 `--memory-limit 2GiB`: 32 ranges) the graph took 202 CPU s in such ranges and 299 s in one
