@@ -3,9 +3,9 @@
 -- of core under its memory limit; the command streams the result in record batches.
 -- grain: one row per trace row (every event of every kind).
 -- columns: the trace format's columns (paradise.format.SCHEMA), unchanged:
---   kind, pe, t0, t1, dur, name, cat, coll, obj, index, msg, src_pe, dst_pe, bytes, step, prio,
---   active, stream, device, corr, args, seq
--- Ties on (pe, t0) keep a stable order: t1 then the file's own row order are not guaranteed, so
--- rows that start together on one PE come in the order DuckDB's sort leaves them.
+--   kind, pe, t0, t1, active, tid, cat, coll, obj, index, name, msg, peer_pe, peer_coll, peer_obj,
+--   bytes, step, stream, prio, group, group_size, dtype, args, exec_t0
+-- Rows that start together on one PE come in the order DuckDB's sort leaves them (the format asks
+-- for time order per PE, not for an order among equal starts).
 -- merge: none (a total order over all files at once: DuckDB only)
 SELECT * FROM events ORDER BY pe, t0
