@@ -1,0 +1,179 @@
+"""Opens an Nsight Systems SQLite export read-only and checks it is one this importer reads.
+
+Why a module of its own: every refusal (not SQLite, truncated, a foreign database, a schema
+version or a table this importer does not know) is decided here, before any row is read, as one
+line naming the file and what is missing. `.nsys-rep` reports are exported with `nsys` when it is
+on PATH.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+
+import numpy as np
+
+from paradise.errors import ImportFormatError, SchemaVersionError, TruncatedTrace
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+KNOWN_MAJORS = (2, 3)
+"""Export schema majors read and tested: 2.9 (Nsight Systems 2022.2) and 3.13 (2024.5)."""
+META_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")
+"""Where the export writes its product and schema version (3.x name first, then 2.x)."""
+REPORT_SUFFIXES = (".nsys-rep", ".qdrep")
+BATCH_ROWS = 65_536
+"""Rows fetched from SQLite at a time: one batch of Python tuples is all that ever exists."""
+
+EVENT_TABLES: dict[str, tuple[str, ...]] = {
+    "CUPTI_ACTIVITY_KIND_KERNEL": ("start", "end", "deviceId", "streamId", "correlationId", "globalPid",
+                                   "demangledName", "shortName"),
+    "CUPTI_ACTIVITY_KIND_MEMCPY": ("start", "end", "deviceId", "streamId", "correlationId", "globalPid", "bytes",
+                                   "copyKind"),
+    "CUPTI_ACTIVITY_KIND_MEMSET": ("start", "end", "deviceId", "streamId", "correlationId", "globalPid", "bytes"),
+    "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION": ("start", "end", "deviceId", "streamId", "correlationId", "globalPid",
+                                            "syncType"),
+    "CUPTI_ACTIVITY_KIND_RUNTIME": ("start", "end", "eventClass", "globalTid", "correlationId", "nameId"),
+    "NVTX_EVENTS": ("start", "end", "eventType", "text", "globalTid", "textId", "domainId"),
+    "OSRT_API": ("start", "end", "globalTid", "nameId"),
+    "MPI_P2P_EVENTS": ("start", "end", "globalTid", "textId"),
+    "MPI_COLLECTIVES_EVENTS": ("start", "end", "globalTid", "textId"),
+    "MPI_START_WAIT_EVENTS": ("start", "end", "globalTid", "textId"),
+    "MPI_OTHER_EVENTS": ("start", "end", "globalTid", "textId"),
+}
+"""Event tables read, with the columns each must have. Any may be absent (a run without NVTX has
+no NVTX_EVENTS); one that is present without these columns is refused."""
+
+
+@dataclass
+class Export:
+    """One open export: its connection, version and the event tables it holds (with columns)."""
+
+    path: Path
+    con: sqlite3.Connection
+    version: str
+    product: str
+    tables: dict[str, set[str]] = field(default_factory=dict)
+
+    def has(self, table: str) -> bool:
+        return table in self.tables
+
+    def query(self, sql: str, params: tuple = ()) -> list[tuple]:
+        """A small query's rows (metadata tables, aggregates)."""
+        try:
+            return self.con.execute(sql, params).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise _damaged(self.path, exc) from None
+
+    def batches(self, sql: str) -> Iterator[list[tuple]]:
+        """A large query's rows, BATCH_ROWS at a time."""
+        try:
+            cur = self.con.execute(sql)
+            while True:
+                rows = cur.fetchmany(BATCH_ROWS)
+                if not rows:
+                    return
+                yield rows
+        except sqlite3.DatabaseError as exc:
+            raise _damaged(self.path, exc) from None
+
+    def close(self) -> None:
+        self.con.close()
+
+
+def _damaged(path: Path, exc: Exception) -> ImportFormatError:
+    return ImportFormatError(f"{path}: damaged SQLite database ({str(exc).splitlines()[0] if str(exc) else exc})")
+
+
+def check_sqlite_file(path: Path) -> None:
+    """Refuses what is not a whole SQLite file: empty, another format, or cut short."""
+    with open(path, "rb") as f:
+        head = f.read(100)
+    if not head:
+        raise ImportFormatError(f"{path}: empty file, not an Nsight Systems SQLite export")
+    if not head.startswith(SQLITE_MAGIC):
+        raise ImportFormatError(f"{path}: not a SQLite database (export the report with "
+                                "`nsys export --type sqlite`)")
+    if len(head) < 100:
+        raise TruncatedTrace(f"{path}: truncated SQLite file (header cut short)")
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    pages = int.from_bytes(head[28:32], "big")
+    size = path.stat().st_size
+    if pages and size < page * pages:
+        raise TruncatedTrace(f"{path}: truncated SQLite file ({size} of {page * pages} bytes)")
+
+
+def open_export(path: Path) -> Export:
+    """The export, opened read-only; refuses foreign databases and unknown schema versions."""
+    check_sqlite_file(path)
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro&immutable=1"
+    try:
+        con = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as exc:
+        raise _damaged(path, exc) from None
+    exp = Export(path=path, con=con, version="", product="")
+    try:
+        _check_version(exp, names)
+        if "StringIds" not in names:
+            raise ImportFormatError(f"{path}: Nsight Systems export without its string table (table StringIds missing)")
+        for table, needed in EVENT_TABLES.items():
+            if table not in names:
+                continue
+            cols = {r[1] for r in exp.query(f'PRAGMA table_info("{table}")')}
+            missing = [c for c in needed if c not in cols]
+            if missing:
+                raise ImportFormatError(f"{path}: table {table} lacks column(s) {', '.join(missing)}")
+            exp.tables[table] = cols
+        if not exp.tables:
+            raise ImportFormatError(f"{path}: no CUDA, NVTX, OS runtime or MPI event table "
+                                    f"(looked for {', '.join(EVENT_TABLES)})")
+    except BaseException:
+        con.close()
+        raise
+    return exp
+
+
+def _check_version(exp: Export, names: set[str]) -> None:
+    table = next((t for t in META_TABLES if t in names), None)
+    if table is None:
+        raise ImportFormatError(f"{exp.path}: not an Nsight Systems export (no {' or '.join(META_TABLES)} table)")
+    meta = dict(exp.query(f'SELECT name, value FROM "{table}"'))
+    exp.product = str(meta.get("EXPORT_PRODUCT_NAME", ""))
+    exp.version = str(meta.get("EXPORT_SCHEMA_VERSION", ""))
+    if "Nsight Systems" not in exp.product:
+        raise ImportFormatError(f"{exp.path}: not an Nsight Systems export (EXPORT_PRODUCT_NAME is "
+                                f"{exp.product[:60]!r})")
+    major = str(meta.get("EXPORT_SCHEMA_VERSION_MAJOR", exp.version.split(".")[0]))
+    if not major.isdigit() or int(major) not in KNOWN_MAJORS:
+        raise SchemaVersionError(f"{exp.path}: Nsight export schema version {exp.version[:30] or 'missing'} is not "
+                                 f"one this importer reads (majors {', '.join(map(str, KNOWN_MAJORS))})")
+
+
+def export_report(path: Path, tmpdir: Path) -> Path:
+    """A .nsys-rep exported to SQLite with `nsys` into tmpdir; one line says how when nsys is missing."""
+    target = tmpdir / (path.stem + ".sqlite")
+    hint = f"nsys export --type sqlite --output {target.name} {path}"
+    nsys = shutil.which("nsys")
+    if nsys is None:
+        raise ImportFormatError(f"{path}: an Nsight Systems report; `nsys` is not on PATH to export it: run "
+                                f"`{hint}` and import the .sqlite")
+    r = subprocess.run([nsys, "export", "--type", "sqlite", "--output", str(target), str(path)],
+                       capture_output=True, text=True, check=False)
+    if r.returncode != 0 or not target.is_file():
+        tail = (r.stderr or r.stdout).strip().splitlines()
+        raise ImportFormatError(f"{path}: `nsys export --type sqlite` failed ({tail[-1] if tail else r.returncode})")
+    return target
+
+
+def ints(col: tuple, null: int = -1) -> np.ndarray:
+    """An int64 column of fetched values; NULL -> `null`."""
+    try:
+        return np.fromiter(col, dtype=np.int64, count=len(col))
+    except TypeError:
+        return np.fromiter((null if v is None else v for v in col), dtype=np.int64, count=len(col))
