@@ -301,8 +301,8 @@ def kernel_rows(ctx: Context) -> Iterator[pa.Table]:
 def memcpy_rows(ctx: Context) -> Iterator[pa.Table]:
     """CUPTI_ACTIVITY_KIND_MEMCPY: one exec `Memcpy HtoD (Pinned -> Device)` with its bytes."""
     cols = ctx.exp.tables["CUPTI_ACTIVITY_KIND_MEMCPY"]
-    src = "ifnull(srcKind, 0)" if "srcKind" in cols else "0"
-    dst = "ifnull(dstKind, 0)" if "dstKind" in cols else "0"
+    src = "ifnull(srcKind, 7)" if "srcKind" in cols else "7"
+    dst = "ifnull(dstKind, 7)" if "dstKind" in cols else "7"
     sql = ("SELECT start, end, deviceId, streamId, ifnull(correlationId, 0), ifnull(globalPid, -1), bytes, copyKind, "
            f"{src}, {dst} FROM CUPTI_ACTIVITY_KIND_MEMCPY")
     for rows in ctx.exp.batches(sql):
@@ -318,7 +318,7 @@ def memcpy_rows(ctx: Context) -> Iterator[pa.Table]:
 
 def memset_rows(ctx: Context) -> Iterator[pa.Table]:
     """CUPTI_ACTIVITY_KIND_MEMSET: one exec `Memset (Device)` with its bytes."""
-    mk = "ifnull(memKind, 0)" if "memKind" in ctx.exp.tables["CUPTI_ACTIVITY_KIND_MEMSET"] else "0"
+    mk = "ifnull(memKind, 7)" if "memKind" in ctx.exp.tables["CUPTI_ACTIVITY_KIND_MEMSET"] else "7"
     sql = ("SELECT start, end, deviceId, streamId, ifnull(correlationId, 0), ifnull(globalPid, -1), bytes, "
            f"{mk} FROM CUPTI_ACTIVITY_KIND_MEMSET")
     for rows in ctx.exp.batches(sql):
