@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,7 +85,12 @@ def _survey(f: _File) -> None:
         where = f" WHERE eventType IN {NVTX_ROWS}" if table == "NVTX_EVENTS" else ""
         pids |= {int(r[0]) for r in exp.query(f"SELECT DISTINCT {_pid_sql(col)} FROM {table}{where}")
                  if r[0] is not None}
-        n, lo = exp.query(f"SELECT count(*), min(start) FROM {table}{where}")[0]
+        ends = "('integer', 'null')" if table == "NVTX_EVENTS" else "('integer')"  # marks have no end
+        n, lo, bad = exp.query(f"SELECT count(*), min(start), count(*) FILTER (WHERE typeof(start) != 'integer' "
+                               f"OR typeof(end) NOT IN {ends}) FROM {table}{where}")[0]
+        if bad:
+            raise ImportFormatError(f"{f.path}: table {table} has {bad} row(s) whose start or end is not an "
+                                    "integer time in ns")
         f.counts[table] = int(n)
         if lo is not None:
             starts.append(int(lo))
@@ -269,6 +275,15 @@ def _import_into(paths: list[Path], out: Path, tmpdir: Path, rank: int | None, p
             f.exp.close()
 
 
+def _checked(f: _File, ctx: Context) -> Iterator[pa.Table]:
+    """all_rows, with a value of the wrong type (text in an id column) refused naming its table."""
+    try:
+        yield from all_rows(ctx)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ImportFormatError(f"{f.path}: table {ctx.table} holds a value of the wrong type "
+                                f"({str(exc).splitlines()[0][:80]})") from None
+
+
 def _write(files: list[_File], shift: dict[Path, int], step_re: re.Pattern, meta: dict[bytes, bytes],
            final_tmp: Path, total: int, on_progress: ProgressCallback | None) -> None:
     """Every file's rows through one ParquetWriter, in row groups of about OUT_ROW_GROUP rows."""
@@ -281,7 +296,7 @@ def _write(files: list[_File], shift: dict[Path, int], step_re: re.Pattern, meta
             pids = np.array(sorted(f.ranks), dtype=np.int64)
             ctx = Context(exp=f.exp, pids=pids, ranks=np.array([f.ranks[p] for p in pids], dtype=np.int64),
                           shift=shift[f.path], step_re=step_re, domains=f.domains)
-            for table in all_rows(ctx):
+            for table in _checked(f, ctx):
                 pending.append(table)
                 rows += table.num_rows
                 done += table.num_rows

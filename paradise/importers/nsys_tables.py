@@ -67,6 +67,8 @@ class Context:
     launch_msg: list[np.ndarray] = field(default_factory=list)
     launch_step: list[np.ndarray] = field(default_factory=list)
     domains: dict[int, str] = field(default_factory=dict)
+    table: str = ""
+    """The table being read (named when one of its values is not what the schema says)."""
     _names: dict[int, str | None] = field(default_factory=dict)
 
     def rank(self, gid: np.ndarray) -> np.ndarray:
@@ -146,7 +148,8 @@ def build(ctx: Context, n: int, *, kind: str | np.ndarray, pe: np.ndarray, start
     if tid is not None:
         cols["tid"] = from_numpy(tid)
     if corr is not None:
-        cols["msg"] = from_numpy(pe.astype(np.int64) * MSG_RANK_SHIFT + corr, corr > 0)
+        linked = (corr > 0) & (corr < MSG_RANK_SHIFT)
+        cols["msg"] = from_numpy(np.where(linked, pe.astype(np.int64) * MSG_RANK_SHIFT + corr, 0), linked)
     if nbytes is not None:
         cols["bytes"] = from_numpy(nbytes, nbytes >= 0)
     if stream is not None:
@@ -425,16 +428,12 @@ MPI_TABLES = ("MPI_P2P_EVENTS", "MPI_COLLECTIVES_EVENTS", "MPI_START_WAIT_EVENTS
 
 def all_rows(ctx: Context) -> Iterator[pa.Table]:
     """Every table of the file in the order steps need: NVTX, runtime calls, device rows, the rest."""
+    ctx.table = "NVTX_EVENTS"
     collect_steps(ctx)
-    if ctx.exp.has("NVTX_EVENTS"):
-        yield from nvtx_rows(ctx)
-    if ctx.exp.has("CUPTI_ACTIVITY_KIND_RUNTIME"):
-        yield from runtime_rows(ctx)
-    for table, reader in DEVICE_READERS:
+    readers: list[tuple[str, Callable[[Context], Iterator[pa.Table]]]] = [
+        ("NVTX_EVENTS", nvtx_rows), ("CUPTI_ACTIVITY_KIND_RUNTIME", runtime_rows), *DEVICE_READERS,
+        ("OSRT_API", osrt_rows), *((t, lambda c, t=t: mpi_rows(c, t)) for t in MPI_TABLES)]
+    for table, reader in readers:
         if ctx.exp.has(table):
+            ctx.table = table
             yield from reader(ctx)
-    if ctx.exp.has("OSRT_API"):
-        yield from osrt_rows(ctx)
-    for table in MPI_TABLES:
-        if ctx.exp.has(table):
-            yield from mpi_rows(ctx, table)
