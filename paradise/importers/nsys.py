@@ -45,6 +45,8 @@ DEFAULT_STEP_PATTERN = r"ProfilerStep#(\d+)"
 """NVTX ranges with this name are steps (the PyTorch profiler's step ranges); the group is N."""
 MAX_RANK = (1 << 22) - 1
 OUT_ROW_GROUP = 64 * 1024
+DICT_COLUMNS = ["kind", "cat", "name"]
+"""Dictionary-encode only the low-cardinality strings (args, a JSON text per row, gains nothing)."""
 MPI_RANK_RE = re.compile(r"^MPI Rank (\d+)$")
 """The thread name `nsys --trace=mpi` gives each rank's main thread."""
 CPU_TABLES = ("CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", "OSRT_API", "MPI_P2P_EVENTS", "MPI_COLLECTIVES_EVENTS",
@@ -289,7 +291,7 @@ def _write(files: list[_File], shift: dict[Path, int], step_re: re.Pattern, meta
     """Every file's rows through one ParquetWriter, in row groups of about OUT_ROW_GROUP rows."""
     schema = SCHEMA.with_metadata(meta)
     done = 0
-    with pq.ParquetWriter(final_tmp, schema, compression="zstd") as writer:
+    with pq.ParquetWriter(final_tmp, schema, compression="zstd", use_dictionary=DICT_COLUMNS) as writer:
         pending: list[pa.Table] = []
         rows = 0
         for f in files:

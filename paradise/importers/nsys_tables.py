@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+from pyarrow._compute import call_function
 
 from paradise.format import conform
-from paradise.importers.kineto_arrow import from_numpy, strings
+from paradise.importers.kineto_arrow import from_numpy, strings, to_numpy, validity
 from paradise.importers.nsys_sqlite import Export, ints
 
 MSG_RANK_SHIFT = 1 << 40
@@ -100,24 +100,35 @@ def dictionary(values: list, inv: np.ndarray) -> pa.DictionaryArray:
 def per_value(arr: pa.DictionaryArray, fn: Callable, dtype=object, null=None) -> np.ndarray:
     """fn of each distinct value, spread to the rows."""
     table = np.array([fn(v) for v in arr.dictionary.to_pylist()] + [null], dtype=dtype)
-    idx = np.where(np.asarray(arr.indices.is_valid()), arr.indices.fill_null(0).to_numpy(zero_copy_only=False),
-                   len(table) - 1)
+    idx = np.where(validity(arr.indices), to_numpy(arr.indices, np.int32), len(table) - 1)
     return table[idx]
 
 
-def text_dictionary(texts: list) -> pa.DictionaryArray:
-    """Per-row texts (None: null) as a dictionary column."""
-    return strings(list(texts)).dictionary_encode()
+# Compute functions are called with arrays only, through pyarrow's C entry point: a Python str
+# argument becomes a pa.scalar, which imports pandas (~0.5 s of a small import).
+
+
+def lit(text: str, n: int) -> pa.Array:
+    """n rows of one text."""
+    return call_function("take", [strings([text]), from_numpy(np.zeros(n, dtype=np.int32))])
+
+
+def concat(*parts: pa.Array | str) -> pa.Array:
+    """Row-wise concatenation of string columns and texts (a null part makes the row null)."""
+    n = next(len(p) for p in parts if not isinstance(p, str))
+    arrays = [lit(p, n) if isinstance(p, str) else p for p in parts]
+    return call_function("binary_join_element_wise", [*arrays, lit("", n)])
 
 
 def json_args(parts: list[tuple[str, pa.Array]]) -> pa.Array:
     """`{"k": v, ...}` per row from columns already holding JSON literals (null -> null)."""
+    n = len(parts[0][1])
     pieces: list = []
     for i, (key, arr) in enumerate(parts):
         pieces.append(("{" if i == 0 else ",") + json.dumps(key) + ":")
-        pieces.append(pc.fill_null(arr, "null"))
+        pieces.append(call_function("coalesce", [arr, lit("null", n)]) if arr.null_count else arr)
     pieces.append("}")
-    return pc.binary_join_element_wise(*pieces, "")
+    return concat(*pieces)
 
 
 def json_int(values: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
@@ -126,8 +137,8 @@ def json_int(values: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
 
 def json_str(arr: pa.DictionaryArray) -> pa.Array:
     """A dictionary column as JSON string literals."""
-    lit = strings([json.dumps(v) for v in arr.dictionary.to_pylist()])
-    return pc.take(lit, arr.indices)
+    texts = strings([json.dumps(v) for v in arr.dictionary.to_pylist()])
+    return call_function("take", [texts, arr.indices])
 
 
 def int32_stream(values: np.ndarray) -> np.ndarray:
@@ -246,7 +257,7 @@ def nvtx_names(ctx: Context, text: tuple, text_id: np.ndarray) -> pa.Array:
     if all(t is None for t in text):
         return registered
     own = strings(list(text))
-    return pc.coalesce(own, registered.dictionary_decode()).dictionary_encode()
+    return call_function("coalesce", [own, registered.dictionary_decode()]).dictionary_encode()
 
 
 # --- tables ------------------------------------------------------------------------------------------------
@@ -288,9 +299,8 @@ def kernel_rows(ctx: Context) -> Iterator[pa.Table]:
         name = ctx.names(c[6])
         coll = per_value(name, lambda v: bool(v) and v.lower().startswith(("nccl", "rccl")), dtype=np.bool_,
                          null=False)
-        grid = pc.binary_join_element_wise("[", json_int(c[8]), ",", json_int(c[9]), ",", json_int(c[10]), "]", "")
-        block = pc.binary_join_element_wise("[", json_int(c[11]), ",", json_int(c[12]), ",", json_int(c[13]), "]",
-                                            "")
+        grid = concat("[", json_int(c[8]), ",", json_int(c[9]), ",", json_int(c[10]), "]")
+        block = concat("[", json_int(c[11]), ",", json_int(c[12]), ",", json_int(c[13]), "]")
         args = json_args([("correlation", json_int(corr, corr > 0)), ("device", json_int(dev)), ("grid", grid),
                           ("block", block), ("registers", json_int(c[14])), ("shared_memory", json_int(c[15])),
                           ("short_name", json_str(ctx.names(c[7])))])
@@ -377,18 +387,20 @@ def nvtx_rows(ctx: Context) -> Iterator[pa.Table]:
         kind = np.where(mark, "mark", np.where(is_step, "step", "exec"))
         own = cpu_steps(ctx, pe, start)
         step = (np.where(is_step, step_no, own[0]), is_step | own[1])
+        args = None
+        is_op = from_numpy(op != "")
         if (op != "").any():
             full = name.dictionary_decode()
-            name = pc.if_else(pa.array(op != ""), strings(list(op)), full).dictionary_encode()
-            args = pc.if_else(pa.array(op != ""), json_args([("nvtx", json_str(full.dictionary_encode()))]),
-                              pa.nulls(n, pa.string()))
-        else:
-            args = None
-        domain = [ctx.domains.get(int(d)) for d in np.unique(dom)]
+            name = call_function("if_else", [is_op, strings(list(op)), full]).dictionary_encode()
+            args = call_function("if_else", [is_op, json_args([("nvtx", json_str(full.dictionary_encode()))]),
+                                             pa.nulls(n, pa.string())])
+        uniq, inv = np.unique(dom, return_inverse=True)
+        domain = [ctx.domains.get(int(d)) for d in uniq]
         if any(domain):
-            dom_arg = json_args([("domain", json_str(dictionary(domain, np.unique(dom, return_inverse=True)[1])))])
-            dom_arg = pc.if_else(pa.array(dom >= 0), dom_arg, pa.nulls(n, pa.string()))
-            args = dom_arg if args is None else pc.coalesce(args, dom_arg)
+            known = from_numpy(np.array([d is not None for d in domain], dtype=np.bool_)[inv])
+            dom_arg = call_function("if_else", [known, json_args([("domain", json_str(dictionary(domain, inv)))]),
+                                                pa.nulls(n, pa.string())])
+            args = dom_arg if args is None else call_function("coalesce", [args, dom_arg])
         yield build(ctx, n, kind=kind.astype(str), pe=pe, start=start, end=np.where(mark, start, end),
                     end_ok=has_end & ~mark, cat=cat.astype(str), name=name, tid=gid & ID_MASK, step=step, args=args)
 
