@@ -26,6 +26,14 @@ def _truncated(keep: float):
     return build
 
 
+def _corrupt(d: Path) -> None:
+    data = bytearray(write_export(d / "full.tmp", steps=40).read_bytes())
+    (d / "full.tmp").unlink()
+    mid = len(data) // 2
+    data[mid:mid + 3000] = b"\xab" * 3000
+    (d / N).write_bytes(bytes(data))
+
+
 def _sql(statement: str):
     def build(d: Path) -> None:
         con = sqlite3.connect(write_export(d / N))
@@ -46,6 +54,7 @@ def _foreign(d: Path) -> None:
 NSYS = {
     "truncated-half": (_truncated(0.5), (2,)),
     "truncated-header": (_truncated(0.001), (2,)),
+    "corrupt-pages": (_corrupt, (2,)),
     "foreign-db": (_foreign, (2,)),
     "no-tables": (lambda d: sqlite3.connect(d / N).execute("PRAGMA user_version = 1") and None, (2,)),
     "no-string-table": (_export(drop=("StringIds",)), (2,)),
