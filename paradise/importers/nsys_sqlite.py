@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import subprocess
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,6 +81,31 @@ class Export:
                 yield rows
         except sqlite3.DatabaseError as exc:
             raise _damaged(self.path, exc) from None
+
+    def int_columns(self, table: str, exprs: list[str]) -> Iterator[list[np.ndarray]]:
+        """Integer columns of a table, BATCH_ROWS rowids at a time, without a Python object per value.
+
+        Why: building one tuple per row is most of the cost of fetchmany; SQLite's group_concat
+        joins a batch's values of each column into one text in C, and numpy parses it in C. The
+        aggregates of one query see the rows in the same order, so the columns stay aligned.
+        NULL reads as -1; a value that is not an integer is refused, naming the table.
+        """
+        lo, hi = self.query(f"SELECT min(rowid), max(rowid) FROM {table}")[0]
+        if lo is None:
+            return
+        agg = ", ".join(f"group_concat(ifnull({e}, -1))" for e in exprs)
+        sql = f"SELECT count(*), {agg} FROM {table} WHERE rowid BETWEEN ? AND ?"
+        for first in range(int(lo), int(hi) + 1, BATCH_ROWS):
+            row = self.query(sql, (first, first + BATCH_ROWS - 1))[0]
+            if not row[0]:
+                continue
+            with warnings.catch_warnings():  # numpy warns (and stops) at text that is not an integer
+                warnings.simplefilter("ignore")
+                cols = [np.fromstring(text, dtype=np.int64, sep=",") for text in row[1:]]
+            if any(c.size != row[0] for c in cols):
+                raise ImportFormatError(f"{self.path}: table {table} holds a value that is not an integer "
+                                        f"(in rowids {first} to {first + BATCH_ROWS - 1})")
+            yield cols
 
     def close(self) -> None:
         self.con.close()

@@ -265,12 +265,10 @@ def nvtx_names(ctx: Context, text: tuple, text_id: np.ndarray) -> pa.Array:
 
 def runtime_rows(ctx: Context) -> Iterator[pa.Table]:
     """CUPTI_ACTIVITY_KIND_RUNTIME: CUDA runtime/driver calls on their thread (launches carry msg)."""
-    ret = ", returnValue" if "returnValue" in ctx.exp.tables["CUPTI_ACTIVITY_KIND_RUNTIME"] else ", 0"
-    sql = ("SELECT start, end, eventClass, ifnull(globalTid, -1), ifnull(correlationId, 0), nameId" + ret +
-           " FROM CUPTI_ACTIVITY_KIND_RUNTIME")
-    for rows in ctx.exp.batches(sql):
-        start, end, cls, gid, corr, name_id, rv = (ints(c) for c in zip(*rows))
-        pe, n = ctx.rank(gid), len(rows)
+    ret = "returnValue" if "returnValue" in ctx.exp.tables["CUPTI_ACTIVITY_KIND_RUNTIME"] else "0"
+    exprs = ["start", "end", "eventClass", "globalTid", "ifnull(correlationId, 0)", "nameId", ret]
+    for start, end, cls, gid, corr, name_id, rv in ctx.exp.int_columns("CUPTI_ACTIVITY_KIND_RUNTIME", exprs):
+        pe, n = ctx.rank(gid), start.size
         backtrace = cls == BACKTRACE_CLASS
         link = np.where(backtrace, 0, corr)
         step = cpu_steps(ctx, pe, start)
@@ -289,13 +287,12 @@ def runtime_rows(ctx: Context) -> Iterator[pa.Table]:
 
 def kernel_rows(ctx: Context) -> Iterator[pa.Table]:
     """CUPTI_ACTIVITY_KIND_KERNEL: one exec (collective for NCCL/RCCL kernels) on its stream."""
-    sql = ("SELECT start, end, deviceId, streamId, ifnull(correlationId, 0), ifnull(globalPid, -1), demangledName, "
-           "shortName, gridX, gridY, gridZ, blockX, blockY, blockZ, registersPerThread, "
-           "staticSharedMemory + dynamicSharedMemory FROM CUPTI_ACTIVITY_KIND_KERNEL")
-    for rows in ctx.exp.batches(sql):
-        c = [ints(x) for x in zip(*rows)]
+    exprs = ["start", "end", "deviceId", "streamId", "ifnull(correlationId, 0)", "globalPid", "demangledName",
+             "shortName", "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread",
+             "staticSharedMemory + dynamicSharedMemory"]
+    for c in ctx.exp.int_columns("CUPTI_ACTIVITY_KIND_KERNEL", exprs):
         start, end, dev, stream, corr, gpid = c[:6]
-        pe, n = ctx.rank(gpid), len(rows)
+        pe, n = ctx.rank(gpid), start.size
         name = ctx.names(c[6])
         coll = per_value(name, lambda v: bool(v) and v.lower().startswith(("nccl", "rccl")), dtype=np.bool_,
                          null=False)
@@ -316,55 +313,51 @@ def memcpy_rows(ctx: Context) -> Iterator[pa.Table]:
     cols = ctx.exp.tables["CUPTI_ACTIVITY_KIND_MEMCPY"]
     src = "ifnull(srcKind, 7)" if "srcKind" in cols else "7"
     dst = "ifnull(dstKind, 7)" if "dstKind" in cols else "7"
-    sql = ("SELECT start, end, deviceId, streamId, ifnull(correlationId, 0), ifnull(globalPid, -1), bytes, copyKind, "
-           f"{src}, {dst} FROM CUPTI_ACTIVITY_KIND_MEMCPY")
-    for rows in ctx.exp.batches(sql):
-        start, end, dev, stream, corr, gpid, nbytes, kind, sk, dk = (ints(x) for x in zip(*rows))
+    exprs = ["start", "end", "deviceId", "streamId", "ifnull(correlationId, 0)", "globalPid", "bytes", "copyKind",
+             src, dst]
+    for start, end, dev, stream, corr, gpid, nbytes, kind, sk, dk in ctx.exp.int_columns(
+            "CUPTI_ACTIVITY_KIND_MEMCPY", exprs):
         key = kind * 10_000 + sk * 100 + dk
         uniq, inv = np.unique(key, return_inverse=True)
         names = [f"Memcpy {COPY_KINDS.get(int(k) // 10_000, 'Unknown')} "
                  f"({MEMORY_KINDS.get(int(k) // 100 % 100, 'Unknown')} -> {MEMORY_KINDS.get(int(k) % 100, 'Unknown')})"
                  for k in uniq]
-        yield _device_copy(ctx, rows, start, end, dev, stream, corr, gpid, nbytes, "gpu_memcpy", dictionary(names, inv),
+        yield _device_copy(ctx, start, end, dev, stream, corr, gpid, nbytes, "gpu_memcpy", dictionary(names, inv),
                            [("copy_kind", json_int(kind))])
 
 
 def memset_rows(ctx: Context) -> Iterator[pa.Table]:
     """CUPTI_ACTIVITY_KIND_MEMSET: one exec `Memset (Device)` with its bytes."""
     mk = "ifnull(memKind, 7)" if "memKind" in ctx.exp.tables["CUPTI_ACTIVITY_KIND_MEMSET"] else "7"
-    sql = ("SELECT start, end, deviceId, streamId, ifnull(correlationId, 0), ifnull(globalPid, -1), bytes, "
-           f"{mk} FROM CUPTI_ACTIVITY_KIND_MEMSET")
-    for rows in ctx.exp.batches(sql):
-        start, end, dev, stream, corr, gpid, nbytes, kind = (ints(x) for x in zip(*rows))
+    exprs = ["start", "end", "deviceId", "streamId", "ifnull(correlationId, 0)", "globalPid", "bytes", mk]
+    for start, end, dev, stream, corr, gpid, nbytes, kind in ctx.exp.int_columns("CUPTI_ACTIVITY_KIND_MEMSET", exprs):
         uniq, inv = np.unique(kind, return_inverse=True)
         names = [f"Memset ({MEMORY_KINDS.get(int(k), 'Unknown')})" for k in uniq]
-        yield _device_copy(ctx, rows, start, end, dev, stream, corr, gpid, nbytes, "gpu_memset", dictionary(names, inv),
+        yield _device_copy(ctx, start, end, dev, stream, corr, gpid, nbytes, "gpu_memset", dictionary(names, inv),
                            [])
 
 
-def _device_copy(ctx: Context, rows: list, start, end, dev, stream, corr, gpid, nbytes, cat: str, name: pa.Array,
+def _device_copy(ctx: Context, start, end, dev, stream, corr, gpid, nbytes, cat: str, name: pa.Array,
                  extra: list) -> pa.Table:
     pe = ctx.rank(gpid)
     s = int32_stream(stream)
     args = json_args([("correlation", json_int(corr, corr > 0)), ("device", json_int(dev)), *extra])
     msg = pe.astype(np.int64) * MSG_RANK_SHIFT + corr
-    return build(ctx, len(rows), kind="exec", pe=pe, start=start, end=end, cat=cat, name=name, tid=s.astype(np.int64),
+    return build(ctx, start.size, kind="exec", pe=pe, start=start, end=end, cat=cat, name=name, tid=s.astype(np.int64),
                  corr=corr, nbytes=nbytes, stream=s, step=device_steps(ctx, msg, corr > 0), args=args)
 
 
 def sync_rows(ctx: Context) -> Iterator[pa.Table]:
     """CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: device waits, `mark` rows with their stream (cuda_sync)."""
-    sql = ("SELECT start, end, deviceId, streamId, ifnull(correlationId, 0), ifnull(globalPid, -1), syncType "
-           "FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION")
-    for rows in ctx.exp.batches(sql):
-        start, end, dev, stream, corr, gpid, kind = (ints(x) for x in zip(*rows))
+    exprs = ["start", "end", "deviceId", "streamId", "ifnull(correlationId, 0)", "globalPid", "syncType"]
+    for start, end, dev, stream, corr, gpid, kind in ctx.exp.int_columns("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", exprs):
         pe = ctx.rank(gpid)
         uniq, inv = np.unique(kind, return_inverse=True)
         name = dictionary([SYNC_NAMES.get(int(k), "Unknown Sync") for k in uniq], inv)
         s = int32_stream(stream)
         args = json_args([("correlation", json_int(corr, corr > 0)), ("device", json_int(dev))])
         msg = pe.astype(np.int64) * MSG_RANK_SHIFT + corr
-        yield build(ctx, len(rows), kind="mark", pe=pe, start=start, end=end, cat="cuda_sync", name=name,
+        yield build(ctx, start.size, kind="mark", pe=pe, start=start, end=end, cat="cuda_sync", name=name,
                     tid=s.astype(np.int64), corr=corr, stream=s, step=device_steps(ctx, msg, corr > 0), args=args)
 
 
@@ -407,11 +400,10 @@ def nvtx_rows(ctx: Context) -> Iterator[pa.Table]:
 
 def osrt_rows(ctx: Context) -> Iterator[pa.Table]:
     """OSRT_API: OS runtime calls (read, ioctl, pthread_mutex_lock, ...) on their thread."""
-    sql = "SELECT start, end, ifnull(globalTid, -1), nameId, returnValue FROM OSRT_API"
-    for rows in ctx.exp.batches(sql):
-        start, end, gid, name_id, rv = (ints(x) for x in zip(*rows))
+    ret = "returnValue" if "returnValue" in ctx.exp.tables["OSRT_API"] else "0"
+    for start, end, gid, name_id, rv in ctx.exp.int_columns("OSRT_API", ["start", "end", "globalTid", "nameId", ret]):
         pe = ctx.rank(gid)
-        yield build(ctx, len(rows), kind="exec", pe=pe, start=start, end=end, cat="os_runtime",
+        yield build(ctx, start.size, kind="exec", pe=pe, start=start, end=end, cat="os_runtime",
                     name=ctx.names(name_id), tid=gid & ID_MASK, step=cpu_steps(ctx, pe, start),
                     args=json_args([("return", json_int(rv))]))
 
@@ -419,15 +411,12 @@ def osrt_rows(ctx: Context) -> Iterator[pa.Table]:
 def mpi_rows(ctx: Context, table: str) -> Iterator[pa.Table]:
     """MPI_*_EVENTS: MPI calls on their thread; size -> bytes, remoteRank -> peer_pe, the rest in args."""
     extra = [c for c in MPI_ARG_COLUMNS if c in ctx.exp.tables[table]]
-    sql = ("SELECT start, end, ifnull(globalTid, -1), ifnull(textId, -1)" +
-           "".join(f", ifnull({c}, -1)" for c in extra) + f" FROM {table}")
-    for rows in ctx.exp.batches(sql):
-        cols = [ints(x) for x in zip(*rows)]
+    for cols in ctx.exp.int_columns(table, ["start", "end", "globalTid", "textId", *extra]):
         start, end, gid, text_id = cols[:4]
         by = dict(zip(extra, cols[4:]))
         pe = ctx.rank(gid)
         args = json_args([(c, json_int(v)) for c, v in by.items()]) if by else None
-        yield build(ctx, len(rows), kind="exec", pe=pe, start=start, end=end, cat="mpi", name=ctx.names(text_id),
+        yield build(ctx, start.size, kind="exec", pe=pe, start=start, end=end, cat="mpi", name=ctx.names(text_id),
                     tid=gid & ID_MASK, step=cpu_steps(ctx, pe, start), args=args,
                     nbytes=by.get("size"), peer=by.get("remoteRank"))
 
