@@ -24,7 +24,6 @@ from paradise.errors import ImportFormatError, OutputUnwritable
 from paradise.format import SCHEMA, make_metadata
 from paradise.importers import ProgressCallback, Sources, regular_file, source_paths
 from paradise.importers.nsys_sqlite import (
-    EVENT_TABLES,
     REPORT_SUFFIXES,
     Export,
     export_report,
@@ -42,7 +41,7 @@ from paradise.importers.nsys_tables import (
 from paradise.store.output import check_output, disk_full, scratch_dir
 
 DEFAULT_STEP_PATTERN = r"ProfilerStep#(\d+)"
-"""NVTX ranges with this name are steps (the PyTorch profiler's step ranges); the group is N."""
+"""NVTX ranges whose whole name matches are steps (the PyTorch profiler's step ranges); the group is N."""
 MAX_RANK = (1 << 22) - 1
 OUT_ROW_GROUP = 64 * 1024
 DICT_COLUMNS = ["kind", "cat", "name"]
@@ -310,5 +309,3 @@ def _write(files: list[_File], shift: dict[Path, int], step_re: re.Pattern, meta
         if pending:
             writer.write_table(pa.concat_tables(pending).replace_schema_metadata(meta))
 
-
-__all__ = ["import_trace", "EVENT_TABLES"]

@@ -196,7 +196,7 @@ def collect_steps(ctx: Context) -> None:
 
 
 def _step_number(step_re: re.Pattern, name: str | None) -> int:
-    m = step_re.match(name) if name else None
+    m = step_re.fullmatch(name) if name else None
     if m is None:
         return -1
     digits = m.group(1)
