@@ -189,6 +189,7 @@ def export_report(path: Path, tmpdir: Path) -> Path:
     if nsys is None:
         raise ImportFormatError(f"{path}: an Nsight Systems report; `nsys` is not on PATH to export it: run "
                                 f"`{hint}` and import the .sqlite")
+    tmpdir.mkdir(parents=True, exist_ok=True)
     r = subprocess.run([nsys, "export", "--type", "sqlite", "--output", str(target), str(path)],
                        capture_output=True, text=True, check=False)
     if r.returncode != 0 or not target.is_file():
