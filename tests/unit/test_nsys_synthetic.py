@@ -133,3 +133,21 @@ def test_cli_refusal_is_one_line_exit_2(tmp_path, cli):
                            "--step-pattern", r"ProfilerStep#(\d+)")
     assert rc == 0 and "2 step" in out, err
     assert os.path.exists(tmp_path / "t.parquet")
+
+
+def test_report_is_exported_with_nsys_when_on_path(tmp_path, monkeypatch):
+    # a stand-in `nsys` that writes the export `nsys export --type sqlite --output OUT REPORT` would
+    src = write_export(tmp_path / "made.sqlite")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "nsys"
+    fake.write_text('#!/bin/sh\n[ "$1 $2 $3 $4" = "export --type sqlite --output" ] || exit 3\n'
+                    f'cp "{src}" "$5"\n')
+    fake.chmod(0o755)
+    rep = tmp_path / "run.nsys-rep"
+    rep.write_bytes(b"\x00" * 64)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    out = import_trace(rep, tmp_path / "t.parquet")
+    assert _q(out, "SELECT count(*) FROM events WHERE kind = 'step'") == [(2,)]
+    assert open_trace(out).metadata["extra"]["ranks"]["0"]["file"] == "run.nsys-rep"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bin", "made.sqlite", "run.nsys-rep", "t.parquet"]
