@@ -18,8 +18,12 @@ from pathlib import Path
 from urllib.parse import quote
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyarrow._compute import call_function
 
 from paradise.errors import ImportFormatError, SchemaVersionError, TruncatedTrace
+from paradise.importers.kineto_arrow import from_numpy, strings
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 KNOWN_MAJORS = (2, 3)
@@ -27,6 +31,8 @@ KNOWN_MAJORS = (2, 3)
 META_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")
 """Where the export writes its product and schema version (3.x name first, then 2.x)."""
 REPORT_SUFFIXES = (".nsys-rep", ".qdrep")
+TEXT_SEP = "\x1f"
+"""Joins a batch's texts (ASCII unit separator); a batch whose texts hold it is read row by row."""
 BATCH_ROWS = 65_536
 """Rows fetched from SQLite at a time: one batch of Python tuples is all that ever exists."""
 
@@ -70,19 +76,7 @@ class Export:
         except sqlite3.DatabaseError as exc:
             raise _damaged(self.path, exc) from None
 
-    def batches(self, sql: str) -> Iterator[list[tuple]]:
-        """A large query's rows, BATCH_ROWS at a time."""
-        try:
-            cur = self.con.execute(sql)
-            while True:
-                rows = cur.fetchmany(BATCH_ROWS)
-                if not rows:
-                    return
-                yield rows
-        except sqlite3.DatabaseError as exc:
-            raise _damaged(self.path, exc) from None
-
-    def int_columns(self, table: str, exprs: list[str]) -> Iterator[list[np.ndarray]]:
+    def int_columns(self, table: str, exprs: list[str], where: str = "") -> Iterator[list[np.ndarray]]:
         """Integer columns of a table, BATCH_ROWS rowids at a time, without a Python object per value.
 
         Why: building one tuple per row is most of the cost of fetchmany; SQLite's group_concat
@@ -90,25 +84,51 @@ class Export:
         aggregates of one query see the rows in the same order, so the columns stay aligned.
         NULL reads as -1; a value that is not an integer is refused, naming the table.
         """
+        for _, _, cols, _ in self._concat(table, exprs, None, where):
+            yield cols
+
+    def text_columns(self, table: str, exprs: list[str], text: str,
+                     where: str = "") -> Iterator[tuple[list[np.ndarray], pa.Array]]:
+        """int_columns plus one text column (Arrow strings, NULL kept), joined in SQLite, split in Arrow."""
+        for first, last, cols, joined in self._concat(table, [*exprs, f"({text}) IS NULL"], text, where):
+            n = cols[0].size
+            texts = call_function("split_pattern", [strings([joined or ""])],
+                                  pc.SplitPatternOptions(TEXT_SEP)).flatten()
+            if len(texts) != n:  # a text holding the separator: this batch row by row
+                sql = f"SELECT {text} FROM {table} WHERE rowid BETWEEN ? AND ?{_and(where)} ORDER BY rowid"
+                texts = strings([r[0] if isinstance(r[0], str) else None for r in self.query(sql, (first, last))])
+            null = from_numpy(cols[-1].astype(np.bool_))
+            yield cols[:-1], call_function("if_else", [null, pa.nulls(n, pa.string()), texts])
+
+    def _concat(self, table: str, exprs: list[str], text: str | None,
+                where: str) -> Iterator[tuple[int, int, list[np.ndarray], str | None]]:
+        """(first rowid, last rowid, int columns, joined text) per batch of rowids."""
         lo, hi = self.query(f"SELECT min(rowid), max(rowid) FROM {table}")[0]
         if lo is None:
             return
-        agg = ", ".join(f"group_concat(ifnull({e}, -1))" for e in exprs)
-        sql = f"SELECT count(*), {agg} FROM {table} WHERE rowid BETWEEN ? AND ?"
+        agg = [f"group_concat(ifnull({e}, -1))" for e in exprs]
+        if text is not None:
+            agg.append(f"group_concat(ifnull(CAST({text} AS TEXT), ''), char({ord(TEXT_SEP)}))")
+        sql = f"SELECT count(*), {', '.join(agg)} FROM {table} WHERE rowid BETWEEN ? AND ?{_and(where)}"
         for first in range(int(lo), int(hi) + 1, BATCH_ROWS):
-            row = self.query(sql, (first, first + BATCH_ROWS - 1))[0]
+            last = first + BATCH_ROWS - 1
+            row = self.query(sql, (first, last))[0]
             if not row[0]:
                 continue
             with warnings.catch_warnings():  # numpy warns (and stops) at text that is not an integer
                 warnings.simplefilter("ignore")
-                cols = [np.fromstring(text, dtype=np.int64, sep=",") for text in row[1:]]
+                cols = [np.fromstring(t, dtype=np.int64, sep=",") for t in row[1:1 + len(exprs)]]
             if any(c.size != row[0] for c in cols):
                 raise ImportFormatError(f"{self.path}: table {table} holds a value that is not an integer "
-                                        f"(in rowids {first} to {first + BATCH_ROWS - 1})")
-            yield cols
+                                        f"(in rowids {first} to {last})")
+            yield first, last, cols, (row[-1] if text is not None else None)
 
     def close(self) -> None:
         self.con.close()
+
+
+def _and(where: str) -> str:
+    return f" AND ({where})" if where else ""
 
 
 def _damaged(path: Path, exc: Exception) -> ImportFormatError:
@@ -196,11 +216,3 @@ def export_report(path: Path, tmpdir: Path) -> Path:
         tail = (r.stderr or r.stdout).strip().splitlines()
         raise ImportFormatError(f"{path}: `nsys export --type sqlite` failed ({tail[-1] if tail else r.returncode})")
     return target
-
-
-def ints(col: tuple, null: int = -1) -> np.ndarray:
-    """An int64 column of fetched values; NULL -> `null`."""
-    try:
-        return np.fromiter(col, dtype=np.int64, count=len(col))
-    except TypeError:
-        return np.fromiter((null if v is None else v for v in col), dtype=np.int64, count=len(col))

@@ -27,7 +27,7 @@ from paradise.importers.nsys_arrow import (
     json_str,
     per_value,
 )
-from paradise.importers.nsys_sqlite import Export, ints
+from paradise.importers.nsys_sqlite import Export
 
 MSG_RANK_SHIFT = 1 << 40
 """msg = rank * 2**40 + correlation id, as the Kineto importer packs it (CUPTI ids are 32-bit)."""
@@ -176,19 +176,18 @@ def collect_steps(ctx: Context) -> None:
     if not ctx.exp.has("NVTX_EVENTS"):
         return
     found: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
-    sql = ("SELECT start, ifnull(end, -1), ifnull(globalTid, -1), text, ifnull(textId, -1) FROM NVTX_EVENTS "
-           f"WHERE eventType IN {NVTX_RANGES} AND end IS NOT NULL")
-    for rows in ctx.exp.batches(sql):
-        start, end, gid, text, tid_ = zip(*rows)
-        names = nvtx_names(ctx, text, ints(tid_))
+    for (start, end, gid, text_id), text in ctx.exp.text_columns(
+            "NVTX_EVENTS", ["start", "end", "globalTid", "textId"], "text",
+            f"eventType IN {NVTX_RANGES} AND end IS NOT NULL"):
+        names = nvtx_names(ctx, text, text_id)
         num = per_value(names, lambda v: _step_number(ctx.step_re, v), dtype=np.int64, null=-1)
         hit = num >= 0
         if not hit.any():
             continue
-        pe = ctx.rank(ints(gid))
+        pe = ctx.rank(gid)
         for r in np.unique(pe[hit]):
             m = hit & (pe == r)
-            found.setdefault(int(r), []).append((ints(start)[m], ints(end)[m], num[m]))
+            found.setdefault(int(r), []).append((start[m], end[m], num[m]))
     for r, parts in found.items():
         s0, s1, num = (np.concatenate([p[i] for p in parts]) for i in range(3))
         order = np.argsort(s0, kind="stable")
@@ -203,13 +202,12 @@ def _step_number(step_re: re.Pattern, name: str | None) -> int:
     return int(digits) if len(digits) <= 10 and int(digits) < 2**31 else -1
 
 
-def nvtx_names(ctx: Context, text: tuple, text_id: np.ndarray) -> pa.Array:
+def nvtx_names(ctx: Context, text: pa.Array, text_id: np.ndarray) -> pa.Array:
     """NVTX texts: the row's own text, else its registered string (StringIds via textId)."""
     registered = ctx.names(text_id)
-    if all(t is None for t in text):
+    if text.null_count == len(text):
         return registered
-    own = strings(list(text))
-    return call_function("coalesce", [own, registered.dictionary_decode()]).dictionary_encode()
+    return call_function("coalesce", [text, registered.dictionary_decode()]).dictionary_encode()
 
 
 # --- tables ------------------------------------------------------------------------------------------------
@@ -315,14 +313,12 @@ def sync_rows(ctx: Context) -> Iterator[pa.Table]:
 
 def nvtx_rows(ctx: Context) -> Iterator[pa.Table]:
     """NVTX_EVENTS ranges and marks: annotations, steps, CPU ops (emit_nvtx) and MPI calls."""
-    sql = ("SELECT start, ifnull(end, -1), eventType, ifnull(globalTid, -1), text, ifnull(textId, -1), "
-           f"ifnull(domainId, -1), end IS NOT NULL FROM NVTX_EVENTS WHERE eventType IN {NVTX_ROWS}")
-    for rows in ctx.exp.batches(sql):
-        start, end, etype, gid, text, text_id, dom, has_end = zip(*rows)
-        start, end, etype, gid, dom = ints(start), ints(end), ints(etype), ints(gid), ints(dom)
-        has_end = ints(has_end).astype(np.bool_)
-        name = nvtx_names(ctx, text, ints(text_id))
-        pe, n = ctx.rank(gid), len(rows)
+    exprs = ["start", "end", "eventType", "globalTid", "textId", "domainId", "end IS NOT NULL"]
+    for (start, end, etype, gid, text_id, dom, has_end), text in ctx.exp.text_columns(
+            "NVTX_EVENTS", exprs, "text", f"eventType IN {NVTX_ROWS}"):
+        has_end = has_end.astype(np.bool_)
+        name = nvtx_names(ctx, text, text_id)
+        pe, n = ctx.rank(gid), start.size
         mark = np.isin(etype, NVTX_MARKS)
         step_no = per_value(name, lambda v: _step_number(ctx.step_re, v), dtype=np.int64, null=-1)
         is_step = (step_no >= 0) & ~mark & has_end

@@ -151,3 +151,22 @@ def test_report_is_exported_with_nsys_when_on_path(tmp_path, monkeypatch):
     assert _q(out, "SELECT count(*) FROM events WHERE kind = 'step'") == [(2,)]
     assert open_trace(out).metadata["extra"]["ranks"]["0"]["file"] == "run.nsys-rep"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bin", "made.sqlite", "run.nsys-rep", "t.parquet"]
+
+
+def test_nvtx_texts_with_the_separator_or_registered(tmp_path):
+    # texts are joined per batch with \x1f and split in Arrow; a text holding it is read row by row
+    src = write_export(tmp_path / "x.sqlite", steps=3)
+    con = sqlite3.connect(src)
+    con.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) VALUES (5, 9, 59, 'a\x1fb', ?)",
+                (100 << 24 | 100,))
+    con.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, textId, globalTid) VALUES (6, 8, 59, 4, ?)",
+                (100 << 24 | 100,))
+    con.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) VALUES (7, NULL, 34, '', ?)",
+                (100 << 24 | 100,))
+    con.commit()
+    con.close()
+    out = import_trace(src, tmp_path / "t.parquet")
+    got = _q(out, "SELECT name, kind, t1 - t0 FROM events WHERE cat IN ('user_annotation', 'nvtx_mark') "
+                  "AND kind != 'step' ORDER BY t0")
+    assert got == [("a\x1fb", "exec", 4), ("gemm", "exec", 2), ("", "mark", None)]
+    assert _q(out, "SELECT count(*) FROM events WHERE kind = 'step'") == [(3,)]
