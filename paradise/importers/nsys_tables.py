@@ -347,11 +347,12 @@ def nvtx_rows(ctx: Context) -> Iterator[pa.Table]:
 
 
 def osrt_rows(ctx: Context) -> Iterator[pa.Table]:
-    """OSRT_API: OS runtime calls (read, ioctl, pthread_mutex_lock, ...) on their thread."""
+    """OSRT_API: OS runtime calls (poll, ioctl, pthread_mutex_lock, ...) on their thread, as `mark` rows:
+    most of their time is blocking (CloverLeaf: 501 ms of poll), which is not work."""
     ret = "returnValue" if "returnValue" in ctx.exp.tables["OSRT_API"] else "0"
     for start, end, gid, name_id, rv in ctx.exp.int_columns("OSRT_API", ["start", "end", "globalTid", "nameId", ret]):
         pe = ctx.rank(gid)
-        yield build(ctx, start.size, kind="exec", pe=pe, start=start, end=end, cat="os_runtime",
+        yield build(ctx, start.size, kind="mark", pe=pe, start=start, end=end, cat="os_runtime",
                     name=ctx.names(name_id), tid=gid & ID_MASK, step=cpu_steps(ctx, pe, start),
                     args=json_args([("return", json_int(rv))]))
 
