@@ -2,6 +2,7 @@
 
 from tests.hostile.corpus import (  # noqa: F401
     fuzzed,
+    hint_values,
     hints,
     importers,
     inject,
