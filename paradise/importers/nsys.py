@@ -261,7 +261,7 @@ def _import_into(paths: list[Path], out: Path, tmpdir: Path, rank: int | None, p
     try:
         for i, p in enumerate(paths):
             src = export_report(p, tmpdir / f"{i}") if p.name.endswith(REPORT_SUFFIXES) else p
-            f = _File(path=p, exp=open_export(src))
+            f = _File(path=p, exp=open_export(src, p))
             files.append(f)
             _survey(f)
         _assign_ranks(files, rank)

@@ -135,9 +135,9 @@ def _damaged(path: Path, exc: Exception) -> ImportFormatError:
     return ImportFormatError(f"{path}: damaged SQLite database ({str(exc).splitlines()[0] if str(exc) else exc})")
 
 
-def check_sqlite_file(path: Path) -> None:
-    """Refuses what is not a whole SQLite file: empty, another format, or cut short."""
-    with open(path, "rb") as f:
+def check_sqlite_file(src: Path, path: Path) -> None:
+    """Refuses what is not a whole SQLite file: empty, another format, or cut short (messages name `path`)."""
+    with open(src, "rb") as f:
         head = f.read(100)
     if not head:
         raise ImportFormatError(f"{path}: empty file, not an Nsight Systems SQLite export")
@@ -149,15 +149,17 @@ def check_sqlite_file(path: Path) -> None:
     page = int.from_bytes(head[16:18], "big")
     page = 65536 if page == 1 else page
     pages = int.from_bytes(head[28:32], "big")
-    size = path.stat().st_size
+    size = src.stat().st_size
     if pages and size < page * pages:
         raise TruncatedTrace(f"{path}: truncated SQLite file ({size} of {page * pages} bytes)")
 
 
-def open_export(path: Path) -> Export:
-    """The export, opened read-only; refuses foreign databases and unknown schema versions."""
-    check_sqlite_file(path)
-    uri = f"file:{quote(str(path.resolve()))}?mode=ro&immutable=1"
+def open_export(src: Path, path: Path | None = None) -> Export:
+    """The export at src, opened read-only; refuses foreign databases and unknown schema versions.
+    Messages name `path` (the .nsys-rep a temporary export was made from), else src."""
+    path = path or src
+    check_sqlite_file(src, path)
+    uri = f"file:{quote(str(src.resolve()))}?mode=ro&immutable=1"
     try:
         con = sqlite3.connect(uri, uri=True, check_same_thread=False)
         names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}

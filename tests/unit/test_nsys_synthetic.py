@@ -170,3 +170,15 @@ def test_nvtx_texts_with_the_separator_or_registered(tmp_path):
                   "AND kind != 'step' ORDER BY t0")
     assert got == [("a\x1fb", "exec", 4), ("gemm", "exec", 2), ("", "mark", None)]
     assert _q(out, "SELECT count(*) FROM events WHERE kind = 'step'") == [(3,)]
+
+
+def test_a_bad_export_of_a_report_names_the_report(tmp_path, monkeypatch):
+    src = write_export(tmp_path / "made.sqlite", version="9.1.0")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nsys").write_text(f'#!/bin/sh\ncp "{src}" "$5"\n')
+    (bin_dir / "nsys").chmod(0o755)
+    (tmp_path / "run.nsys-rep").write_bytes(b"\x00" * 64)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    with pytest.raises(SchemaVersionError, match=r"^\S*run\.nsys-rep: Nsight export schema version 9\.1\.0"):
+        import_trace(tmp_path / "run.nsys-rep", tmp_path / "t.parquet")
