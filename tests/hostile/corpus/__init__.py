@@ -7,6 +7,7 @@ from tests.hostile.corpus import (  # noqa: F401
     importers,
     inject,
     launch,
+    nsys,
     options,
     outputs,
     traces,
