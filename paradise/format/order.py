@@ -37,8 +37,8 @@ def _plain(schema: pa.Schema) -> pa.Schema:
 
 def time_ordered(tables: Iterable[pa.Table], schema: pa.Schema, scratch: str | os.PathLike,
                  batch_rows: int = OUT_ROWS) -> Iterator[pa.Table]:
-    """The rows of `tables` (one PE's, each castable to `schema`) as tables of `schema` in time
-    order, a stable sort by t0. `scratch` is a file path for the spilled rows, removed at the end;
+    """The rows of `tables` (each castable to `schema`) as tables of `schema` in time order, a
+    stable sort by t0: one PE's rows, or several PEs' (in one time order, each PE's is too). `scratch` is a file path for the spilled rows, removed at the end;
     rows already in order come back as they were, without the sort."""
     plain = _plain(schema)
     scratch = Path(scratch)

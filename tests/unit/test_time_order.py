@@ -91,6 +91,17 @@ def test_kineto_import_is_in_time_order(tmp_path, real_data, source):
     assert order_breaks(out) == {"k.parquet": 0}
 
 
+@pytest.mark.parametrize("source", [
+    PIPIT / "saxpy-mpi-cuda_nsys_perlmutter0.sqlite",  # 3 of 137 rows were out of order
+    PIPIT / "cloverleaf-nsys/perlmutter-cloverleaf-cuda.sqlite",  # 4 of 7,782
+])
+def test_nsys_import_is_in_time_order(tmp_path, real_data, source):
+    from paradise.importers import IMPORTERS
+
+    out = IMPORTERS["nsys"].import_trace([real_data / source], tmp_path / "n.parquet")
+    assert order_breaks(out) == {"n.parquet": 0}
+
+
 def test_projections_import_is_in_time_order(tmp_path, real_data):
     from paradise.importers import IMPORTERS
 
