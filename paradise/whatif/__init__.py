@@ -37,7 +37,8 @@ class Replayer:
         from dataclasses import replace
 
         g = replay_graph(session)
-        npes = int(max(session.pes or 0, (g.pe.max() + 1) if g.n else 1))
+        stated = session.pes or len(session.trace.metadata.get("pes_seen", []))  # as hint files are judged
+        npes = int(max(stated, (g.pe.max() + 1) if g.n else 1))
         model = calibrate(g, session.get("latency_fit"), npes)  # on the measured costs
         # proposals are replayed with preemption spikes clipped (robust_cost); the baseline is
         # replayed the same way, so predicted = measured x replay(proposal) / replay(current)
