@@ -104,7 +104,7 @@ def build_parts(engine: Any, chunk_execs: int = CHUNK_EXECS) -> None:
     several send rows, then the execs and the sends a range of PEs at a time."""
     engine.materialize("exec_graph_pes", "events_exec_pes")
     engine.materialize("exec_graph_multi", "events_exec_multisends")
-    pes = engine.sql("SELECT pe, execs FROM exec_graph_pes ORDER BY pe")
+    pes = engine.query("events_exec_pe_counts")
     pe_execs = list(zip(pes.column("pe").to_pylist(), pes.column("execs").to_pylist()))
     for i, (lo, hi) in enumerate(pe_ranges(pe_execs, chunk_execs)):
         engine.materialize("exec_graph_execs", "events_exec_rows", append=i > 0, lo=lo, hi=hi)

@@ -98,15 +98,3 @@ def analyze_run(session: Session, config: AnalysisConfig | None = None, names: t
     with progress("analyzing", len(names)) if progress else nullcontext() as bar:
         return run_analyses(session, config or AnalysisConfig(), names, progress=bar)
 
-
-def analyze_trace(
-    path: str | Path, *, engine: str = "duckdb", scheduler: str | None = None, config: AnalysisConfig | None = None,
-    names: tuple[str, ...] = ANALYSES, progress: Callable[[str, int], Any] | None = None,
-    engine_options: dict[str, Any] | None = None,
-) -> tuple[TraceHandle, dict[str, AnalysisResult], dict[str, str]]:
-    """Opens a run of the trace, runs the analyses `names` that apply, and closes it: the handle,
-    the results and a one-line error per failed analysis. engine_options (memory_limit, workers,
-    worker_memory) go to open_run."""
-    with open_run(path, engine=engine, scheduler=scheduler, **(engine_options or {})) as session:
-        results, errors = analyze_run(session, config, names, progress)
-    return session.trace, results, errors
