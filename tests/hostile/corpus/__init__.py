@@ -8,5 +8,6 @@ from tests.hostile.corpus import (  # noqa: F401
     launch,
     options,
     outputs,
+    surface,
     traces,
 )
