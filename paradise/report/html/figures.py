@@ -5,10 +5,11 @@ plotly reads a subset of HTML in labels, and a trace's names are data, never mar
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 import plotly.graph_objects as go
+
+from paradise.report.text import escape_html
 
 HEIGHT_PX = 380
 LANE_PX = 22
@@ -19,9 +20,16 @@ MAX_MATRIX_PES = 256
 """Above this many PEs the communication matrix sums consecutive PEs into this many groups."""
 
 
+MAX_LABEL_CHARS = 120
+"""Longest label or legend name drawn (as the tables' MAX_CELL_CHARS): a 1 MiB name stays a line."""
+
+
 def text(value: Any) -> str:
-    """A trace string made safe for plotly's label markup (and so for the page)."""
-    return html.escape(str(value), quote=True)
+    """A trace string made safe for plotly's label markup (and so for the page), capped at MAX_LABEL_CHARS."""
+    s = str(value)
+    if len(s) > MAX_LABEL_CHARS:
+        s = s[: MAX_LABEL_CHARS - 1] + "…"
+    return escape_html(s)
 
 
 def _layout(fig: go.Figure, title: str, height: int = HEIGHT_PX, **kw: Any) -> go.Figure:
