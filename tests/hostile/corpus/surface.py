@@ -177,3 +177,84 @@ case("exproj-folder-at-log-name", "export", "projections", "t", "-o", "pj", "--f
 case("exproj-fifo-at-sts", "export", "projections", "t", "-o", "pj", "--force",
      setup=lambda d: (_trace_victim(d), (d / "pj").mkdir(), make.fifo(d / "pj" / f"{PROG}.sts")) and None,
      mention=f"{PROG}.sts", item="23.2")
+
+
+# items 4 and 7: sizes that pass int64, PE counts the data does not back, plain values
+def _sends(pe: int, n: int, nbytes: int, peer: int = 1) -> list[dict]:
+    return [{"kind": "send", "pe": pe, "t0": i * 100 + 50, "name": "Cell.work", "coll": "Cell#0", "msg": pe * 1000 + i,
+             "peer_pe": peer, "peer_coll": "Cell#0", "bytes": nbytes, "step": 0} for i in range(n)]
+
+
+def _trace_with(rows_of, **meta):
+    def setup(d: Path) -> None:
+        make.raw_trace(d, rows_of(), name="w.parquet", **{"pes": 2, "pe": None, **meta})
+
+    return setup
+
+
+BYTES_MAX = _trace_with(lambda: make.basic_rows(0) + make.basic_rows(1) + _sends(0, 4, (1 << 63) - 1))
+PES_2P22 = _trace_with(lambda: make.basic_rows(0) + make.basic_rows(1), pes=1 << 22)
+NEG_PEER = _trace_with(lambda: make.basic_rows(0) + make.basic_rows(1) + _sends(0, 4, 10, peer=-5))
+
+
+def _device_rows(**over) -> list[dict]:
+    rows = make.basic_rows(0)
+    for i, r in enumerate(rows):
+        r.update({k: (v[i] if isinstance(v, list) else v) for k, v in over.items()})
+    return make.basic_rows(1) + rows
+
+
+STREAM_HIGH = _trace_with(lambda: _device_rows(stream=(1 << 31) - 1, cat="kernel"), source="torch")
+TID_64 = _trace_with(lambda: _device_rows(tid=[(1 << 63) - 1, -5, 139872349872349, 12]))
+for cmd in (("analyze", "w.parquet"), ("report", "w.parquet", "-o", "r.html"), ("compare", "w.parquet", "w.parquet"),
+            ("export", "chrome", "w.parquet", "-o", "c.json"), ("export", "projections", "w.parquet", "-o", "pj")):
+    tag = cmd[1] if cmd[0] == "export" else cmd[0]
+    for label, setup in (("bytes-sum-past-int64", BYTES_MAX), ("pes-2p22-two-pes-of-data", PES_2P22),
+                         ("negative-peer-pe", NEG_PEER)):
+        case(f"value-{tag}-{label}", *cmd, setup=setup, mention="w.parquet", item="23.4")
+for label, setup in (("stream-2p31", STREAM_HIGH), ("tid-64-bit", TID_64)):
+    case(f"value-chrome-{label}", "export", "chrome", "w.parquet", "-o", "c.json", setup=setup, rc=(0,),
+         outputs=("c.json",), item="23.7")
+    case(f"value-report-{label}", "report", "w.parquet", "-o", "r.html", setup=setup, rc=(0,),
+         outputs=("r.html",), item="23.7")
+
+BAD_SIZES = (("20-digits-tib", "99999999999999999999TiB"), ("400-digits", "9" * 400), ("nan", "nan"), ("inf", "inf"),
+             ("neg", "-1GiB"), ("zero", "0"), ("text", "lots"), ("tiny", "1KiB"), ("exa", "2EiB"),
+             ("1e400", "1e400"))
+for label, value in BAD_SIZES:
+    case(f"opt-analyze-memory-limit-{label}", "analyze", "t", "--memory-limit", value, setup=make.charm_trace,
+         mention="--memory-limit", item="23.7")
+    case(f"opt-report-memory-limit-{label}", "report", "t", "-o", "r.html", "--memory-limit", value,
+         setup=make.charm_trace, mention="--memory-limit", item="23.9")
+case("opt-report-memory-limit-ok", "report", "t", "-o", "r.html", "--memory-limit", "512MiB", setup=make.charm_trace,
+     rc=(0,), outputs=("r.html",), item="23.9")
+for label, value in (("int64-range", "-9223372036854775808:9223372036854775807"), ("past-int64", f"0:{2**64}"),
+                     ("400-digits", "1:" + "9" * 400), ("5000-digits", "1:" + "9" * 5000), ("nan", "nan:inf"),
+                     ("reversed", "10:5"), ("text", "a:b"), ("one-number", "5"), ("three", "1:2:3"),
+                     ("empty", ":"), ("float", "1.5:2.5")):
+    case(f"opt-report-window-{label}", "report", "t", "-o", "r.html", "--window", value, setup=make.charm_trace,
+         mention="--window", item="23.7")
+case("opt-report-window-huge-ok", "report", "t", "-o", "r.html", "--window", f"{-(2**60)}:{2**60}",
+     setup=make.charm_trace, rc=(0,), outputs=("r.html",), item="23.7")
+for label, value in (("100000", "100000"), ("zero", "0"), ("neg", "-1"), ("text", "many"), ("2p70", str(2**70))):
+    case(f"opt-analyze-workers-{label}", "analyze", "t", "--scheduler", "local", "--workers", value,
+         setup=make.charm_trace, mention="--workers", item="23.4")
+case("opt-analyze-worker-memory-400-digits", "analyze", "t", "--scheduler", "local", "--worker-memory", "9" * 400,
+     setup=make.charm_trace, mention="--worker-memory", item="23.7")
+
+# item 8: names that act as layout are shown as visible escapes in the terminal
+LAYOUT_NAME = "Cell.\u202eexe.txt\u200b\ufeff\u2066x\u2069\x00\x07\x1b[31m"
+
+
+def _layout_trace(d: Path) -> None:
+    rows = make.basic_rows(0) + make.basic_rows(1)
+    for r in rows:
+        r["name"] = LAYOUT_NAME
+    make.raw_trace(d, rows, name="w.parquet", pes=2, pe=None, program="p\u202egnp.exe")
+
+
+for cmd in (("analyze", "w.parquet"), ("info", "w.parquet")):
+    case(f"layout-names-{cmd[0]}", *cmd, setup=_layout_trace, rc=(0,), env=(("COLUMNS", "300"),),
+         stdout_has=("\\u202e",), stdout_lacks=("\u202e", "\u200b", "\ufeff", "\u2066", "\x00", "\x07"), item="23.8")
+case("layout-names-report", "report", "w.parquet", "-o", "r.html", setup=_layout_trace, rc=(0,), outputs=("r.html",),
+     item="23.8")
