@@ -198,3 +198,15 @@ def test_projections_round_trip_of_names_with_line_separators_and_any_index(tmp_
     integer_lists = {"[3]", "[1,2,3]", "[-1]"}
     got = Counter(r["index"] for r in back)
     assert got == Counter({i: 2 for i in integer_lists} | {"[0]": 2 * (len(indexes) - len(integer_lists))}), got
+
+
+def test_projections_pe_count_is_one_the_importer_reads_or_refused(tmp_path):
+    from types import SimpleNamespace
+
+    from paradise.errors import OutputUnwritable
+    from paradise.importers._projections_parse import MAX_PES
+
+    assert projections.MAX_PES == MAX_PES
+    assert projections.export_pes(SimpleNamespace(metadata={"pes": MAX_PES}, path=tmp_path), [0, 1]) == MAX_PES
+    with pytest.raises(OutputUnwritable, match=f"at most {MAX_PES}"):
+        projections.export_pes(SimpleNamespace(metadata={"pes": 1 << 22}, path=tmp_path), [0, 1])
