@@ -166,11 +166,11 @@ def check_values(f: Path, pf: pq.ParquetFile, meta: dict[str, Any]) -> None:
 
 
 def _check_messages(f: Path, ranges: dict[str, tuple[Any, Any, int]], rows: int) -> None:
-    """peer_pe a PE number (not negative, below MAX_PES); `bytes` whose sums cannot pass int64."""
+    """peer_pe a PE number below MAX_PES, or -1 (none); `bytes` whose sums cannot pass int64."""
     if ranges.get("peer_pe", (None,))[0] is not None:
         lo, hi, _ = ranges["peer_pe"]
-        if lo < 0 or hi >= MAX_PES:
-            raise NotAParadiseTrace(f"{f}: column 'peer_pe' holds {lo if lo < 0 else hi}, outside 0..{MAX_PES - 1}")
+        if lo < -1 or hi >= MAX_PES:  # -1: no source PE (Projections logs, as imported)
+            raise NotAParadiseTrace(f"{f}: column 'peer_pe' holds {lo if lo < 0 else hi}, outside -1..{MAX_PES - 1}")
     if ranges.get("bytes", (None,))[0] is not None:
         lo, hi, _ = ranges["bytes"]
         if max(abs(lo), abs(hi)) * rows > MAX_FILE_BYTES_SUM:

@@ -136,7 +136,7 @@ def comm_matrix(rows: list[dict[str, Any]], pes: int) -> go.Figure:
     n = max(1, -(-pes // g))
     z = [[0] * n for _ in range(n)]
     for r in rows:
-        if r.get("peer_pe") is not None and r["pe"] is not None and r["pe"] < pes and r["peer_pe"] < pes:
+        if r.get("peer_pe") is not None and r["pe"] is not None and 0 <= r["pe"] < pes and 0 <= r["peer_pe"] < pes:
             z[r["pe"] // g][r["peer_pe"] // g] += r["bytes"] or 0
     labels = [str(i * g) if g == 1 else f"{i * g}-{min((i + 1) * g, pes) - 1}" for i in range(n)]
     fig = go.Figure(go.Heatmap(z=z, x=labels, y=labels, colorscale="Blues", colorbar={"title": {"text": "bytes"}},

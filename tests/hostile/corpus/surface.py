@@ -195,6 +195,8 @@ def _trace_with(rows_of, **meta):
 BYTES_MAX = _trace_with(lambda: make.basic_rows(0) + make.basic_rows(1) + _sends(0, 4, (1 << 63) - 1))
 PES_2P22 = _trace_with(lambda: make.basic_rows(0) + make.basic_rows(1), pes=1 << 22)
 NEG_PEER = _trace_with(lambda: make.basic_rows(0) + make.basic_rows(1) + _sends(0, 4, 10, peer=-5))
+NONE_PEER = _trace_with(lambda: make.basic_rows(0) + make.basic_rows(1) + _sends(0, 4, 10, peer=-1))
+"""peer_pe -1: no source PE, as `import projections` writes it on executions: read, never drawn."""
 
 
 def _device_rows(**over) -> list[dict]:
@@ -212,7 +214,7 @@ for cmd in (("analyze", "w.parquet"), ("report", "w.parquet", "-o", "r.html"), (
     for label, setup in (("bytes-sum-past-int64", BYTES_MAX), ("pes-2p22-two-pes-of-data", PES_2P22),
                          ("negative-peer-pe", NEG_PEER)):
         case(f"value-{tag}-{label}", *cmd, setup=setup, mention="w.parquet", item="23.4")
-for label, setup in (("stream-2p31", STREAM_HIGH), ("tid-64-bit", TID_64)):
+for label, setup in (("stream-2p31", STREAM_HIGH), ("tid-64-bit", TID_64), ("peer-pe-minus-1", NONE_PEER)):
     case(f"value-chrome-{label}", "export", "chrome", "w.parquet", "-o", "c.json", setup=setup, rc=(0,),
          outputs=("c.json",), item="23.7")
     case(f"value-report-{label}", "report", "w.parquet", "-o", "r.html", setup=setup, rc=(0,),
