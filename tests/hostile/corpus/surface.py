@@ -260,3 +260,14 @@ for cmd in (("analyze", "w.parquet"), ("info", "w.parquet")):
          stdout_has=("\\u202e",), stdout_lacks=("\u202e", "\u200b", "\ufeff", "\u2066", "\x00", "\x07"), item="23.8")
 case("layout-names-report", "report", "w.parquet", "-o", "r.html", setup=_layout_trace, rc=(0,), outputs=("r.html",),
      item="23.8")
+
+for label, value in (("nan", "nan"), ("inf", "inf"), ("neg", "-2GiB"), ("text", "lots"), ("20-digits-tib", "9" * 20 + "TiB")):
+    case(f"opt-analyze-worker-memory-{label}", "analyze", "t", "--scheduler", "local", "--worker-memory", value,
+         setup=make.charm_trace, mention="--worker-memory", item="23.7")
+# --scheduler addresses that cannot be a scheduler: one line naming it, each wait bounded
+for label, value in (("port-99999", "tcp://127.0.0.1:99999"), ("port-0", "tcp://127.0.0.1:0"),
+                     ("refused", "tcp://127.0.0.1:1"), ("no-host", "tcp://:8786"), ("bad-scheme", "http://127.0.0.1:80"),
+                     ("nul", "tcp://a\x00b:8786"), ("huge-port", "tcp://127.0.0.1:" + "9" * 400)):
+    case(f"opt-analyze-scheduler-{label}", "analyze", "t", "--scheduler", value, setup=make.charm_trace,
+         mention="--scheduler" if label in ("bad-scheme", "nul", "huge-port", "no-host") else "dask scheduler",
+         item="23.4")
