@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from hints.generators.ddp import EXPOSED_COMM_SHARE, FEW_BUCKETS, LATENCY_SHARE_MAX, suggest
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence, json_scalar
 from paradise.analyses.session import Session
 from paradise.importers import training_like
@@ -28,16 +29,8 @@ equally fast ranks at >= 75 % of 20 steps with probability ~2 %, an injected slo
 MIN_STEPS = 4
 """Fewer common steps than this say nothing about persistence: no straggler verdict."""
 
-LATENCY_SHARE_MAX = 0.20
-"""A DDP bucket is too small when the per-call latency is over 20 % of its all-reduce time."""
-EXPOSED_COMM_SHARE = 0.10
-"""Communication not hidden behind compute above 10 % of step time is worth overlapping."""
-FEW_BUCKETS = 2
-"""At most this many buckets per step leaves backward nothing to overlap with: buckets too large."""
 SMALL_COLLECTIVE_BYTES = 64 * 1024
 """Collectives up to 64 KiB estimate the per-call latency (their transfer time is negligible)."""
-MIN_BUCKET_MB = 1.0
-"""Never suggest buckets under 1 MB (DDP's own first bucket is 1 MiB)."""
 
 TRANSFER_CATS = ("ddp_bucket", "c10d")
 """Collective rows (besides device kernels and gloo: annotations) whose duration covers the transfer."""
@@ -46,6 +39,10 @@ STALL_SHARE = 0.05
 """Input stalls above 5 % of the time in steps are reported as input-bound."""
 DEVICE_IDLE_SHARE = 0.20
 """A device idle over 20 % of its span (between its first and last kernel) is reported."""
+MIN_MET_CALLS = 3
+"""A collective's slowest rank is named only from at least 3 calls that two or more ranks made."""
+LAST_SHARE = 0.5
+"""...and only when one rank arrived last at more than half of them."""
 MAX_STEP_ROWS = 5000
 """Per-step breakdown rows kept in the JSON result (the per-rank summary always covers all)."""
 
@@ -230,30 +227,11 @@ def bucket_sizing(
         else round(latency / (latency + mean_bucket / bw), 4),
         "exposed_comm_share": round(exposed, 4),
         "backward_ns_per_step": int(backward_per_step),
-        "verdict": "ok",
-        "suggested_bucket_cap_mb": None,
-        "predicted_gain_ns_per_step": 0,
     }
     mean_step = float(steps["step_ns"].mean()) if not steps.empty else 0.0
-    if (
-        info["latency_share"] is not None
-        and info["latency_share"] > LATENCY_SHARE_MAX
-        and buckets_per_step > 1
-    ):
-        cap_mb = max(MIN_BUCKET_MB, math.ceil(min_good / 1e6 * 10) / 10)
-        new_n = max(1.0, math.ceil(bytes_per_step / (cap_mb * 1e6)))
-        info.update(verdict="too_small", suggested_bucket_cap_mb=cap_mb,
-                    predicted_gain_ns_per_step=int(max(0.0, buckets_per_step - new_n) * latency))  # fmt: skip
-    elif buckets_per_step <= FEW_BUCKETS and exposed > EXPOSED_COMM_SHARE and backward_per_step > 0:
-        cap_mb = max(
-            MIN_BUCKET_MB, round(bytes_per_step / 4 / 1e6, 1), math.ceil((min_good or 0) / 1e6 * 10) / 10
-        )
-        if cap_mb * 1e6 < bytes_per_step / buckets_per_step:
-            # Up to 3/4 of the exposed communication can hide behind backward with 4 buckets.
-            gain = min(exposed * mean_step, backward_per_step) * 0.75
-            info.update(
-                verdict="too_large", suggested_bucket_cap_mb=cap_mb, predicted_gain_ns_per_step=int(gain)
-            )
+    info.update(suggest(latency_ns=latency, latency_share=info["latency_share"], min_good_bytes=min_good,
+                        buckets_per_step=buckets_per_step, bytes_per_step=bytes_per_step, exposed=exposed,
+                        backward_per_step=backward_per_step, mean_step_ns=mean_step))
     return info
 
 
@@ -285,6 +263,48 @@ def _collectives(coll: pd.DataFrame) -> pd.DataFrame:
     c.loc[(c["bucket_log2"] < 0) | (c["bytes"] <= 0) | ~timed, "bandwidth_bytes_per_s"] = None
     c["mean_ns"] = (c["dur_ns"] / c["calls"]).round(1)
     return c
+
+
+def collective_arrivals(arr: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per collective, the rank that arrived last (latest start: the one the others waited for),
+    from training_collective_arrivals; `slowest_rank` is None, with `withheld` saying why, when
+    the calls are too few or no rank arrived last at most of them."""
+    out = []
+    for name, g in arr.groupby("name", sort=True):
+        met = int(g["calls"].max())
+        top = g.sort_values(["last", "wait_ns"], ascending=False).iloc[0]
+        row: dict[str, Any] = {"name": str(name), "ranks": int(len(g)), "met_calls": met,
+                               "last_rank": int(top["pe"]), "last_calls": int(top["last"]),
+                               "wait_ns": int(top["wait_ns"]), "slowest_rank": None, "withheld": None}
+        if met < MIN_MET_CALLS:
+            row["withheld"] = f"{met} call(s) met by two or more ranks (at least {MIN_MET_CALLS} needed)"
+        elif top["last"] <= LAST_SHARE * met:
+            row["withheld"] = (f"no rank arrived last at most calls (at most {int(top['last'])} of {met}, "
+                               f"more than {LAST_SHARE:.0%} needed)")
+        else:
+            row["slowest_rank"] = int(top["pe"])
+        out.append(row)
+    return out
+
+
+def _arrival_characteristic(rows: list[dict[str, Any]]) -> Characteristic:
+    """The slowest-rank verdict for collectives, or the reason it is withheld."""
+    named = [r for r in rows if r["slowest_rank"] is not None]
+    ev = tuple(Evidence(f"{r['name']}:last_calls", r["last_calls"], "calls", round(LAST_SHARE * r["met_calls"], 1),
+                        "training_collective_arrivals") for r in rows[:20])  # fmt: skip
+    if not rows:
+        summary = ("Slowest rank of collectives unknown: no collective call was made by two or more ranks "
+                   "(a one-rank trace, or ranks whose calls do not match).")
+    elif not named:
+        why = "; ".join(f"{r['name']}: {r['withheld']}" for r in rows[:3])
+        summary = f"No rank arrived last at most collectives ({why})."
+    else:
+        summary = "Arrived last (the others waited for it): " + "; ".join(
+            f"rank {r['slowest_rank']} at {r['last_calls']} of {r['met_calls']} {r['name']} calls, "
+            f"{r['wait_ns'] / 1e6:.1f} ms of waiting for it" for r in named[:4]) + "."
+    value = [{"name": r["name"], "rank": r["slowest_rank"]} for r in named] or None
+    return Characteristic("training", "collective_slowest_rank", value, ev,
+                          1.0 if named else 0.0, summary)
 
 
 def _stalls(stalls: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
@@ -322,7 +342,13 @@ def _characteristics(
             f"Steps are mostly {dominant}: compute {shares['compute']:.0%}, exposed communication "
             f"{shares['comm']:.0%}, overlapped {shares['overlap']:.0%}, idle {shares['idle']:.0%} of step time.",
         ))  # fmt: skip
-    if n_compared:
+    if not per_rank.empty and n_compared < MIN_STEPS:
+        ev = [Evidence("steps_compared", n_compared, "steps", MIN_STEPS, "training_breakdown")]
+        why = ("no step was recorded by two or more ranks" if not n_compared
+               else f"only {n_compared} step(s) recorded by two or more ranks, at least {MIN_STEPS} needed")
+        out.append(Characteristic("training", "stragglers", None, tuple(ev), 0.0,
+                                  f"Straggler unknown: {why}."))
+    elif n_compared:
         ranks = [s["rank"] for s in found]
         ev = [Evidence("steps_compared", n_compared, "steps", MIN_STEPS, "training_breakdown")]
         ev += [
@@ -426,6 +452,7 @@ def analyze(session: Session, config: AnalysisConfig) -> AnalysisResult:
     stalls_raw = engine.query("training_stalls").to_pandas()
     streams = engine.query("training_streams").to_pandas()
     events = engine.query("training_events").to_pandas()
+    arrivals = engine.query("training_collective_arrivals").to_pandas()
 
     per_rank = breakdown_per_rank(steps)
     found, n_compared = stragglers(steps)
@@ -433,6 +460,9 @@ def analyze(session: Session, config: AnalysisConfig) -> AnalysisResult:
     stalls = _stalls(stalls_raw, steps)
     waiting = waiting_stragglers(steps) if n_compared < MIN_STEPS else None
     chars = _characteristics(per_rank, found, n_compared, sizing, stalls, streams, events, waiting)
+    arrived = collective_arrivals(arrivals)
+    if not coll.empty:
+        chars.append(_arrival_characteristic(arrived))
 
     result = AnalysisResult(name="training", characteristics=chars)
     result.sections.update(
@@ -442,6 +472,7 @@ def analyze(session: Session, config: AnalysisConfig) -> AnalysisResult:
         stragglers=found,
         stragglers_by_waiting=waiting,
         collectives=_records(_collectives(coll)) if not coll.empty else [],
+        collective_arrivals=arrived,
         ddp_buckets=sizing,
         phases=_records(phases),
         stalls=_records(stalls),

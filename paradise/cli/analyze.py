@@ -107,28 +107,6 @@ def _utilization_bins(handle: Any, engine: str, scheduler: str | None, overview:
         eng.close()
 
 
-def keep_freed_memory() -> None:
-    """Tells glibc's malloc to keep freed memory for reuse instead of handing it back to the
-    kernel: one arena for all threads, no mmap for large blocks, no trimming. An analysis
-    frees and reallocates arrays of tens of MB many times; on virtual machines that return
-    freed guest pages to the host (free page reporting) every fresh page costs a host fault,
-    and this setting cut `paradise analyze`'s page faults by about a third on a 10-million-row
-    trace (docs/benchmarks.md). A no-op where the C library is not glibc."""
-    import ctypes
-    import platform
-
-    if platform.libc_ver()[0] != "glibc":
-        return
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    m_trim_threshold, m_top_pad, m_mmap_max, m_arena_max = -1, -2, -4, -8  # <malloc.h>
-    for option, value in ((m_arena_max, 1), (m_mmap_max, 0), (m_trim_threshold, -1), (m_top_pad, 1 << 27)):
-        mallopt(option, value)  # trim threshold -1: never trim
-
-
 def register(app: typer.Typer) -> None:
     @app.command("analyze")
     def analyze_cmd(
@@ -172,7 +150,9 @@ def register(app: typer.Typer) -> None:
             check_hints_folder(hints_out)
 
         config = AnalysisConfig(mtbf_hours=mtbf_hours, gpus=gpus, options={"top": top})
-        keep_freed_memory()  # this process ends after the report: it need not give memory back
+        from paradise import tuning
+
+        tuning.apply("malloc")  # opt-in (PARADISE_TUNING): this process ends after the report
         handle, results, errors = analyze_trace(
             trace, engine=engine.value, scheduler=scheduler, config=config, names=names, progress=_progress,
             engine_options={k: v for k, v in options.items() if v is not None},

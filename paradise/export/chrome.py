@@ -33,7 +33,7 @@ def _lane_name(lane: int, stream: int | None) -> str:
 def _name_records(engine: Any, source: str) -> list[dict[str, Any]]:
     """process_name / thread_name / sort-index metadata records, one per PE and lane."""
     t = engine.query("export_chrome_lanes").to_pydict()
-    unit = "rank" if source in ("torch", "kineto") else "PE"
+    unit = "rank" if source in ("torch", "kineto", "nsys") else "PE"
     out: list[dict[str, Any]] = []
     for pe in sorted(set(t["pe"])):
         out.append({"ph": "M", "name": "process_name", "pid": pe, "tid": 0, "args": {"name": f"{unit} {pe}"}})

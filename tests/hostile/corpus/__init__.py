@@ -2,10 +2,12 @@
 
 from tests.hostile.corpus import (  # noqa: F401
     fuzzed,
+    hint_values,
     hints,
     importers,
     inject,
     launch,
+    nsys,
     options,
     outputs,
     surface,
