@@ -109,7 +109,8 @@ def _check_span(period_ns: int, steps: int, imbalance: float) -> None:
 
 
 def _cleanup(out: Path) -> None:
-    for p in out.glob(".pe-*.parquet.tmp"):
+    """After a failed write: removes this run's files (the old trace's went before it started)."""
+    for p in _trace_files(out):
         p.unlink(missing_ok=True)
 
 
@@ -154,7 +155,7 @@ def synth(
             fh.write((json.dumps(truth, indent=1, sort_keys=True) + "\n").encode())
     except OSError as exc:
         _cleanup(out)
-        raise OutputUnwritable(f"{out}: cannot write ({exc.strerror or exc}); no complete trace written") from None
+        raise OutputUnwritable(f"{out}: cannot write ({exc.strerror or exc}); nothing written") from None
     except BaseException:
         _cleanup(out)
         raise
