@@ -25,9 +25,10 @@ MAX_METADATA_BYTES = 8 << 20
 """Largest metadata JSON read: name tables of the biggest real traces are ~100 kB."""
 MAX_ABS_TIME_NS = 1 << 62
 """Times are ns from the run's start: 2^62 ns is 146 years, so anything beyond is damage."""
-MAX_FILE_BYTES_SUM = 1 << 53
-"""Largest bound (rows x largest `bytes`) on the message bytes of one file (8 PiB): sums of
-`bytes` over a trace are int64 in every query, and a file past this could overflow them."""
+MAX_FILE_BYTES_SUM = 1 << 58
+"""Largest bound (rows x largest `bytes`) on the message bytes of one file (256 PiB): sums of
+`bytes` over a trace are int64 in every query, so a damaged file past this could overflow them,
+while 10^8 rows of 1 GB collectives (10^17) still read; 32 files at the bound are still below 2^63."""
 
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "format_version": (str,), "source": (str,), "program": (str,), "pes": (int,), "world_size": (int,),
@@ -175,4 +176,4 @@ def _check_messages(f: Path, ranges: dict[str, tuple[Any, Any, int]], rows: int)
         lo, hi, _ = ranges["bytes"]
         if max(abs(lo), abs(hi)) * rows > MAX_FILE_BYTES_SUM:
             raise NotAParadiseTrace(f"{f}: column 'bytes' holds {hi if abs(hi) >= abs(lo) else lo} over {rows:,} "
-                                    f"rows: sums of message bytes could pass int64 (at most 2^53 per file)")
+                                    f"rows: sums of message bytes could pass int64 (at most 2^58 per file)")
