@@ -19,7 +19,7 @@ BATCH_ROWS = 1 << 16
 KIND_LANES = {2_000_000_001: "steps / phases", 2_000_000_002: "collectives", 2_000_000_003: "checkpoints"}
 """Lanes of the non-op intervals (export_chrome_events.sql), kept apart so ops nest cleanly."""
 STREAM_LANE = 1_000_000_000
-"""Device rows go to tid STREAM_LANE + stream (CPU thread ids stay as they are)."""
+"""Device rows go to tid STREAM_LANE + stream mod 10^9 (CPU thread ids below 10^9 stay as they are)."""
 
 
 def _lane_name(lane: int, stream: int | None) -> str:

@@ -10,5 +10,6 @@ from tests.hostile.corpus import (  # noqa: F401
     nsys,
     options,
     outputs,
+    surface,
     traces,
 )
