@@ -97,4 +97,3 @@ def analyze_run(session: Session, config: AnalysisConfig | None = None, names: t
         session.prefetch(k for k in PREFETCH if k in needs(session.trace, names))
     with progress("analyzing", len(names)) if progress else nullcontext() as bar:
         return run_analyses(session, config or AnalysisConfig(), names, progress=bar)
-
