@@ -4,6 +4,9 @@ shuffled; on each, side by side, each command in a fresh process:
   * window:   the per-PE window every exact exec graph needs (bench/scale.py's floor, first query:
               each exec's predecessor on its PE, `lag() OVER (PARTITION BY pe ORDER BY t0, t1)`),
   * pe_time:  overview_pe_time (the busy/idle sweeps per PE, ordered by t0), on the DuckDB engine,
+  * timeline: the report's timeline window (report_window_execs) over the middle 1 % of the run:
+              with rows in time order, row groups outside the window are skipped by their t0/t1
+              statistics (both copies have the same row-group size),
   * full:     `paradise analyze --json`,
 and prints wall and CPU seconds and the ratios shuffled / ordered.
 
@@ -26,6 +29,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from scale import FLOOR_SQL, analyze_cmd, generate, run, trace_files  # noqa: E402
 
+from paradise.synth.columns import ROW_GROUP_ROWS  # noqa: E402
+
 CAP = 12 << 30
 
 
@@ -38,7 +43,8 @@ def shuffled_copy(src: Path, dst: Path, seed: int = 7) -> Path:
     dst.mkdir(parents=True, exist_ok=True)
     for f in src.glob("*.parquet"):
         t = pq.read_table(f)
-        pq.write_table(t.take(rng.permutation(t.num_rows)), dst / f.name, compression="zstd")
+        pq.write_table(t.take(rng.permutation(t.num_rows)), dst / f.name, compression="zstd",
+                       row_group_size=ROW_GROUP_ROWS)
     return dst
 
 
@@ -52,6 +58,31 @@ def pe_time_cmd(path: Path) -> list[str]:
     code = ("from paradise.engines.duckdb_engine import DuckDBEngine; from paradise.store import open_trace\n"
             f"with DuckDBEngine(open_trace({str(path)!r})) as e: e.query('overview_pe_time')")
     return [sys.executable, "-c", code]
+
+
+def span(path: Path) -> tuple[int, int]:
+    """The trace's first start and last end, from the files' row-group statistics (no scan)."""
+    import pyarrow.parquet as pq
+
+    lo, hi = None, None
+    for f in path.glob("*.parquet"):
+        md = pq.ParquetFile(f).metadata
+        names = md.schema.names
+        for g in range(md.num_row_groups):
+            t0 = md.row_group(g).column(names.index("t0")).statistics
+            t1 = md.row_group(g).column(names.index("t1")).statistics
+            lo = t0.min if lo is None else min(lo, t0.min)
+            hi = t1.max if hi is None else max(hi, t1.max)
+    return int(lo), int(hi)
+
+
+def timeline_cmd(w0: int, w1: int):
+    def make(path: Path) -> list[str]:
+        code = ("from paradise.engines.duckdb_engine import DuckDBEngine; from paradise.store import open_trace\n"
+                f"with DuckDBEngine(open_trace({str(path)!r})) as e: "
+                f"e.query('report_window_execs', w0={w0}, w1={w1}, max_rows=200_000)")
+        return [sys.executable, "-c", code]
+    return make
 
 
 def main() -> None:
@@ -69,7 +100,11 @@ def main() -> None:
         ordered = generate("charm", rows, args.pes, args.dir)
         shuffled = shuffled_copy(ordered, args.dir / "shuffled")
         print(f"{'command':8s} {'ordered wall/CPU s':>20s} {'shuffled wall/CPU s':>21s}  shuffled/ordered CPU")
-        for label, make in (("window", window_cmd), ("pe_time", pe_time_cmd), ("full", analyze_cmd)):
+        lo, hi = span(ordered)
+        mid, width = (lo + hi) // 2, max((hi - lo) // 200, 1)
+        commands = (("window", window_cmd), ("pe_time", pe_time_cmd),
+                    ("timeline", timeline_cmd(mid - width, mid + width)), ("full", analyze_cmd))
+        for label, make in commands:
             best = {}
             for name, path in (("ordered", ordered), ("shuffled", shuffled)):
                 runs = [run(make(path), CAP) for _ in range(args.repeat)]  # alternating would interleave caches
