@@ -37,8 +37,7 @@ class Replayer:
         from dataclasses import replace
 
         g = replay_graph(session)
-        stated = session.pes or len(session.trace.metadata.get("pes_seen", []))  # as hint files are judged
-        npes = int(max(stated, (g.pe.max() + 1) if g.n else 1))
+        npes = int(max(stated_pes(session.trace), (g.pe.max() + 1) if g.n else 1))
         model = calibrate(g, session.get("latency_fit"), npes)  # on the measured costs
         # proposals are replayed with preemption spikes clipped (robust_cost); the baseline is
         # replayed the same way, so predicted = measured x replay(proposal) / replay(current)
@@ -160,6 +159,12 @@ def calibrate(g: ExecGraph, model: LatencyModel, pes: int) -> LatencyModel:
     return best
 
 
+def stated_pes(trace: Any) -> int:
+    """The PE count hint files are judged by and the replay spans at least: the trace's stated
+    count, else the PEs it has files of, else 1."""
+    return int(trace.metadata.get("pes") or len(trace.metadata.get("pes_seen", [])) or 1)
+
+
 def replay_graph(session: Any) -> ExecGraph:
     """The session's exec graph (built once per run) as the replay's arrays (whatif_replay_graph)."""
     session.get("exec_graph")
@@ -195,7 +200,7 @@ def predict_from_hints(session: Any, hints_dir: str | Path) -> dict[str, Any]:
     d = Path(hints_dir)
     if not d.is_dir():
         raise HintMismatch(f"{d}: no such hints directory")
-    pes = int(trace.metadata.get("pes") or len(trace.metadata.get("pes_seen", [])) or 1)
+    pes = stated_pes(trace)
     replayed = {name: k for name, k in KINDS.items() if callable(k.whatif)}
     found = {name: p for name, k in replayed.items() if (p := _load(d, k, trace, pes)) is not None}
     if not found:
