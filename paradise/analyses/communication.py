@@ -27,6 +27,7 @@ from paradise.analyses.base import (
 from paradise.analyses.session import Session
 from paradise.events.objgraph import collection_patterns
 from paradise.importers import training_like
+from paradise.units import count, size
 
 SIZE_QUANTILES = (0.5, 0.9, 0.99)
 DEFAULT_PER_MESSAGE_NS = 5_000.0
@@ -82,8 +83,8 @@ def sizes(hist: pd.DataFrame) -> Characteristic:
                   "communication_sizes"),
          Evidence("histogram_log2", histogram)),
         confidence=round(min(1.0, msgs / 100), 3),
-        summary=(f"Median message {qs.get('p50_bytes', 0)} bytes, 99th percentile {qs.get('p99_bytes', 0)} bytes; "
-                 f"{small / msgs if msgs else 0:.0%} of {msgs} messages are small."))
+        summary=(f"Median message {size(qs.get('p50_bytes', 0))}, 99th percentile {size(qs.get('p99_bytes', 0))}; "
+                 f"{small / msgs if msgs else 0:.0%} of {count(msgs)} messages are small."))
 
 
 def streams(edges: pd.DataFrame, p2p_only: bool = False) -> list[dict[str, Any]]:
@@ -191,7 +192,7 @@ def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisR
         c0, g = cands[0], doc["predicted_gain"]
         result.sections["hint_explanations"] = [
             f"comm.json: combine small messages on {len(cands)} PE-pair stream(s), e.g. PE {c0['src_pe']} -> "
-            f"PE {c0['dst_pe']} '{c0['entry']}' ({c0['msgs']} messages of <= {c0['max_bytes']} bytes), in batches "
-            f"of {c0['batch']}: {g['msgs_before']} messages become {g['msgs_after']}, saving about "
+            f"PE {c0['dst_pe']} '{c0['entry']}' ({count(c0['msgs'])} messages of <= {size(c0['max_bytes'])}), in batches "
+            f"of {c0['batch']}: {count(g['msgs_before'])} messages become {count(g['msgs_after'])}, saving about "
             f"{fmt_s(g['overhead_ns_saved'])} of per-message cost."]
     return result

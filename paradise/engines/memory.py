@@ -43,10 +43,3 @@ def default_memory_limit() -> int:
     """The budget when none is given: DEFAULT_SHARE of physical memory."""
     return max(MIN_BYTES, int(physical_memory() * DEFAULT_SHARE))
 
-
-def fmt_size(n: int) -> str:
-    """Bytes as the largest binary unit that keeps one decimal: 2.0 GiB."""
-    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"

@@ -7,17 +7,18 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from paradise import units
 from paradise.report import pictures
-from paradise.report.console import console, fmt_bytes, fmt_ns, shown, visible
+from paradise.report.console import console, shown, visible
 
 SHOW_CHANGES = 25
 
 
 def _fmt(value: float, unit: str) -> str:
     if unit == "ns":
-        return fmt_ns(value)
+        return units.duration(value)
     if unit == "bytes":
-        return fmt_bytes(value)
+        return units.size(value)
     return f"{value:,.0f}"
 
 
@@ -75,7 +76,7 @@ def _render_step_diff(steps: list[dict[str, Any]]) -> None:
         for what in ("added", "removed", "changed"):
             for op in s[what][:SHOW_OPS]:
                 calls = f"{op['calls_base']} → {op['calls_candidate']}"
-                time = f"{fmt_ns(op['total_ns_base'])} → {fmt_ns(op['total_ns_candidate'])}"
+                time = f"{units.duration(op['total_ns_base'])} → {units.duration(op['total_ns_candidate'])}"
                 t.add_row(label, Text(visible(op["name"])[:60]), what, calls, time)
                 label = ""
     c.print(t)
