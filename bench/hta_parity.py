@@ -36,19 +36,20 @@ NOT_KINETO = ("_et.json.gz", "memory_timeline")
 """Files under the HTA test data that are not profiler traces (execution trace, memory timeline)."""
 TOLERANCE = 0.01
 UNITS = {
-    "temporal": ("% (HTA: 0.01)", 0.005),
-    "overlap": ("% (HTA: 0.01)", 0.005),
-    "kernels": ("% (HTA: 0.1)", 0.05),
-    "idle": ("ratio (HTA: 0.01)", 0.005),
+    "temporal": ("% (0.01 | 0.01)", (0.01 + 0.01) / 2),
+    "overlap": ("% (0.01 | 0.01)", (0.01 + 0.01) / 2),
+    "kernels": ("% (0.1 | 0.01)", (0.1 + 0.01) / 2),
+    "idle": ("ratio (0.01 | 1e-4)", (0.01 + 0.0001) / 2),
     "queue": ("kernels", 0.0),
-    "launches": ("", 0.0),
+    "launches": ("count or us", 0.0),
     "critical_path": ("us", 0.0),
 }
-"""Per analysis: the unit of its rows and the absolute slack that unit allows. HTA rounds its
-percentages and ratios before returning them (temporal breakdown and overlap to 0.01 points,
-kernel-type shares to 0.1 points, idle ratios to 0.01), so a figure within half that step of
-HTA's cannot be told apart from it; every other row (counts, queue lengths, microseconds) has
-no slack."""
+"""Per analysis: the unit of its rows, with the step each tool rounds it to (HTA | paradise's
+--json), and the absolute slack that unit allows. Both tools round shares before printing them
+(HTA: temporal breakdown and overlap to 0.01 points, kernel-type shares to 0.1 points, idle
+ratios to 0.01; paradise: shares to 4 decimals, i.e. 0.01 points or 1e-4), so two figures up to
+half of each step apart cannot be told apart. Counts, queue lengths and microseconds are not
+rounded by either tool: no slack."""
 print = functools.partial(print, flush=True)  # noqa: A001 - rows appear as each trace finishes
 
 HTA_SCRIPT = r"""
@@ -251,7 +252,7 @@ def agrees(hta: float | None, par: float | None, slack: float) -> tuple[bool, st
         return False, "nan"
     diff = abs(par - hta)
     rel = diff / abs(hta) if hta else (0.0 if diff == 0 else math.inf)
-    return rel <= TOLERANCE or diff <= slack, ("inf" if math.isinf(rel) else f"{rel:.2%}")
+    return rel <= TOLERANCE or diff <= slack + 1e-12, ("inf" if math.isinf(rel) else f"{rel:.2%}")
 
 
 def _fmt(v: object) -> str:
@@ -284,8 +285,9 @@ def main() -> None:
     print("paradise: `paradise import kineto` + `paradise analyze --json`, as a user runs it (scored); "
           "'on HTA input': the same on the trace reduced as HTA reduces it (last ProfilerStep dropped, "
           "times rounded inward to µs), scored apart")
-    print("slack by unit: " + "; ".join(f"{a}: {u or 'count'} ±{sl:g}" for a, (u, sl) in UNITS.items() if sl))
-    print(f"{'trace':<40} {'analysis':<9} {'quantity':<34} {'unit':<17} {'HTA':>9} {'paradise':>9} {'rel diff':>9} "
+    print("unit (rounding step HTA | paradise) and the slack it allows: "
+          + "; ".join(f"{a}: {u} ±{sl:g}" for a, (u, sl) in UNITS.items() if sl) + "; every other row: none")
+    print(f"{'trace':<40} {'analysis':<9} {'quantity':<34} {'unit':<19} {'HTA':>9} {'paradise':>9} {'rel diff':>9} "
           f"{'on HTA input':>12} {'rel diff':>9}")
     own = [0, 0]  # agree, disagree
     red = [0, 0]
@@ -324,7 +326,7 @@ def main() -> None:
                     own[not ok] += 1
                     red[not ok2] += 1
                     shown_b = "not built" if b is None and not pv else _fmt(b)
-                    print(f"{name[:40]:<40} {analysis:<9} {q[:34]:<34} {unit:<17} {_fmt(a):>9} {shown_b:>9} "
+                    print(f"{name[:40]:<40} {analysis:<9} {q[:34]:<34} {unit:<19} {_fmt(a):>9} {shown_b:>9} "
                           f"{rel + ('' if ok else '*'):>9} {_fmt(c):>12} {rel2 + ('' if ok2 else '*'):>9}")
     total = sum(own)
     print(f"paradise as a user gets it: {own[0]} of {total} rows agree ({own[0] / max(total, 1):.1%}), {own[1]} do not")
