@@ -129,7 +129,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
         engine: EngineName = typer.Option(EngineName.duckdb, "--engine", help="Stage-1 engine."),
         scheduler: str | None = typer.Option(
-            None, "--scheduler", help="Dask scheduler: tcp://host:8786 (an existing cluster) or local (a "
+            None, "--scheduler", metavar="ADDRESS", help="Dask scheduler: tcp://host:8786 (an existing cluster) or local (a "
             "LocalCluster of worker processes); implies --engine dask."
         ),
         memory_limit: str | None = typer.Option(
@@ -141,11 +141,11 @@ def register(app: typer.Typer) -> None:
             None, "--worker-memory", metavar="SIZE", help="Memory limit per worker of --scheduler local, e.g. 2GiB."
         ),
         top: int = typer.Option(10, "--top", help="Entries in the top-entries table."),
-        hints_out: Path | None = typer.Option(None, "--hints-out", help="Write hint files into this directory."),
+        hints_out: Path | None = typer.Option(None, "--hints-out", metavar="DIR", help="Write hint files into this directory."),
         advisory: bool = typer.Option(False, "--advisory", help="Also write advisory hints that no paradise "
                                       "runtime consumer reads (schedule.json: message priorities)."),
         force: bool = typer.Option(False, "--force", help="Overwrite existing hint files."),
-        mtbf_hours: float | None = typer.Option(None, "--mtbf-hours", help="Mean time between failures."),
+        mtbf_hours: float | None = typer.Option(None, "--mtbf-hours", metavar="HOURS", help="Mean time between failures."),
         gpus: int | None = typer.Option(None, "--gpus", help="GPUs of the job (resilience)."),
         only: str | None = typer.Option(
             None, "--only", metavar="NAMES",

@@ -94,9 +94,9 @@ def register(app: typer.Typer) -> None:
         base: Path = typer.Argument(..., help="Baseline: trace file/folder, or a folder/file with outputs.parquet."),
         candidate: Path = typer.Argument(..., help="Candidate, of the same program / evaluation set."),
         baseline_repeat: Path = typer.Option(
-            None, "--baseline-repeat", help="A repeat of the baseline (other seed/run): shows the noise floor of flips and KL."
+            None, "--baseline-repeat", metavar="DIR", help="A repeat of the baseline (other seed/run): shows the noise floor of flips and KL."
         ),
-        engine: str = typer.Option("duckdb", "--engine", help="Stage-1 engine: duckdb or dask."),
+        engine: str = typer.Option("duckdb", "--engine", metavar="duckdb|dask", help="Stage-1 engine: duckdb or dask."),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     ) -> None:
         """Compare two runs: makespan/step time, per-PE busy/idle, per-entry time, volume;

@@ -40,14 +40,14 @@ def _number(option: str, text: str | None, *, required: bool = True, minimum: fl
 def register(app: typer.Typer) -> None:
     @app.command("policy", help="Plan a checkpoint policy without a trace: periodic (Daly) vs just-in-time.")
     def policy_cmd(
-        iteration_s: str = typer.Option(None, "--iteration-s", help="seconds per training step"),
-        checkpoint_s: str = typer.Option(None, "--checkpoint-s", help="seconds one checkpoint stalls training"),
-        restart_s: str = typer.Option(None, "--restart-s", help="seconds from a failure to training again"),
-        gpus: str = typer.Option(None, "--gpus", help="GPUs in the job"),
-        mtbf_hours: str = typer.Option(None, "--mtbf-hours", help="job MTBF in hours (default: 5 failures per 1000 node-days)"),
-        jit_save_s: str = typer.Option(None, "--jit-save-s", help="seconds of a just-in-time save (default: --checkpoint-s)"),
-        unrecoverable: str = typer.Option(None, "--unrecoverable-fraction", help="share of failures JIT cannot recover (default 0.1)"),
-        job_hours: str = typer.Option(None, "--job-hours", help="job length in hours, prices pure JIT (default 24)"),
+        iteration_s: str = typer.Option(None, "--iteration-s", metavar="SECONDS", help="seconds per training step"),
+        checkpoint_s: str = typer.Option(None, "--checkpoint-s", metavar="SECONDS", help="seconds one checkpoint stalls training"),
+        restart_s: str = typer.Option(None, "--restart-s", metavar="SECONDS", help="seconds from a failure to training again"),
+        gpus: str = typer.Option(None, "--gpus", metavar="N", help="GPUs in the job"),
+        mtbf_hours: str = typer.Option(None, "--mtbf-hours", metavar="HOURS", help="job MTBF in hours (default: 5 failures per 1000 node-days)"),
+        jit_save_s: str = typer.Option(None, "--jit-save-s", metavar="SECONDS", help="seconds of a just-in-time save (default: --checkpoint-s)"),
+        unrecoverable: str = typer.Option(None, "--unrecoverable-fraction", metavar="FRACTION", help="share of failures JIT cannot recover (default 0.1)"),
+        job_hours: str = typer.Option(None, "--job-hours", metavar="HOURS", help="job length in hours, prices pure JIT (default 24)"),
         as_json: bool = typer.Option(False, "--json", help="print the policy as JSON"),
     ) -> None:
         from hints.generators.checkpoint_policy import (

@@ -83,9 +83,9 @@ def register(app: typer.Typer) -> None:
     @app.command("report")
     def report_cmd(
         trace: Path = typer.Argument(..., help="Trace file or directory."),
-        out: Path = typer.Option(..., "-o", "--out", help="The HTML file to write."),
-        hints: Path | None = typer.Option(None, "--hints", help="Hints directory: per-PE load now and under the hints (what-if)."),
-        compare: Path | None = typer.Option(None, "--compare", help="Another run of the program: before/after charts."),
+        out: Path = typer.Option(..., "-o", "--out", metavar="FILE", help="The HTML file to write."),
+        hints: Path | None = typer.Option(None, "--hints", metavar="DIR", help="Hints directory: per-PE load now and under the hints (what-if)."),
+        compare: Path | None = typer.Option(None, "--compare", metavar="TRACE", help="Another run of the program: before/after charts."),
         window: str | None = typer.Option(None, "--window", metavar="START_NS:END_NS",
                                           help="Timeline window (default: the longest step)."),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing report."),

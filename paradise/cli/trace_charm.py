@@ -73,9 +73,9 @@ def register(app: typer.Typer) -> None:
         program: Path = typer.Argument(..., help="The charm4py program (APP.py)."),
         app_args: list[str] = typer.Argument(None, help="Arguments passed to the program."),
         pes: int = typer.Option(2, "--pes", "-p", help="Number of PEs (charmrun +pN)."),
-        out: Path = typer.Option(..., "-o", "--out", help="Trace directory (one Parquet file per PE)."),
-        hints: Path = typer.Option(None, "--hints", help="Hints directory: its mapping.json places arrays."),
-        timeout: float = typer.Option(None, "--timeout", help="Kill the run after this many seconds."),
+        out: Path = typer.Option(..., "-o", "--out", metavar="DIR", help="Trace directory (one Parquet file per PE)."),
+        hints: Path = typer.Option(None, "--hints", metavar="DIR", help="Hints directory: its mapping.json places arrays."),
+        timeout: float = typer.Option(None, "--timeout", metavar="SECONDS", help="Kill the run after this many seconds."),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing trace in OUT."),
     ) -> None:
         """Run a charm4py program with tracing on (options go before APP.py; the rest is the program's)."""
