@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from paradise import units
 from paradise.analyses import ANALYSES
 from paradise.analyses.runner import analyze_trace, select_analyses, trace_summary, write_hints
 from paradise.errors import InvalidOption, visible
@@ -67,7 +68,7 @@ def check_analyze_options(*, top: int, mtbf_hours: float | None, gpus: int | Non
     if not 1 <= top <= MAX_TOP:
         raise InvalidOption(f"--top: {top} is out of range (1..{MAX_TOP})")
     if mtbf_hours is not None and not (math.isfinite(mtbf_hours) and 0 < mtbf_hours <= MAX_MTBF_HOURS):
-        raise InvalidOption(f"--mtbf-hours: {mtbf_hours:g} is out of range (> 0, at most {MAX_MTBF_HOURS:g})")
+        raise InvalidOption(f"--mtbf-hours: {units.number(mtbf_hours, 6)} is out of range (> 0, at most {units.number(MAX_MTBF_HOURS, 6)})")
     if gpus is not None and not 1 <= gpus <= MAX_GPUS:
         raise InvalidOption(f"--gpus: {gpus} is out of range (1..{MAX_GPUS})")
     if scheduler is not None and scheduler != "local" and not _SCHEDULER_RE.match(scheduler):

@@ -7,6 +7,7 @@ import math
 
 import typer
 
+from paradise import units
 from paradise.errors import InvalidOption
 
 MAX_SECONDS = 1e9
@@ -23,17 +24,17 @@ def _number(option: str, text: str | None, *, required: bool = True, minimum: fl
             raise InvalidOption(f"{option}: missing (required)")
         return None
     if len(text) > 64:
-        raise InvalidOption(f"{option}: {text[:20]}… is out of range (at most {maximum:g})")
+        raise InvalidOption(f"{option}: {text[:20]}… is out of range (at most {units.number(maximum, 6)})")
     try:
         value = int(text) if integer else float(text)
     except ValueError:
         kind = "an integer" if integer else "a number"
         raise InvalidOption(f"{option}: {text!r} is not {kind}") from None
     if not math.isfinite(value) or value < minimum or (strict and value == minimum):
-        bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
+        bound = f"> {units.number(minimum, 6)}" if strict else f">= {units.number(minimum, 6)}"
         raise InvalidOption(f"{option}: {text} is out of range (must be {bound})")
     if value > maximum:
-        raise InvalidOption(f"{option}: {text} is out of range (at most {maximum:g})")
+        raise InvalidOption(f"{option}: {text} is out of range (at most {units.number(maximum, 6)})")
     return value
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from paradise import units
 from paradise.errors import InvalidOption, OutputExists, TraceNotFound
 
 MAX_TIMEOUT_S = 1e7
@@ -19,7 +20,7 @@ MAX_PES = 4096
 def check_run_options(timeout: float | None, pes: int, option: str = "--pes") -> None:
     """--timeout within (0, MAX_TIMEOUT_S] and finite; the process count within 1..MAX_PES."""
     if timeout is not None and not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT_S):
-        raise InvalidOption(f"--timeout: {timeout:g} is out of range (seconds, > 0 and at most {MAX_TIMEOUT_S:g})")
+        raise InvalidOption(f"--timeout: {units.number(timeout, 6)} is out of range (seconds, > 0 and at most {units.number(MAX_TIMEOUT_S, 6)})")
     if not 1 <= pes <= MAX_PES:
         raise InvalidOption(f"{option}: {pes} is out of range (1..{MAX_PES})")
 
@@ -97,7 +98,7 @@ def register(app: typer.Typer) -> None:
         finals = sorted(out.glob("pe-?????.parquet"))
         written = _written(out)
         if res.timed_out:
-            print(f"paradise: {program.name} timed out after {timeout:g} s; {written}", file=sys.stderr)
+            print(f"paradise: {program.name} timed out after {units.number(timeout, 6)} s; {written}", file=sys.stderr)
             raise typer.Exit(124)
         if res.returncode != 0:
             print(f"paradise: {program.name} failed (exit code {res.returncode}); {written}", file=sys.stderr)

@@ -107,14 +107,14 @@ def render_outputs(out: dict[str, Any]) -> None:
     if out["kl_mean"] is not None:
         q = out["kl_quantiles"]
         rows += [
-            ("mean KL(base ‖ candidate)", f"{out['kl_mean']:.4g}"),
-            ("KL p50 / p90 / p99 / max", f"{q.get('p50', 0):.3g} / {q.get('p90', 0):.3g} / {q.get('p99', 0):.3g} / {out['kl_max']:.3g}"),
+            ("mean KL(base ‖ candidate)", f"{units.number(out['kl_mean'], 4)}"),
+            ("KL p50 / p90 / p99 / max", f"{units.number(q.get('p50', 0), 4)} / {units.number(q.get('p90', 0), 4)} / {units.number(q.get('p99', 0), 4)} / {units.number(out['kl_max'], 4)}"),
         ]
     nf = out.get("noise_floor")
     if nf:
         rows += [
             ("noise floor: flips base vs repeat", f"{nf['flips'] * 100:.2f}%"),
-            ("noise floor: mean KL", f"{nf['kl_mean']:.4g}" if nf["kl_mean"] is not None else "-"),
+            ("noise floor: mean KL", f"{units.number(nf['kl_mean'], 4)}" if nf["kl_mean"] is not None else "-"),
         ]
     for r in rows:
         t.add_row(*r)
@@ -136,7 +136,7 @@ def render_outputs(out: dict[str, Any]) -> None:
                 shown(f["item"]), str(f["label"]), str(f["pred_base"]), str(f["pred_candidate"]),
                 f["direction"].replace("correct->incorrect", "✓→✗").replace("incorrect->correct", "✗→✓"),
                 "-" if f["margin_base"] is None else f"{f['margin_base']:.3f}",
-                "-" if f["kl"] is None else f"{f['kl']:.3g}",
+                "-" if f["kl"] is None else f"{units.number(f['kl'], 4)}",
             )
         c.print(ft)
     if abs(out["accuracy_candidate"] - out["accuracy_base"]) < 0.01 and out["flips"] >= 0.02:

@@ -29,7 +29,7 @@ def cell(column: str, value: Any) -> str:
     if column.endswith("bytes") and isinstance(value, (int, float)):
         return units.size(value)
     if isinstance(value, float):
-        return f"{value:,.3g}"
+        return f"{units.number(value, 4)}"
     if isinstance(value, int):
         return f"{value:,}"
     text = str(value)

@@ -100,7 +100,7 @@ def render(console: Console, result: dict[str, Any]) -> None:
     b = result.get("ddp_buckets")
     if b:
         line = (
-            f"  DDP buckets: {b['buckets_per_step']:g} per step, {units.size(b['mean_bucket_bytes'])} each, "
+            f"  DDP buckets: {units.number(b['buckets_per_step'], 6)} per step, {units.size(b['mean_bucket_bytes'])} each, "
             f"latency {units.duration(b['latency_ns'])}, bandwidth "
             f"{'-' if b['bandwidth_bytes_per_s'] is None else units.size(b['bandwidth_bytes_per_s']) + '/s'}: {b['verdict']}"
         )
