@@ -75,7 +75,7 @@ def _render_step_diff(steps: list[dict[str, Any]]) -> None:
         label = f"{s['step_base']} → {s['step_candidate']}"
         for what in ("added", "removed", "changed"):
             for op in s[what][:SHOW_OPS]:
-                calls = f"{op['calls_base']} → {op['calls_candidate']}"
+                calls = f"{units.count(op['calls_base'])} → {units.count(op['calls_candidate'])}"
                 time = f"{units.duration(op['total_ns_base'])} → {units.duration(op['total_ns_candidate'])}"
                 t.add_row(label, Text(visible(op["name"])[:60]), what, calls, time)
                 label = ""

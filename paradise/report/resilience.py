@@ -95,4 +95,4 @@ def render(c: Console, result: dict[str, Any]) -> None:
     c.print(t)
     for inc in result.get("incidents", []):
         c.print(f"failure in step {inc['failed_step']}: restored to step {inc['restored_step']}, "
-                f"{inc['replayed']} step(s) replayed")
+                f"{units.count(inc['replayed'])} step(s) replayed")

@@ -26,5 +26,5 @@ def render(result: dict[str, Any]) -> None:
         t.add_row(str(p), units.duration(a), units.duration(b))
     c.print(t)
     m = result["model"]
-    c.print(f"message cost fitted: {units.duration(m['a_ns'])} + {m['ns_per_byte']} ns/byte across PEs, "
-            f"{units.duration(m['local_ns'])} on one PE ({m['samples']} samples)")
+    c.print(f"message cost fitted: {units.duration(m['a_ns'])} + {units.number(m['ns_per_byte'])} ns/byte across PEs, "
+            f"{units.duration(m['local_ns'])} on one PE ({units.count(m['samples'])} samples)")
