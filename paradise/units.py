@@ -69,6 +69,11 @@ def size(b: float | int | None) -> str:
     return f"{number(b)} B"
 
 
+def exact_size(b: float | int | None) -> str:
+    """Bytes exactly, grouped, where the figure itself is the point (a measured message size): 4,174 B."""
+    return "-" if b is None else f"{round(float(b)):,} B"
+
+
 def binary_size(b: int) -> str:
     """Bytes in binary units with one decimal, as memory limits are given: 2.0 GiB."""
     for unit, div in _BINARY_UNITS:

@@ -47,6 +47,7 @@ def test_the_patterns_catch_what_they_are_for():
     (lambda: units.size(16_338), "16.3 kB"),
     (lambda: units.size(80_737_108), "80.7 MB"),
     (lambda: units.count(647_394), "647,394"),
+    (lambda: units.exact_size(4_174), "4,174 B"),
     (lambda: units.number(1.3236, 4), "1.324"),
     (lambda: units.number(1e-5), "0.00001"),
     (lambda: units.number(12_345_678.9), "12,345,679"),
