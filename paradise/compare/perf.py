@@ -1,10 +1,11 @@
 """Did the change help? A trace diff: makespan, step time, per-PE busy/idle, per-entry time, volume.
 
-Changes are ranked significant first. With several steps on both sides a figure is compared
-as its median per step, and a change counts as significant when it exceeds the run-to-run
-spread (|Δmedian| > SIGNIFICANCE_Z · standard error of the difference, from each run's MAD,
-so that a few preempted steps do not hide a real change); without steps, when it exceeds
-RELATIVE_THRESHOLD.
+Per-PE busy / idle and per-entry time are the overview's own figures (the ones `paradise
+analyze` prints), totals over the run. Changes are ranked significant first. Where a figure's
+time lies in steps (several on both sides), the change counts as significant when its median
+per step moves by more than the run-to-run spread (|Δmedian| > SIGNIFICANCE_Z · standard error
+of the difference, from each run's MAD, so that a few preempted steps do not hide a real
+change); otherwise when the total moves by more than RELATIVE_THRESHOLD.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ MAD_TO_SIGMA = 1.4826
 MEDIAN_SE_FACTOR = 1.2533
 """sqrt(pi/2): standard error of the median relative to that of the mean, for normal samples."""
 TOP_NAMES = 15
+STEP_COVERAGE = 0.9
+"""Per-step samples judge a total only when the steps hold at least this share of it (time
+outside steps, such as idle rows or a coroutine main, would otherwise be judged by zeros)."""
 
 
 @dataclass
@@ -71,11 +75,26 @@ class TraceComparison:
         return next((c for c in self.changes if c.metric == metric), None)
 
 
-def _tables(engine: Engine) -> dict[str, pd.DataFrame]:
+def run_totals(engine: Engine, trace: TraceHandle) -> dict[str, pd.DataFrame]:
+    """Per-PE busy / idle and per-entry-name time of the run, from the overview analysis itself
+    (paradise.analyses.overview): one result read by analyze, report and compare alike."""
+    from paradise.analyses import overview
+    from paradise.analyses.base import AnalysisConfig
+    from paradise.analyses.session import Session
+
+    r = overview.analyze(Session(engine, trace), AnalysisConfig(options={"top": 1 << 62})).sections
+    pe = pd.DataFrame(r["per_pe"], columns=["pe", "busy_ns", "idle_ns"]).dropna(subset=["pe"])
+    ent = pd.DataFrame(r["top_entries"], columns=["name", "total_ns"]).dropna(subset=["name"])
+    return {"pe_totals": pe.groupby("pe")[["busy_ns", "idle_ns"]].sum().astype(float),
+            "name_totals": ent.groupby("name")["total_ns"].sum().astype(float)}
+
+
+def _tables(engine: Engine, trace: TraceHandle) -> dict[str, pd.DataFrame]:
     return {
         "pe_step": engine.query("compare_pe_step").to_pandas(),
         "name_step": engine.query("compare_name_step").to_pandas(),
         "comm": engine.query("compare_comm").to_pandas(),
+        **run_totals(engine, trace),
     }
 
 
@@ -114,6 +133,25 @@ def _per_step(df: pd.DataFrame, key: str, value: str, k: Any) -> pd.Series:
     return rows.dropna(subset=["step"]).groupby("step")[value].sum().astype(float)
 
 
+def _total_change(metric: str, b: float, c: float, sb: pd.Series, sc: pd.Series) -> Change:
+    """A run total compared: base and candidate are the totals; the per-step samples decide
+    significance when there are enough of them and the steps hold the total (STEP_COVERAGE)."""
+    total = _change(metric, "ns", b, c, per_step=False)
+    in_steps = (min(len(sb), len(sc)) >= MIN_STEPS and float(sb.sum()) >= STEP_COVERAGE * b
+                and float(sc.sum()) >= STEP_COVERAGE * c)
+    if not in_steps:
+        return total
+    med = _change(metric, "ns", sb, sc, per_step=True)
+    total.significant, total.spread = med.significant, med.spread
+    return total
+
+
+def _total(table: pd.DataFrame | pd.Series, key: Any, col: str | None = None) -> float:
+    if key not in table.index:
+        return 0.0
+    return float(table.loc[key, col] if col is not None else table.loc[key])
+
+
 def diff_tables(tb: dict[str, pd.DataFrame], tc: dict[str, pd.DataFrame]) -> list[Change]:
     """All changes between two sets of stage-1 tables, significant ones first, then by size."""
     changes: list[Change] = []
@@ -129,22 +167,20 @@ def diff_tables(tb: dict[str, pd.DataFrame], tc: dict[str, pd.DataFrame]) -> lis
         mean = _change("step_time", "ns", float(sb.mean()), float(sc.mean()), per_step=False)
         mean.statistic = "mean"
         changes.append(mean)
-    for pe in sorted(set(pb["pe"]) | set(pc["pe"])):
+    none = pd.Series(dtype=float)
+    ptb, ptc = tb["pe_totals"], tc["pe_totals"]
+    for pe in sorted(set(ptb.index) | set(ptc.index)):
         for col, label in (("busy_ns", "busy"), ("idle_ns", "idle")):
-            if use_steps:
-                b, c = _per_step(pb, "pe", col, pe), _per_step(pc, "pe", col, pe)
-            else:
-                b, c = pb.loc[pb["pe"] == pe, col].sum(), pc.loc[pc["pe"] == pe, col].sum()
-            changes.append(_change(f"pe{int(pe)}.{label}", "ns", b, c, per_step=use_steps))
+            sb, sc = (_per_step(pb, "pe", col, pe), _per_step(pc, "pe", col, pe)) if use_steps else (none, none)
+            changes.append(_total_change(f"pe{int(pe)}.{label}", _total(ptb, pe, col), _total(ptc, pe, col), sb, sc))
     nb, nc = tb["name_step"], tc["name_step"]
-    totals = pd.concat([nb.groupby("name")["total_ns"].sum(), nc.groupby("name")["total_ns"].sum()], axis=1).fillna(0)
-    top = totals.max(axis=1).sort_values(ascending=False).head(TOP_NAMES).index
+    totals = pd.concat([tb["name_totals"], tc["name_totals"]], axis=1).fillna(0)
+    top = totals.max(axis=1).sort_values(ascending=False, kind="stable").head(TOP_NAMES).index
     for name in top:
-        if use_steps:
-            b, c = _per_step(nb, "name", "total_ns", name), _per_step(nc, "name", "total_ns", name)
-        else:
-            b, c = nb.loc[nb["name"] == name, "total_ns"].sum(), nc.loc[nc["name"] == name, "total_ns"].sum()
-        changes.append(_change(f"entry:{name}", "ns", b, c, per_step=use_steps))
+        sb, sc = (_per_step(nb, "name", "total_ns", name), _per_step(nc, "name", "total_ns", name)) if use_steps \
+            else (none, none)
+        changes.append(_total_change(f"entry:{name}", _total(tb["name_totals"], name), _total(tc["name_totals"], name),
+                                     sb, sc))
     for kind in ("send", "collective"):
         cb, cc = tb["comm"], tc["comm"]
         b_rows, c_rows = cb[cb["kind"] == kind], cc[cc["kind"] == kind]
@@ -210,7 +246,7 @@ def compare_traces(base: str | TraceHandle, candidate: str | TraceHandle, *, eng
     tc_h = candidate if isinstance(candidate, TraceHandle) else open_trace(candidate)
     eb, ec = get_engine(tb_h, engine), get_engine(tc_h, engine)
     try:
-        tb, tc = _tables(eb), _tables(ec)
+        tb, tc = _tables(eb, tb_h), _tables(ec, tc_h)
     finally:
         eb.close()
         ec.close()
