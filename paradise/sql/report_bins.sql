@@ -1,48 +1,86 @@
 -- report_bins: utilization over time for `paradise report` (Projections' usage and time
--- profiles): exec and idle time cut into fixed time bins, in one scan, rolled up three ways.
--- grain: one row per pe × bin (level 0), per bin × key (level 1) and per pe × key (level 2);
--- bins are $bin_ns wide from $t_start, so the result has at most (PEs + keys) × bins + PEs × keys
--- rows whatever the trace's size. An interval spanning several bins adds its overlap to each.
+-- profiles): each PE's running time (the `running` view, events_running.sql: an execution that
+-- suspended counts only while its pieces ran) and idle time, cut into $n_bins bins of $bin_ns
+-- from $t_start and clipped to [$t_start, $t_end) (the report's window), rolled up three ways.
+-- Busy time of a PE in a bin is the union of its running intervals there (nested ops,
+-- concurrent threads and streams count once, as in the overview), so a PE is never more than
+-- 100 % busy. Per key, that busy time is shared in proportion to each key's running time in the
+-- bin (where intervals do not overlap, as in Charm traces, this is each key's own time).
+-- Idle time: the PE's idle rows; on a PE without idle rows, its span (first to last row of the
+-- PE, as in the overview) minus its busy time.
+-- grain: one row per pe × bin (level 0), per bin × key and per bin for idle (level 1), per pe × key
+-- and per pe for idle (level 2); at most (PEs + keys + 1) × bins + PEs × (keys + 1) rows.
 -- columns:
---   level    int32     0: a pe × bin row (key null); 1: a bin × key row summed over PEs (pe null);
---                      2: a pe × key row summed over bins (bin null)
+--   level    int32     0: a pe × bin row (key null); 1: a bin row summed over PEs (pe null);
+--                      2: a pe row summed over bins (bin null)
 --   pe       int32     PE or rank (levels 0 and 2), null on level 1
 --   bin      int64     bin number: (t - $t_start) // $bin_ns (levels 0 and 1), null on level 2
 --   key      string    levels 1 and 2: entry method name, or the op category when $by_cat is true
---                      (coalesce(cat, name)); null on level 0 and for idle time
---   busy_ns  int64 ns  exec time inside the bin (nested execs each count)
---   idle_ns  int64 ns  idle-row time inside the bin
+--                      (coalesce(cat, name)), '(unnamed)' for rows with neither; null on level 0
+--                      and on the idle rows of levels 1 and 2
+--   busy_ns  double ns running time inside the bin (level 0: the union; levels 1, 2: the key's share)
+--   idle_ns  double ns idle time inside the bin (rows with a null key)
 -- merge: keys(level, pe, bin, key) sum(busy_ns, idle_ns)
-WITH iv AS (
-    SELECT
-        pe,
-        kind = 'idle' AS is_idle,
-        CASE WHEN kind = 'idle' THEN NULL WHEN $by_cat THEN coalesce(cat, name) ELSE name END AS key,
-        t0,
-        t1,
-        unnest(range((t0 - $t_start) // $bin_ns, (t1 - 1 - $t_start) // $bin_ns + 1)) AS bin
-    FROM events
-    WHERE kind IN ('exec', 'idle') AND t1 > t0
+-- Exact when all rows of a PE are in one group of files (the Dask engine keeps each PE's files
+-- together): the union and the span are per PE.
+WITH run AS (
+    SELECT pe, coalesce(CASE WHEN $by_cat THEN coalesce(cat, name) ELSE name END, '(unnamed)') AS key,
+           greatest(t0, $t_start) AS t0, least(t1, $t_end) AS t1
+    FROM running
+    WHERE t1 > $t_start AND t0 < $t_end AND t1 > t0
 ),
-cut AS (
-    SELECT pe, is_idle, key, bin,
-           least(t1, $t_start + (bin + 1) * $bin_ns) - greatest(t0, $t_start + bin * $bin_ns) AS ns
-    FROM iv
+marked AS (  -- an interval starts an island when it starts after every earlier interval of its PE ended
+    SELECT pe, t0, t1,
+           coalesce(t0 > max(t1) OVER (PARTITION BY pe ORDER BY t0, t1 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
+                    true) AS starts
+    FROM run
+),
+islands AS (  -- the union of each PE's running intervals, as disjoint intervals
+    SELECT pe, min(t0) AS t0, max(t1) AS t1
+    FROM (SELECT pe, t0, t1, sum(starts::INTEGER) OVER (PARTITION BY pe ORDER BY t0, t1 ROWS UNBOUNDED PRECEDING) AS island
+          FROM marked)
+    GROUP BY pe, island
+),
+pes AS (
+    SELECT pe, greatest(min(t0), $t_start) AS t0, least(max(coalesce(t1, t0)), $t_end) AS t1,
+           count(*) FILTER (WHERE kind = 'idle') > 0 AS has_idle
+    FROM events GROUP BY pe
+),
+iv AS (  -- what: 0 a key's running time, 1 busy (union), 2 idle rows, 3 span of a PE without idle rows
+    SELECT pe, 0 AS what, key, t0, t1 FROM run
+    UNION ALL SELECT pe, 1, NULL, t0, t1 FROM islands
+    UNION ALL SELECT pe, 2, NULL, greatest(t0, $t_start), least(t1, $t_end) FROM events
+        WHERE kind = 'idle' AND t1 > $t_start AND t0 < $t_end AND t1 > t0
+    UNION ALL SELECT pe, 3, NULL, t0, t1 FROM pes WHERE NOT has_idle AND t1 > t0
 ),
 fine AS (
-    SELECT pe, bin, key,
-           coalesce(sum(ns) FILTER (WHERE NOT is_idle), 0) AS busy,
-           coalesce(sum(ns) FILTER (WHERE is_idle), 0) AS idle
-    FROM cut
-    GROUP BY pe, bin, key
+    SELECT pe, what, key, bin,
+           sum(least(t1, $t_start + (bin + 1) * $bin_ns) - greatest(t0, $t_start + bin * $bin_ns))::DOUBLE AS ns
+    FROM (SELECT pe, what, key, t0, t1,
+                 unnest(range(greatest((t0 - $t_start) // $bin_ns, 0), least((t1 - 1 - $t_start) // $bin_ns + 1, $n_bins))) AS bin
+          FROM iv)
+    GROUP BY pe, what, key, bin
+),
+pe_bin AS (
+    SELECT pe, bin,
+           coalesce(sum(ns) FILTER (WHERE what = 1), 0) AS busy,
+           coalesce(sum(ns) FILTER (WHERE what = 0), 0) AS raw,
+           coalesce(sum(ns) FILTER (WHERE what = 2), 0)
+             + greatest(coalesce(sum(ns) FILTER (WHERE what = 3), 0) - coalesce(sum(ns) FILTER (WHERE what = 1), 0), 0)
+             AS idle
+    FROM fine GROUP BY pe, bin
+),
+shared AS (
+    SELECT f.pe, f.bin, f.key, f.ns * p.busy / p.raw AS busy
+    FROM fine f JOIN pe_bin p ON p.pe = f.pe AND p.bin = f.bin
+    WHERE f.what = 0 AND p.raw > 0
 )
-SELECT
-    CAST(CASE grouping(pe, bin, key) WHEN 1 THEN 0 WHEN 4 THEN 1 ELSE 2 END AS INTEGER) AS level,
-    pe,
-    bin,
-    key,
-    sum(busy)::BIGINT AS busy_ns,
-    sum(idle)::BIGINT AS idle_ns
-FROM fine
-GROUP BY GROUPING SETS ((pe, bin), (bin, key), (pe, key))
+SELECT CAST(level AS INTEGER) AS level, pe, bin, key, busy_ns, idle_ns
+FROM (
+    SELECT 0 AS level, pe, bin, NULL AS key, busy AS busy_ns, idle AS idle_ns FROM pe_bin
+    UNION ALL SELECT 1, NULL, bin, key, sum(busy), 0 FROM shared GROUP BY bin, key
+    UNION ALL SELECT 1, NULL, bin, NULL, 0, sum(idle) FROM pe_bin GROUP BY bin
+    UNION ALL SELECT 2, pe, NULL, key, sum(busy), 0 FROM shared GROUP BY pe, key
+    UNION ALL SELECT 2, pe, NULL, NULL, 0, sum(idle) FROM pe_bin GROUP BY pe
+)
 ORDER BY level, pe NULLS FIRST, bin NULLS FIRST, key NULLS FIRST
