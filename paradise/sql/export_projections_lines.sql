@@ -5,6 +5,10 @@
 --   BEGIN_PROCESSING (2): 2 0 ep time event src_pe bytes time ids... 0, the event and src_pe of
 --     the send that caused the exec (-1 / 0 when none), ids the object index (one 0 when none);
 --   END_PROCESSING (3): 3 0 ep time event src_pe bytes 0;
+--   one BEGIN / END_PROCESSING pair per running interval of an execution (the `running` view,
+--   events_running.sql): an execution that suspended (a coroutine, a threaded entry method) gets
+--   a pair per piece, all with its event and src_pe, as Charm++'s tracing writes a threaded entry
+--   method resumed after each suspension;
 --   BEGIN_IDLE (14) / END_IDLE (15): 14 time pe.
 -- Entry points (ep) are numbered as in export_projections_entries.sql.
 -- Records at the same ns come in this order: ends of idle, ends of executions (the latest
@@ -26,15 +30,15 @@ sends AS (
     FROM events AS s WHERE s.kind = 'send'
 ),
 cause AS (  -- a msg with several send rows is caused by its first
-    SELECT msg, pe AS src_pe, event FROM sends WHERE msg IS NOT NULL
+    SELECT msg, pe AS src_pe, event, bytes FROM sends WHERE msg IS NOT NULL
     QUALIFY row_number() OVER (PARTITION BY msg ORDER BY t0, pe, event) = 1
 ),
 ex AS (
-    SELECT e.pe, e.t0, e.t1, e.bytes, e.coll, e.name,
-           coalesce(c.src_pe, -1) AS src_pe, coalesce(c.event, 0) AS event,
+    SELECT e.pe, e.t0, e.t1, CASE WHEN e.kind = 'piece' THEN coalesce(e.bytes, c.bytes) ELSE e.bytes END AS bytes,
+           e.coll, e.name, coalesce(c.src_pe, -1) AS src_pe, coalesce(c.event, 0) AS event,
            coalesce(replace(replace(replace(e.index, '[', ''), ']', ''), ',', ' '), '0') AS ids
-    FROM events AS e LEFT JOIN cause AS c ON c.msg = e.msg
-    WHERE e.kind = 'exec' AND e.t1 IS NOT NULL
+    FROM running AS e LEFT JOIN cause AS c ON c.msg = e.msg
+    WHERE e.kind IN ('exec', 'piece')
 ),
 recs AS (
     SELECT ex.pe, ex.t0 AS t, CASE WHEN ex.t1 = ex.t0 THEN 4 ELSE 5 END AS ord,
