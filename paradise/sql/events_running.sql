@@ -2,22 +2,26 @@
 -- that busy time, bins, profiles, timelines and exports all read (trace format 1.1, `piece` rows).
 -- An exec that suspended (a charm4py coroutine / threaded entry method, an imported Projections
 -- threaded entry method) ran only in its pieces; every other exec ran over its whole [t0, t1].
--- Training traces also run in their `phase` rows (forward, backward, optimizer, data loading, user
--- phases) and `collective` rows: a `paradise trace torch` run without --profiler has no exec rows,
--- and its busy time is the time in those (on traces with exec rows they lie over the exec rows and
--- the union below counts them once).
+-- Training traces also run in their `phase` rows (forward, loss, backward, optimizer, data loading,
+-- user phases): a `paradise trace torch` run without --profiler has no exec rows, and its busy time
+-- is the time in its phases (on traces with exec rows, phases lie over them and a union counts the
+-- time once). `collective` rows are not running intervals: a rank inside a blocking collective
+-- mostly waits for the slowest rank (measured on examples/ddp_train.py with a 30 ms straggler: the
+-- fast rank's allreduce rows hold the straggler's extra time, so counting them would make every
+-- rank equally busy); their time is `other` unless exec or phase rows cover it, as in the training
+-- section, whose compute is the same phases.
 -- Interface: the engines expose this query as the view `running` (FROM running), beside `events`;
 -- its name and columns stay stable.
 -- grain: one row per running interval with an end: exec rows that have no piece row (matched on
--- pe and t0 = the piece's exec_t0) UNION ALL piece rows UNION ALL phase and collective rows.
+-- pe and t0 = the piece's exec_t0) UNION ALL piece rows UNION ALL phase rows.
 -- Intervals of one PE may overlap (nested executions, concurrent Kineto threads and streams,
 -- phases over ops): take the union for busy time (overview_pe_time), never the sum.
 -- columns:
---   kind        string       exec | piece | phase | collective (what the interval is)
+--   kind        string       exec | piece | phase (what the interval is)
 --   pe          int32        PE or global rank
 --   t0, t1      int64 ns     the interval that ran (a piece: the piece, not its execution)
 --   exec_t0     int64 ns     exec and piece rows: t0 of the execution (pe, exec_t0 identifies
---                            it); null on phase and collective rows
+--                            it); null on phase rows
 --   name, coll, obj, index, msg, cat, step   as in the events table (a piece: its execution's)
 --   tid, stream int64, int32 the row's own thread and device stream (lanes of timelines and exports)
 --   bytes       int64 bytes  the row's bytes (an exec: its message's; a piece: as its tracer wrote it)
@@ -32,4 +36,4 @@ SELECT 'piece' AS kind, pe, t0, t1, exec_t0, name, coll, obj, index, msg, cat, s
 FROM events WHERE kind = 'piece' AND t1 IS NOT NULL
 UNION ALL
 SELECT kind, pe, t0, t1, NULL::BIGINT AS exec_t0, name, coll, obj, index, msg, cat, step, tid, stream, bytes
-FROM events WHERE kind IN ('phase', 'collective') AND t1 IS NOT NULL
+FROM events WHERE kind = 'phase' AND t1 IS NOT NULL
