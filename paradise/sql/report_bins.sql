@@ -4,10 +4,13 @@
 -- from $t_start and clipped to [$t_start, $t_end) (the report's window), rolled up three ways.
 -- Busy time of a PE in a bin is the union of its running intervals there (nested ops,
 -- concurrent threads and streams count once, as in the overview), so a PE is never more than
--- 100 % busy. Per key, that busy time is shared in proportion to each key's running time in the
--- bin (where intervals do not overlap, as in Charm traces, this is each key's own time).
--- Idle time: the PE's idle rows; on a PE without idle rows, its span (first to last row of the
--- PE, as in the overview) minus its busy time.
+-- 100 % busy. Keys get their own (exclusive) time: on each lane (pe, thread, stream) an instant
+-- belongs to the innermost interval running then (the latest started of those open: an
+-- execution that ran another inside it, such as a coroutine resumed from a future's
+-- delivery, keeps only its own time, as `active` does); where several lanes of a PE run at
+-- once, the PE's busy time in the bin is shared among them in proportion to their time.
+-- Idle time: the union of the PE's idle rows less what its busy time covers, as in the overview
+-- (overview_pe_time.sql): |busy ∪ idle| - |busy| per bin.
 -- grain: one row per pe × bin (level 0), per bin × key and per bin for idle (level 1), per pe × key
 -- and per pe for idle (level 2); at most (PEs + keys + 1) × bins + PEs × (keys + 1) rows.
 -- columns:
@@ -22,36 +25,51 @@
 --   idle_ns  double ns idle time inside the bin (rows with a null key)
 -- merge: keys(level, pe, bin, key) sum(busy_ns, idle_ns)
 -- Exact when all rows of a PE are in one group of files (the Dask engine keeps each PE's files
--- together): the union and the span are per PE.
+-- together): the unions are per PE.
 WITH run AS (
     SELECT pe, coalesce(CASE WHEN $by_cat THEN coalesce(cat, name) ELSE name END, '(unnamed)') AS key,
+           CASE WHEN kind = 'phase' THEN -2 WHEN stream IS NOT NULL THEN -1 - 2 * stream ELSE coalesce(tid, 0) END AS lane,
            greatest(t0, $t_start) AS t0, least(t1, $t_end) AS t1
     FROM running
     WHERE t1 > $t_start AND t0 < $t_end AND t1 > t0
 ),
-marked AS (  -- an interval starts an island when it starts after every earlier interval of its PE ended
-    SELECT pe, t0, t1,
-           coalesce(t0 > max(t1) OVER (PARTITION BY pe ORDER BY t0, t1 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
-                    true) AS starts
-    FROM run
+idle AS (
+    SELECT pe, greatest(t0, $t_start) AS t0, least(t1, $t_end) AS t1 FROM events
+    WHERE kind = 'idle' AND t1 > $t_start AND t0 < $t_end AND t1 > t0
 ),
-islands AS (  -- the union of each PE's running intervals, as disjoint intervals
-    SELECT pe, min(t0) AS t0, max(t1) AS t1
-    FROM (SELECT pe, t0, t1, sum(starts::INTEGER) OVER (PARTITION BY pe ORDER BY t0, t1 ROWS UNBOUNDED PRECEDING) AS island
+lanes AS (  -- +1 at each start, -1 at each end, per lane; the depth after each event
+    SELECT pe, lane, t, key, t1 IS NOT NULL AS opens,
+           sum(CASE WHEN t1 IS NULL THEN -1 ELSE 1 END) OVER w AS depth,
+           row_number() OVER w AS pos,
+           lead(t) OVER w AS t_next
+    FROM (SELECT pe, lane, t0 AS t, key, t1 FROM run
+          UNION ALL SELECT pe, lane, t1, NULL, NULL FROM run)
+    WINDOW w AS (PARTITION BY pe, lane ORDER BY t, t1 IS NOT NULL, t1 DESC NULLS LAST)
+),
+segments AS (  -- [t, t_next) of a lane belongs to the last interval opened at the depth it runs at
+    SELECT g.pe, s.key, g.t AS t0, g.t_next AS t1
+    FROM (SELECT * FROM lanes WHERE depth > 0 AND t_next > t) g
+    ASOF JOIN (SELECT pe, lane, depth, pos, key FROM lanes WHERE opens) s
+      ON s.pe = g.pe AND s.lane = g.lane AND s.depth = g.depth AND s.pos <= g.pos
+),
+marked AS (  -- an interval starts an island when it starts after every earlier interval of its set ended
+    SELECT pe, covered, t0, t1,
+           coalesce(t0 > max(t1) OVER (PARTITION BY pe, covered ORDER BY t0, t1
+                                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), true) AS starts
+    FROM (SELECT pe, false AS covered, t0, t1 FROM run
+          UNION ALL SELECT pe, true, t0, t1 FROM run
+          UNION ALL SELECT pe, true, t0, t1 FROM idle)
+),
+islands AS (  -- disjoint intervals: the union of each PE's running intervals (covered false), of running and idle (true)
+    SELECT pe, covered, min(t0) AS t0, max(t1) AS t1
+    FROM (SELECT pe, covered, t0, t1,
+                 sum(starts::INTEGER) OVER (PARTITION BY pe, covered ORDER BY t0, t1 ROWS UNBOUNDED PRECEDING) AS island
           FROM marked)
-    GROUP BY pe, island
+    GROUP BY pe, covered, island
 ),
-pes AS (
-    SELECT pe, greatest(min(t0), $t_start) AS t0, least(max(coalesce(t1, t0)), $t_end) AS t1,
-           count(*) FILTER (WHERE kind = 'idle') > 0 AS has_idle
-    FROM events GROUP BY pe
-),
-iv AS (  -- what: 0 a key's running time, 1 busy (union), 2 idle rows, 3 span of a PE without idle rows
-    SELECT pe, 0 AS what, key, t0, t1 FROM run
-    UNION ALL SELECT pe, 1, NULL, t0, t1 FROM islands
-    UNION ALL SELECT pe, 2, NULL, greatest(t0, $t_start), least(t1, $t_end) FROM events
-        WHERE kind = 'idle' AND t1 > $t_start AND t0 < $t_end AND t1 > t0
-    UNION ALL SELECT pe, 3, NULL, t0, t1 FROM pes WHERE NOT has_idle AND t1 > t0
+iv AS (  -- what: 0 a key's own time on its lane, 1 busy (union of running), 2 busy or idle (union of both)
+    SELECT pe, 0 AS what, key, t0, t1 FROM segments
+    UNION ALL SELECT pe, CASE WHEN covered THEN 2 ELSE 1 END, NULL, t0, t1 FROM islands
 ),
 fine AS (
     SELECT pe, what, key, bin,
@@ -65,9 +83,7 @@ pe_bin AS (
     SELECT pe, bin,
            coalesce(sum(ns) FILTER (WHERE what = 1), 0) AS busy,
            coalesce(sum(ns) FILTER (WHERE what = 0), 0) AS raw,
-           coalesce(sum(ns) FILTER (WHERE what = 2), 0)
-             + greatest(coalesce(sum(ns) FILTER (WHERE what = 3), 0) - coalesce(sum(ns) FILTER (WHERE what = 1), 0), 0)
-             AS idle
+           greatest(coalesce(sum(ns) FILTER (WHERE what = 2), 0) - coalesce(sum(ns) FILTER (WHERE what = 1), 0), 0) AS idle
     FROM fine GROUP BY pe, bin
 ),
 shared AS (

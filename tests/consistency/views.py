@@ -107,7 +107,8 @@ def report(trace: Path, out: Path, *extra: Any) -> dict[str, dict[str, Any]]:
 
 # --- export chrome ---------------------------------------------------------------------------
 
-RUNNING_KINDS = ("exec", "piece", "phase", "collective")
+RUNNING_KINDS = ("exec", "piece", "phase")
+"""The kinds of the running intervals (paradise/sql/events_running.sql)."""
 
 
 def union_ns(intervals: list[tuple[float, float]]) -> float:

@@ -47,8 +47,8 @@ def _utilization(g: dict[str, Any]) -> tuple[str, str, str]:
     span = (f"the window {b['t_start']}:{b['t_end']} ns" if g.get("zoomed") else "the run")
     note = (f"<p class=note>{b['bins']} bins of {b['bin_ns'] / 1e6:.4g} ms over {span}, computed in the engine "
             "(report_bins.sql): busy = the time a PE was running something (an execution that suspended counts "
-            "only while it ran; overlapping rows once), shared among "
-            f"{what} by their running time; the profile stacks the largest {len(b['profile'])} {what}.</p>")
+            f"only while it ran; overlapping rows once); {what} get their own time (where one ran inside another, "
+            f"the inner one's time is its own); the profile stacks the largest {len(b['profile'])} {what}.</p>")
     if not b.get("has_running"):
         note += ("<p class=note>This trace records no running time in this range (no executions, phases or "
                  "collectives): busy time is unknown here, and the charts below show only idle time.</p>")
