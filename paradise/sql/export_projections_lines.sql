@@ -11,8 +11,9 @@
 --   method resumed after each suspension;
 --   BEGIN_IDLE (14) / END_IDLE (15): 14 time pe.
 -- Entry points (ep) are numbered as in export_projections_entries.sql.
--- Records at the same ns come in this order: ends of idle, ends of executions (the latest
--- started first), begins of idle, zero-length executions (each begin right before its end),
+-- Records at the same ns come in this order: ends of idle, zero-length idle (begin, then end),
+-- ends of executions (the latest started first), begins of idle, zero-length executions (each
+-- begin right before its end),
 -- begins of executions (the longest first, so nesting is kept), sends (inside the execution
 -- that starts with them).
 -- grain: one row per log record
@@ -56,12 +57,14 @@ recs AS (
            '1 0 ' || ent.ep || ' ' || (s.t0 // 1000) || ' ' || s.event || ' ' || s.pe || ' ' || coalesce(s.bytes, 0) || ' 0'
     FROM sends AS s JOIN ent ON ent.coll IS NOT DISTINCT FROM s.peer_coll AND ent.name IS NOT DISTINCT FROM s.name
     UNION ALL
-    SELECT pe, t0, 3, 0, 0, '14 ' || (t0 // 1000) || ' ' || pe FROM events WHERE kind = 'idle' AND t1 IS NOT NULL
+    SELECT pe, t0, CASE WHEN t1 = t0 THEN 1 ELSE 3 END, 0, 0, '14 ' || (t0 // 1000) || ' ' || pe
+    FROM events WHERE kind = 'idle' AND t1 IS NOT NULL
     UNION ALL
-    SELECT pe, t1, 0, 0, 0, '15 ' || (t1 // 1000) || ' ' || pe FROM events WHERE kind = 'idle' AND t1 IS NOT NULL
+    SELECT pe, t1, CASE WHEN t1 = t0 THEN 1 ELSE 0 END, 0, 1, '15 ' || (t1 // 1000) || ' ' || pe
+    FROM events WHERE kind = 'idle' AND t1 IS NOT NULL
 ),
-bounds AS (
-    SELECT pe, min(t) AS t_first, max(t) AS t_last FROM recs GROUP BY pe
+bounds AS (  -- each PE's span as the overview measures it (every row), so a round trip keeps it
+    SELECT pe, min(t0) AS t_first, max(coalesce(t1, t0)) AS t_last FROM events GROUP BY pe
 )
 SELECT pe, line || E'\n' AS line
 FROM (

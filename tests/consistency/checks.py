@@ -6,6 +6,7 @@ up to its span; a PE is at most 100 % busy; a bin holds at most one PE-equivalen
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -103,7 +104,7 @@ def terminal(t: Trace) -> None:
 
 def _by_pe(fig: dict[str, Any]) -> dict[str, dict[str, float]]:
     """{trace name: {x: y}} of a bar chart."""
-    return {tr["name"]: dict(zip(map(str, tr["x"]), tr["y"])) for tr in fig["data"]}
+    return {html.unescape(tr["name"]): dict(zip(map(str, tr["x"]), tr["y"])) for tr in fig["data"]}  # names are escaped
 
 
 def report_bounds(t: Trace) -> None:

@@ -91,13 +91,18 @@ def _lane(pe: int, stream: int | None, tid: int | None, training: bool, kind: st
     return f"rank {pe} thread {tid if tid is not None else 0}"
 
 
+def _lane_order(lane: str) -> list[tuple[int, int, str]]:
+    """Lanes in numeric order of their PE, thread and stream (negative thread ids included)."""
+    return [(0, int(x), "") if x.lstrip("-").isdigit() else (1, 0, x) for x in lane.split()]
+
+
 def timeline(w: dict[str, Any], critical: list[tuple[int, int, int]], training: bool) -> tuple[go.Figure, int]:
     """Running intervals (executions, or their pieces where they suspended; phases and collectives)
     as bars per lane, clipped to the window, messages as lines between lanes, the critical path on
     top; the x axis is the window. Returns the figure and the number of lanes left out."""
     ex = w["execs"]
     lanes = [_lane(p, s, t, training, k) for p, s, t, k in zip(ex["pe"], ex["stream"], ex["tid"], ex["kind"])]
-    order = sorted(set(lanes), key=lambda s: [int(x) if x.isdigit() else x for x in s.split()])
+    order = sorted(set(lanes), key=_lane_order)
     kept = set(order[:MAX_LANES])
     by_name: dict[str, dict[str, list[Any]]] = {}
     for lane, t0, t1, name in zip(lanes, ex["t0"], ex["t1"], ex["name"]):
