@@ -12,8 +12,10 @@
 -- section, whose compute is the same phases.
 -- Interface: the engines expose this query as the view `running` (FROM running), beside `events`;
 -- its name and columns stay stable.
--- grain: one row per running interval with an end: exec rows that have no piece row (matched on
--- pe and t0 = the piece's exec_t0) UNION ALL piece rows UNION ALL phase rows.
+-- grain: one row per running interval with an end: exec rows that have no piece row UNION ALL
+-- piece rows UNION ALL phase rows. A piece belongs to the exec on its pe with t0 = its exec_t0 and
+-- the same name, coll, obj and msg (copied from the exec): on a clock of microseconds (Projections)
+-- another execution often starts in the same tick, so (pe, exec_t0) alone does not tell them apart.
 -- Intervals of one PE may overlap (nested executions, concurrent Kineto threads and streams,
 -- phases over ops): take the union for busy time (overview_pe_time), never the sum.
 -- columns:
@@ -29,7 +31,9 @@
 --   of a trace, or over one PE's files, which the Dask engine keeps in one group)
 SELECT 'exec' AS kind, e.pe, e.t0, e.t1, e.t0 AS exec_t0, e.name, e.coll, e.obj, e.index, e.msg, e.cat, e.step, e.tid, e.stream, e.bytes
 FROM events e
-ANTI JOIN (SELECT DISTINCT pe, exec_t0 FROM events WHERE kind = 'piece') p ON e.pe = p.pe AND e.t0 = p.exec_t0
+ANTI JOIN (SELECT DISTINCT pe, exec_t0, name, coll, obj, msg FROM events WHERE kind = 'piece') p
+    ON e.pe = p.pe AND e.t0 = p.exec_t0 AND e.name IS NOT DISTINCT FROM p.name
+   AND e.coll IS NOT DISTINCT FROM p.coll AND e.obj IS NOT DISTINCT FROM p.obj AND e.msg IS NOT DISTINCT FROM p.msg
 WHERE e.kind = 'exec' AND e.t1 IS NOT NULL
 UNION ALL
 SELECT 'piece' AS kind, pe, t0, t1, exec_t0, name, coll, obj, index, msg, cat, step, tid, stream, bytes
