@@ -38,6 +38,16 @@ RUNS = {
 }
 
 
+NESTED = ("the charm tracer writes an execution that a coroutine was resumed inside (a future's delivery "
+          "resuming main or a threaded entry method; main's piece creating local elements) as one interval over "
+          "the nested piece, with `active` its own time: its running interval overlaps the nested one, so "
+          "export chrome's slices sum to more than the busy time and its own time in the report is not "
+          "`active`; fixed when the tracer splits such an execution into pieces")
+KNOWN = {("chrome", "stencil2d"): NESTED, ("chrome", "threaded"): NESTED, ("report_totals", "threaded"): NESTED,
+         ("round_trip", "threaded"): NESTED}
+"""Checks that fail on what the tracer writes today (strict: they must fail, so a fix shows up)."""
+
+
 def _get(trace_cache, run: str):
     if run == "ddp_profiler_kineto":  # the profiler's own trace, imported beside the tracer's
         parent = _get(trace_cache, "ddp_profiler")
@@ -53,6 +63,10 @@ def test_real_run_views_agree(trace_cache, run, check):
     t = _get(trace_cache, run)
     if check not in checks.applicable(t):
         pytest.skip(f"{check} does not apply to {run}")
+    if (check, run) in KNOWN:
+        with pytest.raises(AssertionError):
+            checks.ALL[check](t)
+        pytest.xfail(KNOWN[(check, run)])
     checks.ALL[check](t)
 
 

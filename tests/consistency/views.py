@@ -174,6 +174,21 @@ def object_count(doc: dict[str, Any]) -> int | None:
     return None
 
 
+def running_records(trace: Path) -> dict[str, int]:
+    """Per entry name, the BEGIN/END_PROCESSING pairs a Projections export writes for it: its
+    executions that never suspended plus the pieces of those that did (read with DuckDB here)."""
+    import duckdb
+
+    files = [str(trace)] if trace.is_file() else [str(f) for f in sorted(trace.glob("*.parquet"))]
+    con = duckdb.connect()
+    rows = con.sql("SELECT name, kind, count(*) FROM read_parquet($f, union_by_name = true) "
+                   "WHERE kind IN ('exec', 'piece') GROUP BY ALL", params={"f": files}).fetchall()
+    out: dict[str, int] = defaultdict(int)
+    for name, _, n in rows:
+        out[str(name)] += n  # an exec with pieces counts once more: an upper bound is all it needs
+    return dict(out)
+
+
 def run_span(doc: dict[str, Any]) -> tuple[int, int]:
     rows = doc["analyses"]["overview"]["per_pe"]
     return min(r["t_first"] for r in rows), max(r["t_last"] for r in rows)
