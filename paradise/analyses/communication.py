@@ -2,7 +2,8 @@
 and many small messages between the same PEs; comm.json (message combining).
 
 Stage 1: communication_edges (object pairs per entry method, shared with placement through the
-run's session), the size histogram (rolled up from the overview's group table), and
+run's session), exact size quantiles (communication_size_quantiles), the size histogram (rolled
+up from the overview's group table), and
 communication_reductions (fan-in edges inferred from the timeline).
 Stage 2: networkx heuristics in paradise.events.objgraph; hints.generators.comm picks the streams.
 """
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from hints.generators import comm as comm_gen
@@ -25,7 +25,7 @@ from paradise.analyses.base import (
     provenance_of,
 )
 from paradise.analyses.session import Session
-from paradise.events.objgraph import collection_patterns
+from paradise.events.objgraph import MIN_NODES, clean_edges, collection_patterns
 from paradise.importers import training_like
 
 SIZE_QUANTILES = (0.5, 0.9, 0.99)
@@ -56,34 +56,66 @@ def pattern_characteristics(patterns: dict[str, list[dict[str, Any]]]) -> list[C
     return out
 
 
-def size_quantiles(hist: pd.DataFrame) -> dict[str, int]:
-    """Quantiles of message size from the power-of-two histogram (upper bucket bounds)."""
-    by = hist.groupby("bucket_log2")["msgs"].sum().sort_index()
-    if by.empty:
-        return {}
-    cum = by.cumsum() / by.sum()
-    out = {}
-    for q in SIZE_QUANTILES:
-        b = int(cum.index[np.searchsorted(cum.to_numpy(), q)])
-        out[f"p{int(q * 100)}_bytes"] = int(min(2 ** (b + 1) - 1, hist["max_bytes"].max()))
+def withheld_patterns(edges: pd.DataFrame, patterns: dict[str, list[dict[str, Any]]]) -> list[Characteristic]:
+    """A pattern verdict withheld, with the reason: for the whole trace when no message names its
+    receiver, else for each receiving collection none of whose phases involves MIN_NODES objects."""
+    e = clean_edges(edges) if not edges.empty else edges
+    if e.empty:
+        return [Characteristic(
+            "communication", "pattern", None, (Evidence("messages_with_receiver", 0, "count", None,
+                                                        "communication_edges"),), 0.0,
+            summary="Communication pattern unknown: no message in the trace names its receiving object or PE.")]
+    e = e.assign(coll=[d[0] or "(pe)" for d in e["dst"]])
+    out = []
+    for coll, part in e.groupby("coll", sort=True):
+        if coll in patterns:
+            continue
+        most = max(len(set(g["src"]) | set(g["dst"])) for _, g in part.groupby("entry"))
+        out.append(Characteristic(
+            "communication", f"pattern:{coll}", None,
+            (Evidence("objects", most, "count", MIN_NODES, "communication_edges"),), 0.0,
+            summary=f"Pattern of the messages to {coll} unknown: each of its phases involves at most {most} "
+                    f"object(s), fewer than the {MIN_NODES} a pattern needs."))
     return out
 
 
-def sizes(hist: pd.DataFrame) -> Characteristic:
-    qs = size_quantiles(hist)
-    msgs = int(hist["msgs"].sum())
-    small = int(hist[hist["max_bytes"].fillna(0) <= comm_gen.COMBINE_MAX_BYTES]["msgs"].sum())
+def _bytes(n: int) -> str:
+    """An exact byte count for a sentence: 4,174 B."""
+    return f"{int(n):,} B"
+
+
+def size_quantiles(engine: Any) -> dict[str, Any]:
+    """Exact message-size quantiles and the small-message count (communication_size_quantiles)."""
+    row = engine.query("communication_size_quantiles", small_bytes=comm_gen.COMBINE_MAX_BYTES).to_pylist()
+    return row[0] if row else {}
+
+
+def sizes(hist: pd.DataFrame, q: dict[str, Any]) -> Characteristic:
+    """Message sizes: exact quantiles over the send rows whose size is known; the power-of-two
+    histogram as evidence of the shape."""
+    sized = int(q.get("sized_msgs") or 0)
+    msgs = int(q.get("msgs") or 0)
+    qs = {f"p{int(x * 100)}_bytes": int(q[f"p{int(x * 100)}_bytes"]) for x in SIZE_QUANTILES
+          if q.get(f"p{int(x * 100)}_bytes") is not None}
+    small = int(q.get("small_msgs") or 0)
     histogram = [{"bucket_log2": int(b), "msgs": int(m)} for b, m in
                  hist.groupby("bucket_log2")["msgs"].sum().sort_index().items()]
+    if not sized:
+        summary = f"Message sizes are unknown: none of the {msgs} send rows records its size."
+    else:
+        unknown = f" ({msgs - sized} of {msgs} send rows without a size left out)" if sized < msgs else ""
+        summary = (f"Median message {_bytes(qs['p50_bytes'])}, 99th percentile {_bytes(qs['p99_bytes'])} "
+                   f"(exact, over {sized:,} messages){unknown}; {small / sized:.0%} of them are small "
+                   f"(<= {_bytes(comm_gen.COMBINE_MAX_BYTES)}).")
     return Characteristic(
         "communication", "message_sizes", qs.get("p50_bytes"),
-        (*(Evidence(k, v, "bytes") for k, v in qs.items()), Evidence("msgs", msgs),
-         Evidence("small_share", round(small / msgs, 4) if msgs else 0.0, "", comm_gen.COMBINE_MAX_BYTES,
-                  "communication_sizes"),
+        (*(Evidence(k, v, "bytes", None, "communication_size_quantiles") for k, v in qs.items()),
+         Evidence("msgs", msgs), Evidence("sized_msgs", sized),
+         Evidence("small_share", round(small / sized, 4) if sized else None, "", comm_gen.COMBINE_MAX_BYTES,
+                  "communication_size_quantiles"),
          Evidence("histogram_log2", histogram)),
-        confidence=round(min(1.0, msgs / 100), 3),
-        summary=(f"Median message {qs.get('p50_bytes', 0)} bytes, 99th percentile {qs.get('p99_bytes', 0)} bytes; "
-                 f"{small / msgs if msgs else 0:.0%} of {msgs} messages are small."))
+        confidence=round(min(1.0, sized / 100), 3),
+        summary=summary)
 
 
 def streams(edges: pd.DataFrame, p2p_only: bool = False) -> list[dict[str, Any]]:
@@ -177,12 +209,14 @@ def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisR
     hist = size_histogram(session.get("overview_groups")).to_pandas()
     result = AnalysisResult("communication")
     if edges.empty:
+        result.characteristics = withheld_patterns(edges, {})
         return result
     patterns = collection_patterns(pd.concat([edges, inferred_reductions(engine)], ignore_index=True))
     all_streams = streams(edges)
     cands = comm_gen.combine_candidates(streams(edges, p2p_only=True))
     small = small_messages(cands, all_streams)
-    result.characteristics = [*pattern_characteristics(patterns), sizes(hist), small]
+    result.characteristics = [*pattern_characteristics(patterns), *withheld_patterns(edges, patterns),
+                              sizes(hist, size_quantiles(engine)), small]
     result.sections["patterns"] = patterns
     result.sections["streams"] = sorted(all_streams, key=lambda s: -s["msgs"])[:20]
     if cands:

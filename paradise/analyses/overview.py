@@ -15,12 +15,10 @@ import numpy as np
 import pyarrow as pa
 
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence, json_scalar
+from paradise.analyses.pe_time import BUSY_UNKNOWN, IMBALANCE_THRESHOLD, busy_known, load_imbalance
 from paradise.analyses.session import Session
 from paradise.store import TraceHandle
 
-IMBALANCE_THRESHOLD = 1.10
-"""max/mean PE busy above which load is called imbalanced: under 10 % lost to the slowest PE,
-moving objects rarely repays its own cost (a heuristic; the placement analysis refines it)."""
 DEFAULT_TOP = 10
 """Entries shown in top_entries unless --top says otherwise."""
 COMM_MATRIX_MAX_EDGES = 10_000
@@ -43,11 +41,10 @@ PER_PE_PARTS = {"exec_rows": ("rows", "exec"), "sends": ("rows", "send"), "send_
 """Per-PE sums of one kind's rows: column -> (overview_pe column, kind)."""
 PE_TIME_COLUMNS = ("t_first", "t_last", "span_ns", "busy_ns", "idle_ns", "other_ns", "busy_rows", "idle_rows")
 """The columns of overview_pe_time (the one accounting of a PE's time) that per_pe carries."""
+__all__ = ["IMBALANCE_THRESHOLD", "analyze", "applies", "load_imbalance", "per_pe_table"]
 Q = "overview_pe_time"
 BUSY_METHOD = "union"
 """How busy time is measured, for the JSON and the report: the union of running intervals."""
-BUSY_UNKNOWN = ("the trace has no rows that measure busy time (no exec, piece or phase rows with an "
-                "end)")
 TOP_ENTRIES_SQL = """
 SELECT name, coll, cat, sum(rows)::BIGINT AS count, coalesce(sum(dur_ns), 0)::BIGINT AS total_ns,
        max(max_ns) AS max_ns
@@ -88,11 +85,6 @@ def _records(cols: Columns, names: list[str], rows: slice = slice(None)) -> list
     return [{n: _py(v) for n, v in zip(names, row)} for row in zip(*lists)]
 
 
-def busy_known(pe_time: pa.Table) -> bool:
-    """True when some PE has running intervals: without any, busy (and other) time is unknown."""
-    return bool(sum(pe_time.column("busy_rows").to_pylist()))
-
-
 def per_pe_table(pe_time: pa.Table, roll: Rollups) -> Columns:
     """One row per PE: span, busy, idle and other time as overview_pe_time accounts them (busy and
     other unknown, masked, when nothing in the trace measures busy time), plus row counts."""
@@ -102,7 +94,7 @@ def per_pe_table(pe_time: pa.Table, roll: Rollups) -> Columns:
     pes = counts["pe"].tolist()
     at = {p: i for i, p in enumerate(pe_time.column("pe").to_pylist())}
     take = np.array([at[p] for p in pes], np.int64)  # both tables hold every PE that has a row
-    t = {c: np.asarray(pe_time.column(c).to_numpy(), np.int64)[take] for c in PE_TIME_COLUMNS}
+    t = {c: np.array(pe_time.column(c).to_pylist(), np.int64)[take] for c in PE_TIME_COLUMNS}
     unknown = np.full(len(pes), not busy_known(pe_time))
     span = t["span_ns"]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -114,48 +106,6 @@ def per_pe_table(pe_time: pa.Table, roll: Rollups) -> Columns:
             "idle_from": np.where(t["idle_rows"] > 0, "rows", "none"), "rows": counts["rows"],
             "exec_rows": counts["exec_rows"], "busy_rows": t["busy_rows"], "sends": counts["sends"],
             "send_bytes": counts["send_bytes"]}
-
-
-def load_imbalance(pe_time: pa.Table) -> Characteristic:
-    """The run's one load_imbalance (max / mean busy over the PEs that have rows), from the one
-    accounting of PE time; withheld (value None) when busy time is unknown or there is one PE.
-    The placement analysis reads this same result for its mapping hint."""
-    busy = np.asarray(pe_time.column("busy_ns").to_numpy(), np.float64)
-    pes = pe_time.column("pe").to_pylist()
-    query = "overview_pe_time"
-    withheld = None
-    if not busy_known(pe_time):
-        withheld = f"Load balance is unknown: {BUSY_UNKNOWN}."
-    elif len(busy) < 2:
-        withheld = "Only one PE in the trace: load imbalance across PEs cannot be measured."
-    elif busy.mean() <= 0:
-        withheld = "Load balance is unknown: no PE has busy time."
-    if withheld is not None:
-        return Characteristic(category="overview", name="load_imbalance", value=None,
-                              evidence=(Evidence("pes", len(busy), "count", None, query),
-                                        Evidence("pes_with_busy_rows", int(sum(
-                                            1 for n in pe_time.column("busy_rows").to_pylist() if n)),
-                                                 "count", None, query)),
-                              confidence=0.0, summary=withheld)
-    mean = float(busy.mean())
-    ratio = float(busy.max()) / mean
-    pe_max = int(pes[int(busy.argmax())])
-    verdict = "imbalanced" if ratio > IMBALANCE_THRESHOLD else "balanced"
-    return Characteristic(
-        category="overview",
-        name="load_imbalance",
-        value=round(ratio, 4),
-        evidence=(
-            Evidence("max_pe_busy", int(busy.max()), "ns", None, query),
-            Evidence("max_pe", pe_max, "pe", None, query),
-            Evidence("mean_pe_busy", round(mean, 1), "ns", None, query),
-            Evidence("max_over_mean", round(ratio, 4), "ratio", IMBALANCE_THRESHOLD, query),
-            Evidence("pes", len(busy), "count", None, query),
-        ),
-        confidence=1.0,
-        summary=(f"Load is {verdict}: the busiest PE ({pe_max}) worked {ratio:.2f}x the mean "
-                 f"(threshold {IMBALANCE_THRESHOLD})."),
-    )
 
 
 def _busy_share(per_pe: Columns, known: bool) -> Characteristic:

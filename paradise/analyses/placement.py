@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
-from paradise.analyses.overview import load_imbalance
+from paradise.analyses.pe_time import load_imbalance
 from paradise.analyses.placement_hint import COMM_MATTERS_SHARE, mapping_hint
 from paradise.analyses.session import Session
 from paradise.importers import training_like

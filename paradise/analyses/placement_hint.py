@@ -13,7 +13,7 @@ import pandas as pd
 
 from hints.generators import mapping as mapping_gen
 from paradise.analyses.base import Characteristic, fmt_s, justification, provenance_of
-from paradise.analyses.overview import IMBALANCE_THRESHOLD
+from paradise.analyses.pe_time import IMBALANCE_THRESHOLD
 
 IMBALANCE_RATIO = IMBALANCE_THRESHOLD
 """max/mean PE busy time above which the run is called imbalanced: the overview's one threshold."""
@@ -73,6 +73,24 @@ def fixed_load(objs: pd.DataFrame, movable_keys: set[tuple[str, str]], pes: int)
     return out
 
 
+def cross_pe_bytes(edges: pd.DataFrame, plan: dict[tuple[str, str], int]) -> tuple[int, int]:
+    """Bytes of the traced messages that crossed PEs, and the bytes that would cross with `plan`
+    (object -> PE; objects it does not place stay on the PE the trace shows them on)."""
+    if edges.empty:
+        return 0, 0
+    e = edges[edges["src_pe"].notna() & edges["dst_pe"].notna()]
+
+    def placed(end: str) -> pd.Series:
+        keys = list(zip(e[f"{end}_coll"].astype(str), e[f"{end}_index"].astype(str)))
+        moved = pd.Series([plan.get(k) for k in keys], index=e.index, dtype="float64")
+        return moved.fillna(e[f"{end}_pe"].astype("float64"))
+
+    nbytes = e["bytes"].fillna(0).astype("int64")
+    before = int(nbytes[e["src_pe"] != e["dst_pe"]].sum())
+    after = int(nbytes[placed("src") != placed("dst")].sum())
+    return before, after
+
+
 def mapping_hint(session: Any, pes: int, objs: pd.DataFrame, mov: pd.DataFrame,
                  edges: pd.DataFrame, chars: list[Characteristic],
                  busy: list[float]) -> tuple[dict[str, Any] | None, list[dict[str, Any]], str]:
@@ -125,6 +143,7 @@ def mapping_hint(session: Any, pes: int, objs: pd.DataFrame, mov: pd.DataFrame,
     justifying = ([justification(c) for c in chars if c.name == why]
                   + [justification(c) for c in chars if c.name == "load_persistence"])
     gain: dict[str, Any] = {"strategy": best, "moves": mapping_gen.moves(current, plan)}
+    gain["cross_pe_bytes_before"], gain["cross_pe_bytes_after"] = cross_pe_bytes(edges, plan)
     if best_pred is not None:
         gain.update({"makespan_ns_before": best_pred["measured_makespan_ns"],
                      "makespan_ns_after": best_pred["predicted_makespan_ns"],
@@ -150,4 +169,14 @@ def explain(best: str, gain: dict[str, Any], chars: list[Characteristic]) -> str
             "metis": "partition objects by load and communication (METIS)"}[best]
     return (f"mapping.json: {what} ({gain['moves']} objects move); the busiest PE carries {ratio:.2f}x the mean "
             f"load and the what-if replay predicts the run drops from {fmt_s(gain.get('makespan_ns_before'))} "
-            f"to {fmt_s(gain.get('makespan_ns_after'))} ({gain.get('speedup')}x).")
+            f"to {fmt_s(gain.get('makespan_ns_after'))} ({gain.get('speedup')}x); {cross_pe_text(gain)}.")
+
+
+def cross_pe_text(gain: dict[str, Any]) -> str:
+    """What the mapping does to the bytes that cross PEs, e.g. 'cross-PE bytes x7.4 (156,000 B -> 1,154,400 B)'."""
+    b, a = gain.get("cross_pe_bytes_before"), gain.get("cross_pe_bytes_after")
+    if b is None or a is None:
+        return "cross-PE bytes unknown"
+    if not b:
+        return f"cross-PE bytes 0 B -> {a:,} B" if a else "no bytes cross PEs before or after"
+    return f"cross-PE bytes x{a / b:.2g} ({b:,} B -> {a:,} B)"

@@ -46,6 +46,10 @@ STALL_SHARE = 0.05
 """Input stalls above 5 % of the time in steps are reported as input-bound."""
 DEVICE_IDLE_SHARE = 0.20
 """A device idle over 20 % of its span (between its first and last kernel) is reported."""
+MIN_MET_CALLS = 3
+"""A collective's slowest rank is named only from at least 3 calls that two or more ranks made."""
+LAST_SHARE = 0.5
+"""...and only when one rank arrived last at more than half of them."""
 MAX_STEP_ROWS = 5000
 """Per-step breakdown rows kept in the JSON result (the per-rank summary always covers all)."""
 
@@ -287,6 +291,48 @@ def _collectives(coll: pd.DataFrame) -> pd.DataFrame:
     return c
 
 
+def collective_arrivals(arr: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per collective, the rank that arrived last (latest start: the one the others waited for),
+    from training_collective_arrivals; `slowest_rank` is None, with `withheld` saying why, when
+    the calls are too few or no rank arrived last at most of them."""
+    out = []
+    for name, g in arr.groupby("name", sort=True):
+        met = int(g["calls"].max())
+        top = g.sort_values(["last", "wait_ns"], ascending=False).iloc[0]
+        row: dict[str, Any] = {"name": str(name), "ranks": int(len(g)), "met_calls": met,
+                               "last_rank": int(top["pe"]), "last_calls": int(top["last"]),
+                               "wait_ns": int(top["wait_ns"]), "slowest_rank": None, "withheld": None}
+        if met < MIN_MET_CALLS:
+            row["withheld"] = f"{met} call(s) met by two or more ranks (at least {MIN_MET_CALLS} needed)"
+        elif top["last"] <= LAST_SHARE * met:
+            row["withheld"] = (f"no rank arrived last at most calls (at most {int(top['last'])} of {met}, "
+                               f"more than {LAST_SHARE:.0%} needed)")
+        else:
+            row["slowest_rank"] = int(top["pe"])
+        out.append(row)
+    return out
+
+
+def _arrival_characteristic(rows: list[dict[str, Any]]) -> Characteristic:
+    """The slowest-rank verdict for collectives, or the reason it is withheld."""
+    named = [r for r in rows if r["slowest_rank"] is not None]
+    ev = tuple(Evidence(f"{r['name']}:last_calls", r["last_calls"], "calls", round(LAST_SHARE * r["met_calls"], 1),
+                        "training_collective_arrivals") for r in rows[:20])  # fmt: skip
+    if not rows:
+        summary = ("Slowest rank of collectives unknown: no collective call was made by two or more ranks "
+                   "(a one-rank trace, or ranks whose calls do not match).")
+    elif not named:
+        why = "; ".join(f"{r['name']}: {r['withheld']}" for r in rows[:3])
+        summary = f"No rank arrived last at most collectives ({why})."
+    else:
+        summary = "Arrived last (the others waited for it): " + "; ".join(
+            f"rank {r['slowest_rank']} at {r['last_calls']} of {r['met_calls']} {r['name']} calls, "
+            f"{r['wait_ns'] / 1e6:.1f} ms of waiting for it" for r in named[:4]) + "."
+    value = [{"name": r["name"], "rank": r["slowest_rank"]} for r in named] or None
+    return Characteristic("training", "collective_slowest_rank", value, ev,
+                          1.0 if named else 0.0, summary)
+
+
 def _stalls(stalls: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     if stalls.empty:
         return pd.DataFrame(columns=["pe", "gaps", "stall_ns", "io_ns", "max_stall_ns", "stall_share"])
@@ -322,7 +368,13 @@ def _characteristics(
             f"Steps are mostly {dominant}: compute {shares['compute']:.0%}, exposed communication "
             f"{shares['comm']:.0%}, overlapped {shares['overlap']:.0%}, idle {shares['idle']:.0%} of step time.",
         ))  # fmt: skip
-    if n_compared:
+    if not per_rank.empty and n_compared < MIN_STEPS:
+        ev = [Evidence("steps_compared", n_compared, "steps", MIN_STEPS, "training_breakdown")]
+        why = ("no step was recorded by two or more ranks" if not n_compared
+               else f"only {n_compared} step(s) recorded by two or more ranks, at least {MIN_STEPS} needed")
+        out.append(Characteristic("training", "stragglers", None, tuple(ev), 0.0,
+                                  f"Straggler unknown: {why}."))
+    elif n_compared:
         ranks = [s["rank"] for s in found]
         ev = [Evidence("steps_compared", n_compared, "steps", MIN_STEPS, "training_breakdown")]
         ev += [
@@ -426,6 +478,7 @@ def analyze(session: Session, config: AnalysisConfig) -> AnalysisResult:
     stalls_raw = engine.query("training_stalls").to_pandas()
     streams = engine.query("training_streams").to_pandas()
     events = engine.query("training_events").to_pandas()
+    arrivals = engine.query("training_collective_arrivals").to_pandas()
 
     per_rank = breakdown_per_rank(steps)
     found, n_compared = stragglers(steps)
@@ -433,6 +486,9 @@ def analyze(session: Session, config: AnalysisConfig) -> AnalysisResult:
     stalls = _stalls(stalls_raw, steps)
     waiting = waiting_stragglers(steps) if n_compared < MIN_STEPS else None
     chars = _characteristics(per_rank, found, n_compared, sizing, stalls, streams, events, waiting)
+    arrived = collective_arrivals(arrivals)
+    if not coll.empty:
+        chars.append(_arrival_characteristic(arrived))
 
     result = AnalysisResult(name="training", characteristics=chars)
     result.sections.update(
@@ -442,6 +498,7 @@ def analyze(session: Session, config: AnalysisConfig) -> AnalysisResult:
         stragglers=found,
         stragglers_by_waiting=waiting,
         collectives=_records(_collectives(coll)) if not coll.empty else [],
+        collective_arrivals=arrived,
         ddp_buckets=sizing,
         phases=_records(phases),
         stalls=_records(stalls),

@@ -59,27 +59,40 @@ def _outputs_of(path: Path) -> Path | None:
     return path if path.name == OUTPUTS_FILE else None
 
 
-def run_compare(base: Path, candidate: Path, baseline_repeat: Path | None, engine: str) -> dict:
-    """Compares what both sides hold: events (performance) and/or model outputs."""
+def run_compare(base: Path, candidate: Path, baseline_repeats: list[Path], engine: str,
+                candidate_repeats: list[Path] | None = None) -> dict:
+    """Compares what both sides hold: events (performance) and/or model outputs. Repeats of the
+    baseline / candidate (further runs) give run-level figures a distribution; the first baseline
+    repeat also gives the outputs' noise floor."""
     from paradise.format import OUTPUTS_FILE
 
-    for p in (base, candidate) + ((baseline_repeat,) if baseline_repeat else ()):
+    candidate_repeats = list(candidate_repeats or [])
+    for p in (base, candidate, *baseline_repeats, *candidate_repeats):
         if not p.exists():
             raise TraceNotFound(f"{p}: no such file or directory")
     result: dict = {"base": str(base), "candidate": str(candidate), "performance": None, "outputs": None}
     if _has_events(base) and _has_events(candidate):
         from paradise.compare.perf import compare_traces
 
-        result["performance"] = compare_traces(base, candidate, engine=engine).to_dict()
+        for p in (*baseline_repeats, *candidate_repeats):
+            if not _has_events(p) and not _outputs_of(p):
+                raise TraceNotFound(f"{p}: a repeat must be a trace of the same program (no trace events here)")
+        result["performance"] = compare_traces(
+            base, candidate, engine=engine, base_repeats=[p for p in baseline_repeats if _has_events(p)],
+            candidate_repeats=[p for p in candidate_repeats if _has_events(p)]).to_dict()
+    elif candidate_repeats:
+        raise TraceNotFound(f"{base}: --candidate-repeat needs trace events on both sides")
     ob, oc = _outputs_of(base), _outputs_of(candidate)
-    if ob and oc:
+    floor = _outputs_of(baseline_repeats[0]) if baseline_repeats else None
+    if ob and oc and (floor or not baseline_repeats):
         from paradise.compare.outputs import compare_outputs
 
-        out = compare_outputs(ob, oc, baseline_repeat=baseline_repeat).to_dict()
+        out = compare_outputs(ob, oc, baseline_repeat=floor).to_dict()
         result["outputs"] = out
         result.update({k: out[k] for k in OUTPUT_KEYS})
-    elif baseline_repeat is not None:
-        raise TraceNotFound(f"{base}: --baseline-repeat needs model outputs ({OUTPUTS_FILE}) on both sides")
+    elif baseline_repeats and result["performance"] is None:
+        raise TraceNotFound(f"{base}: --baseline-repeat needs trace events or model outputs ({OUTPUTS_FILE}) "
+                            "on both sides and in the repeat")
     if result["performance"] is None and result["outputs"] is None:
         missing = base if not (_has_events(base) or ob) else candidate
         raise TraceNotFound(
@@ -93,17 +106,26 @@ def register(app: typer.Typer) -> None:
     def compare_cmd(
         base: Path = typer.Argument(..., help="Baseline: trace file/folder, or a folder/file with outputs.parquet."),
         candidate: Path = typer.Argument(..., help="Candidate, of the same program / evaluation set."),
-        baseline_repeat: Path = typer.Option(
-            None, "--baseline-repeat", help="A repeat of the baseline (other seed/run): shows the noise floor of flips and KL."
+        baseline_repeats: list[Path] = typer.Option(
+            [], "--baseline-repeat", show_default=False,
+            help="Another run of the baseline (repeat the option for more). Traces: run-level figures "
+                 "(makespan, totals, volume) get one sample per run, so a difference can be tested; "
+                 "model outputs: the first repeat gives the noise floor of flips and KL.",
+        ),
+        candidate_repeats: list[Path] = typer.Option(
+            [], "--candidate-repeat", show_default=False,
+            help="Another run of the candidate (repeat the option for more).",
         ),
         engine: str = typer.Option("duckdb", "--engine", help="Stage-1 engine: duckdb or dask."),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     ) -> None:
         """Compare two runs: makespan/step time, per-PE busy/idle, per-entry time, volume;
-        and, when both have model outputs, accuracy, flips and KL divergence."""
+        and, when both have model outputs, accuracy, flips and KL divergence.
+
+        A difference is called significant only from distributions: per-step samples on both sides, or one sample per run with repeats (Mann-Whitney U, two-sided, 95 % confidence; run-level figures such as the makespan need at least 4 runs per side). Two single numbers are shown as "one run each"."""
         if engine not in ENGINES:
             raise InvalidOption(f"--engine {engine!r}: unknown engine (choose {' or '.join(ENGINES)})")
-        result = run_compare(base, candidate, baseline_repeat, engine)
+        result = run_compare(base, candidate, baseline_repeats, engine, candidate_repeats)
         if as_json:
             typer.echo(json.dumps(json_safe(result), indent=2, sort_keys=True, allow_nan=False))
             return

@@ -1,38 +1,35 @@
 """Did the change help? A trace diff: makespan, step time, per-PE busy/idle, per-entry time, volume.
 
-Per-PE busy / idle and per-entry time are the overview's own figures (the ones `paradise
-analyze` prints), totals over the run. Changes are ranked significant first. Where a figure's
-time lies in steps (several on both sides), the change counts as significant when its median
-per step moves by more than the run-to-run spread (|Δmedian| > SIGNIFICANCE_Z · standard error
-of the difference, from each run's MAD, so that a few preempted steps do not hide a real
-change); otherwise when the total moves by more than RELATIVE_THRESHOLD.
+A change is called significant only from distributions: per-step samples on both sides, or one
+sample per run when repeats of each side are given. The test is a two-sided Mann-Whitney U test
+at ALPHA (95 % confidence); two single numbers (one run each, no steps) are shown as "one run
+each" and never called significant. Significant changes are listed first.
 """
 
 from __future__ import annotations
 
-import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from math import comb
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from paradise.compare.stats import mann_whitney_u
 from paradise.engines import Engine, get_engine
 from paradise.store import TraceHandle, open_trace
 
-SIGNIFICANCE_Z = 2.0
-"""About a 95% two-sided band for a normal difference of step medians."""
-RELATIVE_THRESHOLD = 0.05
-"""Without per-step samples, changes under 5% are treated as noise (run-to-run spread seen here: 2-5%)."""
+ALPHA = 0.05
+"""Two-sided significance level of the Mann-Whitney U test: 95 % confidence."""
+TEST_NAME = "Mann-Whitney U, two-sided, alpha 0.05"
 MIN_STEPS = 3
-"""Fewer steps than this give no usable spread."""
-MAD_TO_SIGMA = 1.4826
-"""MAD x 1.4826 estimates the standard deviation of a normal sample."""
-MEDIAN_SE_FACTOR = 1.2533
-"""sqrt(pi/2): standard error of the median relative to that of the mean, for normal samples."""
+"""Fewer steps than this on either side: figures are compared per run instead of per step."""
 TOP_NAMES = 15
-STEP_COVERAGE = 0.9
-"""Per-step samples judge a total only when the steps hold at least this share of it (time
-outside steps, such as idle rows or a coroutine main, would otherwise be judged by zeros)."""
+RELATIVE_THRESHOLD = 0.05
+"""Per-step diff only: an op's time counts as changed when it differs by more than 5 %."""
+
+SIGNIFICANT, WITHIN_NOISE, TOO_FEW, ONE_RUN_EACH = "significant", "within noise", "too few samples", "one run each"
 
 
 @dataclass
@@ -46,9 +43,17 @@ class Change:
     delta: float
     relative: float | None
     significant: bool
-    spread: float | None = None  # standard error of the difference, when steps give one
     statistic: str = "total"
-    """What base and candidate are: "total" over the run, "median" or "mean" per step."""
+    """What base and candidate are: "total" of the run; "median" of the runs' totals (with repeats);
+    step_time: "median" per step, or "mean" per step of each run (fewer than MIN_STEPS steps)."""
+    verdict: str = ONE_RUN_EACH
+    """significant / within noise / too few samples (no p-value below ALPHA possible) / one run each."""
+    basis: str = "one run each"
+    """Where the samples come from: "steps" (per-step samples of all runs), "runs", or "one run each"."""
+    samples_base: int = 1
+    samples_candidate: int = 1
+    p_value: float | None = None
+    test: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -65,6 +70,11 @@ class TraceComparison:
     changes: list[Change] = field(default_factory=list)
     step_diff: list[dict[str, Any]] = field(default_factory=list)
     """Per step (k-th step of each run), the ops added, removed and changed (see step_diff)."""
+    runs_base: int = 1
+    runs_candidate: int = 1
+    repeats_base: list[str] = field(default_factory=list)
+    repeats_candidate: list[str] = field(default_factory=list)
+    test: str = TEST_NAME
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -75,130 +85,163 @@ class TraceComparison:
         return next((c for c in self.changes if c.metric == metric), None)
 
 
-def run_totals(engine: Engine, trace: TraceHandle) -> dict[str, pd.DataFrame]:
-    """Per-PE busy / idle and per-entry-name time of the run, from the overview analysis itself
-    (paradise.analyses.overview): one result read by analyze, report and compare alike."""
-    from paradise.analyses import overview
-    from paradise.analyses.base import AnalysisConfig
-    from paradise.analyses.session import Session
-
-    r = overview.analyze(Session(engine, trace), AnalysisConfig(options={"top": 1 << 62})).sections
-    pe = pd.DataFrame(r["per_pe"], columns=["pe", "busy_ns", "idle_ns"]).dropna(subset=["pe"])
-    ent = pd.DataFrame(r["top_entries"], columns=["name", "total_ns"]).dropna(subset=["name"])
-    return {"pe_totals": pe.groupby("pe")[["busy_ns", "idle_ns"]].sum().astype(float),
-            "name_totals": ent.groupby("name")["total_ns"].sum().astype(float)}
+Tables = dict[str, pd.DataFrame]
 
 
-def _tables(engine: Engine, trace: TraceHandle) -> dict[str, pd.DataFrame]:
+def _tables(engine: Engine) -> Tables:
     return {
         "pe_step": engine.query("compare_pe_step").to_pandas(),
         "name_step": engine.query("compare_name_step").to_pandas(),
         "comm": engine.query("compare_comm").to_pandas(),
-        **run_totals(engine, trace),
+        "pe_time": engine.query("overview_pe_time").to_pandas(),  # the one accounting of PE time
     }
 
 
-def _step_durations(pe_step: pd.DataFrame) -> pd.Series:
+def step_durations(pe_step: pd.DataFrame) -> pd.Series:
+    """Step time per step: from the step's first start (any PE) to the next step's first start; the
+    last step ends at the last end of its rows. Steps so defined never overlap and add up to the
+    iterations (first step's start to the last step's end), even when a runtime without barriers
+    (Charm) runs rows of several steps at once."""
     s = pe_step.dropna(subset=["step"])
     if s.empty:
         return pd.Series(dtype=float)
     g = s.groupby("step")
-    return (g["t_max"].max() - g["t_min"].min()).astype(float)
+    start, end = g["t_min"].min().sort_index(), g["t_max"].max().sort_index()
+    nxt = start.shift(-1)
+    nxt.iloc[-1] = max(float(end.iloc[-1]), float(start.iloc[-1]))
+    return (nxt - start).astype(float)
 
 
-def _median_se(x: pd.Series) -> float:
-    """Standard error of a median from the MAD: robust to the preemption spikes of shared machines."""
-    mad = float((x - x.median()).abs().median())
-    return MEDIAN_SE_FACTOR * MAD_TO_SIGMA * mad / math.sqrt(len(x))
+def _verdict(b: Sequence[float], c: Sequence[float]) -> tuple[str, float | None]:
+    """The verdict for two samples, and the test's p-value."""
+    if len(b) < 2 and len(c) < 2:
+        return ONE_RUN_EACH, None
+    if min(len(b), len(c)) < 1:
+        return TOO_FEW, None
+    p = mann_whitney_u(list(b), list(c)).p_value
+    if 2 / comb(len(b) + len(c), len(b)) >= ALPHA:  # the smallest p these sizes allow
+        return TOO_FEW, p
+    return (SIGNIFICANT if p < ALPHA else WITHIN_NOISE), p
 
 
-def _change(metric: str, unit: str, b: pd.Series | float, c: pd.Series | float, per_step: bool) -> Change:
-    """Compares totals (or step medians) and decides significance from the step spread."""
-    if per_step and isinstance(b, pd.Series) and isinstance(c, pd.Series) and min(len(b), len(c)) >= MIN_STEPS:
-        mb, mc = float(b.median()), float(c.median())
-        se = math.sqrt(_median_se(b) ** 2 + _median_se(c) ** 2)
-        delta = mc - mb
-        sig = abs(delta) > SIGNIFICANCE_Z * se if se > 0 else delta != 0
-        return Change(metric, mb, mc, unit, delta, delta / mb if mb else None, bool(sig), se, "median")
-    vb = float(b.sum()) if isinstance(b, pd.Series) else float(b)
-    vc = float(c.sum()) if isinstance(c, pd.Series) else float(c)
+def _change(metric: str, unit: str, b: Sequence[float], c: Sequence[float], basis: str) -> Change:
+    """Compares two samples (per-step values, one value per run, or one value each)."""
+    sb, sc = pd.Series(list(b), dtype=float), pd.Series(list(c), dtype=float)
+    single = len(sb) == 1 and len(sc) == 1
+    vb = float(sb.iloc[0]) if single else float(sb.median()) if len(sb) else 0.0
+    vc = float(sc.iloc[0]) if single else float(sc.median()) if len(sc) else 0.0
+    verdict, p = _verdict(sb.tolist(), sc.tolist())
     delta = vc - vb
-    rel = delta / vb if vb else None
-    sig = (abs(rel) > RELATIVE_THRESHOLD) if rel is not None else delta != 0
-    return Change(metric, vb, vc, unit, delta, rel, bool(sig))
+    stat = "total" if single else "median"
+    return Change(metric, vb, vc, unit, delta, delta / vb if vb else None, verdict == SIGNIFICANT, stat, verdict,
+                  basis if not single else ONE_RUN_EACH, len(sb), len(sc), p,
+                  TEST_NAME if verdict != ONE_RUN_EACH else None)
 
 
-def _per_step(df: pd.DataFrame, key: str, value: str, k: Any) -> pd.Series:
+def _steps_of(df: pd.DataFrame, key: str, value: str, k: Any) -> list[float]:
     rows = df[(df[key] == k)]
-    return rows.dropna(subset=["step"]).groupby("step")[value].sum().astype(float)
+    return rows.dropna(subset=["step"]).groupby("step")[value].sum().astype(float).tolist()
 
 
-def _total_change(metric: str, b: float, c: float, sb: pd.Series, sc: pd.Series) -> Change:
-    """A run total compared: base and candidate are the totals; the per-step samples decide
-    significance when there are enough of them and the steps hold the total (STEP_COVERAGE)."""
-    total = _change(metric, "ns", b, c, per_step=False)
-    in_steps = (min(len(sb), len(sc)) >= MIN_STEPS and float(sb.sum()) >= STEP_COVERAGE * b
-                and float(sc.sum()) >= STEP_COVERAGE * c)
-    if not in_steps:
-        return total
-    med = _change(metric, "ns", sb, sc, per_step=True)
-    total.significant, total.spread = med.significant, med.spread
-    return total
+def _pooled(runs: list[Tables], table: str, key: str, value: str, k: Any) -> list[float]:
+    """Per-step values of one figure, from every run of a side."""
+    return [v for t in runs for v in _steps_of(t[table], key, value, k)]
 
 
-def _total(table: pd.DataFrame | pd.Series, key: Any, col: str | None = None) -> float:
-    if key not in table.index:
-        return 0.0
-    return float(table.loc[key, col] if col is not None else table.loc[key])
+def _totals(runs: list[Tables], table: str, key: str, value: str, k: Any) -> list[float]:
+    """One total per run."""
+    return [float(t[table].loc[t[table][key] == k, value].sum()) for t in runs]
 
 
-def diff_tables(tb: dict[str, pd.DataFrame], tc: dict[str, pd.DataFrame]) -> list[Change]:
-    """All changes between two sets of stage-1 tables, significant ones first, then by size."""
-    changes: list[Change] = []
-    pb, pc = tb["pe_step"], tc["pe_step"]
-    span_b = float(pb["t_max"].max() - pb["t_min"].min()) if len(pb) else 0.0
-    span_c = float(pc["t_max"].max() - pc["t_min"].min()) if len(pc) else 0.0
-    changes.append(_change("makespan", "ns", span_b, span_c, per_step=False))
-    sb, sc = _step_durations(pb), _step_durations(pc)
+STEPPED_SHARE = 0.5
+"""A per-PE or per-entry figure is tested on per-step samples only when rows inside steps hold at
+least this share (most) of its total on both sides; else the steps would test too small a part of it."""
+
+
+def _figure(metric: str, rb: list[Tables], rc: list[Tables], table: str, key: str, value: str, k: Any,
+            use_steps: bool, totals: str | None = None) -> Change:
+    """A per-PE or per-entry figure: base and candidate are run totals (median over runs), the
+    figure every other view shows (from table `totals` when given: a PE's busy and idle time as
+    overview_pe_time accounts them); the test runs on per-step samples when the steps hold the
+    figure on both sides, else on one total per run."""
+    tb, tc = _totals(rb, totals or table, key, value, k), _totals(rc, totals or table, key, value, k)
+    pb, pc = (_pooled(rb, table, key, value, k), _pooled(rc, table, key, value, k)) if use_steps else ([], [])
+
+    def stepped(samples: list[float], totals: list[float]) -> bool:
+        return len(samples) >= MIN_STEPS and sum(samples) >= STEPPED_SHARE * sum(totals)
+
+    ch = _change(metric, "ns", pb, pc, "steps") if stepped(pb, tb) and stepped(pc, tc) else _change(
+        metric, "ns", tb, tc, "runs")
+    vb, vc = float(pd.Series(tb).median()), float(pd.Series(tc).median())
+    ch.base, ch.candidate, ch.delta, ch.relative = vb, vc, vc - vb, (vc - vb) / vb if vb else None
+    ch.statistic = "total" if len(tb) == len(tc) == 1 else "median"
+    return ch
+
+
+def _makespan(t: Tables) -> float:
+    p = t["pe_step"]
+    return float(p["t_max"].max() - p["t_min"].min()) if len(p) else 0.0
+
+
+def _comm_figures(t: Tables) -> dict[str, float]:
+    cb = t["comm"]
+    out: dict[str, float] = {}
+    for kind in ("send", "collective"):
+        rows = cb[cb["kind"] == kind]
+        if len(rows):
+            out[f"{kind}.messages"] = float(rows["messages"].sum())
+            out[f"{kind}.bytes"] = float(rows["bytes"].sum())
+            if kind == "send" and rows["wire_messages"].sum() != rows["messages"].sum():
+                # comm.json combining: the program's messages travelled in fewer runtime messages
+                out["send.messages_on_wire"] = float(rows["wire_messages"].sum())
+    if len(cb):
+        cross = cb[(cb["kind"] == "send") & cb["peer_pe"].notna() & (cb["peer_pe"] != cb["pe"])]["bytes"].sum()
+        if cross:
+            out["send.bytes_cross_pe"] = float(cross)
+    return out
+
+
+def _comm_changes(rb: list[Tables], rc: list[Tables]) -> list[Change]:
+    fb, fc = [_comm_figures(t) for t in rb], [_comm_figures(t) for t in rc]
+    names = dict.fromkeys(k for f in fb + fc for k in f)
+    if "send.messages_on_wire" in names:  # shown for both sides when either combined
+        for f in fb + fc:
+            f.setdefault("send.messages_on_wire", f.get("send.messages", 0.0))
+    out = []
+    for name in names:
+        unit = "bytes" if name.endswith("bytes") or name.endswith("bytes_cross_pe") else "count"
+        out.append(_change(name, unit, [f.get(name, 0.0) for f in fb], [f.get(name, 0.0) for f in fc], "runs"))
+    return out
+
+
+def diff_runs(rb: list[Tables], rc: list[Tables]) -> list[Change]:
+    """All changes between the runs of two sides (each a list of stage-1 tables), significant first."""
+    changes = [_change("makespan", "ns", [_makespan(t) for t in rb], [_makespan(t) for t in rc], "runs")]
+    sb = [d for t in rb for d in step_durations(t["pe_step"]).tolist()]
+    sc = [d for t in rc for d in step_durations(t["pe_step"]).tolist()]
     use_steps = min(len(sb), len(sc)) >= MIN_STEPS
     if use_steps:
-        changes.append(_change("step_time", "ns", sb, sc, per_step=True))
-    elif len(sb) and len(sc):  # too few steps for a spread: the mean step, judged like a total
-        mean = _change("step_time", "ns", float(sb.mean()), float(sc.mean()), per_step=False)
+        changes.append(_change("step_time", "ns", sb, sc, "steps"))
+    elif sb and sc:  # too few steps for a distribution: the mean step per run, judged per run
+        mean = _change("step_time", "ns", [step_durations(t["pe_step"]).mean() for t in rb],
+                       [step_durations(t["pe_step"]).mean() for t in rc], "runs")
         mean.statistic = "mean"
         changes.append(mean)
-    none = pd.Series(dtype=float)
-    ptb, ptc = tb["pe_totals"], tc["pe_totals"]
-    for pe in sorted(set(ptb.index) | set(ptc.index)):
+    pes = sorted(set().union(*(set(t["pe_step"]["pe"]) for t in rb + rc)))
+    for pe in pes:
         for col, label in (("busy_ns", "busy"), ("idle_ns", "idle")):
-            sb, sc = (_per_step(pb, "pe", col, pe), _per_step(pc, "pe", col, pe)) if use_steps else (none, none)
-            changes.append(_total_change(f"pe{int(pe)}.{label}", _total(ptb, pe, col), _total(ptc, pe, col), sb, sc))
-    nb, nc = tb["name_step"], tc["name_step"]
-    totals = pd.concat([tb["name_totals"], tc["name_totals"]], axis=1).fillna(0)
-    top = totals.max(axis=1).sort_values(ascending=False, kind="stable").head(TOP_NAMES).index
-    for name in top:
-        sb, sc = (_per_step(nb, "name", "total_ns", name), _per_step(nc, "name", "total_ns", name)) if use_steps \
-            else (none, none)
-        changes.append(_total_change(f"entry:{name}", _total(tb["name_totals"], name), _total(tc["name_totals"], name),
-                                     sb, sc))
-    for kind in ("send", "collective"):
-        cb, cc = tb["comm"], tc["comm"]
-        b_rows, c_rows = cb[cb["kind"] == kind], cc[cc["kind"] == kind]
-        if len(b_rows) or len(c_rows):
-            changes.append(_change(f"{kind}.messages", "count", b_rows["messages"].sum(), c_rows["messages"].sum(), False))
-            changes.append(_change(f"{kind}.bytes", "bytes", b_rows["bytes"].sum(), c_rows["bytes"].sum(), False))
-            wb, wc = b_rows["wire_messages"].sum(), c_rows["wire_messages"].sum()
-            if kind == "send" and (wb != b_rows["messages"].sum() or wc != c_rows["messages"].sum()):
-                # comm.json combining: the program's messages travelled in fewer runtime messages
-                changes.append(_change("send.messages_on_wire", "count", wb, wc, False))
-    if len(cb := tb["comm"]) or len(tc["comm"]):
-        cross_b = cb[(cb["kind"] == "send") & cb["peer_pe"].notna() & (cb["peer_pe"] != cb["pe"])]["bytes"].sum()
-        cc = tc["comm"]
-        cross_c = cc[(cc["kind"] == "send") & cc["peer_pe"].notna() & (cc["peer_pe"] != cc["pe"])]["bytes"].sum()
-        if cross_b or cross_c:
-            changes.append(_change("send.bytes_cross_pe", "bytes", cross_b, cross_c, False))
+            changes.append(_figure(f"pe{int(pe)}.{label}", rb, rc, "pe_step", "pe", col, pe, use_steps, "pe_time"))
+    totals = pd.concat([t["name_step"].groupby("name")["total_ns"].sum() for t in rb + rc], axis=1).fillna(0)
+    for name in totals.max(axis=1).sort_values(ascending=False).head(TOP_NAMES).index:
+        changes.append(_figure(f"entry:{name}", rb, rc, "name_step", "name", "total_ns", name, use_steps))
+    changes.extend(_comm_changes(rb, rc))
     changes.sort(key=lambda ch: (not ch.significant, -abs(ch.relative or 0.0)))
     return changes
+
+
+def diff_tables(tb: Tables, tc: Tables) -> list[Change]:
+    """All changes between one run of each side."""
+    return diff_runs([tb], [tc])
 
 
 STEP_DIFF_STEPS = 50
@@ -240,16 +283,24 @@ def step_diff(nb: pd.DataFrame, nc: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def compare_traces(base: str | TraceHandle, candidate: str | TraceHandle, *, engine: str = "duckdb") -> TraceComparison:
-    """Diff of two traces of the same program."""
-    tb_h = base if isinstance(base, TraceHandle) else open_trace(base)
-    tc_h = candidate if isinstance(candidate, TraceHandle) else open_trace(candidate)
-    eb, ec = get_engine(tb_h, engine), get_engine(tc_h, engine)
+def _run_tables(trace: str | Path | TraceHandle, engine: str) -> tuple[TraceHandle, Tables]:
+    h = trace if isinstance(trace, TraceHandle) else open_trace(trace)
+    eng = get_engine(h, engine)
     try:
-        tb, tc = _tables(eb, tb_h), _tables(ec, tc_h)
+        return h, _tables(eng)
     finally:
-        eb.close()
-        ec.close()
+        eng.close()
+
+
+def compare_traces(base: str | Path | TraceHandle, candidate: str | Path | TraceHandle, *, engine: str = "duckdb",
+                   base_repeats: Sequence[str | Path] = (),
+                   candidate_repeats: Sequence[str | Path] = ()) -> TraceComparison:
+    """Diff of two traces of the same program; repeats are further runs of each side, which give
+    run-level figures (makespan, totals, volume) a distribution."""
+    tb_h, tb = _run_tables(base, engine)
+    tc_h, tc = _run_tables(candidate, engine)
+    rb = [tb] + [_run_tables(p, engine)[1] for p in base_repeats]
+    rc = [tc] + [_run_tables(p, engine)[1] for p in candidate_repeats]
     return TraceComparison(
         base=str(tb_h.path),
         candidate=str(tc_h.path),
@@ -257,6 +308,10 @@ def compare_traces(base: str | TraceHandle, candidate: str | TraceHandle, *, eng
         program_candidate=tc_h.program,
         steps_base=int(tb["pe_step"]["step"].nunique()),
         steps_candidate=int(tc["pe_step"]["step"].nunique()),
-        changes=diff_tables(tb, tc),
+        changes=diff_runs(rb, rc),
         step_diff=step_diff(tb["name_step"], tc["name_step"]),
+        runs_base=len(rb),
+        runs_candidate=len(rc),
+        repeats_base=[str(p) for p in base_repeats],
+        repeats_candidate=[str(p) for p in candidate_repeats],
     )

@@ -33,11 +33,14 @@ from paradise.format import SCHEMA, conform, make_metadata
 from paradise.importers import ProgressCallback, Sources, regular_file, source_paths
 from paradise.importers.kineto_arrow import from_numpy, to_numpy, validity
 from paradise.importers.kineto_events import (
+    CC_ANNOTATION,
+    CC_C10D,
     COLLECTIVE_PRIORITY,
     KINDS,
     PASS1_SCHEMA,
     BatchResult,
     EventDecodeError,
+    collective_kind,
     decode_batch,
     validate_batch,
 )
@@ -83,6 +86,7 @@ class _FileInfo:
     threads: dict[str, str] = field(default_factory=dict)
     other_phases: dict[str, int] = field(default_factory=dict)
     collective_classes: set[int] = field(default_factory=set)
+    annotation_kinds: set[str] = field(default_factory=set)
     method: str = "none"
     offset: int = 0
 
@@ -184,6 +188,7 @@ def _pass1(
             for k, v in res.other_phases.items():
                 info.other_phases[k] = info.other_phases.get(k, 0) + v
             info.collective_classes |= res.collective_classes
+            info.annotation_kinds |= res.annotation_kinds
             t = res.table
             if t is None:
                 continue
@@ -307,7 +312,7 @@ def _rewrite(info: _FileInfo, index: _StepIndex, shift: int, reader: pa.ipc.Reco
             for name in batch.schema.names
             if name not in ("_dev", "_cc", "t0", "t1", "step", "msg")
         }
-        _one_row_per_collective(cols, to_numpy(batch.column("_cc"), np.int8), _carrier(info))
+        _one_row_per_collective(cols, to_numpy(batch.column("_cc"), np.int8), info)
         packable = has_msg & (msg >= 0) & (msg < MSG_RANK_SHIFT)
         cols["msg"] = from_numpy(np.where(packable, msg + info.rank * MSG_RANK_SHIFT, msg), has_msg)
         cols["pe"] = from_numpy(np.full(n, info.rank, dtype=np.int32))
@@ -325,11 +330,17 @@ def _carrier(info: _FileInfo) -> int | None:
     return next((c for c in COLLECTIVE_PRIORITY if c in info.collective_classes), None)
 
 
-def _one_row_per_collective(cols: dict[str, Any], cc: np.ndarray, carrier: int | None) -> None:
-    """Keeps `collective` on the carrier's rows; the other twins become exec rows without bytes."""
+def _one_row_per_collective(cols: dict[str, Any], cc: np.ndarray, info: _FileInfo) -> None:
+    """Keeps `collective` on the carrier's rows (one per call); the other twins become exec rows
+    without bytes. Where annotations carry, c10d:: calls of kinds no annotation has carry as well."""
     kind = cols["kind"]
     idx = to_numpy(kind.indices, np.int32)
+    carrier = _carrier(info)
     twin = (idx == _COLL_IDX) & (cc != carrier)
+    if carrier == CC_ANNOTATION:
+        for i in np.flatnonzero(twin & (cc == CC_C10D)).tolist():  # a few per step
+            if collective_kind(str(cols["name"][i].as_py())) not in info.annotation_kinds:
+                twin[i] = False
     if not twin.any():
         return
     cols["kind"] = pa.DictionaryArray.from_arrays(from_numpy(np.where(twin, _EXEC_IDX, idx).astype(np.int32)),

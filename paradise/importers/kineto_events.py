@@ -75,7 +75,22 @@ COLLECTIVE_PRIORITY = (CC_KERNEL, CC_PARAM_COMMS, CC_ANNOTATION, CC_C10D)
 """Per rank, the first twin class present carries the collectives: NCCL/RCCL kernels where the
 rank has any (count per kernel, the time is the transfer), else the program's calls
 (record_param_comms, which carry sizes; else gloo:/nccl: annotations, whose gloo worker spans
-cover the transfer and carry input shapes; else c10d:: ops)."""
+cover the transfer and carry input shapes; else c10d:: ops). Where annotations carry, a c10d::
+call of a kind (collective_kind) no annotation of the rank has is a collective as well: one
+c10d:: call with its backend annotation is one collective, and a call without one still is one."""
+
+
+_KIND_NOISE = ("coalesced", "intotensor", "base", "tensor")
+
+
+def collective_kind(name: str) -> str:
+    """The operation of a c10d:: op or gloo:/nccl: annotation, the same for both twins of a call:
+    c10d::allreduce_ and gloo:all_reduce are "allreduce", c10d::_allgather_base_ and
+    nccl:_all_gather_base "allgather", c10d::alltoall_base_ and nccl:all_to_all "alltoall"."""
+    low = name.lower().rsplit(":", 1)[-1].replace("_", "")
+    for word in _KIND_NOISE:
+        low = low.replace(word, "")
+    return low
 
 NOT_A_COLLECTIVE = frozenset({"wait", "barrier_wait"})
 """`Collective name` values that are waits on a work handle, not collectives."""
@@ -311,6 +326,8 @@ class BatchResult:
     other_phases: dict[str, int] = field(default_factory=dict)
     collective_classes: set[int] = field(default_factory=set)
     """Twin classes (CC_*) of the collective rows in the batch."""
+    annotation_kinds: set[str] = field(default_factory=set)
+    """collective_kind of the batch's gloo:/nccl: annotation rows."""
 
 
 PASS1_SCHEMA = pa.schema(
@@ -586,5 +603,7 @@ def decode_batch(text: bytes) -> BatchResult:
     result.step, result.is_step = step_vals, is_step
     result.msg, result.has_msg = corr
     result.collective_classes = {int(c) for c in np.unique(cc)} - {CC_NONE}
+    result.annotation_kinds = {collective_kind(_text(xs[i].name))
+                               for i in np.flatnonzero(cc == CC_ANNOTATION).tolist()}
     result.table = table
     return result

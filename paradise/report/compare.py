@@ -21,6 +21,17 @@ def _fmt(value: float, unit: str) -> str:
     return f"{value:,.0f}"
 
 
+def verdict_text(ch: dict[str, Any]) -> str:
+    """The verdict with its evidence: p-value and sample sizes, or why there is none."""
+    verdict = ch.get("verdict") or ("significant" if ch["significant"] else "within noise")
+    if verdict == "one run each":
+        return "one run each (no test)"
+    unit = "steps" if ch.get("basis") == "steps" else "runs"
+    n = f"{ch.get('samples_base')} vs {ch.get('samples_candidate')} {unit}"
+    p = ch.get("p_value")
+    return f"{verdict} ({'p=' + format(p, '.3f') + ', ' if p is not None else ''}{n})"
+
+
 def render_performance(perf: dict[str, Any]) -> None:
     c = console()
     c.print(
@@ -34,11 +45,12 @@ def render_performance(perf: dict[str, Any]) -> None:
     for col, justify in (("metric", "left"), ("base", "right"), ("candidate", "right"), ("change", "right"), ("", "left")):
         t.add_column(col, justify=justify)
     for ch in perf["changes"][:SHOW_CHANGES]:
-        metric = ch["metric"] + (f" ({ch['statistic']} per step)" if ch.get("statistic", "total") != "total" else "")
+        per = "per step" if ch["metric"] == "step_time" else "of the runs"
+        metric = ch["metric"] + (f" ({ch['statistic']} {per})" if ch.get("statistic", "total") != "total" else "")
         rel = f"{ch['relative'] * 100:+.1f}%" if ch["relative"] is not None else _fmt(ch["delta"], ch["unit"])
         better = ch["delta"] < 0 if ch["unit"] == "ns" and not ch["metric"].endswith(".idle") else None
         color = "" if not ch["significant"] else ("green" if better else "red" if better is False else "bold")
-        mark = "significant" if ch["significant"] else "within noise"
+        mark = verdict_text(ch)
         t.add_row(
             shown(metric),
             _fmt(ch["base"], ch["unit"]),
@@ -47,6 +59,9 @@ def render_performance(perf: dict[str, Any]) -> None:
             mark,
         )
     c.print(t)
+    c.print(f"significance: {perf.get('test', 'Mann-Whitney U')} on per-step samples, or on one sample per run "
+            f"with repeats ({perf.get('runs_base', 1)} vs {perf.get('runs_candidate', 1)} runs); "
+            "two single numbers are one run each")
     pictures.compare_bars(c, perf["changes"])
     if len(perf["changes"]) > SHOW_CHANGES:
         c.print(f"({len(perf['changes']) - SHOW_CHANGES} more in --json)")

@@ -7,6 +7,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from paradise.report.compare import verdict_text
 from paradise.report.console import console, fmt_ns
 
 MOVES_SHOWN = 8
@@ -58,6 +59,12 @@ def render_demo(result: dict[str, Any]) -> None:
                 f"{'  (* heavy)' if heavy & {m['object'] for m in mv} else ''}")
         c.print(f"the rerun placed {result.get('placed_as_mapped')} of {result.get('mapped_objects')} "
                 "objects where mapping.json says.")
+        gain = result.get("mapping_gain") or {}
+        if "cross_pe_bytes_before" in gain:
+            from paradise.analyses.placement_hint import cross_pe_text
+
+            c.print(f"mapping.json: {cross_pe_text(gain)} (the traced messages, placed as the mapping places "
+                    "their objects).")
     if result.get("combine_streams"):
         c.print(f"comm.json: messages of {result['combine_streams']} stream(s) combined in batches.")
     c.print(t)
@@ -65,10 +72,17 @@ def render_demo(result: dict[str, Any]) -> None:
         st = {c["metric"]: c for c in result["performance"]["changes"]}.get("step_time", {})
         c.print(f"iterations {before['iterations_ns'] / after['iterations_ns']:.2f}x faster with the hints; "
                 f"median step {fmt_ns(st.get('base'))} -> {fmt_ns(st.get('candidate'))} "
-                f"({'significant' if st.get('significant') else 'within noise'}).")
+                f"({verdict_text(st) if st else 'no steps'}).")
     if mk.get("base"):
         speed = mk["base"] / mk["candidate"] if mk.get("candidate") else None
         c.print(f"makespan {mk['relative'] * 100:+.1f}% with the hints"
                 + (f" ({speed:.2f}x faster)" if speed and speed > 1 else "")
-                + f" ({'significant' if mk.get('significant') else 'within noise'}); what-if predicted "
+                + f" ({verdict_text(mk)}); what-if predicted "
                 f"{fmt_ns(pred.get('predicted_makespan_ns'))}.")
+    miss = result.get("prediction") or {}
+    if miss.get("missed"):
+        c.print(f"[bold yellow]the rerun missed the what-if prediction by {miss['off'] * 100:+.0f}% "
+                f"({fmt_ns(miss['predicted_ns'])} predicted, {fmt_ns(miss['measured_ns'])} measured; more than "
+                f"15% off). Likely causes measured here:[/bold yellow]")
+        for cause in miss["causes"]:
+            c.print(f"  - {escape(cause)}")

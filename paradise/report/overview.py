@@ -84,9 +84,10 @@ def _collectives_table(rows: list[dict[str, Any]]) -> Table:
     by_name: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         by_name.setdefault(str(r["name"]), []).append(r)
-    t = Table(title="collectives (per-rank total time: fastest .. slowest rank)", title_justify="left")
+    t = Table(title="collectives (per-rank total time inside them, least .. most; the slowest rank, the one "
+                    "that arrived last, is in the training section)", title_justify="left")
     t.add_column("name")
-    for col in ("ranks", "calls", "bytes", "time min", "time max", "slowest rank"):
+    for col in ("ranks", "calls", "bytes", "time min", "time max", "most time: rank"):
         t.add_column(col, justify="right", no_wrap=True, min_width=len(col))
     for name, rs in sorted(by_name.items()):
         slow = max(rs, key=lambda r: r["total_ns"])

@@ -39,6 +39,19 @@ def _breakdown(rows: list[dict[str, Any]]) -> Table:
     return t
 
 
+def _arrivals(rows: list[dict[str, Any]]) -> Table:
+    t = Table(title="slowest rank per collective: the one that arrived last (the others waited for it)",
+              title_justify="left")
+    t.add_column("name", max_width=MAX_NAME_CHARS, no_wrap=True, overflow="ellipsis")
+    for col in ("ranks", "calls met", "arrived last", "others waited", "slowest rank"):
+        t.add_column(col, justify="right")
+    for r in rows[:MAX_COLLECTIVE_ROWS]:
+        t.add_row(escape(str(r["name"])), str(r["ranks"]), f"{r['met_calls']:,}",
+                  f"rank {r['last_rank']}: {r['last_calls']:,}", fmt_ns(r["wait_ns"]),
+                  str(r["slowest_rank"]) if r["slowest_rank"] is not None else "none (" + str(r["withheld"]) + ")")
+    return t
+
+
 def _collectives(rows: list[dict[str, Any]]) -> Table:
     t = Table(title="collectives by kind and size", title_justify="left")
     t.add_column("name", max_width=MAX_NAME_CHARS, no_wrap=True, overflow="ellipsis")
@@ -97,6 +110,8 @@ def render(console: Console, result: dict[str, Any]) -> None:
             f"rank {r['rank']} {fmt_ns(r['collective_ns'])}" for r in w["ranks"][:MAX_RANK_ROWS]))
     if result.get("collectives"):
         console.print(_collectives(result["collectives"]))
+    if result.get("collective_arrivals"):
+        console.print(_arrivals(result["collective_arrivals"]))
     b = result.get("ddp_buckets")
     if b:
         line = (

@@ -49,3 +49,21 @@ def test_compare_with_and_without_mapping_hint(tmp_path, cli):
     assert perf["steps_base"] >= 16 and perf["steps_candidate"] >= 16
     rc, out, err = cli("compare", tmp_path / "default", tmp_path / "hinted")
     assert rc == 0 and "makespan" in out and "pe0.busy" in out
+
+
+def test_two_runs_of_the_same_program_are_not_a_significant_makespan(tmp_path, cli):
+    # two runs of the same unhinted program: the makespans differ by whatever the machine did, and
+    # one number per side is no distribution, so the makespan is "one run each"
+    args = ["--grid", "4", "4", "--block", "64", "--iters", "12"]
+    require_ok(trace_charm(tmp_path / "a", STENCIL, *args))
+    require_ok(trace_charm(tmp_path / "b", STENCIL, *args))
+    rc, out, err = cli("compare", tmp_path / "a", tmp_path / "b", "--json")
+    assert rc == 0, err
+    by = {c["metric"]: c for c in json.loads(out)["performance"]["changes"]}
+    assert by["makespan"]["base"] != by["makespan"]["candidate"]
+    assert by["makespan"]["verdict"] == "one run each" and not by["makespan"]["significant"]
+    assert by["step_time"]["basis"] == "steps" and by["step_time"]["samples_base"] >= 12
+    rc, out, err = cli("compare", tmp_path / "a", tmp_path / "b")
+    assert rc == 0, err
+    line = next(ln for ln in out.splitlines() if ln.strip("│ ").startswith("makespan"))
+    assert "one run each" in line and "significant" not in line

@@ -69,3 +69,18 @@ def test_rerun_places_every_element_as_mapped(demo):
     want = {(c, i): p for c, objs in doc["collections"].items() for i, p in objs.items()}
     assert placed == want
     assert result["placed_as_mapped"] == result["mapped_objects"] == len(want)
+
+
+def test_prediction_checked_and_cross_pe_bytes_stated(demo):
+    _, result, _ = demo
+    p = result["prediction"]
+    predicted, measured = result["predicted"]["predicted_makespan_ns"], result["after"]["makespan_ns"]
+    assert p["predicted_ns"] == predicted and p["measured_ns"] == measured
+    assert p["off"] == round((measured - predicted) / predicted, 4)
+    assert p["missed"] == (abs(measured - predicted) > 0.15 * predicted)
+    assert bool(p["causes"]) == p["missed"]  # a miss always comes with its likely causes
+    for side in ("before", "after"):
+        run = result["runs"][side]
+        assert run["wall_s"] > 0 and run["load1_after"] >= 0 and run["pes"] == 2
+    gain = result["mapping_gain"]
+    assert gain["cross_pe_bytes_before"] > 0 and gain["cross_pe_bytes_after"] >= 0

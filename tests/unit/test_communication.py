@@ -171,3 +171,46 @@ def test_size_histogram_equals_communication_sizes(tmp_path, make):
         got = communication.size_histogram(eng.query("overview_pe"))
     assert got.schema == expect.schema and got.to_pylist() == expect.to_pylist()
     assert make == "torch_like" or len(got) > 0
+
+
+def _varied_sizes_trace(tmp_path):
+    """3 PEs, 300 messages of varied sizes (halo-like 4,174 B mostly), so that bucket edges and
+    exact quantiles differ; returns the trace and the raw sizes."""
+    import random
+
+    rng = random.Random(5)
+    b = TraceBuilder(3, program="sizes")
+    sizes = []
+    for i in range(300):
+        n = 4174 if i % 3 else rng.randrange(50, 20_000)
+        src, dst = i % 3, (i + 1) % 3
+        b.message(src, i * 1_000, dst, i * 1_000 + 500, i * 1_000 + 800, "Cell.halo", n,
+                  src=("Cell#0", src), dst=("Cell#0", dst))
+        sizes.append(n)
+    return open_trace(b.write(tmp_path / "sizes", parts_per_pe=2, complete=True)), sizes
+
+
+def test_message_size_quantiles_are_exact(tmp_path):
+    import numpy as np
+
+    trace, raw = _varied_sizes_trace(tmp_path)
+    with DuckDBEngine(trace) as eng:
+        r = communication.analyze(Session(eng, trace))
+    c = next(c for c in r.characteristics if c.name == "message_sizes")
+    ev = {e.metric: e.value for e in c.evidence}
+    ordered = np.sort(raw)
+    for q in (0.5, 0.9, 0.99):  # quantile_disc: the ceil(q*n)-th smallest size (a size sent)
+        want = int(ordered[max(0, int(np.ceil(q * len(raw))) - 1)])
+        assert ev[f"p{int(q * 100)}_bytes"] == want and want in raw
+    assert c.value == 4174  # the halo size itself, not its bucket's edge 8191
+    assert ev["small_share"] == round(sum(n <= comm_gen.COMBINE_MAX_BYTES for n in raw) / len(raw), 4)
+    assert "Median message 4,174 B" in c.summary and "exact" in c.summary
+
+
+def test_message_size_quantiles_on_dask_match(tmp_path):
+    from paradise.engines import get_engine
+
+    trace, _ = _varied_sizes_trace(tmp_path)
+    with get_engine(trace, "dask") as eng, DuckDBEngine(trace) as duck:
+        kw = {"small_bytes": comm_gen.COMBINE_MAX_BYTES}
+        assert eng.query("communication_size_quantiles", **kw) == duck.query("communication_size_quantiles", **kw)

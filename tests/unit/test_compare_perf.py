@@ -106,3 +106,109 @@ def test_per_step_diff_on_real_traces(real_data):
     st = cmp.get("step_time")
     assert st.statistic == "mean"  # 2 steps: a mean per step, never a sum labelled step_time
     assert st.base < 0.6 * cmp.get("makespan").base
+
+
+def _mwu_brute(x, y):
+    """Two-sided exact p of the Mann-Whitney U test by enumerating every split of the pooled values."""
+    import itertools
+
+    pooled, n1 = sorted(x + y), len(x)
+
+    def u(a, b):
+        return sum((p > q) + 0.5 * (p == q) for p in a for q in b)
+
+    mid, seen = len(x) * len(y) / 2, abs(u(x, y) - len(x) * len(y) / 2)
+    hits = total = 0
+    for idx in itertools.combinations(range(len(pooled)), n1):
+        a = [pooled[i] for i in idx]
+        b = [pooled[i] for i in range(len(pooled)) if i not in idx]
+        total += 1
+        hits += abs(u(a, b) - mid) >= seen - 1e-9
+    return hits / total
+
+
+def test_mann_whitney_exact_matches_enumeration():
+    from paradise.compare.stats import mann_whitney_u
+
+    rng = random.Random(7)
+    for _ in range(25):
+        x = [rng.random() + 0.2 for _ in range(rng.randint(1, 6))]
+        y = [rng.random() for _ in range(rng.randint(1, 6))]
+        t = mann_whitney_u(x, y)
+        assert t.method == "exact" and abs(t.p_value - _mwu_brute(x, y)) < 1e-12
+
+
+def test_mann_whitney_normal_with_ties():
+    from paradise.compare.stats import mann_whitney_u
+
+    same = mann_whitney_u([5.0] * 120, [5.0] * 130)
+    assert same.p_value == 1.0  # all equal: no evidence of a shift
+    rng = random.Random(3)
+    x = [float(rng.randrange(10)) for _ in range(150)]
+    shifted = mann_whitney_u(x, [v + 3 for v in x])
+    assert shifted.method == "normal" and shifted.p_value < 1e-6
+
+
+def test_one_run_each_is_never_significant(tmp_path):
+    # makespan 20 % shorter, but one number per side: shown, never called significant
+    base = two_pe_run(tmp_path, "base", pe1_work=300, seed=1, steps=2)
+    cand = two_pe_run(tmp_path, "cand", pe1_work=240, seed=2, steps=2)
+    r = compare_traces(base, cand)
+    mk = r.get("makespan")
+    assert mk.relative < -0.15
+    assert mk.verdict == "one run each" and not mk.significant and mk.p_value is None
+    st = r.get("step_time")  # 2 steps each: a mean per run, one number per side
+    assert st.statistic == "mean" and st.verdict == "one run each"
+    assert not any(c.significant for c in r.changes)
+
+
+def test_repeats_give_run_level_figures_a_distribution(tmp_path):
+    base = [two_pe_run(tmp_path, f"b{i}", pe1_work=300, seed=10 + i, steps=2) for i in range(4)]
+    cand = [two_pe_run(tmp_path, f"c{i}", pe1_work=200, seed=20 + i, steps=2) for i in range(4)]
+    r = compare_traces(base[0], cand[0], base_repeats=base[1:], candidate_repeats=cand[1:])
+    mk = r.get("makespan")
+    assert r.runs_base == 4 and r.runs_candidate == 4
+    assert mk.basis == "runs" and mk.samples_base == 4 and mk.samples_candidate == 4
+    # every candidate run is shorter than every base run: exact p = 2 / C(8, 4)
+    assert mk.significant and abs(mk.p_value - 2 / 70) < 1e-12
+    same = compare_traces(base[0], base[1], base_repeats=base[2:3], candidate_repeats=base[3:])
+    assert same.get("makespan").verdict == "too few samples"  # 2 vs 2 runs cannot reach p < 0.05
+    assert not same.get("makespan").significant
+
+
+def test_step_time_of_overlapping_steps(tmp_path):
+    # Charm-like: step s starts every 150 µs on PE 0, but each step's last row ends 800 µs later on
+    # PE 1, so the span of a step's rows overlaps 5 others. Step time is start to next start.
+    b = TraceBuilder(2, program="async")
+    starts = [s * 150_000 for s in range(10)]
+    for s, t in enumerate(starts):
+        b.exec(0, t, t + 100_000, "Cell.work", coll="Cell#0", obj=0, step=s)
+        b.exec(1, t + 700_000, t + 800_000, "Cell.work", coll="Cell#0", obj=1, step=s)
+    path = b.write(tmp_path / "t")
+    r = compare_traces(path, path)
+    from paradise.compare.perf import _tables, step_durations
+    from paradise.engines import get_engine
+    from paradise.store import open_trace
+
+    eng = get_engine(open_trace(path), "duckdb")
+    steps = step_durations(_tables(eng)["pe_step"])
+    eng.close()
+    assert list(steps.iloc[:-1]) == [150_000.0] * 9
+    assert steps.iloc[-1] == 800_000  # the last step: its start to its last end
+    # the steps add up to the iterations: first step's start to the last step's end
+    assert steps.sum() == starts[-1] + 800_000 - starts[0]
+    assert r.get("step_time").base == 150_000
+
+
+def test_cli_repeats(tmp_path, cli):
+    base = [two_pe_run(tmp_path, f"b{i}", pe1_work=300, seed=30 + i, steps=2) for i in range(4)]
+    cand = [two_pe_run(tmp_path, f"c{i}", pe1_work=200, seed=40 + i, steps=2) for i in range(4)]
+    rep = [a for p in base[1:] for a in ("--baseline-repeat", p)] + [a for p in cand[1:] for a in ("--candidate-repeat", p)]
+    rc, out, err = cli("compare", base[0], cand[0], *rep, "--json")
+    assert rc == 0, err
+    perf = json.loads(out)["performance"]
+    mk = next(c for c in perf["changes"] if c["metric"] == "makespan")
+    assert perf["runs_base"] == perf["runs_candidate"] == 4
+    assert mk["verdict"] == "significant" and mk["basis"] == "runs" and mk["samples_base"] == 4
+    rc, out, err = cli("compare", base[0], cand[0], "--candidate-repeat", tmp_path / "nope")
+    assert rc == 2 and "nope" in err and len(err.strip().splitlines()) == 1

@@ -141,3 +141,30 @@ def test_empty_trace_gives_no_hint(tmp_path):
     with DuckDBEngine(trace) as eng:
         r = placement.analyze(Session(eng, trace))
     assert r.hints == [] and r.characteristics == []
+
+
+def test_mapping_hint_states_cross_pe_bytes(tmp_path):
+    # cross-PE bytes before and after, computed here from the trace's send and exec rows and the
+    # mapping's placement of each object
+    import duckdb
+
+    trace, r = run(tmp_path, cs.grid2d(4, 4, 2, 4, cost=heavy_cost))
+    (doc,) = r.hints
+    con = duckdb.connect()
+    rows = con.sql(
+        f"""SELECT s.pe AS src_pe, x.pe AS dst_pe, s.coll AS sc, s.index AS si, x.coll AS dc, x.index AS di,
+                   coalesce(s.bytes, x.bytes) AS bytes
+            FROM read_parquet('{trace.path}/*.parquet', union_by_name=true) s
+            JOIN read_parquet('{trace.path}/*.parquet', union_by_name=true) x ON s.msg = x.msg
+            WHERE s.kind = 'send' AND x.kind = 'exec'""").fetchall()
+    cells = doc["collections"]["Cell#0"]
+    before = sum(b or 0 for sp, dp, *_, b in rows if sp != dp)
+
+    def where(coll, index, pe):
+        return cells.get(index, pe) if coll == "Cell#0" else pe
+
+    after = sum(b or 0 for sp, dp, sc, si, dc, di, b in rows if where(sc, si, sp) != where(dc, di, dp))
+    gain = doc["predicted_gain"]
+    assert (gain["cross_pe_bytes_before"], gain["cross_pe_bytes_after"]) == (before, after)
+    assert before > 0 and after != before
+    assert f"cross-PE bytes x{after / before:.2g} ({before:,} B -> {after:,} B)" in r.sections["hint_explanations"][0]

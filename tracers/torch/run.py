@@ -55,7 +55,13 @@ def _start_profiler(tr: Tracer) -> Any:
         activities.append(torch.profiler.ProfilerActivity.CUDA)
     prof = torch.profiler.profile(activities=activities, schedule=_always_record)
     prof.start()
-    tr.step_callbacks.append(prof.step)
+    prof._paradise_steps = 0  # profiler.step() calls: the windows after the last one are no step
+
+    def step() -> None:
+        prof._paradise_steps += 1
+        prof.step()
+
+    tr.step_callbacks.append(step)
     return prof
 
 
@@ -66,16 +72,26 @@ def _stop_profiler(tr: Tracer, prof: Any, directory: str) -> None:
     suffix = "" if tr.restart == 0 else f".restart-{tr.restart:02d}"
     path = out / f"rank-{tr.rank}{suffix}.json"
     prof.export_chrome_trace(str(path))
-    _add_distributed_info(path, tr.rank, tr.world_size)
+    _add_distributed_info(path, tr.rank, tr.world_size, tail_step=getattr(prof, "_paradise_steps", None))
 
 
-def _add_distributed_info(path: Path, rank: int, world_size: int) -> None:
-    """Adds distributedInfo (rank, world size) when the profile ended after destroy_process_group."""
+def _add_distributed_info(path: Path, rank: int, world_size: int, tail_step: int | None = None) -> None:
+    """Adds distributedInfo (rank, world size) when the profile ended after destroy_process_group;
+    drops the ProfilerStep#<tail_step> window, which runs from the last step's end to the
+    profiler's stop (teardown, no step: a 10-step run has 10 steps, not 11)."""
     import json
 
     doc = json.loads(path.read_text())
+    changed = False
+    if isinstance(doc, dict) and tail_step and isinstance(doc.get("traceEvents"), list):
+        tail = f"ProfilerStep#{tail_step}"
+        kept = [e for e in doc["traceEvents"] if not (isinstance(e, dict) and e.get("name") == tail)]
+        changed = len(kept) != len(doc["traceEvents"])
+        doc["traceEvents"] = kept
     if isinstance(doc, dict) and not isinstance(doc.get("distributedInfo"), dict):
         doc["distributedInfo"] = {"rank": rank, "world_size": world_size}
+        changed = True
+    if changed:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(doc))
         os.replace(tmp, path)
