@@ -37,39 +37,44 @@ idle AS (
     SELECT pe, greatest(t0, $t_start) AS t0, least(t1, $t_end) AS t1 FROM events
     WHERE kind = 'idle' AND t1 > $t_start AND t0 < $t_end AND t1 > t0
 ),
-lanes AS (  -- +1 at each start, -1 at each end, per lane; the depth after each event
+iso AS (  -- alone: no other interval of its lane overlaps it (then all its time is its own)
+    SELECT pe, lane, key, t0, t1,
+           coalesce(max(t1) OVER w <= t0, true) AND coalesce(lead(t0) OVER w >= t1, true) AS alone
+    FROM run
+    WINDOW w AS (PARTITION BY pe, lane ORDER BY t0, t1 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+),
+lanes AS (  -- the intervals that overlap others: +1 at each start, -1 at each end; the depth after each
     SELECT pe, lane, t, key, t1 IS NOT NULL AS opens,
            sum(CASE WHEN t1 IS NULL THEN -1 ELSE 1 END) OVER w AS depth,
            row_number() OVER w AS pos,
            lead(t) OVER w AS t_next
-    FROM (SELECT pe, lane, t0 AS t, key, t1 FROM run
-          UNION ALL SELECT pe, lane, t1, NULL, NULL FROM run)
+    FROM (SELECT pe, lane, t0 AS t, key, t1 FROM iso WHERE NOT alone
+          UNION ALL SELECT pe, lane, t1, NULL, NULL FROM iso WHERE NOT alone)
     WINDOW w AS (PARTITION BY pe, lane ORDER BY t, t1 IS NOT NULL, t1 DESC NULLS LAST)
 ),
-segments AS (  -- [t, t_next) of a lane belongs to the last interval opened at the depth it runs at
+segments AS (  -- each lane's time, each instant to one key: [t, t_next) belongs to the last interval
+               -- opened at the depth it runs at (the innermost running then)
+    SELECT pe, key, t0, t1 FROM iso WHERE alone
+    UNION ALL
     SELECT g.pe, s.key, g.t AS t0, g.t_next AS t1
     FROM (SELECT * FROM lanes WHERE depth > 0 AND t_next > t) g
     ASOF JOIN (SELECT pe, lane, depth, pos, key FROM lanes WHERE opens) s
       ON s.pe = g.pe AND s.lane = g.lane AND s.depth = g.depth AND s.pos <= g.pos
 ),
-marked AS (  -- an interval starts an island when it starts after every earlier interval of its set ended
-    SELECT pe, covered, t0, t1,
-           coalesce(t0 > max(t1) OVER (PARTITION BY pe, covered ORDER BY t0, t1
-                                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), true) AS starts
-    FROM (SELECT pe, false AS covered, t0, t1 FROM run
-          UNION ALL SELECT pe, true, t0, t1 FROM run
-          UNION ALL SELECT pe, true, t0, t1 FROM idle)
-),
-islands AS (  -- disjoint intervals: the union of each PE's running intervals (covered false), of running and idle (true)
-    SELECT pe, covered, min(t0) AS t0, max(t1) AS t1
+swept AS (  -- disjoint parts whose union is the union of a PE's intervals: each interval's part after
+            -- every earlier interval of its set ended (sets: running alone, running and idle together)
+    SELECT pe, covered, greatest(t0, coalesce(prev, t0)) AS t0, t1
     FROM (SELECT pe, covered, t0, t1,
-                 sum(starts::INTEGER) OVER (PARTITION BY pe, covered ORDER BY t0, t1 ROWS UNBOUNDED PRECEDING) AS island
-          FROM marked)
-    GROUP BY pe, covered, island
+                 max(t1) OVER (PARTITION BY pe, covered ORDER BY t0, t1 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+                   AS prev
+          FROM (SELECT pe, false AS covered, t0, t1 FROM run
+                UNION ALL SELECT pe, true, t0, t1 FROM run
+                UNION ALL SELECT pe, true, t0, t1 FROM idle))
+    WHERE t1 > coalesce(prev, t0)
 ),
 iv AS (  -- what: 0 a key's own time on its lane, 1 busy (union of running), 2 busy or idle (union of both)
     SELECT pe, 0 AS what, key, t0, t1 FROM segments
-    UNION ALL SELECT pe, CASE WHEN covered THEN 2 ELSE 1 END, NULL, t0, t1 FROM islands
+    UNION ALL SELECT pe, CASE WHEN covered THEN 2 ELSE 1 END, NULL, t0, t1 FROM swept
 ),
 fine AS (
     SELECT pe, what, key, bin,
