@@ -19,18 +19,20 @@
 --   pe       int32     PE or rank (levels 0 and 2), null on level 1
 --   bin      int64     bin number: (t - $t_start) // $bin_ns (levels 0 and 1), null on level 2
 --   key      string    levels 1 and 2: entry method name, or the op category when $by_cat is true
---                      (coalesce(cat, name)), '(unnamed)' for rows with neither; null on level 0
---                      and on the idle rows of levels 1 and 2
+--                      (coalesce(cat, name)), '(unnamed)' for rows with neither; only the keys in
+--                      $keys (the busiest, report_top_keys.sql) keep their name, the rest are summed
+--                      under $other, so the result stays small whatever the number of names; null
+--                      on level 0 and on the idle rows of levels 1 and 2
 --   busy_ns  double ns running time inside the bin (level 0: the union; levels 1, 2: the key's share)
 --   idle_ns  double ns idle time inside the bin (rows with a null key)
 -- merge: keys(level, pe, bin, key) sum(busy_ns, idle_ns)
 -- Exact when all rows of a PE are in one group of files (the Dask engine keeps each PE's files
 -- together): the unions are per PE.
 WITH run AS (
-    SELECT pe, coalesce(CASE WHEN $by_cat THEN coalesce(cat, name) ELSE name END, '(unnamed)') AS key,
+    SELECT pe, CASE WHEN list_contains($keys::VARCHAR[], k) THEN k ELSE $other END AS key,
            CASE WHEN kind = 'phase' THEN -2 WHEN stream IS NOT NULL THEN -1 - 2 * stream ELSE coalesce(tid, 0) END AS lane,
            greatest(t0, $t_start) AS t0, least(t1, $t_end) AS t1
-    FROM running
+    FROM (SELECT *, coalesce(CASE WHEN $by_cat THEN coalesce(cat, name) ELSE name END, '(unnamed)') AS k FROM running)
     WHERE t1 > $t_start AND t0 < $t_end AND t1 > t0
 ),
 idle AS (

@@ -47,8 +47,7 @@ def analysed(tmp_path_factory):
     def get(name: str) -> tuple[Path, Path, dict]:
         if name not in cache:
             script, *args = RUNS[name]
-            if not (EXAMPLES / script).exists():
-                pytest.skip(f"{EXAMPLES / script} not written yet")
+            assert (EXAMPLES / script).exists(), f"{EXAMPLES / script}: the example is missing"
             base = tmp_path_factory.mktemp(name)
             require_ok(trace_charm(base / "trace", EXAMPLES / script, *args, pes=2))
             proc = subprocess.run([bin_path("paradise"), "analyze", str(base / "trace"), "--json",

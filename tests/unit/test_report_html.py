@@ -67,8 +67,10 @@ def test_bins_add_up_to_the_traces_running_and_idle_time(traces, which):
     t_first = min(r["t0"] for r in times)
     t_end = max(r["t1"] or r["t0"] for r in times) + 1
     with DuckDBEngine(handle) as eng:
+        keys = gather.top_keys(eng, t_first, t_end, which == "torch", 2)
         t = eng.query("report_bins", t_start=t_first, t_end=t_end, bin_ns=997, n_bins=(t_end - t_first) // 997 + 1,
-                      by_cat=which == "torch").to_pylist()
+                      by_cat=which == "torch", keys=keys, other=gather.OTHER).to_pylist()
+    assert {r["key"] for r in t if r["level"] == 1} <= {*keys, gather.OTHER, None} and len(keys) == 2
     busy, idl, by_key, pe_key = defaultdict(float), defaultdict(float), 0.0, defaultdict(float)
     for r in t:
         if r["level"] == 0:
