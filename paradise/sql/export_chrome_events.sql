@@ -61,7 +61,12 @@ FROM (
 UNION ALL
 SELECT '{"ph":"X","name":' || to_json(coalesce(name, '')) || ',"cat":' || to_json(coalesce(cat, 'exec'))
        || ',"ts":' || CAST(t0 / 1000 AS VARCHAR) || ',"dur":' || CAST((t1 - t0) / 1000 AS VARCHAR) || ',"pid":' || pe
-       || ',"tid":' || (CASE WHEN stream IS NOT NULL THEN 1000000000 + stream ELSE coalesce(tid, 0) END)
+       || ',"tid":' || (CASE  -- lanes as for the other records below
+                            WHEN stream IS NOT NULL THEN 1000000000 + (CAST(stream AS BIGINT) % 1000000000 + 1000000000) % 1000000000
+                            WHEN tid IS NULL THEN 0
+                            WHEN tid BETWEEN 0 AND 999999999 THEN tid
+                            ELSE 3000000000 + (tid % 1000000000 + 1000000000) % 1000000000
+                        END)
        || ',"args":' || (CASE WHEN kind = 'piece'
                               THEN json_object('kind', kind, 'exec_t0', exec_t0, 'coll', coll, 'index', index,
                                                'step', step, 'msg', msg)

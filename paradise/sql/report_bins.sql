@@ -30,7 +30,8 @@
 -- together): the unions are per PE.
 WITH run AS (
     SELECT pe, CASE WHEN list_contains($keys::VARCHAR[], k) THEN k ELSE $other END AS key,
-           CASE WHEN kind = 'phase' THEN -2 WHEN stream IS NOT NULL THEN -1 - 2 * stream ELSE coalesce(tid, 0) END AS lane,
+           CASE WHEN kind = 'phase' THEN CAST(1 AS HUGEINT) << 100 WHEN stream IS NOT NULL THEN 2 * CAST(stream AS HUGEINT) + 1
+                ELSE 2 * CAST(coalesce(tid, 0) AS HUGEINT) END AS lane,  -- phases (2^100), streams (odd), threads (even)
            greatest(t0, $t_start) AS t0, least(t1, $t_end) AS t1
     FROM (SELECT *, coalesce(CASE WHEN $by_cat THEN coalesce(cat, name) ELSE name END, '(unnamed)') AS k FROM running)
     WHERE t1 > $t_start AND t0 < $t_end AND t1 > t0
