@@ -6,11 +6,13 @@ process tree (bench/import_vs_hta.measure). Inputs: the two real exports from
 times (every event table's rows repeated, shifted in time and correlation id, so links stay
 unique), to show how each side grows.
 
-Pipit: PyPI's `pipit` is an empty 0.0.1 placeholder (no readers), so Pipit runs only from a
-checkout of hpcgroup/pipit given with --pipit-src, in its own venv under .bench/pipit-venv (pandas,
-numpy; never a project dependency). Without it the Pipit columns say why. A third column,
-`pandas`, reads the same tables with pandas.read_sql_query (what any pandas reader such as
-Pipit's does first, before its melt, sort and matching): a floor for such readers, not Pipit.
+Pipit: PyPI's `pipit` is an empty 0.0.1 placeholder (no readers), so Pipit runs only from its
+source given with --pipit-src (a folder holding the `pipit` package; see docs/benchmarks.md for the
+files and commit used), in its own venv under .bench/pipit-venv (pandas, numpy; never a project
+dependency). Without it the Pipit columns say why; where Pipit's reader fails on a file, the cells
+say `fail` and the error is printed under the table. A third column, `pandas`, reads the same tables
+with pandas.read_sql_query (the first step of any pandas reader such as Pipit's): a floor for such
+readers, not Pipit.
 
 Run: flock /tmp/paradise-bench.lock .venv/bin/python bench/import_vs_pipit_nsys.py [--replicas 10,50]
      [--repeat 3] [--pipit-src DIR]
@@ -61,7 +63,15 @@ q = {
 frames = [pd.read_sql_query(sql, con) for t, sql in q.items() if t in names]
 print(sum(len(f) for f in frames))
 """
-PIPIT_CODE = "import sys, pipit; t = pipit.Trace.from_nsight_sqlite(sys.argv[1]); print(len(t.events))"
+PIPIT_CODE = """
+import inspect, sys, pipit, pipit.trace
+if "parallelism_levels" not in inspect.signature(pipit.trace.Trace.__init__).parameters:
+    # a later reader revision passes parallelism_levels, which the stored Trace lacks: taken and ignored
+    init = pipit.trace.Trace.__init__
+    pipit.trace.Trace.__init__ = lambda self, d, e, cct=None, parallelism_levels=None: init(self, d, e, cct)
+t = pipit.Trace.from_nsight_sqlite(sys.argv[1])
+print(len(t.events))
+"""
 
 
 def replicate(src: Path, dest: Path, times: int) -> Path:
@@ -107,6 +117,28 @@ def ensure_pipit(src: str | None) -> tuple[Path | None, str]:
     return py, ""
 
 
+def last_error(text: str) -> str:
+    """The exception line of a traceback (its class and the start of its message) and its last line."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    head = next((ln for ln in reversed(lines) if ln.split(":")[0].endswith(("Error", "Exception"))), "")
+    return head[:90] + (" ... " + lines[-1].lstrip("'\" :") if lines and lines[-1] != head else "")
+
+
+def needs_adapter(src: Path) -> bool:
+    """Whether the reader passes parallelism_levels to a Trace whose __init__ does not take it."""
+    reader = (src / "pipit" / "readers" / "nsight_sqlite_reader.py").read_text()
+    init = (src / "pipit" / "trace.py").read_text().split("def __init__", 1)[-1].split(":", 1)[0]
+    return "parallelism_levels=" in reader and "parallelism_levels" not in init
+
+
+def pipit_versions(py: Path) -> str:
+    """The pandas and numpy versions of Pipit's venv (its reader is pandas throughout)."""
+    r = subprocess.run([str(py), "-c", "import pandas, numpy; print(pandas.__version__, numpy.__version__)"],
+                       capture_output=True, text=True)
+    pd_v, np_v = (r.stdout.split() + ["?", "?"])[:2]
+    return f"python {'.'.join(map(str, sys.version_info[:2]))}, pandas {pd_v}, numpy {np_v}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--replicas", default="10,50")
@@ -122,6 +154,7 @@ def main() -> None:
     print(f"{'file':<40} {'MiB':>5} {'rows':>8} | {'wall s: CLI':>11} {'API':>5} {'pandas':>6} {'Pipit':>6} | "
           f"{'CPU s: CLI':>10} {'API':>5} {'pandas':>6} {'Pipit':>6} | {'PSS MiB: CLI':>12} {'API':>4} "
           f"{'pandas':>6} {'Pipit':>6} | {'CPU ratio pandas/API':>20} {'Pipit/API':>9}")
+    failures: list[str] = []
     for f in inputs:
         con = sqlite3.connect(f"file:{f}?mode=ro", uri=True)
         names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -130,10 +163,15 @@ def main() -> None:
         cli = median_measure([paradise, "import", "nsys", str(f), "-o", str(out), "--force"], a.repeat)
         api = median_measure([sys.executable, "-c", API_CODE, str(f), str(out)], a.repeat)
         pd_ = median_measure([sys.executable, "-c", PANDAS_CODE, str(f)], a.repeat)
-        pip = median_measure([str(pipit_py), "-c", PIPIT_CODE, str(f)], a.repeat, env) if pipit_py else None
+        pip = None
+        if pipit_py:
+            try:
+                pip = median_measure([str(pipit_py), "-c", PIPIT_CODE, str(f)], a.repeat, env)
+            except RuntimeError as e:
+                failures.append(f"{f.name}: {last_error(str(e))}")
 
         def col(m, key, width, fmt):
-            return f"{m[key]:>{width}{fmt}}" if m else f"{'n/a':>{width}}"
+            return f"{m[key]:>{width}{fmt}}" if m else f"{'fail' if pipit_py else 'n/a':>{width}}"
 
         print(f"{f.name[:40]:<40} {f.stat().st_size / 2**20:>5.1f} {rows:>8} | {cli['wall']:>11.2f} "
               f"{api['wall']:>5.2f} {pd_['wall']:>6.2f} {col(pip, 'wall', 6, '.2f')} | {cli['cpu']:>10.2f} "
@@ -144,6 +182,13 @@ def main() -> None:
           "import_trace in a bare python; pandas = read_sql_query of the same tables (a floor, not Pipit)")
     if pipit_py is None:
         print(f"Pipit: not run ({why})")
+    else:
+        print(f"Pipit: Trace.from_nsight_sqlite from {a.pipit_src}, {pipit_versions(pipit_py)}")
+        if needs_adapter(Path(a.pipit_src)):
+            print("Pipit: its reader passes Trace(parallelism_levels=...), which its trace.py lacks: "
+                  "the bench's Trace.__init__ takes and ignores it")
+    for line in failures:
+        print(f"Pipit failed on {line}")
 
 
 if __name__ == "__main__":
