@@ -18,7 +18,6 @@ from typing import Any
 
 HINTS_FORMAT = "paradise-hints/1"
 KNOWN_MAJORS = ("1",)
-KINDS = ("mapping", "schedule", "comm", "checkpoint")
 MAX_HINT_BYTES = 64 << 20
 """Largest hint file read (a mapping of a million elements is about 20 MB): reading is bounded."""
 
@@ -31,9 +30,20 @@ class HintError(Exception):
     """
 
 
-ADVISORY_KINDS = frozenset({"schedule"})
-"""Hint kinds that no paradise runtime consumer reads: schedule.json is advice for runtimes with
-message priorities (Charm++ C++); charm4py's Python API has none. Written only on request."""
+
+
+def envelope_kinds() -> tuple[str, ...]:
+    """The `kind` values a hint file may hold: those of the registry (hints.kinds)."""
+    from hints.kinds import KINDS
+
+    return tuple(dict.fromkeys(k.envelope for k in KINDS.values()))
+
+
+def advisory_kinds() -> frozenset[str]:
+    """Hint files no paradise runtime consumer reads (the registry says why): written only on request."""
+    from hints.kinds import KINDS, Absent
+
+    return frozenset(k.file.removesuffix(".json") for k in KINDS.values() if isinstance(k.consumer, Absent))
 
 
 def provenance(*, trace_fingerprint: str, program: str, pes: int | None, source: str) -> dict[str, Any]:
@@ -62,7 +72,7 @@ def make_hint(
     predicted_gain: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The envelope around a hint payload."""
-    if kind not in KINDS:
+    if kind not in envelope_kinds():
         raise ValueError(f"unknown hint kind {kind!r}")
     return {
         "format": HINTS_FORMAT,

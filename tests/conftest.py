@@ -37,7 +37,7 @@ def bin_path(name: str) -> str:
 
 @pytest.fixture
 def cli():
-    """Runs the paradise CLI in-process and returns (exit_code, stdout, stderr)."""
+    """Runs the installed `paradise` CLI as a subprocess (as a user would) and returns (exit_code, stdout, stderr)."""
 
     def run(*args: str) -> tuple[int, str, str]:
         import subprocess

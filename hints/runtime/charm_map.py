@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hints.format import HintError, index_tuple, load_hint
+from hints.format import HintError, index_tuple
 
 
 def default_pe(index: tuple, dims: tuple | None, pes: int) -> int:
@@ -82,28 +82,12 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def parse_mapping(doc: dict[str, Any], path: Path, pes: int) -> dict[str, dict[tuple, int]]:
-    """The payload's collections as {coll: {index tuple: pe}}; refuses damaged entries."""
-    made_for = doc.get("pes")
-    if made_for is not None and (type(made_for) is not int or made_for != pes):
-        raise HintError(f"{path}: made for {made_for!r} PEs, this run has {pes}")
-    colls = doc.get("collections")
-    if not isinstance(colls, dict):
-        raise HintError(f"{path}: field 'collections' should be an object")
-    out: dict[str, dict[tuple, int]] = {}
-    for coll, entries in colls.items():
-        if not isinstance(entries, dict):
-            raise HintError(f"{path}: collection {coll!r} should map index text to a PE")
-        table = {}
-        for key, pe in entries.items():
-            idx = index_tuple(key)
-            if idx is None:
-                raise HintError(f"{path}: collection {coll!r}: bad index {key[:80]!r} (want e.g. '[0,1]')")
-            if type(pe) is not int or not 0 <= pe < pes:
-                raise HintError(f"{path}: collection {coll!r} index {key}: PE {pe!r} is not in 0..{pes - 1}")
-            table[idx] = pe
-        out[coll] = table
-    return out
+def parse_mapping(path: Path, program: str | None, pes: int) -> dict[str, dict[tuple, int]]:
+    """mapping.json as {coll: {index tuple: pe}}, judged by the mapping kind's one validation."""
+    from hints.kinds import KINDS
+
+    colls = KINDS["mapping"].load(path, program=program, pes=pes)
+    return {coll: {index_tuple(key): pe for key, pe in entries.items()} for coll, entries in colls.items()}
 
 
 class MappingConsumer:
@@ -122,8 +106,10 @@ class MappingConsumer:
 
         register(_map_class())
 
-    def _refuse(self, why: str) -> None:
-        print(f"paradise: mapping refused: {why}; using the default map", file=sys.stderr, flush=True)
+    def _refuse(self, exc: HintError) -> None:
+        from hints.kinds import KINDS
+
+        print(KINDS["mapping"].refusal(exc), file=sys.stderr, flush=True)
 
     def _load(self, pes: int) -> None:
         self.loaded = True
@@ -131,10 +117,9 @@ class MappingConsumer:
             print(f"paradise: no mapping in {self.path.parent}; using the default map", file=sys.stderr, flush=True)
             return
         try:
-            doc = load_hint(self.path, "mapping", program=self.program, pes=pes)
-            self.table = parse_mapping(doc, self.path, pes)
+            self.table = parse_mapping(self.path, self.program, pes)
         except HintError as exc:
-            self._refuse(str(exc))
+            self._refuse(exc)
 
     def map_for(self, coll: str, dims) -> Any:
         """A ParadiseMap group for collection `coll`, or None to keep charm4py's default map."""
@@ -152,8 +137,8 @@ class MappingConsumer:
         if shape is not None:
             bad = [k for k in entries if len(k) != len(shape) or any(not 0 <= i < d for i, d in zip(k, shape))]
             if bad:
-                self._refuse(f"{self.path}: collection {coll!r} has no element {list(bad[0])} "
-                             f"(the array is {'x'.join(map(str, shape))})")
+                self._refuse(HintError(f"{self.path}: collection {coll!r} has no element {list(bad[0])} "
+                                       f"(the array is {'x'.join(map(str, shape))})"))
                 return None
             missing = math.prod(shape) - len(entries)
             if missing > 0:

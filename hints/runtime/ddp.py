@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hints.format import HintError, load_hint
+from hints.format import HintError
+from hints.kinds import KINDS
 
 ENV_HINTS = "PARADISE_HINTS"
 
@@ -34,17 +35,12 @@ def bucket_cap_mb(hints_dir: str | os.PathLike | None, program: str | None, worl
     path = Path(hints_dir) / "comm.json"
     if not path.exists():
         return None
+    kind = KINDS["ddp"]
     try:
-        doc = load_hint(path, "comm", program=program, pes=world_size)
-        cap = (doc.get("ddp") or {}).get("bucket_cap_mb")
-        if cap is None:
-            return None
-        if isinstance(cap, bool) or not isinstance(cap, (int, float)) or not cap > 0:
-            raise HintError(f"{path}: ddp.bucket_cap_mb should be a positive number, not {cap!r}")
+        return kind.load(path, program=program, pes=world_size)
     except HintError as exc:
-        _say(f"comm.json refused: {exc}; DDP keeps its bucket size")
+        _say(kind.refusal(exc).removeprefix("paradise: "))
         return None
-    return float(cap)
 
 
 def install(hints_dir: str | os.PathLike, program: str) -> None:

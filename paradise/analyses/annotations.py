@@ -15,8 +15,8 @@ from paradise.units import count, duration
 
 
 def applies(trace: TraceHandle) -> bool:
-    """Kineto traces (user annotations are profiler categories)."""
-    return trace.source == "kineto"
+    """Kineto and Nsight Systems traces (user annotations and NVTX ranges are profiler categories)."""
+    return trace.source in ("kineto", "nsys")
 
 
 def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisResult:

@@ -128,7 +128,7 @@ def write_hints(results: dict[str, AnalysisResult], directory: Path, force: bool
                 advisory: bool = False) -> tuple[list[str], list[str]]:
     """Writes every hint document; returns (paths written, notes). Refuses to overwrite unforced.
     Advisory kinds (no runtime consumer here) are written only with `advisory`."""
-    from hints.format import ADVISORY_KINDS, HintError, write_hint
+    from hints.format import HintError, advisory_kinds, write_hint
 
     docs: list[tuple[str, dict[str, Any]]] = []
     warnings: list[str] = []
@@ -136,7 +136,7 @@ def write_hints(results: dict[str, AnalysisResult], directory: Path, force: bool
     for name, result in results.items():
         for doc in result.hints:
             kind = str(doc.get("kind"))
-            if kind in ADVISORY_KINDS and not advisory:
+            if kind in advisory_kinds() and not advisory:
                 g = doc.get("predicted_gain") or {}
                 gain = (f" (what-if: {g['makespan_ns_before'] / 1e9:.3f} s -> {g['makespan_ns_after'] / 1e9:.3f} s)"
                         if "makespan_ns_before" in g and "makespan_ns_after" in g else "")

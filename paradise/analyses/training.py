@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from hints.generators.ddp import EXPOSED_COMM_SHARE, FEW_BUCKETS, LATENCY_SHARE_MAX, suggest
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence, json_scalar
 from paradise.analyses.session import Session
 from paradise.importers import training_like
@@ -28,16 +29,8 @@ equally fast ranks at >= 75 % of 20 steps with probability ~2 %, an injected slo
 MIN_STEPS = 4
 """Fewer common steps than this say nothing about persistence: no straggler verdict."""
 
-LATENCY_SHARE_MAX = 0.20
-"""A DDP bucket is too small when the per-call latency is over 20 % of its all-reduce time."""
-EXPOSED_COMM_SHARE = 0.10
-"""Communication not hidden behind compute above 10 % of step time is worth overlapping."""
-FEW_BUCKETS = 2
-"""At most this many buckets per step leaves backward nothing to overlap with: buckets too large."""
 SMALL_COLLECTIVE_BYTES = 64 * 1024
 """Collectives up to 64 KiB estimate the per-call latency (their transfer time is negligible)."""
-MIN_BUCKET_MB = 1.0
-"""Never suggest buckets under 1 MB (DDP's own first bucket is 1 MiB)."""
 
 TRANSFER_CATS = ("ddp_bucket", "c10d")
 """Collective rows (besides device kernels and gloo: annotations) whose duration covers the transfer."""
@@ -234,30 +227,11 @@ def bucket_sizing(
         else round(latency / (latency + mean_bucket / bw), 4),
         "exposed_comm_share": round(exposed, 4),
         "backward_ns_per_step": int(backward_per_step),
-        "verdict": "ok",
-        "suggested_bucket_cap_mb": None,
-        "predicted_gain_ns_per_step": 0,
     }
     mean_step = float(steps["step_ns"].mean()) if not steps.empty else 0.0
-    if (
-        info["latency_share"] is not None
-        and info["latency_share"] > LATENCY_SHARE_MAX
-        and buckets_per_step > 1
-    ):
-        cap_mb = max(MIN_BUCKET_MB, math.ceil(min_good / 1e6 * 10) / 10)
-        new_n = max(1.0, math.ceil(bytes_per_step / (cap_mb * 1e6)))
-        info.update(verdict="too_small", suggested_bucket_cap_mb=cap_mb,
-                    predicted_gain_ns_per_step=int(max(0.0, buckets_per_step - new_n) * latency))  # fmt: skip
-    elif buckets_per_step <= FEW_BUCKETS and exposed > EXPOSED_COMM_SHARE and backward_per_step > 0:
-        cap_mb = max(
-            MIN_BUCKET_MB, round(bytes_per_step / 4 / 1e6, 1), math.ceil((min_good or 0) / 1e6 * 10) / 10
-        )
-        if cap_mb * 1e6 < bytes_per_step / buckets_per_step:
-            # Up to 3/4 of the exposed communication can hide behind backward with 4 buckets.
-            gain = min(exposed * mean_step, backward_per_step) * 0.75
-            info.update(
-                verdict="too_large", suggested_bucket_cap_mb=cap_mb, predicted_gain_ns_per_step=int(gain)
-            )
+    info.update(suggest(latency_ns=latency, latency_share=info["latency_share"], min_good_bytes=min_good,
+                        buckets_per_step=buckets_per_step, bytes_per_step=bytes_per_step, exposed=exposed,
+                        backward_per_step=backward_per_step, mean_step_ns=mean_step))
     return info
 
 

@@ -63,7 +63,12 @@ MAX_GPUS = 10_000_000
 _SCHEDULER_RE = re.compile(r"^(?:(?:tcp|tls|ucx|ws|wss|inproc)://)?[\w.\-\[\]:]+:\d{1,5}$")
 
 
-def check_analyze_options(*, top: int, mtbf_hours: float | None, gpus: int | None, scheduler: str | None) -> None:
+MAX_LOCAL_WORKERS = 256
+"""Most worker processes of --scheduler local: each is a Python interpreter with DuckDB loaded."""
+
+
+def check_analyze_options(*, top: int, mtbf_hours: float | None, gpus: int | None, scheduler: str | None,
+                          workers: int | None = None) -> None:
     """Values within their ranges before any work starts; one line naming the option otherwise."""
     if not 1 <= top <= MAX_TOP:
         raise InvalidOption(f"--top: {top} is out of range (1..{MAX_TOP})")
@@ -73,6 +78,8 @@ def check_analyze_options(*, top: int, mtbf_hours: float | None, gpus: int | Non
         raise InvalidOption(f"--gpus: {gpus} is out of range (1..{MAX_GPUS})")
     if scheduler is not None and scheduler != "local" and not _SCHEDULER_RE.match(scheduler):
         raise InvalidOption(f"--scheduler {scheduler!r}: not a scheduler address (tcp://host:8786, or local)")
+    if workers is not None and not 1 <= workers <= MAX_LOCAL_WORKERS:
+        raise InvalidOption(f"--workers: {workers} is out of range (1..{MAX_LOCAL_WORKERS})")
 
 
 def check_hints_folder(directory: Path) -> None:
@@ -101,28 +108,6 @@ def _utilization_bins(handle: Any, engine: str, scheduler: str | None, overview:
         eng.close()
 
 
-def keep_freed_memory() -> None:
-    """Tells glibc's malloc to keep freed memory for reuse instead of handing it back to the
-    kernel: one arena for all threads, no mmap for large blocks, no trimming. An analysis
-    frees and reallocates arrays of tens of MB many times; on virtual machines that return
-    freed guest pages to the host (free page reporting) every fresh page costs a host fault,
-    and this setting cut `paradise analyze`'s page faults by about a third on a 10-million-row
-    trace (docs/benchmarks.md). A no-op where the C library is not glibc."""
-    import ctypes
-    import platform
-
-    if platform.libc_ver()[0] != "glibc":
-        return
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    m_trim_threshold, m_top_pad, m_mmap_max, m_arena_max = -1, -2, -4, -8  # <malloc.h>
-    for option, value in ((m_arena_max, 1), (m_mmap_max, 0), (m_trim_threshold, -1), (m_top_pad, 1 << 27)):
-        mallopt(option, value)  # trim threshold -1: never trim
-
-
 def register(app: typer.Typer) -> None:
     @app.command("analyze")
     def analyze_cmd(
@@ -137,7 +122,7 @@ def register(app: typer.Typer) -> None:
             None, "--memory-limit", metavar="SIZE", help="Memory the analysis may use, e.g. 4GiB (default: half "
             "of physical memory); DuckDB spills to disk beyond its share, under $TMPDIR."
         ),
-        workers: int | None = typer.Option(None, "--workers", min=1, help="Workers of --scheduler local (2)."),
+        workers: int | None = typer.Option(None, "--workers", help="Workers of --scheduler local (2; at most 256)."),
         worker_memory: str | None = typer.Option(
             None, "--worker-memory", metavar="SIZE", help="Memory limit per worker of --scheduler local, e.g. 2GiB."
         ),
@@ -159,14 +144,16 @@ def register(app: typer.Typer) -> None:
         from paradise.engines.memory import parse_size
 
         names = select_analyses(only)
-        check_analyze_options(top=top, mtbf_hours=mtbf_hours, gpus=gpus, scheduler=scheduler)
+        check_analyze_options(top=top, mtbf_hours=mtbf_hours, gpus=gpus, scheduler=scheduler, workers=workers)
         options = {"memory_limit": parse_size(memory_limit) if memory_limit else None, "workers": workers,
                    "worker_memory": parse_size(worker_memory, "--worker-memory") if worker_memory else None}
         if hints_out is not None:  # refused before the analyses run, not after
             check_hints_folder(hints_out)
 
         config = AnalysisConfig(mtbf_hours=mtbf_hours, gpus=gpus, options={"top": top})
-        keep_freed_memory()  # this process ends after the report: it need not give memory back
+        from paradise import tuning
+
+        tuning.apply("malloc")  # opt-in (PARADISE_TUNING): this process ends after the report
         handle, results, errors = analyze_trace(
             trace, engine=engine.value, scheduler=scheduler, config=config, names=names, progress=_progress,
             engine_options={k: v for k, v in options.items() if v is not None},

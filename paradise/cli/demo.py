@@ -118,7 +118,7 @@ def trace_facts(path: Path) -> dict[str, Any]:
     trace = open_trace(path)
     eng = get_engine(trace, "duckdb")
     pes = int(trace.metadata.get("pes") or 1)
-    load = eng.query("placement_pe_load").to_pandas()
+    load = eng.query("overview_pe_time").to_pandas()  # the one accounting of PE time
     busy = [0] * max(pes, int(load["pe"].max()) + 1 if len(load) else 1)
     for pe, ns in zip(load["pe"], load["busy_ns"]):
         busy[int(pe)] = int(ns)

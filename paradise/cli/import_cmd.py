@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
 import sys
 import warnings
 from pathlib import Path
@@ -19,9 +18,9 @@ app = typer.Typer(help="Import foreign traces into paradise Parquet.", no_args_i
 
 
 def _run(imp: Importer, sources: list[Path], out: Path, force: bool, options: dict[str, Any]) -> None:
-    # Arrow holds little during an import; its default mimalloc pool still adds 30-40 MB of
-    # arenas to the peak of a small one. Read when pyarrow first allocates; an explicit setting wins.
-    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    from paradise import tuning
+
+    tuning.apply("arrow-pool")  # opt-in (PARADISE_TUNING): before pyarrow's first allocation
     from importlib import import_module
 
     from paradise.report.progress import progress_bar
@@ -87,7 +86,7 @@ def _command(imp: Importer):
     for opt in imp.options:
         params.append(inspect.Parameter(
             opt.name, inspect.Parameter.KEYWORD_ONLY, annotation=opt.type | None,
-            default=typer.Option(None, f"--{opt.name}", help=opt.help),
+            default=typer.Option(None, f"--{opt.name.replace('_', '-')}", help=opt.help),
         ))  # fmt: skip
     params.append(inspect.Parameter(
         "force", inspect.Parameter.KEYWORD_ONLY, annotation=bool,

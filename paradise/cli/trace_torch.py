@@ -74,6 +74,15 @@ def torchrun_command(nproc: int, script: Path, args: list[str], logs: Path, max_
     ]  # fmt: skip
 
 
+def say_refused_hints(hints: Path, runtime: str, program: str, pes: int) -> None:
+    """Prints, on paradise's own stderr, one line per hint file the run's consumers will refuse
+    (hints.kinds: the validation the ranks apply; their own refusal goes to the rank logs)."""
+    from hints.kinds import refusals
+
+    for line in refusals(hints, runtime, program=program, pes=pes):
+        print(line, file=sys.stderr, flush=True)
+
+
 def trace_env(out: Path, hints: Path | None, profiler: bool, program: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
@@ -165,6 +174,8 @@ def run_traced(
     if hints is not None and not hints.is_dir():
         raise TraceNotFound(f"{hints}: hints directory does not exist")
     _prepare_output(out, force, script)
+    if hints is not None:
+        say_refused_hints(hints, "torch", script.stem, nproc)
     logs = out / "logs"
     logs.mkdir()
     cmd = torchrun_command(nproc, script, args, logs, max_restarts)

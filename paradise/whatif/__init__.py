@@ -170,95 +170,43 @@ def load_replayer(engine: Any, pes: int | None = None) -> Replayer:
     return Replayer(graph=replace(g, cost=robust_cost(g)), model=model, pes=npes)
 
 
-def _load(path: Path, kind: str, trace: Any, pes: int) -> dict[str, Any] | None:
-    from hints.format import HintError, load_hint
+def _load(d: Path, kind: Any, trace: Any, pes: int) -> Any:
+    """The kind's validated payload from d (hints.kinds: the validation the next run's consumer
+    uses), None without the file; a file made for another trace is refused."""
+    from hints.format import HintError
     from paradise.errors import HintMismatch
 
+    path = d / kind.file
     if not os.path.lexists(path):
         return None
     try:
-        doc = load_hint(path, kind, program=trace.program, pes=pes)
+        doc, payload = kind.read(path, program=trace.program, pes=pes)
     except HintError as exc:
         raise HintMismatch(str(exc)) from None
-    fp = doc.get("provenance", {}).get("trace_fingerprint")
+    fp = doc["provenance"].get("trace_fingerprint") if isinstance(doc.get("provenance"), dict) else None
     if fp and fp != trace.fingerprint:
         raise HintMismatch(f"{path}: made for trace {fp}, not this trace ({trace.fingerprint})")
-    return doc
-
-
-def _check_mapping(path: Path, doc: dict[str, Any], pes: int) -> dict[str, dict[str, int]]:
-    from hints.format import index_tuple
-    from paradise.errors import HintMismatch
-
-    colls = doc.get("collections")
-    if not isinstance(colls, dict):
-        raise HintMismatch(f"{path}: damaged mapping hint ('collections' is not an object)")
-    for coll, objs in colls.items():
-        if not isinstance(objs, dict):
-            raise HintMismatch(f"{path}: damaged mapping hint (collection {coll!r} is not an object)")
-        for idx, pe in objs.items():
-            if index_tuple(idx) is None:
-                raise HintMismatch(f"{path}: {coll} has a bad index {idx[:80]!r} (want e.g. '[0,1]')")
-            if not isinstance(pe, int) or isinstance(pe, bool) or not 0 <= pe < pes:
-                raise HintMismatch(f"{path}: {coll} {idx} mapped to PE {pe!r}, not one of 0..{pes - 1}")
-    return colls
-
-
-PRIO_RANGE = range(-(2**31), 2**31)
-"""Charm message priorities are signed 32-bit integers."""
-
-
-def _check_schedule(path: Path, doc: dict[str, Any]) -> dict[str, int]:
-    from paradise.errors import HintMismatch
-
-    prios = doc.get("priorities")
-    if not isinstance(prios, list):
-        raise HintMismatch(f"{path}: damaged schedule hint ('priorities' is not a list)")
-    out: dict[str, int] = {}
-    for p in prios:
-        if not isinstance(p, dict) or type(p.get("prio")) is not int or not isinstance(p.get("entry"), str):
-            raise HintMismatch(f"{path}: damaged schedule hint (entry without a text 'entry' and an integer 'prio')")
-        if p["prio"] not in PRIO_RANGE:
-            raise HintMismatch(f"{path}: priority {p['prio']} of {p['entry'][:80]!r} is not a 32-bit integer")
-        coll = p.get("coll")
-        key = f"{coll}.{p['entry']}" if coll else p["entry"]
-        out[key] = p["prio"]
-    return out
-
-
-def _check_comm(path: Path, doc: dict[str, Any], pes: int) -> list[dict[str, Any]]:
-    from paradise.errors import HintMismatch
-
-    streams = doc.get("combine")
-    if not isinstance(streams, list):
-        raise HintMismatch(f"{path}: damaged comm hint ('combine' is not a list)")
-    for s in streams:
-        ok = isinstance(s, dict) and all(isinstance(s.get(k), int) for k in ("src_pe", "dst_pe", "batch"))
-        if not ok or "entry" not in s:
-            raise HintMismatch(f"{path}: damaged comm hint (a stream without integer src_pe, dst_pe, batch and an entry)")
-        if not (0 <= s["src_pe"] < pes and 0 <= s["dst_pe"] < pes):
-            raise HintMismatch(f"{path}: stream {s['src_pe']} -> {s['dst_pe']} is not within PEs 0..{pes - 1}")
-    return streams
+    return payload
 
 
 def predict_from_hints(engine: Any, trace: Any, hints_dir: str | Path) -> dict[str, Any]:
     """Replays the trace under the mapping.json / schedule.json / comm.json found in `hints_dir`."""
+    from hints.kinds import KINDS
     from paradise.errors import HintMismatch
 
     d = Path(hints_dir)
     if not d.is_dir():
         raise HintMismatch(f"{d}: no such hints directory")
     pes = int(trace.metadata.get("pes") or len(trace.metadata.get("pes_seen", [])) or 1)
-    mdoc = _load(d / "mapping.json", "mapping", trace, pes)
-    sdoc = _load(d / "schedule.json", "schedule", trace, pes)
-    cdoc = _load(d / "comm.json", "comm", trace, pes)
-    if mdoc is None and sdoc is None and cdoc is None:
-        raise HintMismatch(f"{d}: holds none of mapping.json, schedule.json, comm.json")
-    mapping = _check_mapping(d / "mapping.json", mdoc, pes) if mdoc else None
-    prios = _check_schedule(d / "schedule.json", sdoc) if sdoc else None
-    streams = _check_comm(d / "comm.json", cdoc, pes) if cdoc else None
+    replayed = {name: k for name, k in KINDS.items() if callable(k.whatif)}
+    found = {name: p for name, k in replayed.items() if (p := _load(d, k, trace, pes)) is not None}
+    if not found:
+        raise HintMismatch(f"{d}: holds none of {', '.join(k.file for k in replayed.values())}")
+    kwargs: dict[str, Any] = {}
+    for name, payload in found.items():
+        kwargs.update(replayed[name].whatif(payload))
     rp = load_replayer(engine, pes)
-    out = rp.replay(mapping, prios, streams)
-    out["hints"] = [k for k, doc in (("mapping", mdoc), ("schedule", sdoc), ("comm", cdoc)) if doc]
+    out = rp.replay(**kwargs)
+    out["hints"] = list(found)
     out["pes"] = rp.pes
     return out

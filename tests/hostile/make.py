@@ -89,7 +89,7 @@ def outputs(d: Path, name: str = "o", logprobs: list[list[float]] | None = None,
 
 
 # -- hints -----------------------------------------------------------------------------------
-def mapping_doc(pes: int = 2, program: str = "synthetic", **over: Any) -> dict[str, Any]:
+def mapping_doc(pes: int = 2, program: str = "stencil", **over: Any) -> dict[str, Any]:
     doc = {
         "format": "paradise-hints/1", "kind": "mapping", "strategy": "greedy",
         "provenance": {"trace_fingerprint": None, "program": program, "pes": pes, "source": "synthetic",

@@ -105,11 +105,19 @@ def test_foreign_comm_json_refused_run_uncombined(tmp_path, program, entry, why)
     assert "RESULT ok" in proc.stdout
 
 
+def _comm_file(tmp_path, streams):
+    from hints.format import make_hint, provenance, write_hint
+
+    prov = provenance(trace_fingerprint="f", program="prog", pes=2, source="charm")
+    return write_hint(tmp_path, make_hint("comm", {"combine": streams, "threshold": {}}, provenance=prov,
+                                          justified_by=[]), force=True)
+
+
 def test_parse_streams_refuses_bad_entries(tmp_path):
-    path = tmp_path / "comm.json"
     good = {"src_pe": 0, "dst_pe": 1, "entry": "a", "batch": 8}
-    assert parse_streams({"combine": [good]}, path, 2, {"a"}) == [good]
-    for bad, msg in [({**good, "dst_pe": 2}, "PE 0 -> 2 is not in 0..1"), ({**good, "batch": 1}, "below 2"),
-                     ({**good, "entry": "b"}, "no entry method 'b'"), ({"src_pe": 0}, "needs integer")]:
+    assert parse_streams(_comm_file(tmp_path, [good]), "prog", 2, {"a"}) == [good]
+    for bad, msg in [({**good, "dst_pe": 2}, r"combine\[0\]\.dst_pe should be an integer in 0\.\.1, not 2"),
+                     ({**good, "batch": 1}, r"batch should be an integer in 2\.\.65536, not 1"),
+                     ({**good, "entry": "b"}, "no entry method 'b'"), ({"src_pe": 0}, r"dst_pe .*not None")]:
         with pytest.raises(HintError, match=msg):
-            parse_streams({"combine": [bad]}, path, 2, {"a"})
+            parse_streams(_comm_file(tmp_path, [bad]), "prog", 2, {"a"})

@@ -169,8 +169,7 @@ EXAMPLES = {  # small sizes: structure only
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
 def test_example_traced(name, tmp_path):
     program = ROOT / "examples" / f"{name}.py"
-    if not program.exists():
-        pytest.skip(f"{program} not written yet")
+    assert program.exists(), f"{program}: the example is missing"
     out = tmp_path / "trace"
     proc = trace_charm(out, program, *EXAMPLES[name])
     require_ok(proc)

@@ -41,7 +41,7 @@ def test_trace_charm_runs_paradise_bootstrap_and_mapping_consumer(hostile):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert sorted(p.name for p in (work / "t").glob("pe-*.parquet")) == ["pe-00000.parquet", "pe-00001.parquet"]
     refused = [line for line in proc.stderr.splitlines() if "mapping" in line]
-    assert refused == [f"paradise: mapping refused: {app / 'hints' / 'mapping.json'}: not a regular file; "
+    assert refused == [f"paradise: mapping.json refused: {app / 'hints' / 'mapping.json'}: not a regular file; "
                        "using the default map"]
     assert not marker.exists(), marker.read_text()
 

@@ -1,5 +1,5 @@
 """The JIT manager's per-step RNG snapshot equals the full RNG state at every step start, also when
-it reuses numpy's state (unchanged raw MT19937 state) across steps and reads Python's raw state."""
+it reuses numpy's state (unchanged raw MT19937 state) across steps."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def test_snapshot_matches_the_full_state_at_every_step_start():
     np.random.seed(0)
     for i, step in enumerate(STEPS):
         assert _same(snap.full(snap.take()), rng_state()), f"step {i}"
-        assert snap._np_view is not None and snap._py_view is not None  # the fast paths are in use
+        assert snap._np_view is not None  # numpy's fast path is in use
         step()
 
 

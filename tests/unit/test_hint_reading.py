@@ -67,7 +67,7 @@ def test_mapping_consumer_falls_back_with_one_line(tmp_path, capsys, case):
     consumer._load(2)  # what PE 0 does when the program creates its first array
     assert consumer.table is None
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(f"paradise: mapping refused: {path}: "), err
+    assert len(err) == 1 and err[0].startswith(f"paradise: mapping.json refused: {path}: "), err
     assert err[0].endswith("; using the default map")
 
 

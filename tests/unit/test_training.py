@@ -9,6 +9,7 @@ import time
 import pytest
 from builders import TraceBuilder, charm_like
 
+from hints.generators import ddp as ddp_gen
 from paradise.analyses import training
 from paradise.analyses.base import AnalysisConfig
 from paradise.analyses.session import Session
@@ -151,7 +152,7 @@ def test_latency_bound_small_buckets_get_a_larger_bucket_hint(tmp_path):
     assert sizing["latency_ns"] == 900_000
     assert sizing["latency_share"] > training.LATENCY_SHARE_MAX
     assert sizing["verdict"] == "too_small"
-    assert sizing["suggested_bucket_cap_mb"] >= training.MIN_BUCKET_MB
+    assert sizing["suggested_bucket_cap_mb"] >= ddp_gen.MIN_BUCKET_MB
 
 
 def test_input_stalls_exclude_checkpoint_time(tmp_path):

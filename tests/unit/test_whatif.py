@@ -85,9 +85,9 @@ def test_cli_json(tmp_path, grid, cli):
     ("pes", "made for 4 PEs"),
     ("fingerprint", "made for trace deadbeef"),
     ("damaged", "damaged hint file"),
-    ("bad_pe", "mapped to PE 7"),
+    ("bad_pe", "the PE should be an integer in 0..1, not 7"),
     ("empty", "holds none of mapping.json, schedule.json, comm.json"),
-    ("bad_comm", "damaged comm hint"),
+    ("bad_comm", "combine[0].batch should be an integer in 2..65536, not None"),
 ])
 def test_cli_refuses_bad_hints(tmp_path, grid, cli, case, needle):
     _, _, trace = grid

@@ -36,7 +36,7 @@ import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
-from hints.format import load_hint
+from hints.kinds import KINDS
 from hints.runtime.checkpoint import layout
 from hints.runtime.checkpoint.layout import EVENTS, MARKER
 from hints.runtime.checkpoint.rng import RngSnapshot, rng_state, set_rng_state
@@ -96,7 +96,7 @@ def _policy_fields(policy: Any) -> tuple[str, int | None]:
     if policy is None:
         return "jit", None
     if isinstance(policy, (str, os.PathLike)):
-        policy = load_hint(policy, "checkpoint")
+        policy = KINDS["checkpoint"].load(policy)
     get = policy.get if isinstance(policy, dict) else (lambda k, d=None: getattr(policy, k, d))
     mode = str(get("mode", "jit"))
     if mode not in ("periodic", "jit", "jit+periodic"):
@@ -448,8 +448,8 @@ class CheckpointManager:
 
 
 def load_policy(path: str | os.PathLike) -> dict[str, Any]:
-    """Reads and validates a checkpoint.json hint (hints.format.HintError on a bad file)."""
-    return load_hint(path, "checkpoint")
+    """Reads checkpoint.json, judged by the checkpoint kind's one validation (HintError on a bad file)."""
+    return KINDS["checkpoint"].load(path)
 
 
 __all__ = ["CheckpointManager", "TerminationRequested", "load_policy", "MARKER", "JIT_EXIT_CODE"]

@@ -1,12 +1,13 @@
 """RNG state of torch, numpy and Python's `random`: full capture/restore, and a cheap per-step snapshot.
 
 The snapshot is taken at every training step (a failure before the optimizer step restores it), so
-it reads the Mersenne Twister states through ctypes views where their layout checks out at start-up.
+it reads numpy's Mersenne Twister state through the documented BitGenerator.ctypes view where its layout
+checks out at start-up; Python's `random` state is taken with random.getstate() (portable: no reading
+of CPython's object layout).
 """
 
 from __future__ import annotations
 
-import array
 import ctypes
 import random
 import sys
@@ -24,21 +25,7 @@ def rng_state() -> dict[str, Any]:
 
 
 _MT_BYTES = 624 * 4 + 4
-"""sizeof(mt19937_state) in numpy and of (int index; uint32_t state[624]) in CPython's _random."""
-
-
-def _python_random_view() -> Any:
-    """A ctypes view of `random`'s Mersenne Twister state inside CPython's Random object (just past
-    the 16-byte object header), or None when it does not read exactly what getstate() reports."""
-    inst = random._inst  # type: ignore[attr-defined]
-    try:
-        view = (ctypes.c_char * _MT_BYTES).from_address(id(inst) + 16)
-        words = array.array("I", view.raw[4:])
-        _, internal, _ = inst.getstate()
-        ok = words.itemsize == 4 and (*words, int.from_bytes(view.raw[:4], sys.byteorder, signed=True)) == internal
-    except Exception:  # noqa: BLE001 - another interpreter: take getstate() at every step
-        return None
-    return view if ok else None
+"""sizeof(mt19937_state) in numpy (uint32_t key[624]; int pos)."""
 
 
 def _numpy_random_view() -> Any:
@@ -55,43 +42,32 @@ def _numpy_random_view() -> Any:
     return view if ok else None
 
 
-def _python_state(raw: bytes, gauss_next: float | None) -> tuple:
-    """random.getstate()'s value from the raw view's bytes."""
-    words = array.array("I", raw[4:])
-    return random.Random.VERSION, (*words, int.from_bytes(raw[:4], sys.byteorder, signed=True)), gauss_next
-
-
 class RngSnapshot:
     """The RNG states at a step's start, taken at every step (a failure before the optimizer step
     restores them), so it must touch little: right after a step's compute the caches are cold and
     every Python-level operation costs several times what it does in a tight loop (the plain
     torch.get_rng_state() + np.random.get_state() + random.getstate() cost 35 us in a tight loop and
     about 150 us a step in the example's training loop). So the torch CPU state is one 5 KB copy;
-    Python's is the raw bytes of its Mersenne Twister (+ `gauss_next`), turned into a getstate()
-    tuple only on failure; numpy's legacy get_state() (25 us warm: a Python loop over 624 words) is
+    Python's is random.getstate() (about 10 us: a 625-item tuple); numpy's legacy get_state() (25 us warm: a Python loop over 624 words) is
     re-read only when its raw state, readable through the documented BitGenerator.ctypes, changed
-    or a cached gaussian was pending. Views whose layout does not check out at start-up fall back
-    to the full calls. take() returns a compact tuple; full() turns it into rng_state()'s dict."""
+    or a cached gaussian was pending. A view whose layout does not check out at start-up falls back
+    to the full call. take() returns a compact tuple; full() turns it into rng_state()'s dict."""
 
     def __init__(self) -> None:
         self.cuda = torch.cuda.is_available()
         self._torch = torch.default_generator.get_state
-        self._py_inst = random._inst  # type: ignore[attr-defined]
-        self._py_view = _python_random_view()
         self._np_view = _numpy_random_view()  # None: no fast path
         self._np_raw: bytes | None = None  # raw state when _np_state was read
         self._np_state: tuple | None = None
 
     def take(self) -> tuple:
-        py = self._py_view
-        return (self._torch(), self._numpy(),
-                (py.raw, self._py_inst.gauss_next) if py is not None else random.getstate(),
+        return (self._torch(), self._numpy(), random.getstate(),
                 torch.cuda.get_rng_state_all() if self.cuda else None)
 
     @staticmethod
     def full(snap: tuple) -> dict[str, Any]:
         t, n, p, c = snap
-        st = {"torch": t, "numpy": n, "python": _python_state(*p) if isinstance(p[0], bytes) else p}
+        st = {"torch": t, "numpy": n, "python": p}
         if c is not None:
             st["cuda"] = c
         return st

@@ -2,11 +2,14 @@
 
 from tests.hostile.corpus import (  # noqa: F401
     fuzzed,
+    hint_values,
     hints,
     importers,
     inject,
     launch,
+    nsys,
     options,
     outputs,
+    surface,
     traces,
 )

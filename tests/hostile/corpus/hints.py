@@ -16,8 +16,13 @@ def _doc(**over):
 
 
 def _schedule(**over):
+    """A schedule.json in the schema's shape (priorities, default_prio): `entries` {coll.entry: prio}
+    become its priorities, so a damaged value is what the file is refused for."""
     doc = {k: v for k, v in make.mapping_doc().items() if k not in ("collections", "strategy")}
-    doc.update(kind="schedule", entries={"Cell#0.Cell.compute": 1})
+    entries = over.pop("entries", {"Cell#0.Cell.compute": 1})
+    prios = [{"coll": k.split(".", 1)[0], "entry": k.split(".", 1)[1], "prio": v} for k, v in entries.items()] \
+        if isinstance(entries, dict) else entries
+    doc.update(kind="schedule", priorities=prios, default_prio=0)
     doc.update(over)
     return doc
 
@@ -54,12 +59,12 @@ def _special(kind: str):
 
 BAD = {
     "index-1e400": _files({"mapping.json": '{"format": "paradise-hints/1", "kind": "mapping", "strategy": "greedy", '
-                            '"provenance": {"program": "synthetic", "pes": 2}, '
+                            '"provenance": {"program": "stencil", "pes": 2}, '
                             '"collections": {"Cell#0": {"[1e400,1]": 1}}}'}),
     "index-text": _files({"mapping.json": _doc(collections={"Cell#0": {"[a]": 1}})}),
     "index-not-list": _files({"mapping.json": _doc(collections={"Cell#0": {"7": 1}})}),
     "pe-1e5000": _files({"mapping.json": '{"format": "paradise-hints/1", "kind": "mapping", "strategy": "greedy", '
-                         '"provenance": {"program": "synthetic", "pes": 1e5000}, '
+                         '"provenance": {"program": "stencil", "pes": 1e5000}, '
                          '"collections": {"Cell#0": {"[0]": 1}}}'}),
     "target-pe-huge": _files({"mapping.json": _doc(collections={"Cell#0": {"[0]": 2**70}})}),
     "target-pe-neg": _files({"mapping.json": _doc(collections={"Cell#0": {"[0]": -1}})}),
@@ -82,8 +87,7 @@ BAD = {
     "huge-file": _files({"mapping.json": '{"format": "paradise-hints/1", "pad": "' + "x" * (40 << 20) + '"}'}),
     "prio-1e30": _files({"schedule.json": _schedule(entries={"Cell#0.Cell.compute": 1e30})}),
     "prio-text": _files({"schedule.json": _schedule(entries={"Cell#0.Cell.compute": "high"})}),
-    "prio-nan": _files({"schedule.json": '{"format": "paradise-hints/1", "kind": "schedule", '
-                        '"provenance": {"program": "synthetic", "pes": 2}, "entries": {"Cell#0.Cell.compute": NaN}}'}),
+    "prio-nan": _files({"schedule.json": _schedule(entries={"Cell#0.Cell.compute": float("nan")})}),
     "schedule-entries-list": _files({"schedule.json": _schedule(entries=[1])}),
     "dir": _special("dir"),
     "fifo": _special("fifo"),

@@ -1,0 +1,97 @@
+"""A hint value the next run cannot use, in real runs (charm4py under charmrun +p2, torchrun with
+gloo): `paradise trace` prints one refusal line on its terminal, the run goes on unhinted and
+writes a complete trace, and `whatif` refuses the same file for the same reason (hints.kinds)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from paradise.store import open_trace
+from tests.conftest import ROOT, bin_path
+from tests.integration.charm_helpers import PROGRAMS, trace_charm
+
+NAN, INF = float("nan"), float("inf")
+
+
+def _write(d: Path, name: str, doc: dict) -> Path:
+    d.mkdir(parents=True, exist_ok=True)
+    (d / name).write_text(json.dumps(doc))  # NaN and Infinity as Python's json writes and reads them
+    return d
+
+
+def _envelope(kind: str, program: str, **payload) -> dict:
+    return {"format": "paradise-hints/1", "kind": kind, "provenance": {"program": program, "pes": 2},
+            "justified_by": [], "predicted_gain": {}, **payload}
+
+
+def _refusals(stderr: str, file: str) -> list[str]:
+    return [ln for ln in stderr.splitlines() if f"{file} refused" in ln]
+
+
+def _problem(line: str, file: str) -> str:
+    """The refusal's reason, without the path (the run and whatif may spell the folder differently)."""
+    return line.split(f"{file}: ", 1)[1].split("; ")[0]
+
+
+def _whatif_refusal(trace: Path, hints: Path) -> str:
+    proc = subprocess.run([bin_path("paradise"), "whatif", str(trace), "--hints", str(hints)],
+                          capture_output=True, text=True, timeout=120)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+STREAM = {"src_pe": 0, "dst_pe": 1, "entry": "token", "msgs": 12, "batch": 8}
+CHARM_CASES = {
+    "batch-infinity": ("comm.json", {"batch": INF}, "combine[0].batch should be an integer in 2..65536, not Infinity"),
+    "src-pe-infinity": ("comm.json", {"src_pe": INF}, "combine[0].src_pe should be an integer in 0..1, not Infinity"),
+    "batch-text": ("comm.json", {"batch": "8"}, "combine[0].batch should be an integer in 2..65536, not '8'"),
+    "src-pe-fraction": ("comm.json", {"src_pe": 0.9}, "combine[0].src_pe should be an integer in 0..1, not 0.9"),
+    "batch-2-63": ("comm.json", {"batch": 2**63}, "combine[0].batch should be an integer in 2..65536"),
+    "mapping-pe-nan": ("mapping.json", None, "the PE should be an integer in 0..1, not NaN"),
+}
+
+
+@pytest.mark.parametrize("label", list(CHARM_CASES))
+def test_charm_run_refuses_unusable_hint_on_the_terminal(tmp_path, label):
+    file, stream, why = CHARM_CASES[label]
+    if file == "comm.json":
+        doc = _envelope("comm", "ring", combine=[{**STREAM, **stream}], threshold={})
+    else:
+        doc = _envelope("mapping", "ring", collections={"Cell#0": {"[0, 0]": NAN, "[0, 1]": 1}})
+    hints = _write(tmp_path / "h", file, doc)
+    proc = trace_charm(tmp_path / "t", PROGRAMS / "ring.py", hints=hints)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = _refusals(proc.stderr, file)
+    assert len(lines) == 1 and why in lines[0], proc.stderr[-3000:]
+    assert "RESULT ok" in proc.stdout and "combining messages" not in proc.stderr
+    trace = open_trace(tmp_path / "t")
+    assert trace.complete and sorted(trace.metadata["pes_seen"]) == [0, 1]
+    assert _problem(_whatif_refusal(tmp_path / "t", hints), file) == _problem(lines[0], file)
+
+
+TORCH_CASES = {"infinity": (INF, "not Infinity"), "1e308": (1e308, "not 1e+308"),
+               "1e13": (1e13, "at most 1048576, not 10000000000000.0"), "nan": (NAN, "not NaN"),
+               "text": ("8", "not '8'")}
+
+
+@pytest.mark.parametrize("label", list(TORCH_CASES))
+def test_torch_run_refuses_unusable_bucket_size_on_the_terminal(tmp_path, label):
+    pytest.importorskip("torch")
+    cap, why = TORCH_CASES[label]
+    doc = _envelope("comm", "plain_ddp", combine=[], threshold={}, ddp={"bucket_cap_mb": cap, "verdict": "too_large"})
+    hints = _write(tmp_path / "h", "comm.json", doc)
+    script = ROOT / "tests" / "torch_programs" / "plain_ddp.py"
+    proc = subprocess.run([bin_path("paradise"), "trace", "torch", "--nproc", "2", "--hints", str(hints),
+                           "-o", str(tmp_path / "t"), str(script)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = _refusals(proc.stderr, "comm.json")
+    assert len(lines) == 1 and "ddp.bucket_cap_mb" in lines[0] and why in lines[0], proc.stderr
+    assert lines[0].endswith("DDP keeps its bucket size")
+    trace = open_trace(tmp_path / "t")
+    assert trace.complete and sorted(trace.metadata["pes_seen"]) == [0, 1]
+    assert _problem(_whatif_refusal(tmp_path / "t", hints), "comm.json") == _problem(lines[0], "comm.json")
