@@ -88,6 +88,8 @@ def run_analyses(
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="paradise-analysis") as pool:
         futures = {pool.submit(one, name): name for name in names}
         for fut in futures:  # in submission order; each is waited for, so none is left running
+            if progress is not None:  # the stage the bar waits on is the analysis waited for
+                progress.stage(futures[fut])
             try:
                 outcomes[futures[fut]] = fut.result()
             except ParadiseError:  # bad input found while reading (a damaged file): not a bug

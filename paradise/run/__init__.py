@@ -10,7 +10,7 @@ Outside paradise/engines this is the only package that constructs an engine
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -85,15 +85,18 @@ def _damaged(exc: BaseException, trace: TraceHandle) -> BaseException:
 
 
 def analyze_run(session: Session, config: AnalysisConfig | None = None, names: tuple[str, ...] = ANALYSES,
-                progress: Callable[[str, int], Any] | None = None,
+                progress: Callable[[str, int], Any] | None = None, bar: Any = None,
                 ) -> tuple[dict[str, AnalysisResult], dict[str, str]]:
     """Runs the analyses `names` (default: all) that apply on the run's session, prefetching the
-    shared results they need when analyses may run two at a time. `progress(label, total)`, when
-    given, makes a context manager whose `advance(1)` is called per analysis."""
+    shared results they need when analyses may run two at a time. Progress goes to `bar` (a bar the
+    caller holds open) or to one made by `progress(label, total)`: its `stage(name)` is called as
+    each analysis is waited for and `advance(1)` as it ends."""
     from paradise.analyses.base import AnalysisConfig
     from paradise.analyses.runner import concurrent, needs, run_analyses
 
     if concurrent(session):
         session.prefetch(k for k in PREFETCH if k in needs(session.trace, names))
-    with progress("analyzing", len(names)) if progress else nullcontext() as bar:
+    if bar is not None or progress is None:
         return run_analyses(session, config or AnalysisConfig(), names, progress=bar)
+    with progress("analyzing", len(names)) as made:
+        return run_analyses(session, config or AnalysisConfig(), names, progress=made)
