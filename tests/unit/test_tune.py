@@ -1,0 +1,167 @@
+"""`paradise tune`'s loop with a runner that replays recorded times (paradise.tune.runner.Runner):
+what is kept, what never is, and resuming after a kill. The real program runs in
+tests/integration/test_tune.py; here the times are drawn from known distributions, so the test
+knows which hint is faster."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from paradise.tune import stats
+from paradise.tune.loop import Settings, Tune
+from paradise.tune.record import Record
+from paradise.tune.runner import Outcome
+
+FILES = {"mapping": "mapping.json", "comm": "comm.json"}
+
+
+class FakeRunner:
+    """Times by run key: base x the factor of each hint file in the folder x noise drawn from one
+    lognormal distribution seeded by (seed, key): the same key gives the same time, as a record would."""
+
+    runtime = "charm"
+
+    def __init__(self, factors: dict[str, float], seed: int, *, fail: set[str] = frozenset(),
+                 bad_check: set[str] = frozenset(), stop_after: int | None = None) -> None:
+        self.factors, self.seed, self.fail, self.bad_check = factors, seed, fail, bad_check
+        self.stop_after, self.calls = stop_after, []
+
+    def command(self, hints, trace):
+        return ["fake", str(hints), str(trace)]
+
+    def run(self, key: str, hints: Path | None, trace: Path | None) -> Outcome:
+        if self.stop_after is not None and len(self.calls) >= self.stop_after:
+            raise KeyboardInterrupt  # the tune is killed during this run
+        self.calls.append(key)
+        kinds = [k for k, f in FILES.items() if hints is not None and (hints / f).exists()]
+        if set(kinds) & self.fail:
+            return Outcome(False, None, 0.1, None, "exit status 1: boom", 1)
+        rng = np.random.default_rng([self.seed, zlib.crc32(key.encode())])
+        t = 10.0 * float(np.prod([self.factors[k] for k in kinds])) * float(rng.lognormal(0.0, 0.05))
+        check = "checksum=bad" if set(kinds) & self.bad_check else "checksum=42"
+        return Outcome(True, t, t, check)
+
+
+class FakeAdvisor:
+    """Proposes mapping.json and comm.json in every iteration; what-if predicts `ratios`."""
+
+    def __init__(self, ratios: dict[str, float] | None = None, kinds=("mapping", "comm")) -> None:
+        self.ratios, self.kinds = ratios or {"mapping": 0.8, "comm": 0.95}, kinds
+
+    def propose(self, trace: Path, out: Path):
+        out.mkdir(parents=True, exist_ok=True)
+        for k in self.kinds:
+            (out / FILES[k]).write_text(json.dumps({"kind": k}))
+        return {"candidates": {k: {"file": FILES[k], "summary": k} for k in self.kinds}, "information": {}}
+
+    def predict(self, trace: Path, hints: Path):
+        kinds = [k for k, f in FILES.items() if (hints / f).exists()]
+        return {"ratio": float(np.prod([self.ratios[k] for k in kinds]))}
+
+
+def tune(out: Path, runner, advisor=None, **kw) -> dict:
+    out.mkdir(parents=True, exist_ok=True)
+    settings = Settings(**{"rounds": 6, "iterations": 3, **kw})
+    return Tune(out, runner, advisor or FakeAdvisor(), settings, Record.open(out, {"fake": True}),
+                echo=lambda s: None).run()
+
+
+def verdicts(data: dict) -> list[tuple[int, str, bool]]:
+    return [(e["index"], c["name"], c["verdict"]["kept"]) for e in data["iterations"]
+            for t in e["trials"] for c in t["candidates"]]
+
+
+def brute_force_p(h: list[float], b: list[float]) -> float:
+    """P(U <= observed) by enumerating every split of the pooled sample (the test's definition)."""
+    u_of = lambda xs, ys: sum((x > y) + 0.5 * (x == y) for x in xs for y in ys)  # noqa: E731
+    pooled, u = h + b, u_of(h, b)
+    splits = list(itertools.combinations(range(len(pooled)), len(h)))
+    hits = sum(u_of([pooled[i] for i in s], [pooled[i] for i in range(len(pooled)) if i not in s]) <= u
+               for s in splits)
+    return hits / len(splits)
+
+
+@pytest.mark.parametrize(("h", "b"), [([1, 2, 3], [4, 5, 6]), ([4, 5, 6], [1, 2, 3]), ([1, 5, 2, 8], [3, 4, 6, 7]),
+                                      ([9.5, 1.5, 3.5, 2.5, 4.5], [7.5, 6.5, 8.5, 5.5, 0.5])])
+def test_one_sided_u_test_matches_enumeration(h, b):
+    t = stats.faster(h, b)
+    assert t.method == "exact" and t.p_value == pytest.approx(brute_force_p(h, b))
+
+
+def test_a_faster_hint_is_kept_and_written_to_best(tmp_path):
+    data = tune(tmp_path, FakeRunner({"mapping": 0.7, "comm": 1.0}, seed=1), iterations=1)
+    assert ("mapping" in data["best"]["kinds"]) and (tmp_path / "best" / "mapping.json").is_file()
+    assert (1, "mapping", True) in verdicts(data) and (1, "comm", False) in verdicts(data)
+    kept = [c for t in data["iterations"][0]["trials"] for c in t["candidates"] if c["name"] == "mapping"][0]
+    assert kept["verdict"]["p_value"] <= kept["verdict"]["alpha"] and kept["median_s"] < kept["baseline_median_s"]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_slower_hint_is_never_kept(tmp_path, seed):
+    data = tune(tmp_path, FakeRunner({"mapping": 1.3, "comm": 1.02}, seed=seed))
+    assert data["best"]["kinds"] == [] and not (tmp_path / "best" / "mapping.json").exists()
+    assert not any(kept for *_, kept in verdicts(data))
+
+
+def test_noise_alone_keeps_nothing_in_ten_tunes(tmp_path):
+    """A balanced program: every hint leaves the time's distribution as it is."""
+    for seed in range(10):
+        data = tune(tmp_path / str(seed), FakeRunner({"mapping": 1.0, "comm": 1.0}, seed=100 + seed))
+        assert data["best"]["kinds"] == [], (seed, verdicts(data))
+
+
+def test_a_pair_that_hurts_together_keeps_the_best_single(tmp_path):
+    class Clash(FakeRunner):
+        def run(self, key, hints, trace):
+            o = super().run(key, hints, trace)
+            if hints is not None and all((hints / f).exists() for f in FILES.values()):
+                o.seconds = o.wall_s = o.seconds * 2.0  # each helps alone; together they clash
+            return o
+
+    data = tune(tmp_path, Clash({"mapping": 0.7, "comm": 0.85}, seed=3), iterations=1)
+    assert data["best"]["kinds"] == ["mapping"]
+    assert (1, "mapping+comm", False) in verdicts(data)
+
+
+def test_failed_and_wrong_runs_drop_the_hint_not_the_tune(tmp_path):
+    data = tune(tmp_path, FakeRunner({"mapping": 0.7, "comm": 0.7}, seed=4, fail={"comm"}, bad_check={"mapping"}),
+                iterations=1)
+    cands = {c["name"]: c for t in data["iterations"][0]["trials"] for c in t["candidates"]}
+    assert cands["comm"]["verdict"]["reason"].startswith("run failed: exit status 1")
+    assert "check differs" in cands["mapping"]["verdict"]["reason"]
+    assert data["best"]["kinds"] == [] and "no candidate" in data["stopped"]
+
+
+def test_killed_tune_resumes_without_measuring_again_and_chooses_the_same(tmp_path):
+    whole = tune(tmp_path / "whole", FakeRunner({"mapping": 0.7, "comm": 0.9}, seed=7))
+    killed = FakeRunner({"mapping": 0.7, "comm": 0.9}, seed=7, stop_after=9)
+    with pytest.raises(KeyboardInterrupt):
+        tune(tmp_path / "resumed", killed)
+    assert len(json.loads((tmp_path / "resumed" / "tune.json").read_text())["runs"]) == 9
+    again = FakeRunner({"mapping": 0.7, "comm": 0.9}, seed=7)
+    resumed = tune(tmp_path / "resumed", again)
+    assert not set(again.calls) & set(killed.calls)  # no run measured twice
+    assert len(killed.calls) + len(again.calls) == len(whole["runs"])
+    assert resumed["best"]["kinds"] == whole["best"]["kinds"] and verdicts(resumed) == verdicts(whole)
+    assert {k: r["outcome"] for k, r in resumed["runs"].items()} == {k: r["outcome"] for k, r in whole["runs"].items()}
+
+
+def test_predictions_learn_from_measured_runs(tmp_path):
+    """What-if says 0.5x, the runs show 0.7x: after the first hinted run the calibrated prediction
+    is within the noise, the uncalibrated one stays 29 % low."""
+    data = tune(tmp_path, FakeRunner({"mapping": 0.7, "comm": 1.0}, seed=5), FakeAdvisor({"mapping": 0.5, "comm": 1.0},
+                kinds=("mapping",)), iterations=1)
+    w = data["whatif"]
+    assert w["median_abs_error_uncalibrated"] == pytest.approx(1 - 0.5 / 0.7, abs=0.08)
+    assert w["median_abs_error_calibrated"] < 0.12 and w["calibrated_runs"] == 5
+
+
+def test_budget_stops_the_tune(tmp_path):
+    data = tune(tmp_path, FakeRunner({"mapping": 0.7, "comm": 1.0}, seed=6), budget_s=35.0)
+    assert data["stopped"].startswith("budget of") and len(data["runs"]) == 4
