@@ -51,6 +51,7 @@ class Tune:
         self.best: dict[str, Path] = {}  # hint file name -> the file kept
         self.best_kinds: list[str] = []
         self.predictions: list[dict[str, Any]] = []
+        self.budget_hit: str | None = None
 
     # -- runs and steps, each recorded once ------------------------------------------------------
     def measure(self, key: str, hints: Path | None, trace: Path | None, **extra: Any) -> Outcome:
@@ -135,7 +136,7 @@ class Tune:
         entry["trials"].append(singles)
         kept = [c for c in singles["candidates"] if c["verdict"]["kept"]]
         if not kept:
-            return f"iteration {it}: no candidate is faster at {self.s.confidence:.0%} confidence"
+            return self.budget_hit or f"iteration {it}: no candidate is faster at {self.s.confidence:.0%} confidence"
         choice = min(kept, key=lambda c: c["median_s"])
         if len(kept) > 1:
             together = self.trial(it, "together", [[k for c in kept for k in c["kinds"]]], base, trace)
@@ -155,7 +156,7 @@ class Tune:
         self.echo(f"  kept {'+'.join(choice['kinds'])}: median {choice['median_s']:.3f} s against "
                   f"{choice['baseline_median_s']:.3f} s")
         self.rec.save()
-        return None
+        return self.budget_hit
 
     def trial(self, it: int, stage: str, kinds: list[list[str]], base: Path | None, trace: Path) -> dict[str, Any]:
         """Interleaved rounds of the current best and each candidate (kinds over the current best)."""
@@ -181,6 +182,8 @@ class Tune:
                 if r == 1:
                     raise
                 self.echo(f"  budget spent: judged on {r - 1} round(s)")
+                self.budget_hit = f"budget of {self.s.budget_s / 60:g} min spent during iteration {it} " \
+                                  f"(its {stage} trial judged on {r - 1} of {self.s.rounds} rounds)"
                 break
         return {"stage": stage, "alpha": alpha, "baseline_times": base_times,
                 "candidates": [self.judge(c, base_times, alpha) for c in cands]}
