@@ -5,6 +5,7 @@ user would, and reads each proposed file through the hint-kind registry (hints.k
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -33,7 +34,7 @@ class Advisor(Protocol):
 def _paradise(*args: str) -> str:
     from tracers import job
 
-    proc = job.start([sys.executable, "-P", "-m", "paradise.cli.main", *args], stdout=subprocess.PIPE,
+    proc = job.start([sys.executable, "-P", "-m", "paradise.cli.main", *args], env=dict(os.environ), stdout=subprocess.PIPE,
                      stderr=subprocess.PIPE, text=True)
     with job.owned(proc):
         try:
