@@ -68,14 +68,15 @@ def register(app: typer.Typer) -> None:
         app_path = example_program(example)
         args = example_arguments(example_args if example_args is not None else DEMO_ARGS.get(example, ""))
         check, time_regex = MEASURE.get(example, (None, None))
-        shown = " ".join(shlex.quote(a) for a in [
+        argv = [
             "paradise", "tune", "charm", "--pes", str(pes), "-o", str(out), "--force",
             *(x for k, v in DEMO_TUNE.items() for x in (f"--{k.replace('_', '-')}", str(v))),
             *(["--check", check] if check else []), *(["--time-regex", time_regex] if time_regex else []),
-            str(app_path.relative_to(EXAMPLES.parent)), *args])
-        typer.secho(f"$ {shown}", fg="cyan", err=True)
+            str(app_path.relative_to(EXAMPLES.parent)), *args]
+        typer.secho("$ " + " ".join(shlex.quote(a) for a in argv), fg="cyan", err=True)
         data = tune._guard(lambda: tune.run("charm", app_path, args, pes, out, check=check, time_regex=time_regex,
-                                            time_unit="s", kinds=None, force=True, **DEMO_TUNE))
+                                            time_unit="s", kinds=None, force=True, argv=argv,
+                                            **DEMO_TUNE))
         if as_json:
             typer.echo(json.dumps(data, indent=1, sort_keys=True, default=float))
         else:

@@ -89,14 +89,16 @@ def _prepare(out: Path, program: Path, command: dict[str, Any], force: bool) -> 
         print(f"paradise: resuming the tune in {out} (runs already measured are not repeated)", file=sys.stderr)
         return
     if not force:
-        raise OutputExists(f"{out}: holds a tune of another command; pass --force to start over")
+        differ = sorted(k for k in command if k not in RESUMED_ANYWAY and (old or {}).get(k) != command[k])
+        raise OutputExists(f"{out}: holds a tune of another command (differs in {', '.join(differ) or 'its record'}); "
+                           "pass --force to start over")
     for p in out.iterdir():
         shutil.rmtree(p) if p.is_dir() else p.unlink()
 
 
 def run(runtime: str, program: Path, args: list[str], procs: int, out: Path, *, rounds: int, confidence: float,
         iterations: int, budget_min: float, check: str | None, time_regex: str | None, time_unit: str,
-        kinds: str | None, force: bool, echo: Any = None) -> dict[str, Any]:
+        kinds: str | None, force: bool, echo: Any = None, argv: list[str] | None = None) -> dict[str, Any]:
     """The whole tune; returns tune.json's content (also written to DIR)."""
     from paradise.cli.trace_charm import check_run_options
     from paradise.tune.advisor import CliAdvisor
@@ -111,7 +113,7 @@ def run(runtime: str, program: Path, args: list[str], procs: int, out: Path, *, 
     command = {"runtime": runtime, "program": str(program.resolve()), "args": list(args), "procs": procs,
                "rounds": rounds, "confidence": confidence, "iterations": iterations, "budget_min": budget_min,
                "check": check, "time_regex": time_regex, "time_unit": time_unit, "kinds": chosen,
-               "argv": ["paradise", "tune", runtime, *sys.argv[3:]] if sys.argv[1:2] == ["tune"] else None}
+               "argv": argv or ["paradise", "tune", runtime, *sys.argv[3:]]}
     command["kinds"] = list(chosen) if chosen else None
     _prepare(out, program, command, force)
     measure = Measure(time_regex, time_unit, check)

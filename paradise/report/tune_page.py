@@ -54,17 +54,21 @@ def _table(data: dict[str, Any]) -> str:
     return f"<table><caption>Candidates tried</caption><tr>{head}</tr>{body}</table>"
 
 
+def _pct(v: float | None) -> str:
+    return "unknown" if v is None else f"{v:.1%}"
+
+
 def build(data: dict[str, Any], plotly_js: str = "") -> str:
     cmd = data.get("command", {})
     title = f"paradise tune: {cmd.get('program', '?')}"
     best = data.get("best", {})
     w = data.get("whatif") or {}
-    meta = (f"<p class=meta>{escape(' '.join(map(str, cmd.get('argv', []))))}</p>"
+    meta = (f"<p class=meta>{escape(' '.join(map(str, cmd.get('argv') or [])))}</p>"
             f"<p>best: <b>{escape('+'.join(best.get('kinds') or []) or 'no hint')}</b>"
             + (f", {data['speedup']:.2f}x" if data.get("speedup") else "")
             + f" · stopped: {escape(str(data.get('stopped')))} · {data.get('runs_measured')} runs</p>"
-            f"<p class=note>what-if median abs error per run: {w.get('median_abs_error_uncalibrated')} as replayed, "
-            f"{w.get('median_abs_error_calibrated')} after calibration. Test: one-sided Mann-Whitney U, "
+            f"<p class=note>what-if median abs error per hinted run: {_pct(w.get('median_abs_error_uncalibrated'))} "
+            f"as replayed, {_pct(w.get('median_abs_error_calibrated'))} after calibration. Test: one-sided Mann-Whitney U, "
             f"confidence {cmd.get('confidence')} per iteration (docs/tune.md).</p>")
     return ("<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'

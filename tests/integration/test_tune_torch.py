@@ -1,0 +1,41 @@
+"""`paradise tune torch` under torchrun (gloo, 2 ranks): a script whose DDP buckets are far too
+small gets a bucket-size hint (comm.json's ddp section), the tune times it against the baseline
+and records its verdict. Few, short runs: each torchrun start costs 5-10 s here."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import bin_path
+from tests.integration.tune_checks import check_record
+
+pytest.importorskip("torch")
+pytestmark = pytest.mark.timeout(600)
+
+TRAIN = Path(__file__).resolve().parents[2] / "examples" / "ddp_train.py"
+# 8 layers of 128x128 (64 KB each) in 0.02 MB buckets: one all-reduce per parameter, latency-bound
+ARGS = ["--steps", "8", "--hidden", "128", "--layers", "8", "--bucket-cap-mb", "0.02", "--backend", "gloo", "--timing"]
+
+
+def test_bucket_size_hint_is_tried_and_its_verdict_recorded(tmp_path):
+    out = tmp_path / "t"
+    proc = subprocess.run([bin_path("paradise"), "tune", "torch", "--nproc", "2", "-o", str(out), "--rounds", "2",
+                           "--confidence", "0.8", "--iterations", "1", "--check", r"param_sha256=\w+",
+                           "--time-regex", r"train_loop_ns=(\d+)", "--time-unit", "ns", str(TRAIN), *ARGS, "--json"],
+                          capture_output=True, text=True, timeout=580)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = json.loads(proc.stdout)
+    proposed = data["iterations"][0]["proposed"]
+    assert "ddp" in proposed["candidates"] and "checkpoint" in proposed["information"]
+    doc = json.loads((out / "it1" / "hints" / "comm.json").read_text())
+    assert doc["ddp"]["verdict"] == "too_small" and doc["ddp"]["bucket_cap_mb"] > 0.02
+    (cand,) = check_record(out, data, "ddp_train", 2)
+    assert cand["name"] == "ddp" and cand["verdict"]["test"].startswith("mann-whitney-u one-sided")
+    assert cand["replay_ratio"] is None  # no replay models DDP buckets: no prediction is made up
+    hinted = [r for k, r in data["runs"].items() if k.endswith("/ddp")]
+    assert len(hinted) == 2 and all(r["hints"] == ["comm.json"] for r in hinted)
+    assert all(0 < r["outcome"]["seconds"] < r["outcome"]["wall_s"] for r in data["runs"].values() if r["outcome"]["ok"])
