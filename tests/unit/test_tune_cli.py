@@ -43,7 +43,7 @@ def test_another_tunes_folder_needs_force(cli, tmp_path):
     (tmp_path / "t").mkdir()
     (tmp_path / "t" / "tune.json").write_text(json.dumps({"command": {"runtime": "charm", "program": "other.py"}}))
     rc, _, err = cli("tune", "charm", "-o", tmp_path / "t", APP)
-    assert rc == 2 and "holds a tune of another command (differs in args, check" in err and "pass --force to start over" in err
+    assert rc == 2 and "holds a tune of another command (differs in args, confidence, procs, program, rounds, time_unit)" in err and "pass --force to start over" in err
 
 
 def test_missing_program(cli, tmp_path):
