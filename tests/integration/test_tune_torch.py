@@ -17,15 +17,15 @@ pytest.importorskip("torch")
 pytestmark = pytest.mark.timeout(600)
 
 TRAIN = Path(__file__).resolve().parents[2] / "examples" / "ddp_train.py"
-# 8 layers of 128x128 (64 KB each) in 0.02 MB buckets: one all-reduce per parameter, latency-bound
-ARGS = ["--steps", "8", "--hidden", "128", "--layers", "8", "--bucket-cap-mb", "0.02", "--backend", "gloo", "--timing"]
+# 16 layers of 64x64 (16 KB each) in 0.02 MB buckets: one all-reduce per parameter, latency-bound
+ARGS = ["--steps", "12", "--hidden", "64", "--layers", "16", "--bucket-cap-mb", "0.02", "--backend", "gloo", "--timing"]
 
 
 def test_bucket_size_hint_is_tried_and_its_verdict_recorded(tmp_path):
     out = tmp_path / "t"
     proc = subprocess.run([bin_path("paradise"), "tune", "torch", "--nproc", "2", "-o", str(out), "--rounds", "2",
                            "--confidence", "0.8", "--iterations", "1", "--check", r"param_sha256=\w+",
-                           "--time-regex", r"train_loop_ns=(\d+)", "--time-unit", "ns", str(TRAIN), *ARGS, "--json"],
+                           "--time-regex", r"train_loop_ns=(\d+)", "--time-unit", "ns", "--json", str(TRAIN), *ARGS],
                           capture_output=True, text=True, timeout=580)
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(proc.stdout)
