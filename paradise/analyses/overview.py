@@ -1,10 +1,10 @@
 """Overview: where each PE's time went, which entry methods / ops cost most, who talked to whom.
 
 Stage 1 (paradise/sql/overview_*.sql): one scan aggregating rows per kind × PE × name × coll ×
-cat × send destination (overview_pe), and the union busy time where rows nest. Stage 2 (here,
-SQL and numpy on that small table; see Rollups): per-PE time accounting, busy share,
-load imbalance (max / mean busy), top entries, point-to-point volume and collectives, each a
-roll-up of overview_pe. Docs: docs/analyses/overview.md.
+cat × send destination (overview_pe), and each PE's span = busy + idle + other (overview_pe_time,
+the one accounting of PE time, shared through the session). Stage 2 (here, SQL and numpy on those
+small tables; see Rollups): busy share, load imbalance (max / mean busy), top entries,
+point-to-point volume and collectives, each a roll-up of overview_pe. Docs: docs/analyses/overview.md.
 """
 
 from __future__ import annotations
@@ -15,19 +15,14 @@ import numpy as np
 import pyarrow as pa
 
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence, json_scalar
+from paradise.analyses.pe_time import BUSY_UNKNOWN, IMBALANCE_THRESHOLD, busy_known, load_imbalance
 from paradise.analyses.session import Session
-from paradise.engines import Engine
-from paradise.importers import training_like
 from paradise.store import TraceHandle
 
-IMBALANCE_THRESHOLD = 1.10
-"""max/mean PE busy above which load is called imbalanced: under 10 % lost to the slowest PE,
-moving objects rarely repays its own cost (a heuristic; the placement analysis refines it)."""
 DEFAULT_TOP = 10
 """Entries shown in top_entries unless --top says otherwise."""
 COMM_MATRIX_MAX_EDGES = 10_000
 """Largest number of PE pairs kept in comm_matrix (by bytes); the totals always count all."""
-BUSY_MODES = ("auto", "sum", "union")
 
 
 def applies(trace: TraceHandle) -> bool:
@@ -40,12 +35,16 @@ Columns = dict[str, np.ndarray]
 """A stage-2 result: numpy arrays by column name (masked arrays where a column has nulls)."""
 
 PER_PE_SQL = """
-SELECT pe, sum(rows)::BIGINT AS rows, min(t_first) AS t_first, max(t_last) AS t_last,
-       {parts}
+SELECT pe, sum(rows)::BIGINT AS rows, {parts}
 FROM groups GROUP BY pe ORDER BY pe NULLS LAST"""
-PER_PE_PARTS = {"exec_rows": ("rows", "exec"), "exec_ns": ("dur_ns", "exec"), "idle_rows": ("rows", "idle"),
-                "idle_ns": ("dur_ns", "idle"), "sends": ("rows", "send"), "send_bytes": ("bytes", "send")}
+PER_PE_PARTS = {"exec_rows": ("rows", "exec"), "sends": ("rows", "send"), "send_bytes": ("bytes", "send")}
 """Per-PE sums of one kind's rows: column -> (overview_pe column, kind)."""
+PE_TIME_COLUMNS = ("t_first", "t_last", "span_ns", "busy_ns", "idle_ns", "other_ns", "busy_rows", "idle_rows")
+"""The columns of overview_pe_time (the one accounting of a PE's time) that per_pe carries."""
+__all__ = ["IMBALANCE_THRESHOLD", "analyze", "applies", "load_imbalance", "per_pe_table"]
+Q = "overview_pe_time"
+BUSY_METHOD = "union"
+"""How busy time is measured, for the JSON and the report: the union of running intervals."""
 TOP_ENTRIES_SQL = """
 SELECT name, coll, cat, sum(rows)::BIGINT AS count, coalesce(sum(dur_ns), 0)::BIGINT AS total_ns,
        max(max_ns) AS max_ns
@@ -86,73 +85,30 @@ def _records(cols: Columns, names: list[str], rows: slice = slice(None)) -> list
     return [{n: _py(v) for n, v in zip(names, row)} for row in zip(*lists)]
 
 
-def _busy(engine: Engine, trace: TraceHandle, pe: Columns, mode: str) -> tuple[np.ndarray, str]:
-    """Busy ns per PE and the method used: the sum of exec time, or the union of intervals.
-
-    auto: union for training sources (importers.training_like: their exec rows nest or run
-    concurrently on one rank), and wherever the sum exceeds a PE's span (rows overlap
-    even though the source says they should not); else the sum, which needs no sort."""
-    if mode not in BUSY_MODES:
-        raise ValueError(f"busy mode {mode!r} is not one of {BUSY_MODES}")
-    span = pe["t_last"] - pe["t_first"]
-    use_union = mode == "union" or (
-        mode == "auto" and (training_like(trace.source) or bool((pe["exec_ns"] > span).any()))
-    )
-    if not use_union:
-        return pe["exec_ns"], "sum"
-    union = engine.query("overview_busy_union")
-    busy_of = dict(zip(union["pe"].to_pylist(), union["busy_ns"].to_pylist()))  # one entry per PE
-    return np.array([busy_of.get(p) or 0 for p in pe["pe"].tolist()], np.int64), "union"
-
-
-def per_pe_table(engine: Engine, trace: TraceHandle, roll: Rollups, mode: str = "auto") -> tuple[Columns, str]:
-    """One row per PE: span, busy, idle (idle rows when the trace has them, else span - busy)."""
+def per_pe_table(pe_time: pa.Table, roll: Rollups) -> Columns:
+    """One row per PE: span, busy, idle and other time as overview_pe_time accounts them (busy and
+    other unknown, masked, when nothing in the trace measures busy time), plus row counts."""
     parts = ", ".join(f"coalesce(sum({col}) FILTER (WHERE kind = '{kind}'), 0)::BIGINT AS {name}"
                       for name, (col, kind) in PER_PE_PARTS.items())
-    pe = roll(PER_PE_SQL.format(parts=parts))
-    busy, method = _busy(engine, trace, pe, mode)
-    span = pe["t_last"] - pe["t_first"]
-    busy = np.minimum(busy, span)
-    has_idle = pe["idle_rows"] > 0
-    idle = np.where(has_idle, pe["idle_ns"], np.maximum(span - busy, 0))
+    counts = roll(PER_PE_SQL.format(parts=parts))
+    pes = counts["pe"].tolist()
+    at = {p: i for i, p in enumerate(pe_time.column("pe").to_pylist())}
+    take = np.array([at[p] for p in pes], np.int64)  # both tables hold every PE that has a row
+    t = {c: np.array(pe_time.column(c).to_pylist(), np.int64)[take] for c in PE_TIME_COLUMNS}
+    unknown = np.full(len(pes), not busy_known(pe_time))
+    span = t["span_ns"]
     with np.errstate(divide="ignore", invalid="ignore"):
-        share = np.round(busy / np.where(span > 0, span, np.nan), 6)
-    out = {"pe": pe["pe"], "t_first": pe["t_first"], "t_last": pe["t_last"], "span_ns": span, "busy_ns": busy,
-           "idle_ns": idle, "other_ns": span - busy - idle, "busy_share": np.ma.masked_invalid(share),
-           "idle_from": np.where(has_idle, "rows", "span-busy"), "rows": pe["rows"],
-           "exec_rows": pe["exec_rows"], "sends": pe["sends"], "send_bytes": pe["send_bytes"]}
-    return out, method
+        share = np.round(t["busy_ns"] / np.where(span > 0, span, np.nan), 6)
+    return {"pe": counts["pe"], "t_first": t["t_first"], "t_last": t["t_last"], "span_ns": span,
+            "busy_ns": np.ma.array(t["busy_ns"], mask=unknown), "idle_ns": t["idle_ns"],
+            "other_ns": np.ma.array(t["other_ns"], mask=unknown),
+            "busy_share": np.ma.masked_invalid(np.ma.array(share, mask=unknown)),
+            "idle_from": np.where(t["idle_rows"] > 0, "rows", "none"), "rows": counts["rows"],
+            "exec_rows": counts["exec_rows"], "busy_rows": t["busy_rows"], "sends": counts["sends"],
+            "send_bytes": counts["send_bytes"]}
 
 
-def _imbalance(per_pe: Columns, method: str) -> Characteristic:
-    busy = per_pe["busy_ns"]
-    mean = float(busy.mean()) if len(busy) else 0.0
-    ratio = float(busy.max()) / mean if mean > 0 else 1.0
-    pe_max = int(per_pe["pe"][busy.argmax()]) if len(busy) else None
-    query = "overview_busy_union" if method == "union" else "overview_pe"
-    verdict = "imbalanced" if ratio > IMBALANCE_THRESHOLD else "balanced"
-    return Characteristic(
-        category="overview",
-        name="load_imbalance",
-        value=round(ratio, 4),
-        evidence=(
-            Evidence("max_pe_busy", int(busy.max()) if len(busy) else 0, "ns", None, query),
-            Evidence("max_pe", pe_max, "pe", None, query),
-            Evidence("mean_pe_busy", round(mean, 1), "ns", None, query),
-            Evidence("max_over_mean", round(ratio, 4), "ratio", IMBALANCE_THRESHOLD, query),
-            Evidence("pes", len(busy), "count", None, "overview_pe"),
-        ),
-        confidence=1.0 if len(busy) >= 2 else 0.3,
-        summary=(
-            f"Load is {verdict}: the busiest PE ({pe_max}) worked {ratio:.2f}x the mean "
-            f"(threshold {IMBALANCE_THRESHOLD})."
-            if len(busy) >= 2
-            else "Only one PE in the trace: load imbalance across PEs cannot be measured."
-        ),
-    )
-
-
-def _busy_share(per_pe: Columns, method: str) -> Characteristic:
+def _busy_share(per_pe: Columns, known: bool) -> Characteristic:
     pes, shares = per_pe["pe"].tolist(), per_pe["busy_share"].tolist()
     has = [i for i, v in enumerate(shares) if v is not None]
     valid = np.array([shares[i] for i in has], np.float64)
@@ -160,14 +116,16 @@ def _busy_share(per_pe: Columns, method: str) -> Characteristic:
     lo_pe = int(pes[has[int(valid.argmin())]]) if len(valid) else None
     hi_pe = int(pes[has[int(valid.argmax())]]) if len(valid) else None
     evidence = (
-        Evidence("mean_busy_share", None if mean is None else round(mean, 4), "fraction", None, "overview_pe"),
-        Evidence("min_busy_share", _py(valid.min()) if len(valid) else None, "fraction", None, "overview_pe"),
-        Evidence("min_pe", lo_pe, "pe", None, "overview_pe"),
-        Evidence("max_busy_share", _py(valid.max()) if len(valid) else None, "fraction", None, "overview_pe"),
-        Evidence("max_pe", hi_pe, "pe", None, "overview_pe"),
-        Evidence("busy_method", method, "", None, "overview_busy_union" if method == "union" else "overview_pe"),
+        Evidence("mean_busy_share", None if mean is None else round(mean, 4), "fraction", None, Q),
+        Evidence("min_busy_share", _py(valid.min()) if len(valid) else None, "fraction", None, Q),
+        Evidence("min_pe", lo_pe, "pe", None, Q),
+        Evidence("max_busy_share", _py(valid.max()) if len(valid) else None, "fraction", None, Q),
+        Evidence("max_pe", hi_pe, "pe", None, Q),
+        Evidence("busy_method", BUSY_METHOD, "", None, Q),
     )
-    if mean is None:
+    if not known:
+        summary = f"Busy share is unknown: {BUSY_UNKNOWN}."
+    elif mean is None:
         summary = "No PE has a time span; busy share is undefined."
     elif len(valid) == 1:
         summary = f"PE {hi_pe} was busy {mean:.0%} of its span."
@@ -179,9 +137,9 @@ def _busy_share(per_pe: Columns, method: str) -> Characteristic:
     return Characteristic(
         category="overview",
         name="busy_share",
-        value={str(int(p)): _py(v) for p, v in zip(pes, shares)},
+        value={str(int(p)): _py(v) for p, v in zip(pes, shares)} if known else None,
         evidence=evidence,
-        confidence=1.0,
+        confidence=1.0 if known else 0.0,
         summary=summary,
     )
 
@@ -218,19 +176,20 @@ def _collectives(roll: Rollups) -> list[dict[str, Any]]:
     return _records(c, ["name", "pe", "count", "bytes", "total_ns", "mean_ns", "max_ns"])
 
 
-NEEDS = frozenset({"overview_groups"})
+NEEDS = frozenset({"overview_groups", "pe_time"})
 """Shared results the overview reads (paradise.analyses.session.SHARED): its group table, which
-placement and communication roll up too."""
+placement and communication roll up too, and the accounting of PE time."""
 
 
 def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisResult:
     """Busy/idle per PE, load imbalance, top entries, message and collective volume."""
-    engine, trace = session.engine, session.trace
     config = config or AnalysisConfig()
     top = int(config.options.get("top") or DEFAULT_TOP)
+    pe_time = session.get("pe_time")
+    known = busy_known(pe_time)
     roll = Rollups(session.get("overview_groups"))
     try:
-        per_pe, method = per_pe_table(engine, trace, roll, str(config.options.get("busy", "auto")))
+        per_pe = per_pe_table(pe_time, roll)
         entries, exec_total = _top_entries(roll, top)
         comm, comm_totals = _comm(roll)
         collectives = _collectives(roll)
@@ -240,8 +199,9 @@ def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisR
     summary = {
         "pes": len(per_pe["pe"]),
         "span_ns": span,
-        "busy_method": method,
-        "busy_ns": int(per_pe["busy_ns"].sum()),
+        "busy_method": BUSY_METHOD,
+        "busy_known": known,
+        "busy_ns": int(per_pe["busy_ns"].sum()) if known else None,
         "idle_ns": int(per_pe["idle_ns"].sum()),
         "exec_ns": exec_total,
         "messages": comm_totals["messages"],
@@ -251,7 +211,7 @@ def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisR
     }
     return AnalysisResult(
         name="overview",
-        characteristics=[_busy_share(per_pe, method), _imbalance(per_pe, method)],
+        characteristics=[_busy_share(per_pe, known), load_imbalance(pe_time)],
         sections={
             "summary": summary,
             "per_pe": _records(per_pe, list(per_pe)),

@@ -1,6 +1,7 @@
 """Placement: load imbalance, object loads and their persistence, locality, creation; mapping.json.
 
-Stage 1: placement_pe_load, events_object_steps (object loads per step, through
+Stage 1: overview_pe_time (busy per PE, shared; its load_imbalance is the overview's, read here for
+the mapping hint and not repeated), events_object_steps (object loads per step, through
 paradise.events.objloads), communication_edges (shared with communication through the session),
 the collection kinds from the overview's group table, and placement_creation/placement_first_work
 only when the trace creates or migrates objects. Stage 2: numpy over an object x step matrix of
@@ -17,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
-from paradise.analyses.placement_hint import COMM_MATTERS_SHARE, IMBALANCE_RATIO, mapping_hint
+from paradise.analyses.pe_time import load_imbalance
+from paradise.analyses.placement_hint import COMM_MATTERS_SHARE, mapping_hint
 from paradise.analyses.session import Session
 from paradise.importers import training_like
 from paradise.whatif.model import STEP_LOAD_CLIP
@@ -49,23 +51,6 @@ def applies(trace: Any) -> bool:
 def _pes(trace: Any, pe_load: pd.DataFrame) -> int:
     seen = int(pe_load["pe"].max()) + 1 if len(pe_load) else 1
     return max(int(trace.metadata.get("pes") or 0), seen)
-
-
-def imbalance(pe_load: pd.DataFrame, pes: int) -> Characteristic:
-    busy = np.zeros(pes)
-    busy[pe_load["pe"].to_numpy(int)] = pe_load["busy_ns"].to_numpy(float)
-    mean = busy.mean() if pes else 0.0
-    ratio = float(busy.max() / mean) if mean > 0 else 1.0
-    top = int(busy.argmax())
-    execs = int(pe_load["execs"].sum())
-    return Characteristic(
-        "placement", "load_imbalance", round(ratio, 4),
-        (Evidence("max_pe_busy_ns", int(busy.max()), "ns"), Evidence("mean_pe_busy_ns", int(mean), "ns"),
-         Evidence("busiest_pe", top), Evidence("max_over_mean", round(ratio, 4), "", IMBALANCE_RATIO,
-                                                "placement_pe_load")),
-        confidence=round(min(1.0, execs / 200), 3),
-        summary=(f"PE {top} is the busiest at {ratio:.2f}x the mean PE load"
-                 + (": the run is imbalanced." if ratio > IMBALANCE_RATIO else ": the load is balanced.")))
 
 
 def object_loads(obj: pd.DataFrame, keys: tuple[str, ...] = ("coll", "index"),
@@ -255,7 +240,7 @@ def collection_kinds(groups: Any) -> Any:
     return out.select(["coll", "cat", "lifecycle"]).sort_by("coll")
 
 
-NEEDS = frozenset({"overview_groups", "object_steps", "communication_edges", "exec_graph", "replayer"})
+NEEDS = frozenset({"overview_groups", "pe_time", "object_steps", "communication_edges", "exec_graph", "replayer"})
 """Shared results placement reads (paradise.analyses.session.SHARED); the replayer only when
 the trace is small enough to replay."""
 
@@ -265,7 +250,8 @@ def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisR
     from paradise.events import objloads
 
     trace = session.trace
-    pe_load = session.engine.query("placement_pe_load").to_pandas()
+    pe_time = session.get("pe_time")
+    pe_load = pe_time.select(["pe", "busy_ns"]).to_pandas()
     obj = session.get("object_steps")
     cr = creation_table(session)
     edges = session.get("communication_edges").to_pandas()
@@ -283,7 +269,7 @@ def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisR
                      axis=1)  # coll, index, oid, load_ns, execs, pe: oid order is (coll, index) text order
     mov = movable(objs, cr)
     app = mov if len(mov) else objs  # runtime and main chares are not the application's objects
-    chars = [imbalance(pe_load, pes)]
+    chars: list[Characteristic] = []
     if len(app):
         rows = np.unique(app["oid"].to_numpy(np.int64))
         rows = rows[~np.isnan(steps[rows]).all(axis=1)]  # objects with step loads
@@ -292,7 +278,8 @@ def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisR
     chars += [locality(edges), creation(cr)]
     result.characteristics = chars
     result.sections["pe_load_ns"] = [int(x) for x in _busy(pe_load, pes)]
-    doc, candidates, text = mapping_hint(session, pes, objs, mov, edges, chars, _busy(pe_load, pes))
+    doc, candidates, text = mapping_hint(session, pes, objs, mov, edges, [load_imbalance(pe_time), *chars],
+                                         _busy(pe_load, pes))
     result.sections["mapping_candidates"] = candidates
     if doc is not None:
         result.hints.append(doc)

@@ -13,9 +13,10 @@ import pandas as pd
 
 from hints.generators import mapping as mapping_gen
 from paradise.analyses.base import Characteristic, fmt_s, justification, provenance_of
+from paradise.analyses.pe_time import IMBALANCE_THRESHOLD
 
-IMBALANCE_RATIO = 1.1
-"""max/mean PE busy time above which the run is called imbalanced (10 %: Charm++ LB practice)."""
+IMBALANCE_RATIO = IMBALANCE_THRESHOLD
+"""max/mean PE busy time above which the run is called imbalanced: the overview's one threshold."""
 COMM_MATTERS_SHARE = 0.1
 """Share of bytes crossing PEs above which a communication-aware partition is tried."""
 KEEP_MARGIN = 0.03
@@ -32,6 +33,8 @@ def _char(chars: list[Characteristic], name: str) -> Characteristic | None:
 def _strategies(chars: list[Characteristic]) -> list[tuple[str, str]]:
     """(strategy, characteristic that justifies trying it)."""
     imb, loc = _char(chars, "load_imbalance"), _char(chars, "communication_locality")
+    if imb is not None and imb.value is None:  # withheld: busy time unknown
+        imb = None
     out: list[tuple[str, str]] = []
     if imb is not None and imb.value > IMBALANCE_RATIO:
         out += [("refine", "load_imbalance"), ("greedy", "load_imbalance")]
@@ -155,7 +158,7 @@ def mapping_hint(session: Any, pes: int, objs: pd.DataFrame, mov: pd.DataFrame,
 def explain(best: str, gain: dict[str, Any], chars: list[Characteristic]) -> str:
     """The mapping hint in one sentence a user understands."""
     imb = _char(chars, "load_imbalance")
-    ratio = imb.value if imb is not None else 1.0
+    ratio = imb.value if imb is not None and imb.value is not None else 1.0
     if best == "keep":
         if ratio <= IMBALANCE_RATIO:
             return (f"mapping.json: keep the current placement; PE loads are balanced "

@@ -40,7 +40,7 @@ def applies(trace: Any) -> bool:
     return not training_like(trace.source)
 
 
-NEEDS = frozenset({"exec_graph", "critical_path", "latency_model", "replayer"})
+NEEDS = frozenset({"exec_graph", "critical_path", "latency_model", "replayer", "pe_time"})
 """Shared results scheduling reads (paradise.analyses.session.SHARED); the replayer only when
 the trace is small enough to replay."""
 
@@ -81,11 +81,32 @@ def _wait_label(coll: Any, entry: Any) -> str:
     return str(entry) if entry is not None and entry == entry else "None"
 
 
-def waiting_char(engine: Any, info: Any, pes: int) -> Characteristic:
+def _not_busy(pe_time: Any, size: int) -> tuple[np.ndarray, float]:
+    """Per PE (0..size-1) its time not running anything (span - busy, overview_pe_time), and the
+    PEs' total span: what waits are measured against in the one accounting of PE time."""
+    free = np.zeros(size)
+    pe = np.asarray(pe_time.column("pe").to_numpy(), np.int64)
+    span = np.asarray(pe_time.column("span_ns").to_numpy(), np.float64)
+    busy = np.asarray(pe_time.column("busy_ns").to_numpy(), np.float64)
+    keep = (pe >= 0) & (pe < size)
+    free[pe[keep]] = (span - busy)[keep]
+    return free, float(span.sum())
+
+
+def waiting_char(engine: Any, info: Any, pes: int, pe_time: Any) -> Characteristic:
+    """Idle time waiting for messages, as a share of the PEs' time. Per PE it is at most the PE's
+    time not busy in the one accounting of PE time: the exec graph's gaps (from an execution's
+    active end to the next start) can hold running time, e.g. a coroutine's later pieces."""
     w = engine.query("events_waits").to_pandas()
-    per_pe = np.bincount(w["pe"].to_numpy(np.int64), weights=w["wait_ns"].to_numpy(np.float64), minlength=pes)
-    span = max(info.makespan_ns, 1)
-    share = float(per_pe.sum() / (span * pes))
+    size = max(pes, int(w["pe"].max()) + 1 if len(w) else 0)
+    pe_of = w["pe"].to_numpy(np.int64)
+    raw = np.bincount(pe_of, weights=w["wait_ns"].to_numpy(np.float64), minlength=size)
+    free, span = _not_busy(pe_time, size)
+    per_pe = np.minimum(raw, free)
+    share = float(per_pe.sum() / max(span, 1.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.where(raw > 0, per_pe / raw, 0.0)
+    w["wait_ns"] = w["wait_ns"].to_numpy(np.float64) * scale[pe_of]  # entries scaled as their PE's total
     labels = [_wait_label(c, e) for c, e in zip(w["coll"], w["entry"])]
     top = pd.Series(w["wait_ns"].to_numpy(np.int64), index=labels).groupby(level=0).sum()
     top = top.sort_values(ascending=False).head(5)
@@ -141,7 +162,7 @@ def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisR
     model = session.get("latency_model")
     entries = path_entries(session.engine, session.get("critical_path"), model)
     cp = path_char(info, session.get("critical_path"), entries)
-    result.characteristics = [cp, waiting_char(session.engine, info, info.pes(session.pes))]
+    result.characteristics = [cp, waiting_char(session.engine, info, info.pes(session.pes), session.get("pe_time"))]
     result.sections["critical_entries"] = [
         {"coll": c, "entry": e, "cost_ns": int(n), "execs": int(k), "share": round(float(s), 4),
          "queue_ns": int(q), "queue_share": round(float(qs), 4)}

@@ -22,6 +22,11 @@ def _overview_groups(s: Session) -> Any:
     return s.engine.query("overview_pe")
 
 
+def _pe_time(s: Session) -> Any:
+    """Each PE's span, busy, idle and other time (overview_pe_time): the one accounting every view reads."""
+    return s.engine.query("overview_pe_time")
+
+
 def _communication_edges(s: Session) -> Any:
     return s.engine.query("communication_edges")
 
@@ -63,6 +68,7 @@ def _critical_path(s: Session) -> Any:
 
 SHARED: dict[str, Callable[[Session], Any]] = {
     "overview_groups": _overview_groups,
+    "pe_time": _pe_time,
     "communication_edges": _communication_edges,
     "object_steps": _object_steps,
     "exec_graph": _exec_graph,

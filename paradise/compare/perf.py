@@ -93,6 +93,7 @@ def _tables(engine: Engine) -> Tables:
         "pe_step": engine.query("compare_pe_step").to_pandas(),
         "name_step": engine.query("compare_name_step").to_pandas(),
         "comm": engine.query("compare_comm").to_pandas(),
+        "pe_time": engine.query("overview_pe_time").to_pandas(),  # the one accounting of PE time
     }
 
 
@@ -158,11 +159,12 @@ least this share (most) of its total on both sides; else the steps would test to
 
 
 def _figure(metric: str, rb: list[Tables], rc: list[Tables], table: str, key: str, value: str, k: Any,
-            use_steps: bool) -> Change:
+            use_steps: bool, totals: str | None = None) -> Change:
     """A per-PE or per-entry figure: base and candidate are run totals (median over runs), the
-    figure every other view shows; the test runs on per-step samples when the steps hold the
+    figure every other view shows (from table `totals` when given: a PE's busy and idle time as
+    overview_pe_time accounts them); the test runs on per-step samples when the steps hold the
     figure on both sides, else on one total per run."""
-    tb, tc = _totals(rb, table, key, value, k), _totals(rc, table, key, value, k)
+    tb, tc = _totals(rb, totals or table, key, value, k), _totals(rc, totals or table, key, value, k)
     pb, pc = (_pooled(rb, table, key, value, k), _pooled(rc, table, key, value, k)) if use_steps else ([], [])
 
     def stepped(samples: list[float], totals: list[float]) -> bool:
@@ -228,7 +230,7 @@ def diff_runs(rb: list[Tables], rc: list[Tables]) -> list[Change]:
     pes = sorted(set().union(*(set(t["pe_step"]["pe"]) for t in rb + rc)))
     for pe in pes:
         for col, label in (("busy_ns", "busy"), ("idle_ns", "idle")):
-            changes.append(_figure(f"pe{int(pe)}.{label}", rb, rc, "pe_step", "pe", col, pe, use_steps))
+            changes.append(_figure(f"pe{int(pe)}.{label}", rb, rc, "pe_step", "pe", col, pe, use_steps, "pe_time"))
     totals = pd.concat([t["name_step"].groupby("name")["total_ns"].sum() for t in rb + rc], axis=1).fillna(0)
     for name in totals.max(axis=1).sort_values(ascending=False).head(TOP_NAMES).index:
         changes.append(_figure(f"entry:{name}", rb, rc, "name_step", "name", "total_ns", name, use_steps))

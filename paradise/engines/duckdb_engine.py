@@ -21,6 +21,7 @@ import pyarrow as pa
 from paradise.engines import load_sql
 from paradise.engines.memory import DUCKDB_SHARE, default_memory_limit, fmt_size
 from paradise.errors import OutOfMemory, TruncatedTrace
+from paradise.format import ADDED_COLUMNS, SCHEMA
 from paradise.store import TraceHandle
 
 SPILL_PREFIX = "paradise-spill-"
@@ -52,11 +53,24 @@ def _file_list(files: list[str]) -> str:
     return "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + "]"
 
 
+def _added_columns() -> str:
+    """An empty relation of the columns later minor versions added (format.ADDED_COLUMNS): united by
+    name with the files, it gives a trace of an older minor those columns as nulls (a file that has
+    them keeps its values), so every query may name them."""
+    cols = ", ".join(f"NULL::{_SQL_TYPES[str(SCHEMA.field(c).type)]} AS {c}" for c in ADDED_COLUMNS)
+    return f" UNION ALL BY NAME SELECT {cols} WHERE false"
+
+
+_SQL_TYPES = {"int64": "BIGINT", "int32": "INTEGER", "string": "VARCHAR"}
+
+
 def events_view_sql(files: list[str]) -> str:
-    """The one place file paths enter SQL text; everything else is bound parameters."""
+    """The one place file paths enter SQL text; everything else is bound parameters. Two views:
+    `events` (the trace's rows) and `running` (each PE's running intervals, events_running.sql)."""
     return (
         "CREATE OR REPLACE VIEW events AS SELECT * FROM "
-        f"read_parquet({_file_list(files)}, union_by_name = true)"
+        f"read_parquet({_file_list(files)}, union_by_name = true)" + _added_columns() + ";\n"
+        "CREATE OR REPLACE VIEW running AS " + load_sql("events_running")
     )
 
 

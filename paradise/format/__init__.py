@@ -12,7 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 
-FORMAT_VERSION = "1.0"
+FORMAT_VERSION = "1.1"
 """Major.minor. Readers accept every minor of the majors they know."""
 
 SUPPORTED_MAJORS = ("1",)
@@ -41,6 +41,7 @@ class Kind(str, Enum):
     FAILURE = "failure"
     RESTART = "restart"
     MARK = "mark"
+    PIECE = "piece"
 
 
 def _dict_str() -> pa.DataType:
@@ -72,16 +73,20 @@ COLUMNS: tuple[tuple[str, pa.DataType, str], ...] = (
     ("group_size", pa.int32(), "process group size (collectives)"),
     ("dtype", _dict_str(), "element type (collectives)"),
     ("args", pa.string(), "other attributes as JSON object text (sparse)"),
+    ("exec_t0", pa.int64(), "piece rows: t0 of the exec row (same pe) whose running piece this is; else null"),
 )
 
 SCHEMA = pa.schema([pa.field(n, t) for n, t, _ in COLUMNS])
 COLUMN_NAMES = tuple(n for n, _, _ in COLUMNS)
 REQUIRED_COLUMNS = ("kind", "pe", "t0", "t1")
+ADDED_COLUMNS: dict[str, str] = {"exec_t0": "1.1"}
+"""Columns added by a minor version -> the version that added them: readers of older files
+supply them as nulls (conform; the engines' events view)."""
 
 # Metadata keys (JSON object stored under META_KEY) and their meaning.
 METADATA_FIELDS: dict[str, str] = {
     "format_version": "trace format version, FORMAT_VERSION of the writer",
-    "source": "charm4py | torch | kineto | projections | synthetic",
+    "source": "charm4py | torch | kineto | projections | nsys | synthetic",
     "program": "program name (script stem or .sts name)",
     "pes": "number of PEs / world size of the run",
     "world_size": "PyTorch world size (same as pes for torch traces)",

@@ -68,7 +68,9 @@ def import_trace(
             on_progress(done, len(logs))
     frames = {k: pd.concat(v, ignore_index=True) for k, v in parts.items()}
     execs, sends = _link_messages(frames["exec"], frames["send"], summary)
-    table = _assemble(execs, sends, frames["idle"], frames["mark"])
+    execs, pieces = fold_pieces(execs)
+    summary["notes"]["threaded executions in pieces"] += int(pieces["exec_t0"].nunique()) if len(pieces) else 0
+    table = _assemble(execs, sends, frames["idle"], frames["mark"], pieces)
     found = [pe for pe, _ in logs]
     missing = sorted(set(range(sts.worker_pes)) - set(found))
     meta = _metadata(sts, shifts, summary, found, missing)
@@ -355,8 +357,38 @@ def _link_messages(execs: pd.DataFrame, sends: pd.DataFrame, summary) -> tuple[p
     return execs, sends
 
 
+PIECE_KEYS = ["pe", "msg", "ep", "coll", "index"]
+"""A threaded entry method that suspends is logged as one BEGIN/END_PROCESSING pair per resumed
+piece, each naming the message that started it: executions on one PE with the same linked message,
+entry point and object are the pieces of one execution (a message is delivered once per object)."""
+PIECE_COLS = ["pe", "t0", "t1", "name", "coll", "obj", "index", "msg", "cat", "exec_t0"]
+
+
+def fold_pieces(execs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(executions, pieces): each group of PIECE_KEYS with several rows becomes one execution (first
+    start to last end, active = sum, the first piece's other columns) plus one piece row per pair
+    (exec_t0 = the execution's t0); executions without a linked message are never folded."""
+    linked = execs[execs["msg"].notna()]
+    size = linked.groupby(PIECE_KEYS, dropna=False, sort=False)["t0"].transform("size")
+    multi = linked[size.to_numpy() > 1]
+    if multi.empty:
+        return execs, pd.DataFrame(columns=PIECE_COLS)
+    gid = multi.groupby(PIECE_KEYS, dropna=False, sort=False).ngroup().to_numpy()
+    multi = multi.assign(gid=gid)
+    agg = multi.groupby("gid").agg(t0=("t0", "min"), t1=("t1", "max"), active=("active", "sum"),
+                                   unclosed=("unclosed", "any"))
+    folded = multi.sort_values(["gid", "t0"], kind="stable").drop_duplicates("gid").set_index("gid")
+    for col in ("t1", "active", "unclosed"):
+        folded[col] = agg[col]
+    folded.loc[folded["unclosed"], "args"] = '{"unclosed":true}'
+    pieces = multi.assign(exec_t0=agg["t0"].to_numpy()[gid])[PIECE_COLS]
+    rest = execs.drop(index=multi.index)
+    return pd.concat([rest, folded.reset_index(drop=True).drop(columns=["gid"], errors="ignore")],
+                     ignore_index=True), pieces
+
+
 _COLS = ("kind", "pe", "t0", "t1", "active", "cat", "coll", "obj", "index", "name", "msg", "peer_pe",
-         "peer_coll", "peer_obj", "bytes", "args")
+         "peer_coll", "peer_obj", "bytes", "args", "exec_t0")
 
 
 def _frame_table(df: pd.DataFrame, kind: str) -> pa.Table:
@@ -369,9 +401,9 @@ def _frame_table(df: pd.DataFrame, kind: str) -> pa.Table:
     return pa.table(cols)
 
 
-def _assemble(execs, sends, idles, marks) -> pa.Table:
+def _assemble(execs, sends, idles, marks, pieces) -> pa.Table:
     parts = [_frame_table(execs, "exec"), _frame_table(sends, "send"), _frame_table(idles, "idle"),
-             _frame_table(marks, "mark")]
+             _frame_table(marks, "mark"), _frame_table(pieces, "piece")]
     table = pa.concat_tables([conform(t) for t in parts if t.num_rows], promote_options="default") \
         if any(t.num_rows for t in parts) else SCHEMA.empty_table()
     return table.sort_by([("pe", "ascending"), ("t0", "ascending")]).combine_chunks()

@@ -103,8 +103,9 @@ def render(console: Console, result: dict[str, Any]) -> None:
     s = result["summary"]
     console.rule("[bold]overview[/bold]", align="left")
     console.print(
-        f"{s['pes']} PE{'' if s['pes'] == 1 else 's'} over {fmt_ns(s['span_ns'])}; busy {fmt_ns(s['busy_ns'])}, idle {fmt_ns(s['idle_ns'])} "
-        f"(busy = {'union of exec intervals' if s['busy_method'] == 'union' else 'sum of exec time'})"
+        f"{s['pes']} PE{'' if s['pes'] == 1 else 's'} over {fmt_ns(s['span_ns'])}; "
+        + (f"busy {fmt_ns(s['busy_ns'])}" if s.get("busy_known", True) else "busy unknown")
+        + f", idle {fmt_ns(s['idle_ns'])} (busy = union of running intervals: executions, their pieces, phases)"
     )
     for name in ("busy_share", "load_imbalance"):
         c = _char(result, name)
@@ -113,7 +114,7 @@ def render(console: Console, result: dict[str, Any]) -> None:
     if result["per_pe"]:
         console.print(_pe_table(result["per_pe"]))
         if any(r["idle_from"] != "rows" for r in result["per_pe"]):
-            console.print("  * idle = span - busy (the trace has no idle rows for that PE)")
+            console.print("  * the trace has no idle rows for that PE: its time not busy is other")
     if result["top_entries"]:
         console.print(_entries_table(result["top_entries"], console.width))
     if result["comm_matrix"]:

@@ -12,7 +12,7 @@ import networkx as nx
 ROOT = Path(__file__).resolve().parents[2]
 ANALYSIS_HELPERS = {"paradise.analyses", "paradise.analyses.base", "paradise.analyses.session",
                     "paradise.analyses.runner", "paradise.analyses.placement_hint",
-                    "paradise.analyses.devices"}
+                    "paradise.analyses.devices", "paradise.analyses.pe_time"}
 
 
 def _module(path: Path) -> str:

@@ -19,7 +19,7 @@ from paradise.engines.merge import MergeRuleError, merge_partials, parse_merge_r
 from paradise.errors import EngineUnavailable
 from paradise.store import open_trace
 
-OVERVIEW_QUERIES = ("overview_pe", "overview_busy_union")
+OVERVIEW_QUERIES = ("overview_pe", "overview_pe_time")
 
 
 @pytest.fixture(scope="module")

@@ -80,6 +80,12 @@ def imported(real_data, tmp_path_factory):
     }
 
 
+RUNNING = """SELECT * FROM events e WHERE kind = 'piece' OR (kind = 'exec' AND NOT EXISTS (
+    SELECT 1 FROM events p WHERE p.kind = 'piece' AND p.pe = e.pe AND p.exec_t0 = e.t0 AND p.name = e.name
+    AND p.msg = e.msg AND p.coll = e.coll AND p.obj IS NOT DISTINCT FROM e.obj))"""
+"""Running intervals written out from the format's definition (an oracle for events_running.sql)."""
+
+
 def q(path: Path, sql: str) -> list[tuple]:
     con = duckdb.connect()
     con.execute(f"CREATE VIEW events AS SELECT * FROM read_parquet('{path}')")
@@ -105,7 +111,8 @@ def test_row_counts_follow_the_records(imported, real_data, name, folder):
     for pe, rs in recs.items():
         kinds = [r[0] for r in rs]
         got = dict(q(imported[name], f"SELECT kind, count(*) FROM events WHERE pe = {pe} GROUP BY kind"))
-        assert got.get("exec", 0) == kinds.count("2")  # one exec per BEGIN_PROCESSING
+        pairs = q(imported[name], f"SELECT count(*) FROM ({RUNNING}) WHERE pe = {pe}")[0][0]
+        assert pairs == kinds.count("2")  # one running interval (exec or piece) per BEGIN_PROCESSING
         assert got.get("idle", 0) == kinds.count("14")
         assert got.get("send", 0) == kinds.count("1") + kinds.count("20") + kinds.count("21")
 
@@ -113,11 +120,32 @@ def test_row_counts_follow_the_records(imported, real_data, name, folder):
 @pytest.mark.parametrize("name,folder", [("pingpong", PINGPONG), ("hello", HELLO)])
 def test_busy_and_idle_totals_match_naive_sums(imported, real_data, name, folder):
     busy, idle = naive_busy_idle(raw_records(real_data / folder))
-    got = {(k, pe): v for k, pe, v in q(imported[name], "SELECT kind, pe, sum(t1 - t0) FROM events "
-                                                         "WHERE kind IN ('exec', 'idle') GROUP BY ALL")}
+    got = {(k, pe): v for k, pe, v in q(imported[name], f"SELECT 'exec', pe, sum(t1 - t0) FROM ({RUNNING}) GROUP BY ALL "
+                                                         "UNION ALL SELECT kind, pe, sum(t1 - t0) FROM events "
+                                                         "WHERE kind = 'idle' GROUP BY ALL")}
     for pe in busy:
         assert got[("exec", pe)] == busy[pe]
         assert got[("idle", pe)] == idle[pe]
+
+
+def test_a_threaded_entry_method_is_one_delivery_in_pieces(imported, real_data):
+    # pingpong's trecv is threaded: Projections logs a BEGIN/END_PROCESSING pair per resumed piece,
+    # each naming the same message (ep, event, source PE). One message = one execution.
+    recs = raw_records(real_data / PINGPONG)
+    for pe, rs in recs.items():
+        trecv = {int(e) for e in (154, 171)}
+        begins = [(int(r[2]), int(r[4]), int(r[5])) for r in rs if r[0] == "2" and int(r[2]) in trecv]
+        got = dict(q(imported["pingpong"], f"SELECT kind, count(*) FROM events WHERE pe = {pe} "
+                                           "AND name LIKE 'trecv%' AND kind IN ('exec', 'piece') GROUP BY kind"))
+        assert got["exec"] == len(set(begins)) < len(begins) == got["piece"]
+    per_msg = q(imported["pingpong"], "SELECT msg, count(*) FROM events WHERE kind = 'exec' AND msg IS NOT NULL "
+                                      "AND name LIKE 'trecv%' GROUP BY msg HAVING count(*) > 1")
+    assert per_msg == []
+    pieces = q(imported["pingpong"], """SELECT e.active, sum(p.t1 - p.t0), min(p.t0) = e.t0, max(p.t1) = e.t1
+        FROM events e JOIN events p ON p.kind = 'piece' AND p.pe = e.pe AND p.exec_t0 = e.t0
+          AND p.name = e.name AND p.msg = e.msg AND p.coll = e.coll AND p.obj IS NOT DISTINCT FROM e.obj
+        WHERE e.kind = 'exec' GROUP BY e.pe, e.t0, e.active, e.t1""")
+    assert pieces and all(a == s and first and last for a, s, first, last in pieces)
 
 
 def test_every_pingpong_creation_reaches_its_execution(imported, real_data):
@@ -150,7 +178,9 @@ def test_links_agree_on_both_sides(imported):
                        AND (e.peer_pe <> s.pe OR (s.cat = 'creation' AND s.peer_pe <> e.pe)
                             OR s.msg >> 32 <> s.pe OR e.name <> s.name OR e.t0 < s.t0)""")
     assert bad == [(0,)]
-    assert q(path, "SELECT count(*) FROM events WHERE kind = 'exec' AND msg IS NOT NULL") == [(221,)]
+    # 221 BEGIN_PROCESSING pairs name a traced message; 114 of them are the pieces of 38 threaded trecv
+    # executions (3 each), so 221 - 114 + 38 executions have one.
+    assert q(path, "SELECT count(*) FROM events WHERE kind = 'exec' AND msg IS NOT NULL") == [(145,)]
 
 
 def test_object_ids_arrays_and_non_arrays(imported):

@@ -38,8 +38,8 @@ IDLE_MIN_NS = 10_000
 MASK2 = (1 << INDEX_BITS) - 1  # 2-D indices packed inline, as pack_index does
 
 # Kind codes: the string table is seeded with the kind names, so the code is the index.
-KINDS = ("exec", "send", "idle", "create", "migrate", "step")
-K_EXEC, K_SEND, K_IDLE, K_CREATE, K_MIGRATE, K_STEP = range(len(KINDS))
+KINDS = ("exec", "send", "idle", "create", "migrate", "step", "piece")
+K_EXEC, K_SEND, K_IDLE, K_CREATE, K_MIGRATE, K_STEP, K_PIECE = range(len(KINDS))
 BCAST_TEXT = '{"bcast":true}'
 COMBINED_TEXT = '{"combined":true}'
 """args of the send row of a message that a combiner below the tracer buffered into a batch
@@ -109,7 +109,8 @@ def install_exec_hooks(entry_method_mod) -> None:
         cur[0] = rec = [t0, 0, parent, ident, t0, name, mid]
         if flag:
             _special(flag, obj, ident, mid, t0)
-        if coro:
+        if coro:  # may suspend: its pieces are tracked (PIECE_START, PIECE_END), see install_greenlet_trace
+            rec += (t0, None)
             opened[id(rec)] = rec
         try:
             orig_run(self, obj, header, args, ret_fut)
@@ -120,6 +121,8 @@ def install_exec_hooks(entry_method_mod) -> None:
                 parent[0] = t1
             if coro:
                 opened.pop(id(rec), None)
+                if rec[PIECE_END] is not None:  # it suspended: its last piece ends here
+                    write_piece(rec, t1)
             o = P.origin
             put(EXEC_HEAD(t0 - o, mid, name, P.pe, src, t1 - o, rec[1] + t1 - rec[0]))
             put(ident[XTAIL])  # read at the end: the step may have changed during the execution
@@ -383,8 +386,23 @@ def install_migration_hook(charm) -> None:
     charm.arrayElemLeave = arrayElemLeave
 
 
+PIECE_START, PIECE_END = 7, 8
+"""Fields of the record of an execution that may suspend (a coroutine / threaded entry method):
+when its current piece started (its start or last resume), and when its last written piece
+ended (None until it first suspends). Plain executions have no such fields: they pay nothing."""
+
+
+def write_piece(rec: list, t1: int) -> None:
+    """A `piece` row: the execution of `rec` ran from its piece start to t1 (trace format 1.1)."""
+    o, ident, mid = ST.origin, rec[3], rec[6]
+    ST.buf.extend(pack(K_PIECE, ST.pe, rec[PIECE_START] - o, t1 - o, NULL, ident[CAT], ident[COLL], ident[OBJ],
+                       ident[INDEX], rec[5], mid, NULL, NULL, NULL, NULL, ident[STEP], NULL, rec[4] - o))
+    rec[PIECE_END] = t1
+
+
 def install_greenlet_trace() -> None:
-    """Coroutine suspensions: pause the running record of the greenlet switched away from."""
+    """Coroutine suspensions: pause the running record of the greenlet switched away from; a
+    coroutine's record writes the piece it just ran, and starts its next piece when resumed."""
     cur = ST.cur
 
     def trace(event, args):
@@ -395,6 +413,8 @@ def install_greenlet_trace() -> None:
         rec = cur[0]
         if rec is not None:
             rec[1] += now - rec[0]
+            if len(rec) > PIECE_START:
+                write_piece(rec, now)
         try:
             origin._pt_cur = rec
         except AttributeError:
@@ -402,17 +422,29 @@ def install_greenlet_trace() -> None:
         nxt = getattr(target, "_pt_cur", None)
         if nxt is not None:
             nxt[0] = now
+            if len(nxt) > PIECE_START:
+                nxt[PIECE_START] = now
         cur[0] = nxt
 
     greenlet.settrace(trace)
 
 
 def write_unfinished(now: int) -> None:
-    """Rows for coroutine executions still suspended when the trace closes (e.g. `main`)."""
+    """Rows for coroutine executions still open when the trace closes (e.g. `main`): the exec row
+    and, for one that is running now (the trace closes from inside it), its last piece. One that
+    is suspended ends with its last piece; its pieces were written when it suspended."""
     o, unfinished = ST.origin, ST.strings.code(UNFINISHED)
+    running = ST.cur[0]
     for rec in list(ST.open.values()):
         ident, mid = rec[3], rec[6]
-        ST.buf.extend(pack(K_EXEC, ST.pe, rec[4] - o, now - o, rec[1], ident[CAT], ident[COLL], ident[OBJ],
+        active, t1 = rec[1], now
+        if rec is running:
+            active += now - rec[0]
+            if rec[PIECE_END] is not None:
+                write_piece(rec, now)
+        elif rec[PIECE_END] is not None:
+            t1 = rec[PIECE_END]
+        ST.buf.extend(pack(K_EXEC, ST.pe, rec[4] - o, t1 - o, active, ident[CAT], ident[COLL], ident[OBJ],
                            ident[INDEX], rec[5], mid, NULL if mid == NULL else mid >> MSG_PE_SHIFT, NULL, NULL,
                            NULL, ident[STEP], unfinished))
     ST.open.clear()

@@ -2,7 +2,7 @@
 
 Keeping Python tuples costs more than making them (each row's ints are heap objects the
 garbage collector walks, and a flush has to transpose them): ~2 us per row on a loaded
-2-core machine. A row is 17 int64 fields (strings as codes into a per-PE string table, nulls
+2-core machine. A row is 18 int64 fields (strings as codes into a per-PE string table, nulls
 as INT64_MIN, in LAYOUT order); hot rows are one pack of their per-event values plus a
 pre-packed per-chare tail, nothing afterwards; the flush (on a background thread) turns the
 buffer into Arrow columns without touching single values from Python.
@@ -27,10 +27,10 @@ NULL = -(2**63)
 """Null marker for every packed field (no real time, id, index or code takes this value)."""
 
 PACKED = ("kind", "pe", "t0", "t1", "active", "cat", "coll", "obj", "index", "name", "msg",
-          "peer_pe", "peer_coll", "peer_obj", "bytes", "step", "args")
+          "peer_pe", "peer_coll", "peer_obj", "bytes", "step", "args", "exec_t0")
 """Packed fields in `pack`'s argument order; the other schema columns are null (tid: 0)."""
 LAYOUT = ("t0", "msg", "name", "pe", "peer_pe", "t1", "active", "peer_coll", "peer_obj", "bytes", "args",
-          "kind", "cat", "coll", "obj", "index", "step")
+          "kind", "cat", "coll", "obj", "index", "step", "exec_t0")
 """Storage order of a row. The hot rows (exec, send) are a packed head of per-event values followed
 by a tail of what is fixed per chare and kind (kind, identity codes, step), packed once per object
 (`tails`) and appended as bytes: per event ~7-11 int conversions instead of 17, and big-int NULL
@@ -43,29 +43,30 @@ ARRAY_SEND_HEAD = struct.Struct("<4q" + "7xB" * 3 + "4q").pack
 their bytes (7 zero pad bytes + 0x80, little-endian INT64_MIN) from the small int NULL_HI; a
 big-int NULL costs ~10 ns more per field to convert."""
 NULL_HI = 0x80
-EXEC_TAIL = struct.Struct("<10q").pack  # peer_coll, peer_obj, bytes, args (NULL), kind, cat, coll, obj, index, step
-SEND_TAIL = struct.Struct("<6q").pack  # kind, cat, coll, obj, index, step
+EXEC_TAIL = struct.Struct("<11q").pack  # peer_coll, peer_obj, bytes, args (NULL), kind, cat, coll, obj, index, step, exec_t0
+SEND_TAIL = struct.Struct("<7q").pack  # kind, cat, coll, obj, index, step, exec_t0 (NULL)
 
 
 
 def pack(kind: int, pe: int, t0: int, t1: int, active: int, cat: int, coll: int, obj: int, index: int, name: int,
-         msg: int, peer_pe: int, peer_coll: int, peer_obj: int, nbytes: int, step: int, args: int) -> bytes:
+         msg: int, peer_pe: int, peer_coll: int, peer_obj: int, nbytes: int, step: int, args: int,
+         exec_t0: int = NULL) -> bytes:
     """One row from fields in PACKED order (rare rows; the hot paths use the head/tail structs)."""
     return ROW.pack(t0, msg, name, pe, peer_pe, t1, active, peer_coll, peer_obj, nbytes, args, kind, cat, coll, obj,
-                    index, step)
+                    index, step, exec_t0)
 
 
 def tails(k_exec: int, k_send: int, cat: int, coll: int, obj: int, index: int, step: int) -> tuple[bytes, bytes]:
     """(exec tail, send tail) of a chare at a step: rebuilt only when its identity or step changes."""
-    return (EXEC_TAIL(NULL, NULL, NULL, NULL, k_exec, cat, coll, obj, index, step),
-            SEND_TAIL(k_send, cat, coll, obj, index, step))
+    return (EXEC_TAIL(NULL, NULL, NULL, NULL, k_exec, cat, coll, obj, index, step, NULL),
+            SEND_TAIL(k_send, cat, coll, obj, index, step, NULL))
 
 
 assert ARRAY_SEND_HEAD(1, 2, 3, 4, NULL_HI, NULL_HI, NULL_HI, 5, 6, 7, 8) == SEND_HEAD(
     1, 2, 3, 4, NULL, NULL, NULL, 5, 6, 7, 8)
 
 FLUSH_BYTES = ROW.size * 50_000
-"""Flush after ~50 000 rows (~6.8 MB): bounds memory and what a crash loses."""
+"""Flush after ~50 000 rows (~7.2 MB): bounds memory and what a crash loses."""
 
 
 class Strings:
@@ -125,7 +126,7 @@ def warm_up() -> None:
 
 PART_NOTE = """Part files are written uncompressed and without column statistics: ~240 instead of
 ~380 ns per row on the traced program's own thread (measured on 50 000 rows). They are temporary:
-close() compacts them into one zstd file; only a killed run keeps them (~136 bytes per row)."""
+close() compacts them into one zstd file; only a killed run keeps them (~144 bytes per row)."""
 
 
 class PackedWriter(TraceWriter):
