@@ -130,6 +130,8 @@ class Tune:
                  if k in prop["candidates"] and (self.s.kinds is None or k in self.s.kinds)}
         for k, v in cands.items():
             self.echo(f"  proposed {k}: {v['summary']}")
+        for k, v in prop.get("information", {}).items():
+            self.echo(f"  information, not timed: {k}: {v}")
         if not cands:
             return f"iteration {it}: the analyses propose no hint that changes the run"
         singles = self.trial(it, "alone", [[k] for k in cands], base, trace)
