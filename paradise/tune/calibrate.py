@@ -46,3 +46,13 @@ def summary(runs: list[dict]) -> dict[str, float | int | None]:
     raw = [abs(r["raw_error"]) for r in runs if r.get("raw_error") is not None]
     return {"calibrated_runs": len(cal), "median_abs_error_calibrated": statistics.median(cal) if cal else None,
             "predicted_runs": len(raw), "median_abs_error_uncalibrated": statistics.median(raw) if raw else None}
+
+
+def trial_summary(trials: list[dict]) -> dict[str, float | int | None]:
+    """Median absolute error of each trial's predicted ratio (hinted / baseline, stated before its
+    rounds) against the ratio of the medians it measured: with a calibration fitted on earlier runs,
+    and as replayed. The per-trial figure is the one that noise of single runs does not swamp."""
+    cal = [abs(c["ratio_error"]) for c in trials if c.get("ratio_error") is not None and c.get("calibrated")]
+    raw = [abs(c["raw_ratio_error"]) for c in trials if c.get("raw_ratio_error") is not None]
+    return {"calibrated_trials": len(cal), "trial_abs_error_calibrated": statistics.median(cal) if cal else None,
+            "predicted_trials": len(raw), "trial_abs_error_uncalibrated": statistics.median(raw) if raw else None}

@@ -171,7 +171,13 @@ class Tune:
             folder = self.folder(self.out / f"it{it}" / "try" / name, {**self.best, **new})
             only = self.folder(self.out / f"it{it}" / "new" / name, new)
             pred = self.step(f"it{it}/predict/{name}", lambda only=only: self.advisor.predict(trace, only))
+            ratio = (pred or {}).get("ratio")
+            ahead = ratio * self.cal.factor if ratio else None  # the trial's ratio, calibrated on the runs before it
+            if ahead is not None:
+                self.echo(f"  {name}: what-if predicts {ahead:.3f} x the baseline (replay {ratio:.3f}, calibration "
+                          f"{self.cal.factor:.3f} from {len(self.cal.factors)} run(s))")
             cands.append({"kinds": ks, "name": name, "hints": folder, "prediction": pred, "times": [],
+                          "predicted_ratio": ahead, "calibrated": self.cal.fitted,
                           "runs": [], "dropped": None})
         if stats.smallest_p(self.s.rounds) > alpha:
             self.echo(f"  note: {self.s.rounds} rounds cannot reach p <= {alpha:.4g} "
@@ -246,7 +252,9 @@ class Tune:
                   + (f" ({reason})" if reason and not kept else ""))
         return {"kinds": c["kinds"], "name": c["name"], "hints_dir": str(c["hints"]), "times": c["times"],
                 "median_s": med, "baseline_median_s": bmed, "measured_ratio": measured_ratio,
-                "replay_ratio": pred.get("ratio"), "runs": c["runs"],
+                "replay_ratio": pred.get("ratio"), "predicted_ratio": c["predicted_ratio"],
+                "calibrated": c["calibrated"], "ratio_error": calibrate.error(c["predicted_ratio"], measured_ratio),
+                "raw_ratio_error": calibrate.error(pred.get("ratio"), measured_ratio), "runs": c["runs"],
                 "verdict": {"kept": kept, "reason": reason, **test.to_dict(), "alpha": alpha}}
 
     def finish(self, stopped: str) -> None:
@@ -258,7 +266,8 @@ class Tune:
             shutil.copyfile(src, best / name)
         self.rec.data["best"] = {"kinds": self.best_kinds, "files": sorted(self.best), "folder": str(best)}
         self.rec.data["stopped"] = stopped
-        self.rec.data["whatif"] = calibrate.summary(self.predictions)
+        trials = [c for e in self.rec.data["iterations"] for t in e["trials"] for c in t["candidates"]]
+        self.rec.data["whatif"] = {**calibrate.summary(self.predictions), **calibrate.trial_summary(trials)}
         self.rec.data["runs_measured"] = len(self.rec.runs)
         self.rec.data["speedup"] = speedup(self.rec.data["iterations"])
         self.rec.save()

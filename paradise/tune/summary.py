@@ -12,13 +12,10 @@ def rows(data: dict[str, Any]) -> list[dict[str, Any]]:
     for e in data.get("iterations", []):
         for t in e["trials"]:
             for c in t["candidates"]:
-                runs = [r for r in c["runs"] if r.get("predicted_s") is not None]
-                pred = (sum(r["predicted_s"] for r in runs) / sum(r["measured_s"] for r in runs)
-                        * (c["measured_ratio"] or 0)) if runs and c["measured_ratio"] else None
                 out.append({"iteration": e["index"], "stage": t["stage"], "candidate": c["name"],
                             "rounds": len(c["times"]), "median_s": c["median_s"],
                             "baseline_median_s": c["baseline_median_s"], "measured_ratio": c["measured_ratio"],
-                            "replay_ratio": c["replay_ratio"], "predicted_ratio": pred,
+                            "replay_ratio": c["replay_ratio"], "predicted_ratio": c.get("predicted_ratio"),
                             "p_value": c["verdict"]["p_value"], "alpha": c["verdict"]["alpha"],
                             "kept": c["verdict"]["kept"], "reason": c["verdict"]["reason"]})
     return out
@@ -45,6 +42,11 @@ def table(data: dict[str, Any]) -> str:
     lines.append(f"best: {'+'.join(best.get('kinds') or []) or 'no hint (the default run)'}"
                  + (f", {sp:.2f}x faster than the baseline (product of the kept medians' ratios)" if sp else "")
                  + f"; hint files in {best.get('folder')}")
+    if w.get("predicted_trials"):
+        lines.append(f"what-if error per trial (predicted ratio before its rounds vs ratio of the measured medians): "
+                     f"{_f(w.get('trial_abs_error_uncalibrated'), '.1%')} as replayed, "
+                     f"{_f(w.get('trial_abs_error_calibrated'), '.1%')} after calibration "
+                     f"({w.get('calibrated_trials')} trial(s))")
     if w.get("predicted_runs"):
         cal = w.get("median_abs_error_calibrated")
         lines.append(f"what-if error per hinted run (median |predicted - measured| / measured): "

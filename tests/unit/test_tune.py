@@ -160,6 +160,23 @@ def test_predictions_learn_from_measured_runs(tmp_path):
     w = data["whatif"]
     assert w["median_abs_error_uncalibrated"] == pytest.approx(1 - 0.5 / 0.7, abs=0.08)
     assert w["median_abs_error_calibrated"] < 0.12 and w["calibrated_runs"] == 5
+    (trial,) = data["iterations"][0]["trials"]
+    (c,) = trial["candidates"]
+    assert c["predicted_ratio"] == c["replay_ratio"] == 0.5 and not c["calibrated"]  # nothing to learn from yet
+    assert w["trial_abs_error_uncalibrated"] == pytest.approx(abs(0.5 / c["measured_ratio"] - 1))
+    assert w["calibrated_trials"] == 0 and w["trial_abs_error_calibrated"] is None
+
+
+def test_a_later_trial_is_predicted_with_the_calibration(tmp_path):
+    """Iteration 2 states its ratio with the factor learnt in iteration 1 (measured / replayed)."""
+    data = tune(tmp_path, FakeRunner({"mapping": 0.7, "comm": 1.0}, seed=8), FakeAdvisor({"mapping": 0.5, "comm": 1.0},
+                kinds=("mapping",)), iterations=2)
+    first, second = (e["trials"][0]["candidates"][0] for e in data["iterations"][:2])
+    factors = [r["measured_s"] / (data["runs"][r["key"].rsplit("/", 1)[0] + "/baseline"]["outcome"]["seconds"] * 0.5)
+               for r in first["runs"]]
+    import statistics
+
+    assert second["calibrated"] and second["predicted_ratio"] == pytest.approx(0.5 * statistics.median(factors))
 
 
 def test_budget_stops_the_tune(tmp_path):
