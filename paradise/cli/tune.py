@@ -98,15 +98,16 @@ def _prepare(out: Path, program: Path, command: dict[str, Any], force: bool) -> 
 
 def run(runtime: str, program: Path, args: list[str], procs: int, out: Path, *, rounds: int, confidence: float,
         iterations: int, budget_min: float, check: str | None, time_regex: str | None, time_unit: str,
-        kinds: str | None, force: bool, echo: Any = None, argv: list[str] | None = None) -> dict[str, Any]:
+        kinds: str | None, force: bool, echo: Any = None, argv: list[str] | None = None,
+        timeout: float | None = None) -> dict[str, Any]:
     """The whole tune; returns tune.json's content (also written to DIR)."""
     from paradise.cli.trace_charm import check_run_options
     from paradise.tune.advisor import CliAdvisor
     from paradise.tune.loop import BaselineFailed, Settings, Tune
     from paradise.tune.record import Record
-    from paradise.tune.runner import CharmRunner, Measure, TorchRunner
+    from paradise.tune.runner import RUN_TIMEOUT_S, CharmRunner, Measure, TorchRunner
 
-    check_run_options(None, procs, "--pes" if runtime == "charm" else "--nproc")
+    check_run_options(timeout, procs, "--pes" if runtime == "charm" else "--nproc")
     chosen = _options(rounds, confidence, iterations, budget_min, check, time_regex, time_unit, kinds)
     if not program.is_file():
         raise TraceNotFound(f"{program}: no such program (or not a regular file)")
@@ -118,7 +119,8 @@ def run(runtime: str, program: Path, args: list[str], procs: int, out: Path, *, 
     _prepare(out, program, command, force)
     measure = Measure(time_regex, time_unit, check)
     cls = CharmRunner if runtime == "charm" else TorchRunner
-    runner = cls(program=program.resolve(), args=list(args), procs=procs, measure=measure)
+    runner = cls(program=program.resolve(), args=list(args), procs=procs, measure=measure,
+                 timeout_s=timeout or RUN_TIMEOUT_S)
     rec = Record.open(out, command)
     rec.data["command"] = command
     settings = Settings(rounds=rounds, confidence=confidence, iterations=iterations, budget_s=budget_min * 60,
@@ -149,6 +151,7 @@ CONTEXT = {"allow_interspersed_args": False, "ignore_unknown_options": True}
 H_ROUNDS = "Interleaved rounds per trial (each runs the current best and every candidate once)."
 H_CONF = "Family-wise confidence of one iteration's one-sided Mann-Whitney U tests (Bonferroni over its candidates)."
 H_CHECK = "Regex of the program's result lines (e.g. 'checksum=\\S+'): a hinted run whose matches differ is rejected."
+H_TIMEOUT = "End a run after this many seconds (it counts as failed: a hinted one drops its hint). Default 900."
 H_TIME = "Regex whose first group is the run's time as the program prints it (default: wall time of the launch)."
 
 
@@ -186,13 +189,14 @@ def charm_cmd(
     time_regex: str = typer.Option(None, "--time-regex", help=H_TIME),
     time_unit: str = typer.Option("s", "--time-unit", help="Unit of --time-regex's number: s, ms, us or ns."),
     kinds: str = typer.Option(None, "--kinds", help="Comma-separated kinds to try (mapping, comm); default all."),
+    timeout: float = typer.Option(None, "--timeout", help=H_TIMEOUT),
     force: bool = typer.Option(False, "--force", help="Start over in a folder that holds another tune."),
     as_json: bool = typer.Option(False, "--json", help="Print tune.json instead of the table."),
 ) -> None:
     """Tune a charm4py program: options go before APP.py; the rest is the program's."""
     data = _guard(lambda: run("charm", program, list(app_args or []), pes, out, rounds=rounds, confidence=confidence,
                               iterations=iterations, budget_min=budget_min, check=check, time_regex=time_regex,
-                              time_unit=time_unit, kinds=kinds, force=force))
+                              time_unit=time_unit, kinds=kinds, force=force, timeout=timeout))
     _finish(data, out, as_json)
 
 
@@ -209,11 +213,12 @@ def torch_cmd(
     check: str = typer.Option(None, "--check", help=H_CHECK),
     time_regex: str = typer.Option(None, "--time-regex", help=H_TIME),
     time_unit: str = typer.Option("s", "--time-unit", help="Unit of --time-regex's number: s, ms, us or ns."),
+    timeout: float = typer.Option(None, "--timeout", help=H_TIMEOUT),
     force: bool = typer.Option(False, "--force", help="Start over in a folder that holds another tune."),
     as_json: bool = typer.Option(False, "--json", help="Print tune.json instead of the table."),
 ) -> None:
     """Tune a PyTorch DDP script under torchrun (the DDP bucket size; checkpoint policy as information)."""
     data = _guard(lambda: run("torch", script, list(app_args or []), nproc, out, rounds=rounds, confidence=confidence,
                               iterations=iterations, budget_min=budget_min, check=check, time_regex=time_regex,
-                              time_unit=time_unit, kinds=None, force=force))
+                              time_unit=time_unit, kinds=None, force=force, timeout=timeout))
     _finish(data, out, as_json)

@@ -62,11 +62,12 @@ class Measure:
     """The program's result lines: every match, joined, must equal the baseline's."""
 
     def outcome(self, rc: int, timed_out: bool, wall_s: float, out: str, err: str) -> Outcome:
+        """The run as the loop sees it: failed (with why), or its time and check lines."""
         check = None
         if self.check_regex:
             check = " | ".join(m.group(0) for m in re.finditer(self.check_regex, out, re.MULTILINE))
         if timed_out:
-            return Outcome(False, None, wall_s, check, f"ran past {RUN_TIMEOUT_S} s and was ended", 124)
+            return Outcome(False, None, wall_s, check, f"ran past {wall_s:.0f} s (--timeout) and was ended", 124)
         if rc != 0:
             tail = " ".join((err or out or "").strip().splitlines()[-3:])[-TAIL_CHARS:]
             return Outcome(False, None, wall_s, check, f"exit status {rc}: {tail}", rc)

@@ -184,3 +184,19 @@ def test_budget_stops_the_tune(tmp_path):
     assert data["stopped"].startswith("budget of") and "judged on 1 of 6 rounds" in data["stopped"]
     walls = [r["outcome"]["wall_s"] for r in data["runs"].values()]
     assert sum(walls[:-1]) < 35.0 <= sum(walls) and data["best"]["kinds"] == []  # no run began past the budget
+
+
+def test_measure_reads_time_and_check_lines_from_the_output():
+    from paradise.tune.runner import Measure
+
+    out = "step 1\nRESULT ok max_err=1.0e-07 elapsed_s=2.500\nRESULT ok max_err=2.0e-07 elapsed_s=1.250\n"
+    m = Measure(r"elapsed_s=([0-9.]+)", "ms", r"max_err=\S+")
+    o = m.outcome(0, False, 9.0, out, "")
+    assert o.ok and o.seconds == pytest.approx(1.25e-3) and o.check == "max_err=1.0e-07 | max_err=2.0e-07"
+    assert Measure().outcome(0, False, 9.0, out, "").seconds == 9.0  # no regex: the launch's wall time
+    missing = Measure(r"wall_s=([0-9.]+)").outcome(0, False, 9.0, out, "")
+    assert not missing.ok and "no match of --time-regex" in missing.error
+    failed = Measure().outcome(3, False, 1.0, "", "a\nb\nboom: bad\n")
+    assert not failed.ok and failed.error == "exit status 3: a b boom: bad" and failed.rc == 3
+    hung = Measure().outcome(-9, True, 30.2, "", "")
+    assert not hung.ok and hung.rc == 124 and "ran past 30 s" in hung.error
