@@ -92,6 +92,7 @@ class Tune:
     # -- the loop ----------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
         self.rec.data["iterations"] = []
+        self.rec.data.pop("confirm", None)
         stopped = f"{self.s.iterations} iteration(s) done"
         try:
             for it in range(1, self.s.iterations + 1):
@@ -99,6 +100,8 @@ class Tune:
                 if why:
                     stopped = why
                     break
+            if not self.budget_hit and sum(1 for e in self.rec.data["iterations"] if e.get("chosen")) > 1:
+                self.confirm()
         except BudgetSpent as exc:
             stopped = f"budget of {self.s.budget_s / 60:g} min spent (before run {exc})"
         self.finish(stopped)
@@ -185,7 +188,7 @@ class Tune:
         base_times: list[float] = []
         for r in range(1, self.s.rounds + 1):
             try:
-                self.round(it, stage, r, base, cands, base_times)
+                self.round(f"it{it}", stage, r, base, cands, base_times)
             except BudgetSpent:
                 if r == 1:
                     raise
@@ -201,14 +204,14 @@ class Tune:
 
         return KINDS[kind].file
 
-    def round(self, it: int, stage: str, r: int, base: Path | None, cands: list[dict[str, Any]],
+    def round(self, at: str, stage: str, r: int, base: Path | None, cands: list[dict[str, Any]],
               base_times: list[float]) -> None:
-        b = self.measure(f"it{it}/{stage}/r{r}/baseline", base, None)
+        b = self.measure(f"{at}/{stage}/r{r}/baseline", base, None)
         ref = self.step("reference_check", lambda: b.check) if b.ok else self.reference_check()
         b_s = b.seconds if b.ok else None
         if b.ok:
             base_times.append(b.seconds)
-        elif it == 1 and r == 1:
+        elif at == "it1" and r == 1:
             raise BaselineFailed(f"the baseline run failed: {b.error}")
         line = [f"  {stage} round {r}/{self.s.rounds}: baseline {b_s:.3f} s" if b_s else
                 f"  {stage} round {r}/{self.s.rounds}: baseline failed"]
@@ -218,7 +221,7 @@ class Tune:
             ratio = (c["prediction"] or {}).get("ratio")
             pred = self.cal.predict(b_s, ratio)
             raw = b_s * ratio if b_s and ratio else None
-            o = self.measure(f"it{it}/{stage}/r{r}/{c['name']}", c["hints"], None, prediction_s=pred,
+            o = self.measure(f"{at}/{stage}/r{r}/{c['name']}", c["hints"], None, prediction_s=pred,
                              calibration_factor=self.cal.factor)
             if not o.ok:
                 c["dropped"] = f"run failed: {o.error}"
@@ -228,7 +231,7 @@ class Tune:
                 line.append(f"{c['name']} dropped ({c['dropped'][:120]})")
                 continue
             c["times"].append(o.seconds)
-            run = {"key": f"it{it}/{stage}/r{r}/{c['name']}", "predicted_s": pred, "measured_s": o.seconds,
+            run = {"key": f"{at}/{stage}/r{r}/{c['name']}", "predicted_s": pred, "measured_s": o.seconds,
                    "error": calibrate.error(pred, o.seconds), "raw_error": calibrate.error(raw, o.seconds),
                    "calibrated": self.cal.fitted}
             c["runs"].append(run)
@@ -257,6 +260,18 @@ class Tune:
                 "raw_ratio_error": calibrate.error(pred.get("ratio"), measured_ratio), "runs": c["runs"],
                 "verdict": {"kept": kept, "reason": reason, **test.to_dict(), "alpha": alpha}}
 
+    def confirm(self) -> None:
+        """The best found over several iterations against the plain program, in rounds of their own:
+        the speedup measured directly rather than as a product of the iterations' ratios."""
+        self.echo(f"confirming: the plain program against {'+'.join(self.best_kinds)}")
+        best = self.folder(self.out / "final" / "best", self.best)
+        cand = {"kinds": list(self.best_kinds), "name": "best", "hints": best, "prediction": None, "times": [],
+                "runs": [], "dropped": None, "predicted_ratio": None, "calibrated": False}
+        base_times: list[float] = []
+        for r in range(1, self.s.rounds + 1):
+            self.round("final", "confirm", r, None, [cand], base_times)
+        self.rec.data["confirm"] = self.judge(cand, base_times, 1 - self.s.confidence)
+
     def finish(self, stopped: str) -> None:
         best = self.out / "best"
         if best.exists():
@@ -269,13 +284,15 @@ class Tune:
         trials = [c for e in self.rec.data["iterations"] for t in e["trials"] for c in t["candidates"]]
         self.rec.data["whatif"] = {**calibrate.summary(self.predictions), **calibrate.trial_summary(trials)}
         self.rec.data["runs_measured"] = len(self.rec.runs)
-        self.rec.data["speedup"] = speedup(self.rec.data["iterations"])
+        self.rec.data["speedup"] = speedup(self.rec.data["iterations"], self.rec.data.get("confirm"))
         self.rec.save()
 
 
-def speedup(iterations: list[dict[str, Any]]) -> float | None:
-    """Baseline / best: the product over iterations of each kept choice's baseline median / its median
+def speedup(iterations: list[dict[str, Any]], confirm: dict[str, Any] | None = None) -> float | None:
+    """Baseline / best: measured directly when a confirmation ran, else the product over iterations of each kept choice's baseline median / its median
     (each iteration measures its choice against the previous best); None when nothing was kept."""
+    if confirm and confirm.get("median_s"):
+        return confirm["baseline_median_s"] / confirm["median_s"]
     total, any_kept = 1.0, False
     for entry in iterations:
         for trial in entry["trials"]:

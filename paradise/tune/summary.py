@@ -9,15 +9,17 @@ from typing import Any
 def rows(data: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per candidate tried: iteration, stage, kinds, medians, predicted and measured ratio, verdict."""
     out = []
-    for e in data.get("iterations", []):
-        for t in e["trials"]:
-            for c in t["candidates"]:
-                out.append({"iteration": e["index"], "stage": t["stage"], "candidate": c["name"],
-                            "rounds": len(c["times"]), "median_s": c["median_s"],
-                            "baseline_median_s": c["baseline_median_s"], "measured_ratio": c["measured_ratio"],
-                            "replay_ratio": c["replay_ratio"], "predicted_ratio": c.get("predicted_ratio"),
-                            "p_value": c["verdict"]["p_value"], "alpha": c["verdict"]["alpha"],
-                            "kept": c["verdict"]["kept"], "reason": c["verdict"]["reason"]})
+    trials = [(e["index"], t["stage"], c) for e in data.get("iterations", []) for t in e["trials"]
+              for c in t["candidates"]]
+    if data.get("confirm"):
+        trials.append(("final", "confirm", data["confirm"]))
+    for index, stage, c in trials:
+        v = c["verdict"]
+        out.append({"iteration": index, "stage": stage, "candidate": c["name"], "rounds": len(c["times"]),
+                    "median_s": c["median_s"], "baseline_median_s": c["baseline_median_s"],
+                    "measured_ratio": c["measured_ratio"], "replay_ratio": c["replay_ratio"],
+                    "predicted_ratio": c.get("predicted_ratio"), "p_value": v["p_value"], "alpha": v["alpha"],
+                    "kept": v["kept"], "reason": v["reason"]})
     return out
 
 
@@ -32,7 +34,7 @@ def table(data: dict[str, Any]) -> str:
     lines = [head, "-" * len(head)]
     for r in rows(data):
         verdict = "KEPT" if r["kept"] else f"no: {r['reason']}"
-        lines.append(f"{r['iteration']:>2}  {r['stage']:<8} {r['candidate']:<16}{r['rounds']:>3}"
+        lines.append(f"{str(r['iteration'])[:2]:>2}  {r['stage']:<8} {r['candidate']:<16}{r['rounds']:>3}"
                      f"{_f(r['median_s'], '.3f'):>10}{_f(r['baseline_median_s'], '.3f'):>9}"
                      f"{_f(r['measured_ratio'], '.3f'):>7}{_f(r['predicted_ratio'], '.3f'):>8}"
                      f"{_f(r['p_value'], '.4f'):>9}  {verdict[:90]}")

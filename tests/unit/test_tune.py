@@ -200,3 +200,22 @@ def test_measure_reads_time_and_check_lines_from_the_output():
     assert not failed.ok and failed.error == "exit status 3: a b boom: bad" and failed.rc == 3
     hung = Measure().outcome(-9, True, 30.2, "", "")
     assert not hung.ok and hung.rc == 124 and "ran past 30 s" in hung.error
+
+
+def test_hints_kept_in_two_iterations_are_confirmed_against_the_plain_program(tmp_path):
+    class OneAtATime(FakeAdvisor):
+        def propose(self, trace, out):
+            self.kinds = ("mapping",) if "it1" in str(out) else ("comm",)
+            return super().propose(trace, out)
+
+    data = tune(tmp_path, FakeRunner({"mapping": 0.7, "comm": 0.8}, seed=9), OneAtATime(), iterations=2)
+    assert [e.get("chosen") for e in data["iterations"]] == [["mapping"], ["comm"]]
+    final = {k: r["outcome"]["seconds"] for k, r in data["runs"].items() if k.startswith("final/confirm/")}
+    base = [t for k, t in final.items() if k.endswith("/baseline")]
+    best = [t for k, t in final.items() if k.endswith("/best")]
+    assert len(base) == len(best) == 6
+    assert all(data["runs"][k]["hints"] == ["comm.json", "mapping.json"] for k in final if k.endswith("/best"))
+    import statistics
+
+    assert data["speedup"] == pytest.approx(statistics.median(base) / statistics.median(best))
+    assert data["confirm"]["verdict"]["kept"] and 1.5 < data["speedup"] < 2.0  # 1 / (0.7 x 0.8) = 1.79
