@@ -45,6 +45,12 @@ def check_record(out: Path, data: dict, program: str, procs: int) -> list[dict]:
                 assert abs(c["verdict"]["p_value"] - p) < 1e-6
                 assert c["verdict"]["kept"] == (p <= t["alpha"] and statistics.median(times) < statistics.median(base)
                                                  and (t["stage"] == "alone" or c["kinds"] == e.get("chosen")))
+    if "confirm" in data:  # the best against the plain program, in rounds of its own
+        runs = {k: r["outcome"]["seconds"] for k, r in data["runs"].items() if k.startswith("final/") and r["outcome"]["ok"]}
+        base = [t for k, t in runs.items() if k.endswith("/baseline")]
+        best = [t for k, t in runs.items() if k.endswith("/best")]
+        assert abs(data["confirm"]["verdict"]["p_value"] - one_sided_p(best, base)) < 1e-6
+        assert abs(data["speedup"] - statistics.median(base) / statistics.median(best)) < 1e-9
     kept_files = {KINDS[k].file for k in data["best"]["kinds"]}
     assert {p.name for p in (out / "best").iterdir()} == kept_files
     for k in data["best"]["kinds"]:
