@@ -29,12 +29,12 @@ def _f(v: float | None, fmt: str) -> str:
 
 def table(data: dict[str, Any]) -> str:
     """The terminal summary."""
-    head = f"{'it':>2}  {'stage':<8} {'candidate':<16}{'n':>3}{'median s':>10}{'base s':>9}{'ratio':>7}" \
+    head = f"{'it':>5}  {'stage':<8} {'candidate':<16}{'n':>3}{'median s':>10}{'base s':>9}{'ratio':>7}" \
            f"{'what-if':>8}{'p':>9}  verdict"
     lines = [head, "-" * len(head)]
     for r in rows(data):
         verdict = "KEPT" if r["kept"] else f"no: {r['reason']}"
-        lines.append(f"{str(r['iteration'])[:2]:>2}  {r['stage']:<8} {r['candidate']:<16}{r['rounds']:>3}"
+        lines.append(f"{str(r['iteration']):>5}  {r['stage']:<8} {r['candidate']:<16}{r['rounds']:>3}"
                      f"{_f(r['median_s'], '.3f'):>10}{_f(r['baseline_median_s'], '.3f'):>9}"
                      f"{_f(r['measured_ratio'], '.3f'):>7}{_f(r['predicted_ratio'], '.3f'):>8}"
                      f"{_f(r['p_value'], '.4f'):>9}  {verdict[:90]}")
@@ -42,7 +42,9 @@ def table(data: dict[str, Any]) -> str:
     sp = data.get("speedup")
     w = data.get("whatif") or {}
     lines.append(f"best: {'+'.join(best.get('kinds') or []) or 'no hint (the default run)'}"
-                 + (f", {sp:.2f}x faster than the baseline (product of the kept medians' ratios)" if sp else "")
+                 + (f", {sp:.2f}x faster than the plain program ("
+                    + ("measured against it in the final rounds" if data.get("confirm") else "ratio of the kept trial's medians")
+                    + ")" if sp else "")
                  + f"; hint files in {best.get('folder')}")
     if w.get("predicted_trials"):
         lines.append(f"what-if error per trial (predicted ratio before its rounds vs ratio of the measured medians): "
