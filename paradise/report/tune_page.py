@@ -58,6 +58,20 @@ def _pct(v: float | None) -> str:
     return "unknown" if v is None else f"{v:.1%}"
 
 
+def _iterations(data: dict[str, Any]) -> str:
+    """Per iteration: what it started from, what the analyses proposed, what was kept."""
+    items = []
+    for e in data.get("iterations", []):
+        prop = e.get("proposed") or {}
+        cands = "; ".join(f"{k}: {v['summary']}" for k, v in (prop.get("candidates") or {}).items()) or "none"
+        info = "; ".join(f"{k}: {v}" for k, v in (prop.get("information") or {}).items())
+        start = "+".join(e["baseline_kinds"]) or "the plain program"
+        kept = "+".join(e.get("chosen") or []) or "nothing"
+        items.append(f"<li>iteration {e['index']} from {escape(start)}: proposed {escape(cands)}"
+                     + (f" (information: {escape(info)})" if info else "") + f"; kept <b>{escape(kept)}</b></li>")
+    return f"<ul>{''.join(items)}</ul>"
+
+
 def build(data: dict[str, Any], plotly_js: str = "") -> str:
     cmd = data.get("command", {})
     title = f"paradise tune: {cmd.get('program', '?')}"
@@ -73,6 +87,6 @@ def build(data: dict[str, Any], plotly_js: str = "") -> str:
     return ("<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
             f"<title>{escape(title)}</title><style>{STYLE}</style><script>{plotly_js}</script></head><body>"
-            f"<h1>{escape(title)}</h1>{meta}<section id=history><h2>Iterations</h2>{_table(data)}</section>"
+            f"<h1>{escape(title)}</h1>{meta}<section id=history><h2>Iterations</h2>{_iterations(data)}{_table(data)}</section>"
             f"<section id=times><h2>Times and predictions</h2>{embed(_times(data))}{embed(_predictions(data))}"
             "</section></body></html>")

@@ -52,11 +52,14 @@ class Tune:
         self.best_kinds: list[str] = []
         self.predictions: list[dict[str, Any]] = []
         self.budget_hit: str | None = None
+        self.recorded: set[str] = set()
+        """Runs this session took from tune.json instead of running them (a resume)."""
 
     # -- runs and steps, each recorded once ------------------------------------------------------
     def measure(self, key: str, hints: Path | None, trace: Path | None, **extra: Any) -> Outcome:
         """The run `key`: from tune.json when it was measured before, else run now and recorded."""
         if key in self.rec.runs:
+            self.recorded.add(key)
             return Outcome.from_dict(self.rec.runs[key]["outcome"])
         if self.rec.spent_s() >= self.s.budget_s:
             raise BudgetSpent(key)
@@ -239,7 +242,8 @@ class Tune:
             self.cal.learn(o.seconds, b_s, ratio)
             said = f"predicted {pred:.3f} s, " if pred is not None else ""
             line.append(f"{c['name']} {said}measured {o.seconds:.3f} s")
-        self.echo(" | ".join(line))
+        keys = [f"{at}/{stage}/r{r}/{n}" for n in ["baseline", *(c["name"] for c in live)]]
+        self.echo(" | ".join(line) + (" (from tune.json)" if all(k in self.recorded for k in keys) else ""))
 
     def judge(self, c: dict[str, Any], base_times: list[float], alpha: float) -> dict[str, Any]:
         test = stats.faster(c["times"], base_times)
