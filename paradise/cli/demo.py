@@ -25,7 +25,7 @@ DEMO_ARGS = {"stencil2d": "--grid 8 8 --block 512 --iters 40 --check-blocks 2",
 as much as relaxing a 256x256 block once, so smaller blocks make the run as much messaging as
 compute, which no mapping removes; at 512 compute dominates and balancing it shows."""
 MEASURE = {"stencil2d": ("max_err=\\S+", "elapsed_s=([0-9.]+)"),
-           "particles": ("particles=\\d+|check=\\w+", "wall_s=([0-9.]+)")}
+           "particles": ("particles=\\d+|out_of_order=\\d+|check=\\w+", "wall_s=([0-9.]+)")}
 """(--check, --time-regex) per example: the result lines a hinted run must reproduce, and the
 program's own measured region."""
 DEMO_TUNE = {"rounds": 4, "confidence": 0.95, "iterations": 2, "budget_min": 5.0}
