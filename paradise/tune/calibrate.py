@@ -1,5 +1,6 @@
-"""What-if that learns from every run: a hinted run's predicted time is the same round's baseline
-time x the replay's ratio (replay(hints) / replay(current)) x a factor fitted on every hinted run
+"""What-if that learns from every run: a hinted run's predicted time is the median of the trial's
+baseline runs so far (this round's included: the machine's state now, without one run's noise)
+x the replay's ratio (replay(hints) / replay(current)) x a factor fitted on every hinted run
 measured so far (the median of measured / (baseline x ratio)). The factor carries what the replay
 does not model (per-message costs it misjudges, the machine's slowdown of one layout against
 another); the error of the predictions made with it is a figure of the tune."""

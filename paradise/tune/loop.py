@@ -222,8 +222,9 @@ class Tune:
         shift = r % len(live) if live else 0
         for c in live[shift:] + live[:shift]:  # a rotating order: no candidate always runs first
             ratio = (c["prediction"] or {}).get("ratio")
-            pred = self.cal.predict(b_s, ratio)
-            raw = b_s * ratio if b_s and ratio else None
+            b_ref = _median(base_times)  # the machine now: the trial's baseline runs so far, this round's included
+            pred = self.cal.predict(b_ref, ratio)
+            raw = b_ref * ratio if b_ref and ratio else None
             o = self.measure(f"{at}/{stage}/r{r}/{c['name']}", c["hints"], None, prediction_s=pred,
                              calibration_factor=self.cal.factor)
             if not o.ok:
@@ -239,7 +240,7 @@ class Tune:
                    "calibrated": self.cal.fitted}
             c["runs"].append(run)
             self.predictions.append(run)
-            self.cal.learn(o.seconds, b_s, ratio)
+            self.cal.learn(o.seconds, b_ref, ratio)
             said = f"predicted {pred:.3f} s, " if pred is not None else ""
             line.append(f"{c['name']} {said}measured {o.seconds:.3f} s")
         keys = [f"{at}/{stage}/r{r}/{n}" for n in ["baseline", *(c["name"] for c in live)]]
