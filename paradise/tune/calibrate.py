@@ -1,24 +1,34 @@
 """What-if that learns from every run: a hinted run's predicted time is the median of the trial's
 baseline runs so far (this round's included: the machine's state now, without one run's noise)
-x the replay's ratio (replay(hints) / replay(current)) x a factor fitted on every hinted run
-measured so far (the median of measured / (baseline x ratio)). The factor carries what the replay
-does not model (per-message costs it misjudges, the machine's slowdown of one layout against
-another); the error of the predictions made with it is a figure of the tune."""
+x (1 - k x the replay's gain), the gain being 1 - replay(hints) / replay(current) and k the share
+of the replayed gain that the hinted runs measured so far realised (the median over them of
+measured gain / replayed gain). k carries what the replay does not model (per-message costs it
+misjudges, the machine's slowdown of one layout against another); a hint the replay sees as no
+change stays predicted as no change. The error of the predictions made with it is a figure of the
+tune."""
 
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
 
+MIN_GAIN = 0.02
+"""Replayed gains under 2 % teach nothing about the replay's scale (their ratio is mostly noise)."""
+
 
 @dataclass
 class Calibration:
     factors: list[float] = field(default_factory=list)
+    """Per hinted run: measured gain / replayed gain."""
 
     @property
     def factor(self) -> float:
-        """1.0 (the replay as is) until a hinted run has been measured."""
+        """k: 1.0 (the replay as is) until a hinted run with a replayed gain has been measured."""
         return statistics.median(self.factors) if self.factors else 1.0
+
+    def ratio(self, ratio: float) -> float:
+        """The calibrated hinted / baseline ratio for a replayed ratio."""
+        return 1.0 - self.factor * (1.0 - ratio)
 
     @property
     def fitted(self) -> bool:
@@ -27,11 +37,11 @@ class Calibration:
     def predict(self, baseline_s: float | None, ratio: float | None) -> float | None:
         if baseline_s is None or ratio is None:
             return None
-        return baseline_s * ratio * self.factor
+        return baseline_s * self.ratio(ratio)
 
     def learn(self, measured_s: float, baseline_s: float | None, ratio: float | None) -> None:
-        if baseline_s and ratio and measured_s > 0:
-            self.factors.append(measured_s / (baseline_s * ratio))
+        if baseline_s and ratio and abs(1.0 - ratio) >= MIN_GAIN:
+            self.factors.append((1.0 - measured_s / baseline_s) / (1.0 - ratio))
 
 
 def error(predicted: float | None, measured: float | None) -> float | None:

@@ -178,10 +178,10 @@ class Tune:
             only = self.folder(self.out / f"it{it}" / "new" / name, new)
             pred = self.step(f"it{it}/predict/{name}", lambda only=only: self.advisor.predict(trace, only))
             ratio = (pred or {}).get("ratio")
-            ahead = ratio * self.cal.factor if ratio else None  # the trial's ratio, calibrated on the runs before it
+            ahead = self.cal.ratio(ratio) if ratio else None  # the trial's ratio, calibrated on the runs before it
             if ahead is not None:
-                self.echo(f"  {name}: what-if predicts {ahead:.3f} x the baseline (replay {ratio:.3f}, calibration "
-                          f"{self.cal.factor:.3f} from {len(self.cal.factors)} run(s))")
+                self.echo(f"  {name}: what-if predicts {ahead:.3f} x the baseline (replay {ratio:.3f}; share of the "
+                          f"replayed gain realised so far {self.cal.factor:.2f}, from {len(self.cal.factors)} run(s))")
             cands.append({"kinds": ks, "name": name, "hints": folder, "prediction": pred, "times": [],
                           "predicted_ratio": ahead, "calibrated": self.cal.fitted,
                           "runs": [], "dropped": None})
