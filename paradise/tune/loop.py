@@ -18,6 +18,9 @@ from paradise.tune.advisor import AdviceFailed, Advisor
 from paradise.tune.record import Record
 from paradise.tune.runner import Outcome, Runner
 
+HANG_FACTOR = 5.0
+HANG_MIN_S = 60.0
+
 
 class BudgetSpent(Exception):
     """The --budget-min is used up; the tune stops where it is."""
@@ -65,12 +68,19 @@ class Tune:
             raise BudgetSpent(key)
         if trace is not None and trace.exists():
             shutil.rmtree(trace)
-        o = self.runner.run(key, hints, trace)
+        o = self.runner.run(key, hints, trace, self.hang_limit() if hints is not None else None)
         self.rec.runs[key] = {"hints": sorted(p.name for p in hints.iterdir()) if hints else [],
                               "hints_dir": str(hints) if hints else None, "traced": trace is not None,
                               "command": self.runner.command(hints, trace), "outcome": o.to_dict(), **extra}
         self.rec.save()
         return o
+
+    def hang_limit(self) -> float:
+        """A hinted run longer than HANG_FACTOR x the longest successful run so far (at least
+        HANG_MIN_S) is taken as hung, ended and counted as failed (a combining hint has been seen
+        to spin both PEs for minutes)."""
+        walls = [r["outcome"]["wall_s"] for r in self.rec.runs.values() if r["outcome"]["ok"]]
+        return max(HANG_MIN_S, HANG_FACTOR * max(walls, default=HANG_MIN_S))
 
     def step(self, key: str, fn: Callable[[], Any]) -> Any:
         if key in self.rec.steps:
@@ -190,6 +200,8 @@ class Tune:
                       f"({len(kinds)} candidate(s) at {self.s.confidence:.0%}): nothing can be kept")
         base_times: list[float] = []
         for r in range(1, self.s.rounds + 1):
+            if all(c["dropped"] for c in cands):
+                break  # every candidate failed: no more baseline runs for nothing
             try:
                 self.round(f"it{it}", stage, r, base, cands, base_times)
             except BudgetSpent:

@@ -46,8 +46,9 @@ class Runner(Protocol):
 
     def command(self, hints: Path | None, trace: Path | None) -> list[str]: ...
 
-    def run(self, key: str, hints: Path | None, trace: Path | None) -> Outcome:
-        """`key` names the run in tune.json (a replaying runner looks its time up by it)."""
+    def run(self, key: str, hints: Path | None, trace: Path | None, timeout_s: float | None = None) -> Outcome:
+        """`key` names the run in tune.json (a replaying runner looks its time up by it); a run
+        past `timeout_s` (or the runner's own limit, whichever is shorter) is ended and failed."""
         ...
 
 
@@ -106,7 +107,7 @@ class ProgramRunner:
     def command(self, hints: Path | None, trace: Path | None) -> list[str]:
         raise NotImplementedError
 
-    def run(self, key: str, hints: Path | None, trace: Path | None) -> Outcome:
+    def run(self, key: str, hints: Path | None, trace: Path | None, timeout_s: float | None = None) -> Outcome:
         from tracers import job
 
         cmd = self.command(hints, trace)
@@ -115,7 +116,7 @@ class ProgramRunner:
                          stderr=subprocess.PIPE, text=True)
         with job.owned(proc):
             try:
-                out, err = proc.communicate(timeout=self.timeout_s)
+                out, err = proc.communicate(timeout=min(self.timeout_s, timeout_s or self.timeout_s))
                 timed_out = False
             except subprocess.TimeoutExpired:
                 job.stop(proc, grace_s=0)

@@ -30,12 +30,13 @@ class FakeRunner:
     def __init__(self, factors: dict[str, float], seed: int, *, fail: set[str] = frozenset(),
                  bad_check: set[str] = frozenset(), stop_after: int | None = None) -> None:
         self.factors, self.seed, self.fail, self.bad_check = factors, seed, fail, bad_check
-        self.stop_after, self.calls = stop_after, []
+        self.stop_after, self.calls, self.limits = stop_after, [], {}
 
     def command(self, hints, trace):
         return ["fake", str(hints), str(trace)]
 
-    def run(self, key: str, hints: Path | None, trace: Path | None) -> Outcome:
+    def run(self, key: str, hints: Path | None, trace: Path | None, timeout_s: float | None = None) -> Outcome:
+        self.limits[key] = timeout_s
         if self.stop_after is not None and len(self.calls) >= self.stop_after:
             raise KeyboardInterrupt  # the tune is killed during this run
         self.calls.append(key)
@@ -118,8 +119,8 @@ def test_noise_alone_keeps_nothing_in_ten_tunes(tmp_path):
 
 def test_a_pair_that_hurts_together_keeps_the_best_single(tmp_path):
     class Clash(FakeRunner):
-        def run(self, key, hints, trace):
-            o = super().run(key, hints, trace)
+        def run(self, key, hints, trace, timeout_s=None):
+            o = super().run(key, hints, trace, timeout_s)
             if hints is not None and all((hints / f).exists() for f in FILES.values()):
                 o.seconds = o.wall_s = o.seconds * 2.0  # each helps alone; together they clash
             return o
@@ -136,6 +137,7 @@ def test_failed_and_wrong_runs_drop_the_hint_not_the_tune(tmp_path):
     assert cands["comm"]["verdict"]["reason"].startswith("run failed: exit status 1")
     assert "check differs" in cands["mapping"]["verdict"]["reason"]
     assert data["best"]["kinds"] == [] and "no candidate" in data["stopped"]
+    assert len([k for k in data["runs"] if k.endswith("/baseline")]) == 1  # both dropped in round 1: no more rounds
 
 
 def test_killed_tune_resumes_without_measuring_again_and_chooses_the_same(tmp_path):
@@ -220,3 +222,11 @@ def test_hints_kept_in_two_iterations_are_confirmed_against_the_plain_program(tm
 
     assert data["speedup"] == pytest.approx(statistics.median(base) / statistics.median(best))
     assert data["confirm"]["verdict"]["kept"] and 1.5 < data["speedup"] < 2.0  # 1 / (0.7 x 0.8) = 1.79
+
+
+def test_hinted_runs_get_a_hang_limit_from_the_runs_before(tmp_path):
+    runner = FakeRunner({"mapping": 0.7, "comm": 1.0}, seed=10)
+    data = tune(tmp_path, runner, iterations=1)
+    assert runner.limits["it1/traced"] is None and runner.limits["it1/alone/r1/baseline"] is None
+    walls = [data["runs"][k]["outcome"]["wall_s"] for k in ("it1/traced", "it1/alone/r1/baseline")]
+    assert runner.limits["it1/alone/r1/mapping"] == max(60.0, 5 * max(walls))
