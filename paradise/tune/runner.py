@@ -68,7 +68,7 @@ class Measure:
         if self.check_regex:
             check = " | ".join(m.group(0) for m in re.finditer(self.check_regex, out, re.MULTILINE))
         if timed_out:
-            return Outcome(False, None, wall_s, check, f"ran past {wall_s:.0f} s (--timeout) and was ended", 124)
+            return Outcome(False, None, wall_s, check, f"ran past {wall_s:.0f} s (the hang limit or --timeout) and was ended", 124)
         if rc != 0:
             tail = " ".join((err or out or "").strip().splitlines()[-3:])[-TAIL_CHARS:]
             return Outcome(False, None, wall_s, check, f"exit status {rc}: {tail}", rc)
