@@ -11,9 +11,11 @@ and the whole charmrun wall time.
 
 `--micro` first prices the hooks alone, in-process and without charmrun: a fake charm4py
 (packMsg, CkArraySend, recvArrayMsg, EntryMethod._run as cheap stand-ins) bounces one local
-array message HOPS times through the real hooks, in fresh interpreters, hooked and not, and
-prints the minimum over many short repetitions (the least-disturbed one on a busy machine).
-The difference is the tracer's CPU cost per message (one send row + one exec row + dispatch).
+array message HOPS times through the real hooks, in fresh interpreters: not hooked, hooked with
+the pure-Python recorder (PARADISE_NATIVE_RECORDER=0) and hooked with the native one; it prints
+the minimum over many short repetitions (the least-disturbed one on a busy machine). The
+difference is the tracer's CPU cost per message (one send row + one exec row + dispatch).
+`--recorder python` runs the programs' traced side with the pure-Python recorder.
 """
 
 from __future__ import annotations
@@ -45,13 +47,18 @@ RUN_TIMEOUT_S = 300
 ELAPSED_RE = re.compile(r"elapsed_s=([0-9.eE+-]+)")
 
 
-def _one(path: Path, args: list[str], pes: int, trace_dir: Path | None) -> tuple[float, float | None]:
+CLOSE_RE = re.compile(r"trace file written in ([0-9.]+) s after the program's end")
+
+
+def _one(path: Path, args: list[str], pes: int, trace_dir: Path | None) -> tuple[float, float | None, float]:
+    """(wall s, the program's elapsed_s, the slowest PE's trace close s) of one run."""
     res = launch(path, args, pes, trace_dir=trace_dir, capture=True, timeout_s=RUN_TIMEOUT_S)
     if res.returncode != 0 or "RESULT ok" not in (res.stdout or ""):
         raise RuntimeError(f"{path.name} +p{pes} {'traced' if trace_dir else 'untraced'} failed "
                            f"({res.returncode}): {(res.stderr or '')[-500:]}")
     m = ELAPSED_RE.search(res.stdout.split("RESULT ok", 1)[1])
-    return res.wall_s, float(m.group(1)) if m else None
+    closes = [float(c) for c in CLOSE_RE.findall((res.stderr or "") + (res.stdout or ""))]
+    return res.wall_s, float(m.group(1)) if m else None, max(closes, default=0.0)
 
 
 def _messages(trace_dir: Path) -> int:
@@ -62,21 +69,22 @@ def _messages(trace_dir: Path) -> int:
 
 
 def bench(name: str, path: Path, args: list[str], pes: int, reps: int) -> dict:
-    plain_wall, plain_prog, traced_wall, traced_prog, msgs = [], [], [], [], 0
+    plain_wall, plain_prog, traced_wall, traced_prog, close, msgs = [], [], [], [], [], 0
     tmp = Path(tempfile.mkdtemp(prefix="paradise-bench-"))
     try:
         for r in range(reps):
-            w, p = _one(path, args, pes, None)
+            w, p, _ = _one(path, args, pes, None)
             plain_wall.append(w)
             plain_prog.append(p)
             out = tmp / f"t{r}"
-            w, p = _one(path, args, pes, out)
+            w, p, c = _one(path, args, pes, out)
+            close.append(c)
             traced_wall.append(w)
             traced_prog.append(p)
             msgs = _messages(out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    row = {"program": name, "pes": pes, "messages": msgs}
+    row = {"program": name, "pes": pes, "messages": msgs, "close": statistics.median(close)}
     for label, plain, traced in (("prog", plain_prog, traced_prog), ("wall", plain_wall, traced_wall)):
         if None in plain or None in traced:
             continue
@@ -138,6 +146,7 @@ def _micro_child(traced: bool) -> float:
 
         ST.reg.arrays[0] = ("Player#0", "array")
         ST.pe, ST.origin = 0, clock()
+        ST.rec.pe, ST.rec.origin = ST.pe, ST.origin
         hooks.install_exec_hooks(mod)
         hooks.install_send_hooks(charm)
         charm.recvGroupMsg = charm.recvChareMsg = charm.buildMainchare = lambda a, b, c, d: None
@@ -149,33 +158,40 @@ def _micro_child(traced: bool) -> float:
     obj, recv, best = Player(), charm.recvArrayMsg, float("inf")
     for _ in range(MICRO_REPS):
         if traced:
-            del ST.buf[:]
+            ST.rec.clear()
         t = time.perf_counter()
         for _ in range(MICRO_HOPS):
             recv(0, (0,), 5, b"_local:1", 0)
         best = min(best, time.perf_counter() - t)
     if traced:
-        from tracers.charm.rowbuf import ROW
-
-        rows = len(ST.buf) // ROW.size
+        rows = len(ST.rec)
         assert rows >= 2 * MICRO_HOPS, rows  # one send and one exec row per hop (+ idle rows)
     return best / MICRO_HOPS * 1e9
 
 
 def micro(rounds: int) -> None:
-    """Hooked vs plain hop cost, `rounds` interleaved pairs of fresh interpreters."""
+    """Plain vs hooked hop cost with each recorder, `rounds` interleaved triples of fresh interpreters."""
+    import os
     import subprocess
 
-    plain, traced = [], []
+    sides = {"plain": ("plain", "1"), "python recorder": ("traced", "0"), "native recorder": ("traced", "1")}
+    times: dict[str, list[float]] = {k: [] for k in sides}
+    kinds: dict[str, str] = {}
     for _ in range(rounds):
-        for flag, out in (("plain", plain), ("traced", traced)):
+        for label, (flag, native) in sides.items():
+            env = dict(os.environ, PARADISE_NATIVE_RECORDER=native)
             res = subprocess.run([sys.executable, __file__, "--micro-child", flag], capture_output=True, text=True,
-                                 check=True, cwd=ROOT)
-            out.append(float(res.stdout.split()[-1]))
-    a, b = statistics.median(plain), statistics.median(traced)
+                                 check=True, cwd=ROOT, env=env)
+            kind, ns = res.stdout.split()[-2:]
+            kinds[label] = kind
+            times[label].append(float(ns))
+    a = statistics.median(times["plain"])
     print(f"micro (in-process hooks, 1 local array message per hop, min of {MICRO_REPS}x{MICRO_HOPS} hops, "
-          f"median of {rounds} interpreters): plain {a:.0f} ns/hop, traced {b:.0f} ns/hop, "
-          f"tracer {b - a:.0f} ns/msg")
+          f"median of {rounds} interpreters): plain {a:.0f} ns/hop")
+    for label in ("python recorder", "native recorder"):
+        b = statistics.median(times[label])
+        print(f"  traced, {label:<16} ({kinds[label]:>6} ran): {b:.0f} ns/hop, tracer {b - a:.0f} ns/msg, "
+              f"{b / a:.2f}x")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -189,7 +205,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-programs", action="store_true", help="only the --micro measurement")
     a = ap.parse_args(argv)
     if a.micro_child:
-        print(f"{_micro_child(a.micro_child == 'traced'):.1f}")
+        ns = _micro_child(a.micro_child == "traced")
+        from tracers.charm._state import ST
+
+        print(ST.recorder_kind.split()[0], f"{ns:.1f}")
         return 0
     names = a.only or list(PROGRAMS)
     import os
@@ -201,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"charm4py tracer overhead: median of {a.reps} untraced/traced pairs per row")
     print(f"{'program':<13}{'PEs':>4}{'messages':>10}  {'time':<5}{'untraced s':>11}{'traced s':>10}"
-          f"{'ratio':>7}{'us/msg':>8}")
+          f"{'ratio':>7}{'us/msg':>8}{'close s':>9}")
     for name in names:
         rel, args = PROGRAMS[name]
         path = ROOT / rel
@@ -217,12 +236,14 @@ def main(argv: list[str] | None = None) -> int:
             for label in ("prog", "wall"):
                 if label in row:
                     plain, traced, ratio, per_msg = row[label]
+                    close = f"{row['close']:>9.3f}" if label == "wall" else ""
                     print(f"{name:<13}{pes:>4}{row['messages']:>10}  {label:<5}{plain:>11.3f}{traced:>10.3f}"
-                          f"{ratio:>7.2f}{per_msg:>8.1f}")
+                          f"{ratio:>7.2f}{per_msg:>8.1f}{close}")
             sys.stdout.flush()
     print(f"load average {os.getloadavg()[0]:.1f} at end")
     print("prog: the program's own elapsed_s (measured region); wall: whole charmrun run incl. start-up and "
-          "trace compaction. us/msg = (traced - untraced) / send rows.")
+          "trace compaction. us/msg = (traced - untraced) / send rows. close s: the slowest PE's trace "
+          "write after the program's end (inside wall), as the tracer reports it.")
     return 0
 
 

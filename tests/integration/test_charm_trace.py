@@ -198,13 +198,14 @@ def test_packed_rows_round_trip(tmp_path):
     import pyarrow.parquet as pq
 
     from paradise.format import SCHEMA
-    from tracers.charm.rowbuf import NULL, PackedWriter, Strings, pack
+    from tracers.charm.parts import PackedWriter
+    from tracers.charm.rowbuf import NULL, Strings, pack
 
     strings = Strings()
     kind, coll, idx, name, args = (strings.code(t) for t in ("exec", "Cell#0", "[1,2]", "work", '{"a":1}'))
     w = PackedWriter(tmp_path, 3, strings, source="charm4py", program="t", pes=4)
-    w.buf.extend(pack(kind, 3, 10, 20, 7, NULL, coll, 5, idx, name, 99, 1, NULL, NULL, 64, 2, args))
-    w.buf.extend(pack(kind, 3, 30, 40, 9, NULL, NULL, NULL, NULL, name, NULL, NULL, NULL, NULL, NULL, NULL, NULL))
+    w.recorder.row(kind, 3, 10, 20, 7, NULL, coll, 5, idx, name, 99, 1, NULL, NULL, 64, 2, args)
+    w.recorder.row(kind, 3, 30, 40, 9, NULL, NULL, NULL, NULL, name, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
     w.flush()
     w.append_dict(kind="step", pe=3, t0=50, name="step", step=4)  # tuple rows share the file
     table = pq.ParquetFile(w.close()).read()

@@ -19,6 +19,7 @@ from charm4py import Chare, Reducer
 
 from tracers.charm._state import MSG_PE_SHIFT, ST, clock
 from tracers.charm.hooks import write_unfinished
+from tracers.charm.rowbuf import say_recorder
 
 FLUSH_TICK_S = 1.0
 """Buffered rows are flushed at least this often, so a killed PE loses at most ~1 s of events."""
@@ -36,7 +37,7 @@ def _charm():
 
 def open_writer() -> None:
     """Called on each PE once charm4py knows the PE number (registerMainModule)."""
-    from tracers.charm.rowbuf import PackedWriter
+    from tracers.charm.parts import PackedWriter
 
     charm = _charm()
     ST.pe, ST.pes = charm.myPe(), charm.numPes()
@@ -52,6 +53,7 @@ def open_writer() -> None:
         ST.trace_dir,
         ST.pe,
         ST.strings,
+        ST.rec,
         source="charm4py",
         program=ST.program,
         pes=ST.pes,
@@ -59,9 +61,12 @@ def open_writer() -> None:
         clock=dict(ST.clock_meta),
         origin_ns=ST.origin_unix,
         names={"coll": "chare class + '#' + creation ordinal", "msg": "(src_pe << 40) | seq"},
-        extra={"charm4py": _version(), "argv": sys.argv[1:], "hints": ST.hints_dir},
+        extra={"charm4py": _version(), "argv": sys.argv[1:], "hints": ST.hints_dir, "recorder": ST.recorder_kind},
     )
-    ST.writer.buf = ST.buf  # the hot path writes into this very bytearray
+    ST.rec.pe, ST.rec.origin = ST.pe, ST.origin
+    ST.rec.on_full = ST.writer.flush  # run by the native recorder at a return to the scheduler once full
+    if ST.pe == 0:
+        say_recorder(ST.recorder_kind)
 
 
 def _version() -> str:
@@ -80,12 +85,16 @@ def close(complete: bool) -> None:
         return
     write_unfinished(clock())
     ST.writer = None
+    ST.rec.on_full = None
     w.set_metadata(clock=dict(ST.clock_meta))
     try:
         w.close(complete=complete)
     except Exception as exc:  # never mask the program's own outcome
         print(f"paradise: could not close trace file of PE {ST.pe}: {exc}", file=sys.stderr)
-    del ST.buf[:]  # rows after the close (the exit's own messages) are not kept
+    else:
+        print(f"paradise: PE {ST.pe}: trace file written in {w.close_s:.3f} s after the program's end "
+              f"({w.rows_written} rows)", file=sys.stderr, flush=True)
+    ST.rec.clear()  # rows after the close (the exit's own messages) are not kept
 
 
 def _tick() -> None:
