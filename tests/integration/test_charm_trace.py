@@ -193,17 +193,22 @@ def test_example_traced(name, tmp_path):
     assert an.returncode == 0, an.stderr[-2000:]
 
 
-def test_packed_rows_round_trip(tmp_path):
-    """rowbuf: packed rows (codes, NULLs) come back as the schema's typed, nullable columns."""
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_packed_rows_round_trip(tmp_path, monkeypatch, native):
+    """rowbuf: packed rows (codes, NULLs) of either recorder come back as the schema's typed, nullable columns."""
     import pyarrow.parquet as pq
 
     from paradise.format import SCHEMA
     from tracers.charm.parts import PackedWriter
-    from tracers.charm.rowbuf import NULL, Strings, pack
+    from tracers.charm.rowbuf import NULL, Strings, make_recorder
+
+    monkeypatch.setenv("PARADISE_NATIVE_RECORDER", native)
+    rec, kind_ran = make_recorder()
+    assert kind_ran.startswith("native" if native == "1" else "python")
 
     strings = Strings()
     kind, coll, idx, name, args = (strings.code(t) for t in ("exec", "Cell#0", "[1,2]", "work", '{"a":1}'))
-    w = PackedWriter(tmp_path, 3, strings, source="charm4py", program="t", pes=4)
+    w = PackedWriter(tmp_path, 3, strings, rec, source="charm4py", program="t", pes=4)
     w.recorder.row(kind, 3, 10, 20, 7, NULL, coll, 5, idx, name, 99, 1, NULL, NULL, 64, 2, args)
     w.recorder.row(kind, 3, 30, 40, 9, NULL, NULL, NULL, NULL, name, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
     w.flush()

@@ -34,6 +34,7 @@ typedef struct {
     Py_ssize_t n, cap;     /* rows used, rows allocated */
     long long origin, pe;
     long long depth, last; /* nested dispatches; time of the last return to the scheduler */
+    long long seq, msg_base; /* message ids: msg_base + per-PE sequence */
     Py_ssize_t flush_rows;
     PyObject *on_full;     /* called at a return to the scheduler once n >= flush_rows */
 } Recorder;
@@ -207,7 +208,7 @@ static int R_init(Recorder *r, PyObject *args, PyObject *kwds) {
     Py_ssize_t cap = 65536, flush = 50000;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "|nn", kw, &cap, &flush)) return -1;
     if (cap < 1) cap = 1;
-    r->origin = r->pe = r->depth = r->last = 0;
+    r->origin = r->pe = r->depth = r->last = r->seq = r->msg_base = 0;
     r->flush_rows = flush;
     Py_INCREF(Py_None);
     Py_XSETREF(r->on_full, Py_None);
@@ -246,6 +247,8 @@ static PyMemberDef R_members[] = {
     {"pe", T_LONGLONG, offsetof(Recorder, pe), 0, "PE of the rows"},
     {"depth", T_LONGLONG, offsetof(Recorder, depth), 0, "nested scheduler dispatches now"},
     {"last", T_LONGLONG, offsetof(Recorder, last), 0, "time of the last return to the scheduler"},
+    {"seq", T_LONGLONG, offsetof(Recorder, seq), 0, "messages tagged so far"},
+    {"msg_base", T_LONGLONG, offsetof(Recorder, msg_base), 0, "msg id of this PE's message 0"},
     {"flush_rows", T_PYSSIZET, offsetof(Recorder, flush_rows), 0, "rows that make on_full run"},
     {"on_full", T_OBJECT, offsetof(Recorder, on_full), 0, "callable run at a return to the scheduler when full"},
     {NULL}};
@@ -352,21 +355,439 @@ static PyTypeObject DispatchType = {
     .tp_members = D_members,
 };
 
+
+/* ---- Hot hooks in compiled code: an entry method's execution, packMsg, CkArraySend ----
+ * Each mirrors the Python hook of tracers/charm/hooks.py that it replaces on the fast path and
+ * hands every case it does not handle (first message of an object, special or coroutine entry
+ * methods, names not cached yet) to that Python hook, so both write the same rows. */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    int kind;
+    Recorder *rec;
+    PyObject *orig;    /* the wrapped charm4py callable */
+    PyObject *slow;    /* the Python hook: every case the fast path does not handle */
+    PyObject *cur;     /* ST.cur: [record of the running execution] */
+    PyObject *pend;    /* ST.pend: [(msg bytes, msg id, bytes, t) of the last packed message] */
+    PyObject *mute;    /* ST.mute */
+    PyObject *state;   /* ST (pending_create, msg_base, seq) */
+    PyObject *acodes;  /* aid -> collection code */
+    PyObject *epcodes; /* ep -> name code */
+    PyObject *no_object;
+    long long bcast, combined, index_bits;
+} Hook;
+
+enum { H_EXEC, H_PACK, H_ASEND };
+static PyObject *s_pt_key, *s_pc_key, *s_dcopy_key, *s_pt_attr, *s_ptid_attr, *s_pending_create, *s_zero, *s_null;
+
+static inline PyObject *ll_obj(long long v) { return PyLong_FromLongLong(v); }
+
+/* list[i] = v (an int); -1 on error */
+static inline int list_set_ll(PyObject *list, Py_ssize_t i, long long v) {
+    PyObject *o = ll_obj(v);
+    if (o == NULL) return -1;
+    PyList_SetItem(list, i, o);
+    return 0;
+}
+
+static inline int list_get_ll(PyObject *list, Py_ssize_t i, long long *out) {
+    if (!PyList_Check(list) || PyList_GET_SIZE(list) <= i) {
+        PyErr_SetString(PyExc_TypeError, "execution record expected");
+        return -1;
+    }
+    return get_ll(PyList_GET_ITEM(list, i), out);
+}
+
+/* EntryMethod._run(self, obj, header, args[, ret_fut]) of a plain entry method on a known object. */
+static PyObject *hook_exec(Hook *h, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (kwnames != NULL || nargs < 4) return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
+    PyObject *em = args[0], *obj = args[1], *header = args[2];
+    PyObject *pt = PyObject_GetAttr(em, s_pt_attr);
+    if (pt == NULL) return NULL;
+    if (!PyTuple_Check(pt) || PyTuple_GET_SIZE(pt) != 3 || PyTuple_GET_ITEM(pt, 2) != Py_False ||
+        !PyLong_Check(PyTuple_GET_ITEM(pt, 1)) || PyLong_AsLong(PyTuple_GET_ITEM(pt, 1)) != 0) {
+        Py_DECREF(pt);
+        return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
+    }
+    PyObject *name = PyTuple_GET_ITEM(pt, 0);
+    Py_INCREF(name);
+    Py_DECREF(pt);
+    PyObject *ident = PyObject_GetAttr(obj, s_ptid_attr);
+    if (ident == NULL) {
+        Py_DECREF(name);
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
+        PyErr_Clear();
+        return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
+    }
+    PyObject *mid = NULL;
+    if (PyDict_Check(header) && PyDict_GET_SIZE(header)) mid = PyDict_GetItemWithError(header, s_pt_key);
+    if (mid == NULL && PyErr_Occurred()) goto fail0;
+    long long mid_v = NUL, name_v, t0, t1;
+    if (mid != NULL && get_ll(mid, &mid_v) < 0) goto fail0;
+    if (get_ll(name, &name_v) < 0) goto fail0;
+    t0 = now_ns();
+    PyObject *cur = h->cur;
+    PyObject *parent = PyList_GET_ITEM(cur, 0);
+    Py_INCREF(parent);
+    if (parent != Py_None) {
+        long long p0, p1;
+        if (list_get_ll(parent, 0, &p0) < 0 || list_get_ll(parent, 1, &p1) < 0 ||
+            list_set_ll(parent, 1, p1 + t0 - p0) < 0)
+            goto fail1;
+    }
+    PyObject *rec = PyList_New(7);
+    PyObject *t0o = ll_obj(t0);
+    if (rec == NULL || t0o == NULL) {
+        Py_XDECREF(rec);
+        Py_XDECREF(t0o);
+        goto fail1;
+    }
+    PyObject *t0o2 = t0o, *zero = s_zero, *mido = mid != NULL ? mid : s_null;
+    Py_INCREF(t0o2);
+    Py_INCREF(zero);
+    Py_INCREF(mido);
+    Py_INCREF(parent);
+    Py_INCREF(ident);
+    Py_INCREF(name);
+    PyList_SET_ITEM(rec, 0, t0o);
+    PyList_SET_ITEM(rec, 1, zero);
+    PyList_SET_ITEM(rec, 2, parent);
+    PyList_SET_ITEM(rec, 3, ident);
+    PyList_SET_ITEM(rec, 4, t0o2);
+    PyList_SET_ITEM(rec, 5, name);
+    PyList_SET_ITEM(rec, 6, mido);
+    Py_INCREF(rec);
+    PyList_SetItem(cur, 0, rec);
+    PyObject *res = PyObject_Vectorcall(h->orig, args, nargs, NULL);
+    t1 = now_ns();
+    PyObject *et, *ev, *etb;
+    PyErr_Fetch(&et, &ev, &etb);
+    Py_INCREF(parent);
+    PyList_SetItem(cur, 0, parent);
+    int bad = 0;
+    if (parent != Py_None && list_set_ll(parent, 0, t1) < 0) bad = 1;
+    long long r0 = 0, r1 = 0;
+    if (!bad && (list_get_ll(rec, 0, &r0) < 0 || list_get_ll(rec, 1, &r1) < 0)) bad = 1;
+    if (!bad) {
+        int64_t *row = next_row(h->rec);
+        if (row == NULL) bad = 1;
+        else {
+            Recorder *r = h->rec;
+            row[L_T0] = t0 - r->origin;
+            row[L_MSG] = mid_v;
+            row[L_NAME] = name_v;
+            row[L_PE] = r->pe;
+            row[L_PEER_PE] = mid_v == NUL ? NUL : (mid_v >> MSG_PE_SHIFT);
+            row[L_T1] = t1 - r->origin;
+            row[L_ACTIVE] = r1 + t1 - r0;
+            row[L_PEER_COLL] = row[L_PEER_OBJ] = row[L_BYTES] = row[L_ARGS] = row[L_EXEC_T0] = NUL;
+            row[L_KIND] = K_EXEC;
+            if (put_ident(row, ident) < 0) { r->n--; bad = 1; }
+        }
+    }
+    Py_DECREF(rec);
+    Py_DECREF(parent);
+    Py_DECREF(ident);
+    Py_DECREF(name);
+    if (bad) {
+        Py_XDECREF(res);
+        Py_XDECREF(et);
+        Py_XDECREF(ev);
+        Py_XDECREF(etb);
+        return NULL;
+    }
+    PyErr_Restore(et, ev, etb);
+    return res;
+fail1:
+    Py_DECREF(parent);
+fail0:
+    Py_DECREF(ident);
+    Py_DECREF(name);
+    return NULL;
+}
+
+/* packMsg(destObj, msgArgs, header): tags the message with its id, notes it in pend. */
+static PyObject *hook_pack(Hook *h, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (kwnames != NULL || nargs != 3 || !PyDict_Check(args[2]) || PyObject_IsTrue(PyList_GET_ITEM(h->mute, 0)))
+        return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
+    PyObject *dest = args[0], *header = args[2];
+    long long t = now_ns();
+    Recorder *r = h->rec;
+    long long mid = r->msg_base + (++r->seq);
+    PyObject *mido = ll_obj(mid);
+    if (mido == NULL || PyDict_SetItem(header, s_pt_key, mido) < 0) {
+        Py_XDECREF(mido);
+        return NULL;
+    }
+    PyObject *pc = PyObject_GetAttr(h->state, s_pending_create);
+    if (pc == NULL) {
+        Py_DECREF(mido);
+        return NULL;
+    }
+    if (pc != Py_None && PyDict_SetItem(header, s_pc_key, pc) < 0) {
+        Py_DECREF(pc);
+        Py_DECREF(mido);
+        return NULL;
+    }
+    Py_DECREF(pc);
+    PyObject *msg = PyObject_Vectorcall(h->orig, args, nargs, NULL);
+    if (msg == NULL) {
+        Py_DECREF(mido);
+        return NULL;
+    }
+    PyObject *m0 = PySequence_GetItem(msg, 0);
+    if (m0 == NULL) goto fail;
+    long long size = NUL;
+    if (dest == Py_None) {
+        size = PyObject_Length(m0);
+        if (size < 0) goto fail_m0;
+        PyObject *dc = PyDict_GetItemWithError(header, s_dcopy_key);
+        if (dc == NULL && PyErr_Occurred()) goto fail_m0;
+        if (dc != NULL && PyObject_IsTrue(dc)) {
+            PyObject *it = PyObject_GetIter(dc), *d;
+            if (it == NULL) goto fail_m0;
+            while ((d = PyIter_Next(it)) != NULL) {
+                PyObject *x = PySequence_GetItem(d, 3);
+                Py_DECREF(d);
+                long long xv;
+                if (x == NULL || get_ll(x, &xv) < 0) {
+                    Py_XDECREF(x);
+                    Py_DECREF(it);
+                    goto fail_m0;
+                }
+                Py_DECREF(x);
+                size += xv;
+            }
+            Py_DECREF(it);
+            if (PyErr_Occurred()) goto fail_m0;
+        }
+    }
+    PyObject *p = PyTuple_New(4), *sizeo = size == NUL ? (Py_INCREF(s_null), s_null) : ll_obj(size), *to = ll_obj(t);
+    if (p == NULL || sizeo == NULL || to == NULL) {
+        Py_XDECREF(p);
+        Py_XDECREF(sizeo);
+        Py_XDECREF(to);
+        goto fail_m0;
+    }
+    PyTuple_SET_ITEM(p, 0, m0);
+    PyTuple_SET_ITEM(p, 1, mido);
+    PyTuple_SET_ITEM(p, 2, sizeo);
+    PyTuple_SET_ITEM(p, 3, to);
+    PyList_SetItem(h->pend, 0, p);
+    return msg;
+fail_m0:
+    Py_DECREF(m0);
+fail:
+    Py_DECREF(mido);
+    Py_DECREF(msg);
+    return NULL;
+}
+
+/* CkArraySend(aid, index, ep, msg): the send row of the message packMsg noted. */
+static PyObject *hook_asend(Hook *h, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (kwnames != NULL || nargs != 4) return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
+    PyObject *aid = args[0], *index = args[1], *ep = args[2], *msg = args[3];
+    PyObject *coll = PyDict_GetItemWithError(h->acodes, aid);
+    if (coll == NULL && PyErr_Occurred()) return NULL;
+    PyObject *name = PyDict_GetItemWithError(h->epcodes, ep);
+    if (name == NULL && PyErr_Occurred()) return NULL;
+    if (coll == NULL || name == NULL || !PyTuple_Check(index) || PyTuple_GET_SIZE(index) > 2)
+        return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
+    PyObject *p = PyList_GET_ITEM(h->pend, 0);
+    Py_INCREF(p);
+    PyObject *batched = PyObject_Vectorcall(h->orig, args, nargs, NULL);
+    if (batched == NULL) {
+        Py_DECREF(p);
+        return NULL;
+    }
+    int is_batched = PyObject_IsTrue(batched);
+    Py_DECREF(batched);
+    if (is_batched < 0) goto fail;
+    if (p == Py_None || !PyTuple_Check(p) || PyTuple_GET_SIZE(p) != 4) goto done;
+    PyObject *m0 = PySequence_GetItem(msg, 0);
+    if (m0 == NULL) goto fail;
+    Py_DECREF(m0); /* identity test only */
+    if (PyTuple_GET_ITEM(p, 0) != m0) goto done;
+    Py_INCREF(Py_None);
+    PyList_SetItem(h->pend, 0, Py_None);
+    long long coll_v, name_v, mid, nbytes, t, peer = NUL, argsv = NUL, i0, i1;
+    if (get_ll(coll, &coll_v) < 0 || get_ll(name, &name_v) < 0 || get_ll(PyTuple_GET_ITEM(p, 1), &mid) < 0 ||
+        get_ll(PyTuple_GET_ITEM(p, 2), &nbytes) < 0 || get_ll(PyTuple_GET_ITEM(p, 3), &t) < 0)
+        goto fail;
+    Py_ssize_t n = PyTuple_GET_SIZE(index);
+    if (n) {
+        if (get_ll(PyTuple_GET_ITEM(index, 0), &i0) < 0) goto fail;
+        if (n == 1) peer = i0;
+        else {
+            if (get_ll(PyTuple_GET_ITEM(index, 1), &i1) < 0) goto fail;
+            peer = (long long)(((unsigned long long)i0 << h->index_bits) |
+                               ((unsigned long long)i1 & ((1ULL << h->index_bits) - 1)));
+        }
+        argsv = is_batched ? h->combined : NUL;
+    } else {
+        argsv = h->bcast;
+    }
+    PyObject *rec = PyList_GET_ITEM(h->cur, 0);
+    PyObject *ident = rec == Py_None ? h->no_object : NULL;
+    if (ident == NULL) {
+        if (!PyList_Check(rec) || PyList_GET_SIZE(rec) < 4) {
+            PyErr_SetString(PyExc_TypeError, "execution record expected");
+            goto fail;
+        }
+        ident = PyList_GET_ITEM(rec, 3);
+    }
+    Recorder *r = h->rec;
+    int64_t *row = next_row(r);
+    if (row == NULL) goto fail;
+    row[L_T0] = t - r->origin;
+    row[L_MSG] = mid;
+    row[L_NAME] = name_v;
+    row[L_PE] = r->pe;
+    row[L_PEER_PE] = row[L_T1] = row[L_ACTIVE] = row[L_EXEC_T0] = NUL;
+    row[L_PEER_COLL] = coll_v;
+    row[L_PEER_OBJ] = peer;
+    row[L_BYTES] = nbytes;
+    row[L_ARGS] = argsv;
+    row[L_KIND] = K_SEND;
+    if (put_ident(row, ident) < 0) {
+        r->n--;
+        goto fail;
+    }
+done:
+    Py_DECREF(p);
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(p);
+    return NULL;
+}
+
+static PyObject *H_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    static char *kw[] = {"kind", "orig", "slow", "recorder", "cur", "pend", "mute", "state", "acodes", "epcodes",
+                         "no_object", "bcast", "combined", "index_bits", NULL};
+    const char *kind;
+    PyObject *orig, *slow, *rec, *cur, *pend, *mute, *state, *acodes, *epcodes, *no_object;
+    long long bcast, combined, index_bits;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOOO!O!O!O!OO!O!O!LLL", kw, &kind, &orig, &slow, &RecorderType,
+                                     &rec, &PyList_Type, &cur, &PyList_Type, &pend, &PyList_Type, &mute, &state,
+                                     &PyDict_Type, &acodes, &PyDict_Type, &epcodes, &PyList_Type, &no_object,
+                                     &bcast, &combined, &index_bits))
+        return NULL;
+    int k;
+    vectorcallfunc fn;
+    if (strcmp(kind, "exec") == 0) { k = H_EXEC; fn = (vectorcallfunc)hook_exec; }
+    else if (strcmp(kind, "pack") == 0) { k = H_PACK; fn = (vectorcallfunc)hook_pack; }
+    else if (strcmp(kind, "array_send") == 0) { k = H_ASEND; fn = (vectorcallfunc)hook_asend; }
+    else return PyErr_Format(PyExc_ValueError, "unknown hook kind %s", kind);
+    if (PyList_GET_SIZE(cur) < 1 || PyList_GET_SIZE(pend) < 1 || PyList_GET_SIZE(mute) < 1)
+        return PyErr_Format(PyExc_ValueError, "cur, pend and mute must hold one item");
+    Hook *h = (Hook *)type->tp_alloc(type, 0);
+    if (h == NULL) return NULL;
+    h->kind = k;
+    h->vectorcall = fn;
+    PyObject **slots[] = {&h->orig, &h->slow, (PyObject **)&h->rec, &h->cur, &h->pend, &h->mute, &h->state,
+                          &h->acodes, &h->epcodes, &h->no_object};
+    PyObject *vals[] = {orig, slow, rec, cur, pend, mute, state, acodes, epcodes, no_object};
+    for (int i = 0; i < 10; i++) {
+        Py_INCREF(vals[i]);
+        *slots[i] = vals[i];
+    }
+    h->bcast = bcast;
+    h->combined = combined;
+    h->index_bits = index_bits;
+    return (PyObject *)h;
+}
+
+static int H_traverse(Hook *h, visitproc visit, void *arg) {
+    Py_VISIT(h->orig);
+    Py_VISIT(h->slow);
+    Py_VISIT(h->rec);
+    Py_VISIT(h->cur);
+    Py_VISIT(h->pend);
+    Py_VISIT(h->mute);
+    Py_VISIT(h->state);
+    Py_VISIT(h->acodes);
+    Py_VISIT(h->epcodes);
+    Py_VISIT(h->no_object);
+    return 0;
+}
+
+static int H_clear(Hook *h) {
+    Py_CLEAR(h->orig);
+    Py_CLEAR(h->slow);
+    Py_CLEAR(h->rec);
+    Py_CLEAR(h->cur);
+    Py_CLEAR(h->pend);
+    Py_CLEAR(h->mute);
+    Py_CLEAR(h->state);
+    Py_CLEAR(h->acodes);
+    Py_CLEAR(h->epcodes);
+    Py_CLEAR(h->no_object);
+    return 0;
+}
+
+static void H_dealloc(Hook *h) {
+    PyObject_GC_UnTrack(h);
+    H_clear(h);
+    Py_TYPE(h)->tp_free((PyObject *)h);
+}
+
+/* Bound as a method when set on a class (EntryMethod._run), like a Python function. */
+static PyObject *H_get(PyObject *self, PyObject *obj, PyObject *type) {
+    if (obj == NULL || obj == Py_None) {
+        Py_INCREF(self);
+        return self;
+    }
+    return PyMethod_New(self, obj);
+}
+
+static PyMemberDef H_members[] = {
+    {"orig", T_OBJECT, offsetof(Hook, orig), READONLY, "the wrapped callable"},
+    {"slow", T_OBJECT, offsetof(Hook, slow), READONLY, "the Python hook of the cases not handled here"},
+    {NULL}};
+
+static PyTypeObject HookType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tracers.charm._recorder.Hook",
+    .tp_basicsize = sizeof(Hook),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "Hook(kind, ...): the fast path of one tracer hook ('exec', 'pack', 'array_send').",
+    .tp_new = H_new,
+    .tp_dealloc = (destructor)H_dealloc,
+    .tp_traverse = (traverseproc)H_traverse,
+    .tp_clear = (inquiry)H_clear,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(Hook, vectorcall),
+    .tp_descr_get = H_get,
+    .tp_members = H_members,
+};
+
 static PyObject *M_clock(PyObject *self, PyObject *Py_UNUSED(ignored)) { return PyLong_FromLongLong(now_ns()); }
 
 static PyMethodDef M_methods[] = {
     {"clock", M_clock, METH_NOARGS, "CLOCK_MONOTONIC in ns (time.monotonic_ns)"}, {NULL}};
 
-static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_recorder", "Native event recorder.", -1,
-                                       M_methods};
+static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, .m_name = "_recorder",
+                                       .m_doc = "Native event recorder.", .m_size = -1, .m_methods = M_methods};
 
 PyMODINIT_FUNC PyInit__recorder(void) {
-    if (PyType_Ready(&RecorderType) < 0 || PyType_Ready(&DispatchType) < 0) return NULL;
+    if (PyType_Ready(&RecorderType) < 0 || PyType_Ready(&DispatchType) < 0 || PyType_Ready(&HookType) < 0)
+        return NULL;
+    if (!(s_pt_key = PyBytes_FromString("_pt")) || !(s_pc_key = PyBytes_FromString("_pc")) ||
+        !(s_dcopy_key = PyBytes_FromString("dcopy")) || !(s_pt_attr = PyUnicode_InternFromString("_pt")) ||
+        !(s_ptid_attr = PyUnicode_InternFromString("_pt_id")) ||
+        !(s_pending_create = PyUnicode_InternFromString("pending_create")) || !(s_zero = PyLong_FromLong(0)) ||
+        !(s_null = PyLong_FromLongLong(NUL)))
+        return NULL;
     PyObject *m = PyModule_Create(&moduledef);
     if (m == NULL) return NULL;
     Py_INCREF(&RecorderType);
     Py_INCREF(&DispatchType);
-    if (PyModule_AddObject(m, "Recorder", (PyObject *)&RecorderType) < 0 ||
+    Py_INCREF(&HookType);
+    if (PyModule_AddObject(m, "Hook", (PyObject *)&HookType) < 0 ||
+        PyModule_AddObject(m, "Recorder", (PyObject *)&RecorderType) < 0 ||
         PyModule_AddObject(m, "Dispatch", (PyObject *)&DispatchType) < 0) {
         Py_DECREF(m);
         return NULL;

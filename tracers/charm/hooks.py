@@ -121,7 +121,7 @@ def install_exec_hooks(entry_method_mod) -> None:
             rexec(t0, t1, rec[1] + t1 - rec[0], mid, name, ident)  # the step may have changed meanwhile
 
     EM.__init__ = em_init
-    EM._run = run
+    EM._run = _native_hook("exec", orig_run, run)
 
 
 def _special(flag: int, obj, ident: list, mid: int, t: int) -> None:
@@ -269,9 +269,22 @@ def install_send_hooks(charm) -> None:
         pend[0] = None
         row(p, ep_name(ep), cid[0], ST.strings.code(P.main_coll), 0, NULL)
 
-    charm.packMsg = packMsg
-    charm.CkArraySend, charm.CkGroupSend, charm.CkChareSend = CkArraySend, CkGroupSend, CkChareSend
+    charm.packMsg = _native_hook("pack", orig_pack, packMsg)
+    charm.CkArraySend = _native_hook("array_send", orig_array, CkArraySend, acodes, ep_codes, bcast, combined)
+    charm.CkGroupSend, charm.CkChareSend = CkGroupSend, CkChareSend
     ST.send_row = row
+
+
+def _native_hook(kind: str, orig, slow, acodes: dict | None = None, ep_codes: dict | None = None, bcast: int = 0,
+                 combined: int = 0):
+    """The compiled fast path of a hook (_recorder.Hook) with the native recorder, which hands the
+    cases it does not handle to the Python hook `slow`; `slow` itself with the pure-Python recorder."""
+    if isinstance(ST.rec, PyRecorder):
+        return slow
+    from tracers.charm._recorder import Hook
+
+    return Hook(kind, orig, slow, ST.rec, ST.cur, ST.pend, ST.mute, ST, {} if acodes is None else acodes,
+                {} if ep_codes is None else ep_codes, NO_OBJECT, bcast, combined, INDEX_BITS)
 
 
 def install_multicast_hook(charm) -> None:

@@ -63,7 +63,7 @@ def open_writer() -> None:
         names={"coll": "chare class + '#' + creation ordinal", "msg": "(src_pe << 40) | seq"},
         extra={"charm4py": _version(), "argv": sys.argv[1:], "hints": ST.hints_dir, "recorder": ST.recorder_kind},
     )
-    ST.rec.pe, ST.rec.origin = ST.pe, ST.origin
+    ST.rec.pe, ST.rec.origin, ST.rec.msg_base = ST.pe, ST.origin, ST.msg_base
     ST.rec.on_full = ST.writer.flush  # run by the native recorder at a return to the scheduler once full
     if ST.pe == 0:
         say_recorder(ST.recorder_kind)
