@@ -7,6 +7,7 @@ assertion depends on timing.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -49,6 +50,9 @@ def test_files_and_metadata(ring):
     assert meta["clock"]["method"].startswith("host-monotonic")
     assert meta["clock"]["residual_ns"] is not None
     assert meta["extra"]["argv"] == [str(ITERS)]
+    # the native recorder unless tests/integration/test_charm_recorders.py runs these tests without it
+    off = os.environ.get("PARADISE_NATIVE_RECORDER") == "0"
+    assert meta["extra"]["recorder"] == ("python (PARADISE_NATIVE_RECORDER=0)" if off else "native")
 
 
 def test_every_execution_recorded(ring):
