@@ -68,7 +68,13 @@ static inline int64_t *next_row(Recorder *r) {
     return (int64_t *)PyBytes_AS_STRING(r->buf) + NF * (r->n++);
 }
 
+static PyObject *s_null; /* the int INT64_MIN that Python code passes (rowbuf.NULL): compared by identity */
+
 static inline int get_ll(PyObject *o, long long *out) {
+    if (o == s_null) { /* a 3-digit int: PyLong_AsLongLong's slow path */
+        *out = NUL;
+        return 0;
+    }
     long long v = PyLong_AsLongLong(o);
     if (v == -1 && PyErr_Occurred()) return -1;
     *out = v;
@@ -375,11 +381,12 @@ typedef struct {
     PyObject *acodes;  /* aid -> collection code */
     PyObject *epcodes; /* ep -> name code */
     PyObject *no_object;
+    PyObject *spare;   /* exec: the last execution record, reused when nothing else holds it */
     long long bcast, combined, index_bits;
 } Hook;
 
 enum { H_EXEC, H_PACK, H_ASEND };
-static PyObject *s_pt_key, *s_pc_key, *s_dcopy_key, *s_pt_attr, *s_ptid_attr, *s_pending_create, *s_zero, *s_null;
+static PyObject *s_pt_key, *s_pc_key, *s_dcopy_key, *s_pt_attr, *s_ptid_attr, *s_pending_create, *s_zero;
 
 static inline PyObject *ll_obj(long long v) { return PyLong_FromLongLong(v); }
 
@@ -437,27 +444,21 @@ static PyObject *hook_exec(Hook *h, PyObject *const *args, size_t nargsf, PyObje
             list_set_ll(parent, 1, p1 + t0 - p0) < 0)
             goto fail1;
     }
-    PyObject *rec = PyList_New(7);
-    PyObject *t0o = ll_obj(t0);
+    PyObject *rec = h->spare, *t0o = ll_obj(t0);
+    h->spare = NULL;
+    if (rec == NULL) rec = PyList_New(7);
     if (rec == NULL || t0o == NULL) {
         Py_XDECREF(rec);
         Py_XDECREF(t0o);
         goto fail1;
     }
-    PyObject *t0o2 = t0o, *zero = s_zero, *mido = mid != NULL ? mid : s_null;
-    Py_INCREF(t0o2);
-    Py_INCREF(zero);
-    Py_INCREF(mido);
-    Py_INCREF(parent);
-    Py_INCREF(ident);
-    Py_INCREF(name);
-    PyList_SET_ITEM(rec, 0, t0o);
-    PyList_SET_ITEM(rec, 1, zero);
-    PyList_SET_ITEM(rec, 2, parent);
-    PyList_SET_ITEM(rec, 3, ident);
-    PyList_SET_ITEM(rec, 4, t0o2);
-    PyList_SET_ITEM(rec, 5, name);
-    PyList_SET_ITEM(rec, 6, mido);
+    PyObject *items[7] = {t0o, s_zero, parent, ident, t0o, name, mid != NULL ? mid : s_null};
+    for (int i = 1; i < 7; i++) Py_INCREF(items[i]); /* t0o: one reference of its own, one more below */
+    for (int i = 0; i < 7; i++) {
+        PyObject *old = PyList_GET_ITEM(rec, i);
+        PyList_SET_ITEM(rec, i, items[i]);
+        Py_XDECREF(old);
+    }
     Py_INCREF(rec);
     PyList_SetItem(cur, 0, rec);
     PyObject *res = PyObject_Vectorcall(h->orig, args, nargs, NULL);
@@ -487,7 +488,10 @@ static PyObject *hook_exec(Hook *h, PyObject *const *args, size_t nargsf, PyObje
             if (put_ident(row, ident) < 0) { r->n--; bad = 1; }
         }
     }
-    Py_DECREF(rec);
+    if (Py_REFCNT(rec) == 1 && h->spare == NULL && PyList_GET_SIZE(rec) == 7)
+        h->spare = rec; /* nothing else holds it: the next execution reuses it */
+    else
+        Py_DECREF(rec);
     Py_DECREF(parent);
     Py_DECREF(ident);
     Py_DECREF(name);
@@ -712,6 +716,7 @@ static int H_traverse(Hook *h, visitproc visit, void *arg) {
     Py_VISIT(h->acodes);
     Py_VISIT(h->epcodes);
     Py_VISIT(h->no_object);
+    Py_VISIT(h->spare);
     return 0;
 }
 
@@ -726,6 +731,7 @@ static int H_clear(Hook *h) {
     Py_CLEAR(h->acodes);
     Py_CLEAR(h->epcodes);
     Py_CLEAR(h->no_object);
+    Py_CLEAR(h->spare);
     return 0;
 }
 
@@ -766,8 +772,19 @@ static PyTypeObject HookType = {
 
 static PyObject *M_clock(PyObject *self, PyObject *Py_UNUSED(ignored)) { return PyLong_FromLongLong(now_ns()); }
 
+static PyObject *M_use_null(PyObject *self, PyObject *obj) {
+    long long v = PyLong_AsLongLong(obj);
+    if (v == -1 && PyErr_Occurred()) return NULL;
+    if (v != NUL) return PyErr_Format(PyExc_ValueError, "the null marker is INT64_MIN");
+    Py_INCREF(obj);
+    Py_XSETREF(s_null, obj);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef M_methods[] = {
-    {"clock", M_clock, METH_NOARGS, "CLOCK_MONOTONIC in ns (time.monotonic_ns)"}, {NULL}};
+    {"clock", M_clock, METH_NOARGS, "CLOCK_MONOTONIC in ns (time.monotonic_ns)"},
+    {"use_null", M_use_null, METH_O, "use_null(NULL): the null object Python code passes (read without conversion)"},
+    {NULL}};
 
 static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, .m_name = "_recorder",
                                        .m_doc = "Native event recorder.", .m_size = -1, .m_methods = M_methods};

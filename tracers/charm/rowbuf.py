@@ -140,10 +140,11 @@ def make_recorder() -> tuple[PyRecorder, str]:
     if os.environ.get(ENV_SWITCH, "1").strip() in ("0", "false", "no", "off"):
         return PyRecorder(), f"python ({ENV_SWITCH}=0)"
     try:
-        from tracers.charm._recorder import ROW_FIELDS, Recorder
+        from tracers.charm._recorder import ROW_FIELDS, Recorder, use_null
     except ImportError:
         return PyRecorder(), "python (native recorder not built)"
     assert ROW_FIELDS == len(LAYOUT)
+    use_null(NULL)
     return Recorder(FLUSH_ROWS + FLUSH_ROWS // 4, FLUSH_ROWS), "native"
 
 
