@@ -35,6 +35,8 @@ typedef struct {
     long long origin, pe;
     long long depth, last; /* nested dispatches; time of the last return to the scheduler */
     long long seq, msg_base; /* message ids: msg_base + per-PE sequence */
+    PyObject *pend_tuple;    /* borrowed, compared by identity only: the last pend tuple hook_pack made */
+    long long pend_mid, pend_size, pend_t;
     Py_ssize_t flush_rows;
     PyObject *on_full;     /* called at a return to the scheduler once n >= flush_rows */
 } Recorder;
@@ -215,6 +217,7 @@ static int R_init(Recorder *r, PyObject *args, PyObject *kwds) {
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "|nn", kw, &cap, &flush)) return -1;
     if (cap < 1) cap = 1;
     r->origin = r->pe = r->depth = r->last = r->seq = r->msg_base = 0;
+    r->pend_tuple = NULL;
     r->flush_rows = flush;
     Py_INCREF(Py_None);
     Py_XSETREF(r->on_full, Py_None);
@@ -469,8 +472,12 @@ static PyObject *hook_exec(Hook *h, PyObject *const *args, size_t nargsf, PyObje
     PyList_SetItem(cur, 0, parent);
     int bad = 0;
     if (parent != Py_None && list_set_ll(parent, 0, t1) < 0) bad = 1;
-    long long r0 = 0, r1 = 0;
-    if (!bad && (list_get_ll(rec, 0, &r0) < 0 || list_get_ll(rec, 1, &r1) < 0)) bad = 1;
+    long long r0 = t0, r1 = 0;
+    /* rec[0], rec[1] change only when the execution was paused (greenlet switch, nested execution) */
+    if (!bad && PyList_GET_SIZE(rec) == 7 && PyList_GET_ITEM(rec, 0) == t0o && PyList_GET_ITEM(rec, 1) == s_zero)
+        ;
+    else if (!bad && (list_get_ll(rec, 0, &r0) < 0 || list_get_ll(rec, 1, &r1) < 0))
+        bad = 1;
     if (!bad) {
         int64_t *row = next_row(h->rec);
         if (row == NULL) bad = 1;
@@ -580,6 +587,10 @@ static PyObject *hook_pack(Hook *h, PyObject *const *args, size_t nargsf, PyObje
     PyTuple_SET_ITEM(p, 1, mido);
     PyTuple_SET_ITEM(p, 2, sizeo);
     PyTuple_SET_ITEM(p, 3, to);
+    r->pend_tuple = p;
+    r->pend_mid = mid;
+    r->pend_size = size;
+    r->pend_t = t;
     PyList_SetItem(h->pend, 0, p);
     return msg;
 fail_m0:
@@ -619,9 +630,16 @@ static PyObject *hook_asend(Hook *h, PyObject *const *args, size_t nargsf, PyObj
     Py_INCREF(Py_None);
     PyList_SetItem(h->pend, 0, Py_None);
     long long coll_v, name_v, mid, nbytes, t, peer = NUL, argsv = NUL, i0, i1;
-    if (get_ll(coll, &coll_v) < 0 || get_ll(name, &name_v) < 0 || get_ll(PyTuple_GET_ITEM(p, 1), &mid) < 0 ||
-        get_ll(PyTuple_GET_ITEM(p, 2), &nbytes) < 0 || get_ll(PyTuple_GET_ITEM(p, 3), &t) < 0)
+    Recorder *r = h->rec;
+    if (get_ll(coll, &coll_v) < 0 || get_ll(name, &name_v) < 0) goto fail;
+    if (p == r->pend_tuple) { /* made by hook_pack (p is alive: the same object) */
+        mid = r->pend_mid;
+        nbytes = r->pend_size;
+        t = r->pend_t;
+    } else if (get_ll(PyTuple_GET_ITEM(p, 1), &mid) < 0 || get_ll(PyTuple_GET_ITEM(p, 2), &nbytes) < 0 ||
+               get_ll(PyTuple_GET_ITEM(p, 3), &t) < 0) {
         goto fail;
+    }
     Py_ssize_t n = PyTuple_GET_SIZE(index);
     if (n) {
         if (get_ll(PyTuple_GET_ITEM(index, 0), &i0) < 0) goto fail;
@@ -644,7 +662,6 @@ static PyObject *hook_asend(Hook *h, PyObject *const *args, size_t nargsf, PyObj
         }
         ident = PyList_GET_ITEM(rec, 3);
     }
-    Recorder *r = h->rec;
     int64_t *row = next_row(r);
     if (row == NULL) goto fail;
     row[L_T0] = t - r->origin;
