@@ -6,8 +6,9 @@
 -- msg; a flow end ("f", binding to the enclosing slice) per other exec row with a msg; two idle
 -- counter samples ("C", 1 at the start, 0 at the end) per idle row.
 -- Times: ts and dur in microseconds as decimal numbers (ns / 1000, exact below 2^53 ns).
--- pid is the PE / rank; tid is the row's thread (tid, 0 when none), 1000000000 + stream for
--- device rows, 2000000001 for steps and phases, 2000000002 for collectives, 2000000003 for
+-- pid is the PE / rank; tid is the row's thread (tid, 0 when none; a tid outside 0..999999999,
+-- such as a 64-bit thread handle, goes to 3000000000 + tid mod 10^9), 1000000000 + stream mod 10^9
+-- for device rows, 2000000001 for steps and phases, 2000000002 for collectives, 2000000003 for
 -- checkpoints and restores (all below 2^32: Perfetto reads tids as 32-bit unsigned).
 -- columns:
 --   line  string  one JSON object followed by ",\n" (rows concatenate into the traceEvents array)
@@ -43,8 +44,10 @@ FROM (
             WHEN kind IN ('step', 'phase') THEN 2000000001
             WHEN kind = 'collective' THEN 2000000002
             WHEN kind IN ('checkpoint', 'restore') THEN 2000000003
-            WHEN stream IS NOT NULL THEN 1000000000 + stream
-            ELSE coalesce(tid, 0)
+            WHEN stream IS NOT NULL THEN 1000000000 + (CAST(stream AS BIGINT) % 1000000000 + 1000000000) % 1000000000
+            WHEN tid IS NULL THEN 0
+            WHEN tid BETWEEN 0 AND 999999999 THEN tid
+            ELSE 3000000000 + (tid % 1000000000 + 1000000000) % 1000000000  -- 64-bit thread handles
         END AS lane,
         '"ts":' || CAST(t0 / 1000 AS VARCHAR) AS ts
     FROM events

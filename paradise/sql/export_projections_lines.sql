@@ -3,7 +3,8 @@
 --   BEGIN_COMPUTATION (6) / END_COMPUTATION (7) at each PE's first and last time;
 --   CREATION (1): 1 0 ep time event pe bytes 0, one per send row, event numbered per sending PE;
 --   BEGIN_PROCESSING (2): 2 0 ep time event src_pe bytes time ids... 0, the event and src_pe of
---     the send that caused the exec (-1 / 0 when none), ids the object index (one 0 when none);
+--     the send that caused the exec (-1 / 0 when none), ids the object index (one 0 when none,
+--     or when the index is not a list of integers);
 --   END_PROCESSING (3): 3 0 ep time event src_pe bytes 0;
 --   BEGIN_IDLE (14) / END_IDLE (15): 14 time pe.
 -- Entry points (ep) are numbered as in export_projections_entries.sql.
@@ -32,7 +33,8 @@ cause AS (  -- a msg with several send rows is caused by its first
 ex AS (
     SELECT e.pe, e.t0, e.t1, e.bytes, e.coll, e.name,
            coalesce(c.src_pe, -1) AS src_pe, coalesce(c.event, 0) AS event,
-           coalesce(replace(replace(replace(e.index, '[', ''), ']', ''), ',', ' '), '0') AS ids
+           CASE WHEN regexp_full_match(e.index, '\[-?[0-9]{1,18}(, ?-?[0-9]{1,18})*\]')  -- else not Projections ids
+                THEN replace(replace(replace(replace(e.index, ' ', ''), '[', ''), ']', ''), ',', ' ') ELSE '0' END AS ids
     FROM events AS e LEFT JOIN cause AS c ON c.msg = e.msg
     WHERE e.kind = 'exec' AND e.t1 IS NOT NULL
 ),

@@ -1,8 +1,10 @@
 -- report_bins: utilization over time for `paradise report` (Projections' usage and time
 -- profiles): exec and idle time cut into fixed time bins, in one scan, rolled up three ways.
 -- grain: one row per pe × bin (level 0), per bin × key (level 1) and per pe × key (level 2);
--- bins are $bin_ns wide from $t_start, so the result has at most (PEs + keys) × bins + PEs × keys
--- rows whatever the trace's size. An interval spanning several bins adds its overlap to each.
+-- bins are $bin_ns wide from $t_start, only bins 0..$n_bins-1 are kept, and only the keys in $keys
+-- (the busiest, report_top_keys.sql) keep their name (the rest are summed under $other), so the result has
+-- at most (PEs + keys) × bins + PEs × keys rows whatever the trace's size or name count. An
+-- interval spanning several bins adds its overlap to each.
 -- columns:
 --   level    int32     0: a pe × bin row (key null); 1: a bin × key row summed over PEs (pe null);
 --                      2: a pe × key row summed over bins (bin null)
@@ -13,16 +15,25 @@
 --   busy_ns  int64 ns  exec time inside the bin (nested execs each count)
 --   idle_ns  int64 ns  idle-row time inside the bin
 -- merge: keys(level, pe, bin, key) sum(busy_ns, idle_ns)
-WITH iv AS (
+WITH base AS (
     SELECT
         pe,
         kind = 'idle' AS is_idle,
         CASE WHEN kind = 'idle' THEN NULL WHEN $by_cat THEN coalesce(cat, name) ELSE name END AS key,
         t0,
-        t1,
-        unnest(range((t0 - $t_start) // $bin_ns, (t1 - 1 - $t_start) // $bin_ns + 1)) AS bin
+        t1
     FROM events
     WHERE kind IN ('exec', 'idle') AND t1 > t0
+),
+iv AS (
+    SELECT
+        b.pe,
+        b.is_idle,
+        CASE WHEN b.key IS NULL OR list_contains($keys::VARCHAR[], b.key) THEN b.key ELSE $other END AS key,
+        b.t0,
+        b.t1,
+        unnest(range(greatest((b.t0 - $t_start) // $bin_ns, 0), least((b.t1 - 1 - $t_start) // $bin_ns + 1, $n_bins))) AS bin
+    FROM base AS b
 ),
 cut AS (
     SELECT pe, is_idle, key, bin,

@@ -50,7 +50,10 @@ def test_bins_add_up_to_the_traces_exec_and_idle_time(traces, which):
             want[kind][r["pe"]] += r["t1"] - r["t0"]
     t_first = min(r["t0"] for r in pq.read_table(sorted(path.glob("*.parquet")), columns=["t0"]).to_pylist())
     with DuckDBEngine(handle) as eng:
-        t = eng.query("report_bins", t_start=t_first, bin_ns=997, by_cat=which == "torch").to_pylist()
+        keys = gather.top_keys(eng, which == "torch", 2)
+        t = eng.query("report_bins", t_start=t_first, bin_ns=997, by_cat=which == "torch", n_bins=1 << 40,
+                      keys=keys, other=gather.OTHER).to_pylist()
+    assert {r["key"] for r in t if r["level"] == 1} <= {*keys, gather.OTHER, None} and len(keys) == 2
     busy, idle = defaultdict(int), defaultdict(int)
     for r in t:
         if r["level"] == 0:

@@ -5,10 +5,11 @@ plotly reads a subset of HTML in labels, and a trace's names are data, never mar
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 import plotly.graph_objects as go
+
+from paradise.report.text import escape_html
 
 HEIGHT_PX = 380
 LANE_PX = 22
@@ -19,9 +20,16 @@ MAX_MATRIX_PES = 256
 """Above this many PEs the communication matrix sums consecutive PEs into this many groups."""
 
 
+MAX_LABEL_CHARS = 120
+"""Longest label or legend name drawn (as the tables' MAX_CELL_CHARS): a 1 MiB name stays a line."""
+
+
 def text(value: Any) -> str:
-    """A trace string made safe for plotly's label markup (and so for the page)."""
-    return html.escape(str(value), quote=True)
+    """A trace string made safe for plotly's label markup (and so for the page), capped at MAX_LABEL_CHARS."""
+    s = str(value)
+    if len(s) > MAX_LABEL_CHARS:
+        s = s[: MAX_LABEL_CHARS - 1] + "…"
+    return escape_html(s)
 
 
 def _layout(fig: go.Figure, title: str, height: int = HEIGHT_PX, **kw: Any) -> go.Figure:
@@ -128,7 +136,7 @@ def comm_matrix(rows: list[dict[str, Any]], pes: int) -> go.Figure:
     n = max(1, -(-pes // g))
     z = [[0] * n for _ in range(n)]
     for r in rows:
-        if r.get("peer_pe") is not None and r["pe"] is not None and r["pe"] < pes and r["peer_pe"] < pes:
+        if r.get("peer_pe") is not None and r["pe"] is not None and 0 <= r["pe"] < pes and 0 <= r["peer_pe"] < pes:
             z[r["pe"] // g][r["peer_pe"] // g] += r["bytes"] or 0
     labels = [str(i * g) if g == 1 else f"{i * g}-{min((i + 1) * g, pes) - 1}" for i in range(n)]
     fig = go.Figure(go.Heatmap(z=z, x=labels, y=labels, colorscale="Blues", colorbar={"title": {"text": "bytes"}},

@@ -37,8 +37,9 @@ def bins(engine: Any, t_start: int, t_end: int, pes: int, by_cat: bool, n_bins: 
     per bin of the MAX_KEYS largest keys (PE-equivalents: busy ns / bin ns); the usage profile:
     each PE's time per key (and idle) as a share of the run."""
     bin_ns = max(1, -(-(t_end - t_start) // n_bins))
-    t = engine.query("report_bins", t_start=t_start, bin_ns=bin_ns, by_cat=by_cat).to_pydict()
     nb = max(1, -(-(t_end - t_start) // bin_ns))
+    t = engine.query("report_bins", t_start=t_start, bin_ns=bin_ns, by_cat=by_cat, n_bins=nb, other=OTHER,
+                     keys=top_keys(engine, by_cat)).to_pydict()
     util = [[0.0] * nb for _ in range(max(pes, 1))]
     idle = [0.0] * nb
     per_key: dict[str, list[float]] = {}
@@ -56,10 +57,11 @@ def bins(engine: Any, t_start: int, t_end: int, pes: int, by_cat: bool, n_bins: 
             idle[b] += idle_ns / bin_ns
             if busy:
                 per_key.setdefault("(unnamed)" if key is None else str(key), [0.0] * nb)[b] += busy / bin_ns
-    ranked = sorted(per_key, key=lambda k: -sum(per_key[k]))
+    ranked = sorted((k for k in per_key if k != OTHER), key=lambda k: -sum(per_key[k]))
     profile = {k: per_key[k] for k in ranked[:MAX_KEYS]}
-    if len(ranked) > MAX_KEYS:
-        profile[OTHER] = [sum(per_key[k][b] for k in ranked[MAX_KEYS:]) for b in range(nb)]
+    extra = ranked[MAX_KEYS:] + [k for k in per_key if k == OTHER]  # keys the SQL already summed as OTHER
+    if extra:
+        profile[OTHER] = [sum(per_key[k][b] for k in extra) for b in range(nb)]
     kept = ranked[:MAX_KEYS]
     usage_top = {k: usage.get(k, {}) for k in kept}
     rest = [k for k in usage if k not in kept and k != "idle"]
@@ -75,6 +77,17 @@ def bins(engine: Any, t_start: int, t_end: int, pes: int, by_cat: bool, n_bins: 
     return {"t_start": t_start, "bin_ns": bin_ns, "bins": nb, "utilization": rows, "row_labels": labels,
             "mean_utilization": mean, "profile": profile, "idle_pe_equiv": idle, "by": "category" if by_cat else "entry",
             "usage": {k: [v.get(p, 0.0) for p in range(len(util))] for k, v in usage_top.items()}}
+
+
+def top_keys(engine: Any, by_cat: bool, n: int = MAX_KEYS) -> list[str]:
+    """The n keys of most busy time (report_top_keys.sql): the only ones report_bins names."""
+    t = engine.query("report_top_keys", by_cat=by_cat)
+    if t.num_rows <= n:
+        return [str(k) for k in t.column("key").to_pylist()]
+    import pyarrow.compute as pc
+
+    top = t.take(pc.select_k_unstable(t, k=n, sort_keys=[("busy_ns", "descending"), ("key", "ascending")]))
+    return [str(k) for k in top.column("key").to_pylist()]
 
 
 def mean_utilization(engine: Any, trace: Any, overview: dict[str, Any], n_bins: int) -> list[float]:

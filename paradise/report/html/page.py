@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from html import escape
 from typing import Any
 
 from paradise.report.html import figures as F
 from paradise.report.html import tables
+from paradise.report.text import escape_html as escape
 
 CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
        "img-src data: blob:; font-src data:")
