@@ -32,7 +32,8 @@ from pathlib import Path
 
 import duckdb
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(os.environ.get("PARADISE_BENCH_TREE") or Path(__file__).resolve().parents[1])
+"""The source tree whose tracer runs (PARADISE_BENCH_TREE: the --before tree, for the micro children)."""
 sys.path.insert(0, str(ROOT))
 
 from tracers.charm.launch import launch  # noqa: E402
@@ -156,7 +157,7 @@ def _micro_child(traced: bool) -> float:
 
         def recvArrayMsg(self, aid, index, ep, msg, dcopy_start):
             header, args = self.last
-            self.entryMethods[ep].run(obj, header, args)
+            self.entryMethods[ep].run(obj, header, args, ret_fut=False)  # as charm4py's invokeEntryMethod
 
         CkGroupSend = CkChareSend = recvGroupMsg = recvChareMsg = recvArrayBcast = buildMainchare = None
 
@@ -168,7 +169,9 @@ def _micro_child(traced: bool) -> float:
 
         ST.reg.arrays[0] = ("Player#0", "array")
         ST.pe, ST.origin = 0, clock()
-        ST.rec.pe, ST.rec.origin = ST.pe, ST.origin
+        rec = getattr(ST, "rec", None)  # None: a tracer from before the recorders (--before), rows in ST.buf
+        if rec is not None:
+            rec.pe, rec.origin = ST.pe, ST.origin
         hooks.install_exec_hooks(mod)
         hooks.install_send_hooks(charm)
         charm.recvGroupMsg = charm.recvChareMsg = charm.buildMainchare = lambda a, b, c, d: None
@@ -180,13 +183,13 @@ def _micro_child(traced: bool) -> float:
     obj, recv, best = Player(), charm.recvArrayMsg, float("inf")
     for _ in range(MICRO_REPS):
         if traced:
-            ST.rec.clear()
+            rec.clear() if rec is not None else ST.buf.clear()
         t = time.perf_counter()
         for _ in range(MICRO_HOPS):
             recv(0, (0,), 5, b"_local:1", 0)
         best = min(best, time.perf_counter() - t)
     if traced:
-        rows = len(ST.rec)
+        rows = len(rec) if rec is not None else len(ST.buf) // 144
         assert rows >= 2 * MICRO_HOPS, rows  # one send and one exec row per hop (+ idle rows)
     return best / MICRO_HOPS * 1e9
 
@@ -205,11 +208,12 @@ def micro(rounds: int, before: Path | None = None) -> None:
     for _ in range(rounds):
         for label, (flag, native, tree) in sides.items():
             env = dict(os.environ, PARADISE_NATIVE_RECORDER=native)
-            res = subprocess.run([sys.executable, str(tree / "bench" / "charm_overhead.py"), "--micro-child", flag],
-                                 capture_output=True, text=True, check=True, cwd=tree, env=env)
-            out = res.stdout.split()
-            kinds[label] = out[-2] if len(out) > 1 else "old"  # a tracer before the recorders printed ns only
-            times[label].append(float(out[-1]))
+            env["PARADISE_BENCH_TREE"] = str(tree)
+            res = subprocess.run([sys.executable, __file__, "--micro-child", flag], capture_output=True, text=True,
+                                 check=True, cwd=tree, env=env)
+            kind, ns = res.stdout.split()[-2:]
+            kinds[label] = kind
+            times[label].append(float(ns))
     a = statistics.median(times["plain"])
     print(f"micro (in-process hooks, 1 local array message per hop, min of {MICRO_REPS}x{MICRO_HOPS} hops, "
           f"median of {rounds} interpreters): plain {a:.0f} ns/hop")
@@ -235,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         ns = _micro_child(a.micro_child == "traced")
         from tracers.charm._state import ST
 
-        print(ST.recorder_kind.split()[0], f"{ns:.1f}")
+        print(getattr(ST, "recorder_kind", "old").split()[0], f"{ns:.1f}")
         return 0
     names = a.only or list(PROGRAMS)
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")

@@ -409,10 +409,11 @@ static inline int list_get_ll(PyObject *list, Py_ssize_t i, long long *out) {
     return get_ll(PyList_GET_ITEM(list, i), out);
 }
 
-/* EntryMethod._run(self, obj, header, args[, ret_fut]) of a plain entry method on a known object. */
+/* EntryMethod._run(self, obj, header, args[, ret_fut]) of a plain entry method on a known object
+ * (charm4py passes ret_fut by keyword: the keywords go through to the wrapped _run as they came). */
 static PyObject *hook_exec(Hook *h, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (kwnames != NULL || nargs < 4) return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
+    if (nargs < 4) return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
     PyObject *em = args[0], *obj = args[1], *header = args[2];
     PyObject *pt = PyObject_GetAttr(em, s_pt_attr);
     if (pt == NULL) return NULL;
@@ -464,7 +465,7 @@ static PyObject *hook_exec(Hook *h, PyObject *const *args, size_t nargsf, PyObje
     }
     Py_INCREF(rec);
     PyList_SetItem(cur, 0, rec);
-    PyObject *res = PyObject_Vectorcall(h->orig, args, nargs, NULL);
+    PyObject *res = PyObject_Vectorcall(h->orig, args, nargs, kwnames);
     t1 = now_ns();
     PyObject *et, *ev, *etb;
     PyErr_Fetch(&et, &ev, &etb);
