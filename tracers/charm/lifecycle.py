@@ -5,7 +5,8 @@
 uncaught exception reaches `charm.abort` (via handleGeneralError, after charm4py printed the
 traceback): every PE closes its writer with complete=false, then the real abort runs; a
 timer aborts anyway if a PE cannot answer. Between those, part files flushed every second
-bound what a killed run loses.
+while a PE is quiet (and by a busy one when its buffer is full, or every 10 s) bound what a
+killed run loses.
 """
 
 from __future__ import annotations
@@ -22,7 +23,11 @@ from tracers.charm.hooks import write_unfinished
 from tracers.charm.rowbuf import say_recorder
 
 FLUSH_TICK_S = 1.0
-"""Buffered rows are flushed at least this often, so a killed PE loses at most ~1 s of events."""
+"""A quiet PE flushes its rows this often, so a killed quiet PE (a hang) loses at most ~1 s of events."""
+QUIET_ROWS_PER_TICK = 20_000
+"""A PE that recorded more rows than this since the last tick is busy: its rows wait for a full
+buffer (rowbuf.FLUSH_BYTES) or BUSY_FLUSH_S, so the program is not interrupted by small writes."""
+BUSY_FLUSH_S = 10.0
 ABORT_GRACE_S = 3.0
 """How long an aborting PE waits for the others to close their files before aborting anyway."""
 PING_ROUNDS = 3
@@ -98,10 +103,12 @@ def close(complete: bool) -> None:
 
 
 def _tick() -> None:
-    if ST.writer is None:
+    w = ST.writer
+    if w is None:
         return
-    if ST.writer.pending():
-        ST.writer.flush()
+    pending = w.pending()
+    if pending and (pending <= QUIET_ROWS_PER_TICK or time.monotonic_ns() - w._last_flush > BUSY_FLUSH_S * 1e9):
+        w.flush()
     _charm().scheduleCallableAfter(_tick, FLUSH_TICK_S)
 
 

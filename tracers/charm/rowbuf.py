@@ -57,8 +57,10 @@ def tails(k_exec: int, k_send: int, cat: int, coll: int, obj: int, index: int, s
 assert ARRAY_SEND_HEAD(1, 2, 3, 4, NULL_HI, NULL_HI, NULL_HI, 5, 6, 7, 8) == SEND_HEAD(
     1, 2, 3, 4, NULL, NULL, NULL, 5, 6, 7, 8)
 
-FLUSH_BYTES = ROW.size * 50_000
-"""Flush after ~50 000 rows (~7.2 MB): bounds memory and what a crash loses."""
+FLUSH_BYTES = ROW.size * 200_000
+"""A full buffer: ~200 000 rows (~29 MB per PE), handed to the writer thread at the next return to
+the scheduler. Like Projections' per-PE log (1 000 000 entries), a busy PE writes only when its
+buffer is full or at the end (lifecycle.FLUSH_TICK_S: a quiet one also writes once a second)."""
 
 
 class Strings:
@@ -145,7 +147,7 @@ def make_recorder() -> tuple[PyRecorder, str]:
         return PyRecorder(), "python (native recorder not built)"
     assert ROW_FIELDS == len(LAYOUT)
     use_null(NULL)
-    return Recorder(FLUSH_ROWS + FLUSH_ROWS // 4, FLUSH_ROWS), "native"
+    return Recorder(FLUSH_ROWS + FLUSH_ROWS // 8, FLUSH_ROWS), "native"
 
 
 def say_recorder(kind: str) -> None:
