@@ -95,6 +95,8 @@ def run_analyses(
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="paradise-analysis") as pool:
         futures = {pool.submit(one, name): name for name in names}
         for fut in futures:  # in submission order; each is waited for, so none is left running
+            if progress is not None:  # the stage the bar waits on is the analysis waited for
+                progress.stage(futures[fut])
             try:
                 outcomes[futures[fut]] = fut.result()
             except ParadiseError:  # bad input found while reading (a damaged file): not a bug
@@ -198,8 +200,8 @@ def analyze_trace(
     engine_options: dict[str, Any] | None = None,
 ) -> tuple[TraceHandle, dict[str, AnalysisResult], dict[str, str]]:
     """Opens a trace and runs the analyses `names` (default: all) that apply. `progress(label,
-    total)`, when given, makes a context manager whose `advance(1)` is called per analysis;
-    engine_options (memory_limit, workers, worker_memory) go to the engine."""
+    total)`, when given, makes a context manager whose `stage(name)` is called as each analysis
+    is waited for and `advance(1)` as it ends; engine_options (memory_limit, workers, worker_memory) go to the engine."""
     from contextlib import nullcontext
 
     import duckdb

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from paradise import units
 from paradise.analyses import ANALYSES
 from paradise.analyses.runner import analyze_trace, select_analyses, trace_summary, write_hints
 from paradise.errors import InvalidOption, visible
@@ -72,7 +73,7 @@ def check_analyze_options(*, top: int, mtbf_hours: float | None, gpus: int | Non
     if not 1 <= top <= MAX_TOP:
         raise InvalidOption(f"--top: {top} is out of range (1..{MAX_TOP})")
     if mtbf_hours is not None and not (math.isfinite(mtbf_hours) and 0 < mtbf_hours <= MAX_MTBF_HOURS):
-        raise InvalidOption(f"--mtbf-hours: {mtbf_hours:g} is out of range (> 0, at most {MAX_MTBF_HOURS:g})")
+        raise InvalidOption(f"--mtbf-hours: {units.number(mtbf_hours, 6)} is out of range (> 0, at most {units.number(MAX_MTBF_HOURS, 6)})")
     if gpus is not None and not 1 <= gpus <= MAX_GPUS:
         raise InvalidOption(f"--gpus: {gpus} is out of range (1..{MAX_GPUS})")
     if scheduler is not None and scheduler != "local" and not _SCHEDULER_RE.match(scheduler):
@@ -114,7 +115,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
         engine: EngineName = typer.Option(EngineName.duckdb, "--engine", help="Stage-1 engine."),
         scheduler: str | None = typer.Option(
-            None, "--scheduler", help="Dask scheduler: tcp://host:8786 (an existing cluster) or local (a "
+            None, "--scheduler", metavar="ADDRESS", help="Dask scheduler: tcp://host:8786 (an existing cluster) or local (a "
             "LocalCluster of worker processes); implies --engine dask."
         ),
         memory_limit: str | None = typer.Option(
@@ -126,11 +127,11 @@ def register(app: typer.Typer) -> None:
             None, "--worker-memory", metavar="SIZE", help="Memory limit per worker of --scheduler local, e.g. 2GiB."
         ),
         top: int = typer.Option(10, "--top", help="Entries in the top-entries table."),
-        hints_out: Path | None = typer.Option(None, "--hints-out", help="Write hint files into this directory."),
+        hints_out: Path | None = typer.Option(None, "--hints-out", metavar="DIR", help="Write hint files into this directory."),
         advisory: bool = typer.Option(False, "--advisory", help="Also write advisory hints that no paradise "
                                       "runtime consumer reads (schedule.json: message priorities)."),
         force: bool = typer.Option(False, "--force", help="Overwrite existing hint files."),
-        mtbf_hours: float | None = typer.Option(None, "--mtbf-hours", help="Mean time between failures."),
+        mtbf_hours: float | None = typer.Option(None, "--mtbf-hours", metavar="HOURS", help="Mean time between failures."),
         gpus: int | None = typer.Option(None, "--gpus", help="GPUs of the job (resilience)."),
         only: str | None = typer.Option(
             None, "--only", metavar="NAMES",

@@ -228,10 +228,10 @@ def register(app: typer.Typer) -> None:
     @app.command("demo")
     def demo_cmd(
         out: Path = typer.Option(Path("paradise-demo"), "--out", "-o",
-                                 help="Folder for traces and hints (rewritten by each demo run)."),
+                                 metavar="DIR", help="Folder for traces and hints (rewritten by each demo run)."),
         pes: int = typer.Option(2, "--pes", help="PEs for both runs."),
-        example: str = typer.Option("stencil2d", "--example", help="Example program under examples/."),
-        example_args: str | None = typer.Option(None, "--args", show_default=False,
+        example: str = typer.Option("stencil2d", "--example", metavar="NAME", help="Example program under examples/."),
+        example_args: str | None = typer.Option(None, "--args", metavar="ARGS", show_default=False,
                                          help="Arguments for the example, as one string "
                                               f"(stencil2d: {DEMO_ARGS['stencil2d']!r}; "
                                               f"particles: {DEMO_ARGS['particles']!r})."),

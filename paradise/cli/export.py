@@ -13,7 +13,7 @@ app = typer.Typer(help="Export a trace to another tool's format.", no_args_is_he
 @app.command("chrome")
 def chrome_cmd(
     trace: Path = typer.Argument(..., help="Trace file or directory."),
-    out: Path = typer.Option(..., "-o", "--out", help="trace.json or trace.json.gz to write."),
+    out: Path = typer.Option(..., "-o", "--out", metavar="FILE", help="trace.json or trace.json.gz to write."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing output."),
 ) -> None:
     """Chrome Trace Event Format (opens in Perfetto UI and chrome://tracing): an event per
@@ -33,7 +33,7 @@ def chrome_cmd(
 @app.command("projections")
 def projections_cmd(
     trace: Path = typer.Argument(..., help="Trace file or directory."),
-    out: Path = typer.Option(..., "-o", "--out", help="Folder to write <program>.sts and <program>.<pe>.log.gz into."),
+    out: Path = typer.Option(..., "-o", "--out", metavar="DIR", help="Folder to write <program>.sts and <program>.<pe>.log.gz into."),
     force: bool = typer.Option(False, "--force", help="Write into an existing folder, replacing its files of this run."),
 ) -> None:
     """Charm++ Projections logs (.sts and one .log.gz per PE) that `paradise import projections`

@@ -60,7 +60,7 @@ def register(app: typer.Typer) -> None:
     @app.command("merge")
     def merge_cmd(
         trace_dir: Path = typer.Argument(..., help="Trace directory (or file) to merge."),
-        out: Path = typer.Option(..., "-o", "--out", help="Output Parquet file."),
+        out: Path = typer.Option(..., "-o", "--out", metavar="FILE", help="Output Parquet file."),
         force: bool = typer.Option(False, "--force", help="Overwrite OUT if it exists."),
     ) -> None:
         """Merge a trace directory into one Parquet file, sorted by PE and time."""

@@ -12,7 +12,7 @@ def register(app: typer.Typer) -> None:
     @app.command("whatif", help="Replay a trace under proposed hints and predict the next run.")
     def whatif_cmd(
         trace: Path = typer.Argument(..., help="Trace file or directory."),
-        hints: Path = typer.Option(..., "--hints", help="Directory with mapping.json, schedule.json and/or comm.json (judged as the next run judges them)."),
+        hints: Path = typer.Option(..., "--hints", metavar="DIR", help="Directory with mapping.json, schedule.json and/or comm.json (judged as the next run judges them)."),
         as_json: bool = typer.Option(False, "--json", help="Print the prediction as JSON."),
     ) -> None:
         """Predicted makespan and per-PE load under the hints, beside the baseline replay."""

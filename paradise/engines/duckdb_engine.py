@@ -19,10 +19,11 @@ import duckdb
 import pyarrow as pa
 
 from paradise.engines import load_sql
-from paradise.engines.memory import DUCKDB_SHARE, default_memory_limit, fmt_size
+from paradise.engines.memory import DUCKDB_SHARE, default_memory_limit
 from paradise.errors import OutOfMemory, TruncatedTrace
 from paradise.format import ADDED_COLUMNS, SCHEMA
 from paradise.store import TraceHandle
+from paradise.units import binary_size
 
 SPILL_PREFIX = "paradise-spill-"
 """Name prefix of the spill directory, created under the system temporary directory ($TMPDIR)."""
@@ -139,7 +140,7 @@ class DuckDBEngine:
                 "TMPDIR to a directory on a disk with more free space, or give a larger --memory-limit so "
                 "that less spills")
         return OutOfMemory(
-            f"{self.trace.path}: needs more memory than --memory-limit {fmt_size(self.memory_limit)} allows, "
+            f"{self.trace.path}: needs more memory than --memory-limit {binary_size(self.memory_limit)} allows, "
             f"even spilling to disk ({first}); try `paradise analyze --only overview` for the first "
             "report, a larger --memory-limit, or --engine dask on a cluster")
 

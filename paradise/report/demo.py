@@ -7,8 +7,9 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from paradise import units
 from paradise.report.compare import verdict_text
-from paradise.report.console import console, fmt_ns
+from paradise.report.console import console
 
 MOVES_SHOWN = 8
 
@@ -29,16 +30,16 @@ def render_demo(result: dict[str, Any]) -> None:
     t = Table(title="the closed loop: before, predicted, after")
     for col in ("", "before (default map)", "predicted (what-if)", "after (paradise hints)"):
         t.add_column(col, justify="right" if col else "left")
-    t.add_row("makespan", fmt_ns(before["makespan_ns"]), fmt_ns(pred.get("predicted_makespan_ns")),
-              fmt_ns(after["makespan_ns"]))
+    t.add_row("makespan", units.duration(before["makespan_ns"]), units.duration(pred.get("predicted_makespan_ns")),
+              units.duration(after["makespan_ns"]))
     if before.get("iterations_ns") and after.get("iterations_ns"):
-        t.add_row("iterations (first to last step)", fmt_ns(before["iterations_ns"]), "",
-                  fmt_ns(after["iterations_ns"]))
+        t.add_row("iterations (first to last step)", units.duration(before["iterations_ns"]), "",
+                  units.duration(after["iterations_ns"]))
     for pe in range(pes):
         b = before["busy_ns"][pe] if pe < len(before["busy_ns"]) else 0
         a = after["busy_ns"][pe] if pe < len(after["busy_ns"]) else 0
         p = pred_load[pe] if pe < len(pred_load) else None
-        t.add_row(f"PE {pe} busy", fmt_ns(b), fmt_ns(p), fmt_ns(a))
+        t.add_row(f"PE {pe} busy", units.duration(b), units.duration(p), units.duration(a))
     t.add_row("imbalance (busiest PE / mean)", _imbalance(before["busy_ns"]),
               _imbalance(pred_load) if pred_load else "-", _imbalance(after["busy_ns"]))
     changes = {c["metric"]: c for c in result["performance"]["changes"]}
@@ -71,18 +72,18 @@ def render_demo(result: dict[str, Any]) -> None:
     if before.get("iterations_ns") and after.get("iterations_ns"):
         st = {c["metric"]: c for c in result["performance"]["changes"]}.get("step_time", {})
         c.print(f"iterations {before['iterations_ns'] / after['iterations_ns']:.2f}x faster with the hints; "
-                f"median step {fmt_ns(st.get('base'))} -> {fmt_ns(st.get('candidate'))} "
+                f"median step {units.duration(st.get('base'))} -> {units.duration(st.get('candidate'))} "
                 f"({verdict_text(st) if st else 'no steps'}).")
     if mk.get("base"):
         speed = mk["base"] / mk["candidate"] if mk.get("candidate") else None
         c.print(f"makespan {mk['relative'] * 100:+.1f}% with the hints"
                 + (f" ({speed:.2f}x faster)" if speed and speed > 1 else "")
                 + f" ({verdict_text(mk)}); what-if predicted "
-                f"{fmt_ns(pred.get('predicted_makespan_ns'))}.")
+                f"{units.duration(pred.get('predicted_makespan_ns'))}.")
     miss = result.get("prediction") or {}
     if miss.get("missed"):
         c.print(f"[bold yellow]the rerun missed the what-if prediction by {miss['off'] * 100:+.0f}% "
-                f"({fmt_ns(miss['predicted_ns'])} predicted, {fmt_ns(miss['measured_ns'])} measured; more than "
+                f"({units.duration(miss['predicted_ns'])} predicted, {units.duration(miss['measured_ns'])} measured; more than "
                 f"15% off). Likely causes measured here:[/bold yellow]")
         for cause in miss["causes"]:
             c.print(f"  - {escape(cause)}")
