@@ -60,12 +60,14 @@ def _register() -> None:
         report,
         synth,
         trace_cmd,
+        tune,
         whatif,
     )
 
     app.add_typer(import_cmd.app, name="import")
     app.add_typer(trace_cmd.app, name="trace")
     app.add_typer(export.app, name="export")
+    app.add_typer(tune.app, name="tune")
     for module in (info, analyze, report, merge, whatif, compare, policy, demo, synth):
         module.register(app)
 

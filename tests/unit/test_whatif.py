@@ -134,18 +134,3 @@ def test_comm_replay_counts_batches(tmp_path, cli):
     c = doc["comm"]
     assert (c["combined_messages"], c["messages_before"] - c["messages_after"]) == (40, 40 - 5)
     assert doc["replay_makespan_ns"] <= doc["baseline_replay_makespan_ns"]
-
-
-def test_demo_prediction_check_names_measured_causes():
-    from paradise.cli.demo import prediction_check
-
-    quiet = {"wall_s": 2.0, "load1_before": 2.1, "load1_after": 2.2, "cpus": 2, "pes": 2}
-    loaded = dict(quiet, load1_after=5.3)
-    ok = prediction_check(4.26e9, 4.5e9, {"before": quiet, "after": quiet})
-    assert not ok["missed"] and ok["causes"] == []
-    miss = prediction_check(4.26e9, 6.31e9, {"before": quiet, "after": loaded})
-    assert miss["missed"] and miss["off"] == round((6.31 - 4.26) / 4.26, 4)
-    text = " ".join(miss["causes"])
-    assert "load average up to 5.3 on 2 CPU(s)" in text and "after run" in text
-    assert "one run per side" in text
-    assert "before run" not in text  # the quiet run is not blamed
