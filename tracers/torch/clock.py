@@ -1,8 +1,8 @@
 """Clock offsets between ranks: a short ping exchange with rank 0 over gloo send/recv.
 
-Each rank r > 0 sends PING_ROUNDS pings to rank 0, which answers each with its own trace time;
-the round with the smallest round trip gives the offset (rank 0's time minus the midpoint of the
-round trip) and its error bound (half that round trip). The tracer records its own clock and puts
+Each rank r > 0 sends PING_ROUNDS pings to rank 0, which answers each with its times of receipt
+and reply (NTP's four timestamps); the round with the smallest round trip (less rank 0's time
+between receipt and reply) gives the offset and its error bound (half that round trip). The tracer records its own clock and puts
 the offsets measured at the start and at the end into the metadata; the reader corrects times.
 
 PARADISE_FAKE_CLOCK_SKEW="rank:offset_ns:drift_ppm" makes one rank's tracer clock run off by
@@ -17,8 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 ENV_FAKE_SKEW = "PARADISE_FAKE_CLOCK_SKEW"
-PING_ROUNDS = 32
-"""Round trips per rank and measurement: the fastest one counts (a few ms in all)."""
+PING_ROUNDS = 64
+"""Round trips per rank and measurement: the fastest one counts (a few ms to ~50 ms on a busy host)."""
 END_TIMEOUT_S = 10.0
 """The end-of-run exchange gives up after this long (a peer that already left)."""
 METHOD = "ping_min_rtt"
@@ -59,24 +59,25 @@ def exchange(now: Callable[[], int], rank: int, world: int, group: Any, send: An
     import torch
 
     wait = {} if timeout_s is None else {"timeout": datetime.timedelta(seconds=timeout_s)}
-    buf = torch.zeros(1, dtype=torch.int64)
+    buf = torch.zeros(2, dtype=torch.int64)
     try:
         if rank == 0:
             for peer in range(1, world):
-                for _ in range(PING_ROUNDS):
+                for _ in range(PING_ROUNDS + 1):
                     recv(buf, src=peer, group=group).wait(**wait)
-                    buf[0] = now()
+                    buf[0] = now()  # received
+                    buf[1] = now()  # replying
                     send(buf, dst=peer, group=group).wait(**wait)
             return 0, 0
         best: tuple[int, int] | None = None
-        for _ in range(PING_ROUNDS):
+        for k in range(PING_ROUNDS + 1):
             t1 = now()
             send(buf, dst=0, group=group).wait(**wait)
             recv(buf, src=0, group=group).wait(**wait)
-            t3 = now()
-            rtt = t3 - t1
-            if best is None or rtt < best[1]:
-                best = (int(buf[0]) - (t1 + t3) // 2, rtt)
+            t4 = now()
+            rtt = (t4 - t1) - int(buf[1] - buf[0])  # the round trip, less rank 0's time in between
+            if k and (best is None or rtt < best[1]):  # round 0 also opens the connection: not counted
+                best = ((int(buf[0]) - t1 + int(buf[1]) - t4) // 2, rtt)
     except Exception:  # noqa: BLE001 - a peer gone at the end: no measurement, the run goes on
         return None
     assert best is not None
