@@ -1,7 +1,9 @@
 """A small DDP loop plus one point-to-point message, for the clock-alignment test.
 
-Every rank prints `rank=R comm_hook=<DDP logging data's comm_hook>` (None: DDP's built-in C++
-all-reduce ran) and `param_bytes=B`; after the loop rank 0 sends one tensor to rank 1."""
+Every rank prints `rank=R comm_hook=<DDP logging data's comm_hook>` to stderr (None: DDP's
+built-in C++ all-reduce ran); after the loop rank 0 sends one tensor to rank 1."""
+
+import sys
 
 import torch
 import torch.distributed as dist
@@ -23,6 +25,6 @@ if rank == 0:
     dist.send(message, 1)
 elif rank == 1:
     dist.recv(message, 0)
-print(f"rank={rank} comm_hook={model._get_ddp_logging_data().get('comm_hook')!r}", flush=True)
-print(f"param_bytes={sum(p.numel() * p.element_size() for p in model.parameters())}", flush=True)
+# stderr: each rank's own log file under paradise's --log-dir (stdout lines of ranks interleave)
+print(f"rank={rank} comm_hook={model._get_ddp_logging_data().get('comm_hook')!r}", file=sys.stderr, flush=True)
 dist.destroy_process_group()
