@@ -85,10 +85,13 @@ def clock_summary(files: tuple[Path, ...] | list[Path], metas: tuple[dict[str, A
     """The trace's clock alignment over all its files: method, largest error, offsets per PE."""
     methods: list[str] = []
     offsets: dict[str, dict[str, int | None]] = {}
+    applied = True  # every file with offsets says its times already carry them (a merged file)
     for f, meta in zip(files, metas):
         clock = meta.get("clock")
         if not isinstance(clock, dict):
             continue
+        if clock.get("offsets"):
+            applied = applied and clock.get("applied") is True
         method = clock.get("method")
         if isinstance(method, str) and method not in methods:
             methods.append(method)
@@ -97,8 +100,11 @@ def clock_summary(files: tuple[Path, ...] | list[Path], metas: tuple[dict[str, A
     if not methods and not offsets:
         return None
     errors = [e["error_ns"] for e in offsets.values() if e.get("error_ns") is not None]
-    return {
+    summary = {
         "method": "+".join(methods) if methods else None,
         "residual_ns": max(errors) if errors else None,
         "offsets": {pe: offsets[pe] for pe in sorted(offsets, key=lambda p: (len(p), p))},
     }
+    if offsets and applied:
+        summary["applied"] = True
+    return summary
