@@ -417,7 +417,9 @@ def _install_destroy(tr: Tracer) -> None:
     orig_destroy = dist.destroy_process_group
 
     def destroy_process_group(group: Any = None) -> Any:
-        if group is None and dist.is_initialized() and not tr.closed and str(tr.rank) in tr.clock_offsets:
+        # Not after a failure (recorded, or an exception on its way out): peers may be gone or stuck.
+        healthy = tr._last_failure is None and sys.exc_info()[0] is None
+        if group is None and healthy and dist.is_initialized() and not tr.closed and str(tr.rank) in tr.clock_offsets:
             _guard.depth += 1
             try:
                 measure_clock(tr, "end", getattr(tr, "clock_group", None), timeout_s=clock.END_TIMEOUT_S)
