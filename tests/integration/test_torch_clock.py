@@ -37,8 +37,10 @@ def skewed(tmp_path_factory):
 
 
 def _injected_offset(t_ns: int) -> float:
-    """What must be added to rank 1's time t to read rank 0's clock (t on the skewed clock)."""
-    return -(SKEW_NS + DRIFT_PPM * 1e-6 * t_ns)
+    """What must be added to rank 1's trace time t to read rank 0's clock. The skew is
+    SKEW_NS + drift * w at true time w since the origin, and t = w + skew: w = (t - SKEW_NS) / (1 + drift)."""
+    drift = DRIFT_PPM * 1e-6
+    return -(SKEW_NS + drift * (t_ns - SKEW_NS) / (1 + drift))
 
 
 def test_offsets_measured_within_20us_of_the_injected_skew(skewed):
