@@ -14,8 +14,8 @@ from paradise.store import TraceHandle
 
 
 def applies(trace: TraceHandle) -> bool:
-    """Kineto traces (user annotations are profiler categories)."""
-    return trace.source == "kineto"
+    """Kineto and Nsight Systems traces (user annotations and NVTX ranges are profiler categories)."""
+    return trace.source in ("kineto", "nsys")
 
 
 def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisResult:

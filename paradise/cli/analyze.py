@@ -62,7 +62,12 @@ MAX_GPUS = 10_000_000
 _SCHEDULER_RE = re.compile(r"^(?:(?:tcp|tls|ucx|ws|wss|inproc)://)?[\w.\-\[\]:]+:\d{1,5}$")
 
 
-def check_analyze_options(*, top: int, mtbf_hours: float | None, gpus: int | None, scheduler: str | None) -> None:
+MAX_LOCAL_WORKERS = 256
+"""Most worker processes of --scheduler local: each is a Python interpreter with DuckDB loaded."""
+
+
+def check_analyze_options(*, top: int, mtbf_hours: float | None, gpus: int | None, scheduler: str | None,
+                          workers: int | None = None) -> None:
     """Values within their ranges before any work starts; one line naming the option otherwise."""
     if not 1 <= top <= MAX_TOP:
         raise InvalidOption(f"--top: {top} is out of range (1..{MAX_TOP})")
@@ -72,6 +77,8 @@ def check_analyze_options(*, top: int, mtbf_hours: float | None, gpus: int | Non
         raise InvalidOption(f"--gpus: {gpus} is out of range (1..{MAX_GPUS})")
     if scheduler is not None and scheduler != "local" and not _SCHEDULER_RE.match(scheduler):
         raise InvalidOption(f"--scheduler {scheduler!r}: not a scheduler address (tcp://host:8786, or local)")
+    if workers is not None and not 1 <= workers <= MAX_LOCAL_WORKERS:
+        raise InvalidOption(f"--workers: {workers} is out of range (1..{MAX_LOCAL_WORKERS})")
 
 
 def check_hints_folder(directory: Path) -> None:
@@ -114,7 +121,7 @@ def register(app: typer.Typer) -> None:
             None, "--memory-limit", metavar="SIZE", help="Memory the analysis may use, e.g. 4GiB (default: half "
             "of physical memory); DuckDB spills to disk beyond its share, under $TMPDIR."
         ),
-        workers: int | None = typer.Option(None, "--workers", min=1, help="Workers of --scheduler local (2)."),
+        workers: int | None = typer.Option(None, "--workers", help="Workers of --scheduler local (2; at most 256)."),
         worker_memory: str | None = typer.Option(
             None, "--worker-memory", metavar="SIZE", help="Memory limit per worker of --scheduler local, e.g. 2GiB."
         ),
@@ -136,7 +143,7 @@ def register(app: typer.Typer) -> None:
         from paradise.engines.memory import parse_size
 
         names = select_analyses(only)
-        check_analyze_options(top=top, mtbf_hours=mtbf_hours, gpus=gpus, scheduler=scheduler)
+        check_analyze_options(top=top, mtbf_hours=mtbf_hours, gpus=gpus, scheduler=scheduler, workers=workers)
         options = {"memory_limit": parse_size(memory_limit) if memory_limit else None, "workers": workers,
                    "worker_memory": parse_size(worker_memory, "--worker-memory") if worker_memory else None}
         if hints_out is not None:  # refused before the analyses run, not after

@@ -86,7 +86,7 @@ def _command(imp: Importer):
     for opt in imp.options:
         params.append(inspect.Parameter(
             opt.name, inspect.Parameter.KEYWORD_ONLY, annotation=opt.type | None,
-            default=typer.Option(None, f"--{opt.name}", help=opt.help),
+            default=typer.Option(None, f"--{opt.name.replace('_', '-')}", help=opt.help),
         ))  # fmt: skip
     params.append(inspect.Parameter(
         "force", inspect.Parameter.KEYWORD_ONLY, annotation=bool,

@@ -14,22 +14,29 @@ import typer
 
 from paradise.errors import InvalidOption
 
+MAX_WINDOW_NS = 1 << 60
+"""Trace times lie within ±2^62 ns (paradise.store.validate); the timeline's queries subtract times
+from the window's ends, and a window at ±2^62 ns overflowed INT64 there: ±2^60 ns (36 years) does not."""
+
 
 def parse_window(text: str | None) -> tuple[int, int] | None:
     """--window START_NS:END_NS."""
     if text is None:
         return None
     try:
-        a, b = (int(x) for x in text.split(":"))
+        a, b = (int(x) for x in text.split(":"))  # int(): 400 digits at most (Python's own limit)
     except ValueError:
         raise InvalidOption(f"--window {text!r}: expected START_NS:END_NS (integers)") from None
     if b <= a:
         raise InvalidOption(f"--window {text!r}: the end must come after the start")
+    if not -MAX_WINDOW_NS <= a < b <= MAX_WINDOW_NS:
+        raise InvalidOption(f"--window {text[:60]!r}: times must lie within ±2^60 ns")
     return a, b
 
 
 def build_report(trace_path: Path, *, hints: Path | None = None, compare: Path | None = None,
-                 window: tuple[int, int] | None = None, engine: str = "duckdb") -> str:
+                 window: tuple[int, int] | None = None, engine: str = "duckdb",
+                 memory_limit: int | None = None) -> str:
     """The report page's text for a trace (for the command, tests and benchmarks)."""
     from plotly.offline import get_plotlyjs
 
@@ -47,7 +54,7 @@ def build_report(trace_path: Path, *, hints: Path | None = None, compare: Path |
         from paradise.errors import HintMismatch
 
         raise HintMismatch(f"{hints}: no such hints directory")
-    eng = make_engine(trace, engine, None)
+    eng = make_engine(trace, engine, None, memory_limit=memory_limit)
     session = Session(eng, trace)
     whatif: dict[str, Any] | None = None
     try:
@@ -80,15 +87,21 @@ def register(app: typer.Typer) -> None:
         window: str | None = typer.Option(None, "--window", metavar="START_NS:END_NS",
                                           help="Timeline window (default: the longest step)."),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing report."),
+        memory_limit: str | None = typer.Option(
+            None, "--memory-limit", metavar="SIZE", help="Memory the report may use, e.g. 4GiB (default: half "
+            "of physical memory, or of the address-space limit when lower); DuckDB spills beyond its share."),
     ) -> None:
         """Write one self-contained HTML report (works offline): utilization, timeline, communication,
         training, hints, every characteristic with its evidence."""
+        from paradise.engines.memory import parse_size
         from paradise.store import open_trace
         from paradise.store.output import atomic_output, check_output
 
+        budget = parse_size(memory_limit) if memory_limit is not None else None
+        span = parse_window(window)
         inputs = [f for t in (trace, compare) if t is not None for f in open_trace(t).files]
         out = check_output(out, force=force, inputs=inputs)  # beside the trace's files is fine: only *.parquet is read
-        text = build_report(trace, hints=hints, compare=compare, window=parse_window(window))
+        text = build_report(trace, hints=hints, compare=compare, window=span, memory_limit=budget)
         with atomic_output(out) as (_, fh):
             fh.write(text.encode("utf-8"))
         typer.echo(f"report written: {out}")

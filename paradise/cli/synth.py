@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import typer
@@ -14,7 +15,9 @@ def parse_count(text: str, option: str = "--events") -> int:
     try:
         value = float(text.replace("_", ""))
     except ValueError:
-        raise InvalidOption(f"{option} {text!r}: not a number") from None
+        raise InvalidOption(f"{option} {text[:40]!r}: not a number") from None
+    if not math.isfinite(value):
+        raise InvalidOption(f"{option} {text[:40]!r}: not a finite number")
     if value < 1 or value != int(value):
         raise InvalidOption(f"{option} {text!r}: must be a positive whole number")
     return int(value)
@@ -23,19 +26,27 @@ def parse_count(text: str, option: str = "--events") -> int:
 def register(app: typer.Typer) -> None:
     @app.command("synth")
     def synth_cmd(
-        out: Path = typer.Option(..., "-o", "--out", help="Directory to write the trace into."),
+        out_text: str = typer.Option(..., "-o", "--out", help="Directory to write the trace into."),
         kind: str = typer.Option("charm", "--kind", help="charm (objects and messages) or torch (DDP ranks)."),
         events: str = typer.Option("1e6", "--events", help="Rows of the trace, about (e.g. 1e8)."),
         pes: int = typer.Option(8, "--pes", help="PEs (charm) or ranks (torch)."),
         pattern: str = typer.Option("grid", "--pattern", help="grid, all-to-all, star, tree or chain (charm)."),
-        imbalance: float = typer.Option(1.5, "--imbalance", help="max/mean PE busy time (1 = balanced)."),
+        imbalance: float | None = typer.Option(
+            None, "--imbalance", help="max/mean PE busy time (1 = balanced; default 1.5, 1 with one PE)."),
         seed: int = typer.Option(0, "--seed", help="Seed: which object is heavy, message sizes."),
-        jobs: int | None = typer.Option(None, "--jobs", min=1, help="Processes writing files (default: CPUs)."),
+        jobs: int | None = typer.Option(None, "--jobs", help="Processes writing files (default: CPUs)."),
         force: bool = typer.Option(False, "--force", help="Replace an existing output directory."),
     ) -> None:
         """Write a synthetic trace with a ground-truth file (synth-truth.json) beside its files."""
         from paradise.synth import TRUTH_FILE, synth
 
+        out = Path(out_text)
+        if not out_text:
+            from paradise.errors import OutputUnwritable
+
+            raise OutputUnwritable("-o '': not a folder name; choose an output folder")
+        if imbalance is None:
+            imbalance = 1.5 if pes > 1 else 1.0
         truth = synth(out, kind=kind, events=parse_count(events), pes=pes, pattern=pattern,
                       imbalance=imbalance, seed=seed, jobs=jobs, force=force)
         what = f"{truth['pattern']} " if truth.get("pattern") else ""

@@ -30,6 +30,9 @@ FILES_PER_TASK = 16
 """Files per task: few enough to spread a 1000-PE trace over a cluster, enough to amortise start-up."""
 CONNECT_TIMEOUT_S = 5
 """How long to wait for a scheduler before calling it unreachable."""
+HANDSHAKE_TIMEOUT_S = 2 * CONNECT_TIMEOUT_S
+"""How long to wait for a Client in all (connect, handshake, identity): a port that accepts but
+never answers is given up on after this."""
 LOCAL_WORKERS = 2
 """Workers of the LocalCluster started when no scheduler is given (tests, small machines)."""
 LOCAL = "local"
@@ -110,6 +113,30 @@ def _why(exc: Exception) -> str:
     return f"cannot connect ({type(exc).__name__}: {first})"
 
 
+def _client_within(client_cls: Any, scheduler: str) -> Any:
+    """A Client of `scheduler`, or one line once HANDSHAKE_TIMEOUT_S pass: distributed's timeout
+    covers the TCP connect, not a peer that accepts and never speaks (the wait runs in a thread)."""
+    import threading
+
+    box: dict[str, Any] = {}
+
+    def connect() -> None:
+        try:
+            box["client"] = client_cls(scheduler, timeout=f"{CONNECT_TIMEOUT_S}s")
+        except Exception as exc:  # distributed raises many kinds, with long multi-line texts
+            box["error"] = exc
+
+    t = threading.Thread(target=connect, name="paradise-dask-connect", daemon=True)
+    t.start()
+    t.join(HANDSHAKE_TIMEOUT_S)
+    if "client" in box:
+        return box["client"]
+    if "error" in box:
+        raise EngineUnavailable(f"dask scheduler {scheduler}: {_why(box['error'])}")
+    raise EngineUnavailable(f"dask scheduler {scheduler}: no scheduler answer within {HANDSHAKE_TIMEOUT_S} s "
+                            "(the port accepts connections but does not speak the Dask protocol)")
+
+
 class DaskEngine:
     """Stage-1 queries as Dask tasks over groups of files; `.sql()` and event tables run on a worker (dask_events)."""
 
@@ -148,10 +175,7 @@ class DaskEngine:
                     memory_limit=worker_memory if worker_memory else "auto", silence_logs=logging.ERROR,
                 )
             return Client(self._cluster)
-        try:
-            return Client(scheduler, timeout=f"{CONNECT_TIMEOUT_S}s")
-        except Exception as exc:  # distributed raises many kinds, with long multi-line texts
-            raise EngineUnavailable(f"dask scheduler {scheduler}: {_why(exc)}") from None
+        return _client_within(Client, scheduler)
 
     def _workers(self) -> int:
         try:

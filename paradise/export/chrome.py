@@ -19,7 +19,7 @@ BATCH_ROWS = 1 << 16
 KIND_LANES = {2_000_000_001: "steps / phases", 2_000_000_002: "collectives", 2_000_000_003: "checkpoints"}
 """Lanes of the non-op intervals (export_chrome_events.sql), kept apart so ops nest cleanly."""
 STREAM_LANE = 1_000_000_000
-"""Device rows go to tid STREAM_LANE + stream (CPU thread ids stay as they are)."""
+"""Device rows go to tid STREAM_LANE + stream mod 10^9 (CPU thread ids below 10^9 stay as they are)."""
 
 
 def _lane_name(lane: int, stream: int | None) -> str:
@@ -33,7 +33,7 @@ def _lane_name(lane: int, stream: int | None) -> str:
 def _name_records(engine: Any, source: str) -> list[dict[str, Any]]:
     """process_name / thread_name / sort-index metadata records, one per PE and lane."""
     t = engine.query("export_chrome_lanes").to_pydict()
-    unit = "rank" if source in ("torch", "kineto") else "PE"
+    unit = "rank" if source in ("torch", "kineto", "nsys") else "PE"
     out: list[dict[str, Any]] = []
     for pe in sorted(set(t["pe"])):
         out.append({"ph": "M", "name": "process_name", "pid": pe, "tid": 0, "args": {"name": f"{unit} {pe}"}})

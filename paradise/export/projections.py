@@ -10,19 +10,24 @@ of gzip read concatenated members as one stream).
 from __future__ import annotations
 
 import gzip
+import os
 import re
 import shutil
+import tempfile
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 
-from paradise.errors import OutputExists, OutputUnwritable
+from paradise.errors import OutputUnwritable
 from paradise.export._stream import GZIP_LEVEL, string_bytes
+from paradise.store.output import TMP_TAG
 
 STS_VERSION = "11.0"
 """The .sts / log version written: chare lines carry the index dimensions (read from 9.0 on)."""
 BATCH_ROWS = 1 << 16
+MAX_PES = (1 << 22) - 1
+"""Most PEs of a .sts that `paradise import projections` reads (its MAX_PES)."""
 
 
 def program_name(trace: Any) -> str:
@@ -56,22 +61,37 @@ def sts_text(trace: Any, program: str, entries: dict[str, list[Any]], pes: int) 
 
 
 class _Logs:
-    """One open body file per PE at a time (the lines arrive sorted by PE)."""
+    """One open body file per PE at a time (the lines arrive sorted by PE). Every file is a
+    temporary created exclusively beside its output (never through a planted link); `commit`
+    renames them all into place, `discard` removes them (a failed run leaves no half output)."""
 
     def __init__(self, folder: Path, program: str) -> None:
         self.folder, self.program = folder, program
         self.pe: int | None = None
         self.fh: IO[bytes] | None = None
+        self.raw: IO[bytes] | None = None
+        self.body: Path | None = None
         self.count = 0
         self.written: list[int] = []
+        self.staged: list[tuple[Path, Path]] = []  # (temporary, output)
 
-    def _body(self, pe: int) -> Path:
-        return self.folder / f".{self.program}.{pe}.log.body.gz"
+    def temporary(self, out: Path) -> tuple[Path, IO[bytes]]:
+        """A new temporary for `out`, opened for writing (O_EXCL), recorded for commit/discard."""
+        fd, name = tempfile.mkstemp(prefix=f".{out.name}.{TMP_TAG}-{os.getpid()}-", suffix=".tmp", dir=self.folder)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
+        self.staged.append((Path(name), out))
+        return Path(name), os.fdopen(fd, "wb")
 
     def switch(self, pe: int) -> None:
         self.close()
         self.pe, self.count = pe, 0
-        self.fh = gzip.open(self._body(pe), "wb", compresslevel=GZIP_LEVEL)
+        fd, name = tempfile.mkstemp(prefix=f".{self.program}.{pe}.log.body.{TMP_TAG}-{os.getpid()}-",
+                                    suffix=".tmp", dir=self.folder)
+        self.body = Path(name)
+        self.raw = os.fdopen(fd, "wb")
+        self.fh = gzip.GzipFile(filename="", mode="wb", compresslevel=GZIP_LEVEL, fileobj=self.raw, mtime=0)
 
     def write(self, data: memoryview, rows: int) -> None:
         assert self.fh is not None
@@ -79,40 +99,72 @@ class _Logs:
         self.count += rows
 
     def close(self) -> None:
-        if self.fh is None or self.pe is None:
+        if self.fh is None or self.pe is None or self.body is None:
             return
         self.fh.close()
-        body = self._body(self.pe)
-        final = self.folder / f"{self.program}.{self.pe}.log.gz"
-        with open(final, "wb") as out, open(body, "rb") as src:
+        self.raw.close()
+        self.fh = None
+        _, out = self.temporary(self.folder / f"{self.program}.{self.pe}.log.gz")
+        with out, open(self.body, "rb") as src:
             out.write(gzip.compress(f"PROJECTIONS-RECORD {self.count}\n".encode(), compresslevel=GZIP_LEVEL, mtime=0))
             shutil.copyfileobj(src, out, 1 << 20)
-        body.unlink()
+        self.body.unlink()
+        self.body = None
         self.written.append(self.pe)
-        self.fh = None
+
+    def commit(self) -> None:
+        """Renames every finished temporary onto its output (replacing a link, never following it)."""
+        for tmp, out in self.staged:
+            os.replace(tmp, out)
+        self.staged = []
+
+    def discard(self) -> None:
+        if self.fh is not None:
+            for f in (self.fh, self.raw):
+                try:
+                    f.close()
+                except OSError:
+                    pass
+            self.fh = None
+        for tmp in [t for t, _ in self.staged] + ([self.body] if self.body else []):
+            tmp.unlink(missing_ok=True)
+        self.staged, self.body = [], None
 
 
-def _prepare(out: Path, program: str, force: bool) -> None:
-    if out.exists() and not out.is_dir():
-        raise OutputUnwritable(f"{out}: is a file; name a folder for the Projections logs")
-    ours = [out / f"{program}.sts", *sorted(out.glob(f"{program}.*.log.gz"))] if out.is_dir() else []
-    existing = [p for p in ours if p.exists()]
-    if existing and not force:
-        raise OutputExists(f"{existing[0]}: already exists; pass --force to overwrite it")
+def _ours(out: Path, program: str) -> list[Path]:
+    """The files of an export of `program` in `out`: PROGRAM.sts and PROGRAM.<pe>.log.gz (not
+    another run's PROGRAM.v2.0.log.gz or PROGRAM.notes.log.gz)."""
+    pat = re.compile(re.escape(program) + r"\.(sts|\d+\.log\.gz)")
     try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputUnwritable(f"{out}: cannot create the folder ({exc.strerror or exc})") from None
+        return sorted(p for p in out.iterdir() if pat.fullmatch(p.name))
+    except OSError:
+        return []
+
+
+def _prepare(out: Path, program: str, force: bool) -> list[Path]:
+    """Checks the output folder and every file of an earlier export in it (store.output's checks:
+    links, folders, devices); returns those files (removed after a successful run with --force)."""
+    from paradise.store.output import check_output, prepare_output_folder, remove_stale
+
+    if out.is_symlink() and not out.is_dir() or out.exists() and not out.is_dir():
+        raise OutputUnwritable(f"{out}: is a file; name a folder for the Projections logs")
+    prepare_output_folder(out)
+    existing = _ours(out, program)
+    for p in [out / f"{program}.sts", *existing]:
+        check_output(p, force=force)
     for p in existing:
-        p.unlink()
+        remove_stale(p)
+    return existing
 
 
 def export(engine: Any, trace: Any, out: Path, *, force: bool = False) -> Path:
     """Writes the .sts and per-PE logs into folder `out`; returns the .sts path."""
     program = program_name(trace)
-    _prepare(out, program, force)
+    export_pes(trace, [])
+    old = _prepare(out, program, force)
     entries = engine.query("export_projections_entries").to_pydict()
     logs = _Logs(out, program)
+    done = False
     try:
         for batch in engine.batches("export_projections_lines", batch_rows=BATCH_ROWS):
             pe = batch.column(0).to_numpy(zero_copy_only=False)
@@ -123,9 +175,28 @@ def export(engine: Any, trace: Any, out: Path, *, force: bool = False) -> Path:
                     logs.switch(int(pe[a]))
                 logs.write(string_bytes(lines, int(a), int(b)), int(b - a))
         logs.close()
-        pes = max(int(trace.metadata.get("pes") or 0), max(logs.written, default=-1) + 1)
+        pes = export_pes(trace, logs.written)
         sts = out / f"{program}.sts"
-        sts.write_text(sts_text(trace, program, entries, pes), encoding="utf-8")
+        _, fh = logs.temporary(sts)
+        with fh:
+            fh.write(sts_text(trace, program, entries, pes).encode("utf-8"))
+        for p in old:  # an earlier export's logs of PEs this one has not
+            if p.name not in {o.name for _, o in logs.staged}:
+                p.unlink(missing_ok=True)
+        logs.commit()
+        done = True
     except OSError as exc:
-        raise OutputUnwritable(f"{out}: cannot write ({exc.strerror or exc})") from None
+        raise OutputUnwritable(f"{out}: cannot write ({exc.strerror or exc}); nothing written") from None
+    finally:
+        if not done:
+            logs.discard()
     return sts
+
+
+def export_pes(trace: Any, written: list[int]) -> int:
+    """The PROCESSORS count of the .sts: the metadata's PE count, or more when the data has more
+    PEs; refused past what a .sts may hold (the importer's bound)."""
+    pes = max(int(trace.metadata.get("pes") or 0), max(written, default=-1) + 1)
+    if pes > MAX_PES:
+        raise OutputUnwritable(f"{trace.path}: {pes} PEs; a Projections .sts holds at most {MAX_PES}")
+    return pes

@@ -86,7 +86,7 @@ supply them as nulls (conform; the engines' events view)."""
 # Metadata keys (JSON object stored under META_KEY) and their meaning.
 METADATA_FIELDS: dict[str, str] = {
     "format_version": "trace format version, FORMAT_VERSION of the writer",
-    "source": "charm4py | torch | kineto | projections | synthetic",
+    "source": "charm4py | torch | kineto | projections | nsys | synthetic",
     "program": "program name (script stem or .sts name)",
     "pes": "number of PEs / world size of the run",
     "world_size": "PyTorch world size (same as pes for torch traces)",

@@ -79,6 +79,23 @@ IMPORTERS: dict[str, Importer] = {
             Option("program", str, "Program name (default: the output's stem)."),
         ),
     ),
+    "nsys": Importer(
+        format="nsys",
+        module="paradise.importers.nsys",
+        source="nsys",
+        training_like=True,
+        help="Import Nsight Systems SQLite exports (nsys export --type sqlite) into one paradise trace.",
+        sources_help="Nsight Systems .sqlite exports (or .nsys-rep reports, exported with nsys when on PATH), "
+        "one per rank or one holding several processes.",
+        sources_name="files",
+        options=(
+            Option("rank", int, "Rank of the one traced process of a single export (default: MPI rank thread "
+                   "names, else 0, 1, ... in the order given)."),
+            Option("program", str, "Program name (default: the output's stem)."),
+            Option("step_pattern", str, "Regular expression for NVTX ranges that are steps, one group capturing "
+                   "the step number (default: ProfilerStep#(\\d+))."),
+        ),
+    ),
 }
 """Every importer, by the FORMAT name of `paradise import FORMAT`."""
 

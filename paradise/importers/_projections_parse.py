@@ -109,7 +109,7 @@ def read_sts(path: Path) -> Sts:
         raise ImportFormatError(f"{path}: not a Projections .sts file (not text)") from exc
     sts = Sts(path=path, program=path.name[: -len(".sts")], version=0.0, pes=0)
     seen = set()
-    for no, line in enumerate(text.splitlines(), 1):
+    for no, line in enumerate(text.split("\n"), 1):  # only \n ends a record: names may hold \x85, \u2028 ...
         if not line.strip():
             continue
         key, _, rest = line.strip().partition(" ")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,12 +10,8 @@ from rich.markup import escape
 from rich.segment import Segment
 from rich.table import Table
 
-_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def visible(text: str) -> str:
-    """Control characters (ANSI escapes, bells, carriage returns) as visible escapes: `\\x1b`."""
-    return _CONTROL_RE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+from paradise.report.text import LAYOUT_RE as _CONTROL_RE
+from paradise.report.text import visible
 
 
 def shown(value: Any) -> str:

@@ -25,17 +25,19 @@
 --   exec_t0     int64 ns     exec and piece rows: t0 of the execution (pe, exec_t0 identifies
 --                            it); null on phase rows
 --   name, coll, obj, index, msg, cat, step   as in the events table (a piece: its execution's)
+--   tid, stream int64, int32 the row's own thread and device stream (lanes of timelines and exports)
+--   bytes       int64 bytes  the row's bytes (an exec: its message's; a piece: as its tracer wrote it)
 -- merge: client (an exec and its pieces must be read together; the engines run it over all files
 --   of a trace, or over one PE's files, which the Dask engine keeps in one group)
-SELECT 'exec' AS kind, e.pe, e.t0, e.t1, e.t0 AS exec_t0, e.name, e.coll, e.obj, e.index, e.msg, e.cat, e.step
+SELECT 'exec' AS kind, e.pe, e.t0, e.t1, e.t0 AS exec_t0, e.name, e.coll, e.obj, e.index, e.msg, e.cat, e.step, e.tid, e.stream, e.bytes
 FROM events e
 ANTI JOIN (SELECT DISTINCT pe, exec_t0, name, coll, obj, msg FROM events WHERE kind = 'piece') p
     ON e.pe = p.pe AND e.t0 = p.exec_t0 AND e.name IS NOT DISTINCT FROM p.name
    AND e.coll IS NOT DISTINCT FROM p.coll AND e.obj IS NOT DISTINCT FROM p.obj AND e.msg IS NOT DISTINCT FROM p.msg
 WHERE e.kind = 'exec' AND e.t1 IS NOT NULL
 UNION ALL
-SELECT 'piece' AS kind, pe, t0, t1, exec_t0, name, coll, obj, index, msg, cat, step
+SELECT 'piece' AS kind, pe, t0, t1, exec_t0, name, coll, obj, index, msg, cat, step, tid, stream, bytes
 FROM events WHERE kind = 'piece' AND t1 IS NOT NULL
 UNION ALL
-SELECT kind, pe, t0, t1, NULL::BIGINT AS exec_t0, name, coll, obj, index, msg, cat, step
+SELECT kind, pe, t0, t1, NULL::BIGINT AS exec_t0, name, coll, obj, index, msg, cat, step, tid, stream, bytes
 FROM events WHERE kind = 'phase' AND t1 IS NOT NULL

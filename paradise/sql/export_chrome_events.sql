@@ -1,21 +1,26 @@
 -- export_chrome_events: the trace as Chrome Trace Event Format records (the JSON that Perfetto
 -- UI and chrome://tracing open), one JSON object per row, streamed by `paradise export chrome`.
--- grain: one row per output record: a complete event ("X") per interval row (exec, step, phase,
--- collective, checkpoint, restore); an instant ("i") per failure, restart and mark row; a flow
+-- grain: one row per output record: a complete event ("X") per running interval of an execution
+-- (the `running` view, events_running.sql: an execution that never suspended as one slice, one
+-- that suspended as one slice per piece, args.kind "piece" with its execution's start in
+-- args.exec_t0; so the slices of a PE sum to its running time) and per step, phase, collective,
+-- checkpoint and restore row; an instant ("i") per failure, restart and mark row; a flow
 -- start ("s") per send row with a msg and per CPU launch (cat cuda_runtime / cuda_driver) with a
--- msg; a flow end ("f", binding to the enclosing slice) per other exec row with a msg; two idle
--- counter samples ("C", 1 at the start, 0 at the end) per idle row.
+-- msg; a flow end ("f", binding to the enclosing slice: the execution's first piece) per other
+-- exec row with a msg; two idle counter samples ("C", 1 at the start, 0 at the end) per idle row.
 -- Times: ts and dur in microseconds as decimal numbers (ns / 1000, exact below 2^53 ns).
--- pid is the PE / rank; tid is the row's thread (tid, 0 when none), 1000000000 + stream for
--- device rows, 2000000001 for steps and phases, 2000000002 for collectives, 2000000003 for
+-- pid is the PE / rank; tid is the row's thread (tid, 0 when none; a tid outside 0..999999999,
+-- such as a 64-bit thread handle, goes to 3000000000 + tid mod 10^9), 1000000000 + stream mod 10^9
+-- for device rows, 2000000001 for steps and phases, 2000000002 for collectives, 2000000003 for
 -- checkpoints and restores (all below 2^32: Perfetto reads tids as 32-bit unsigned).
 -- columns:
 --   line  string  one JSON object followed by ",\n" (rows concatenate into the traceEvents array)
 -- merge: client (an export streams every row once; it is not split by files)
--- One scan: each row yields its records as a list, unnested (no CTE read several times, which
--- DuckDB would materialise; the result streams with the scan).
+-- Two scans: `running` for the execution slices, `events` for every other record; each events
+-- row yields its records as a list, unnested (no CTE read several times, which DuckDB would
+-- materialise; the result streams with the scan).
 SELECT unnest(list_filter([
-    CASE WHEN kind IN ('exec', 'step', 'phase', 'collective', 'checkpoint', 'restore') AND t1 IS NOT NULL THEN
+    CASE WHEN kind IN ('step', 'phase', 'collective', 'checkpoint', 'restore') AND t1 IS NOT NULL THEN
         '{"ph":"X","name":' || to_json(coalesce(name, '')) || ',"cat":' || to_json(coalesce(cat, kind)) || ',' || ts
         || ',"dur":' || CAST((t1 - t0) / 1000 AS VARCHAR) || ',"pid":' || pe || ',"tid":' || lane
         || ',"args":' || json_object('kind', kind, 'coll', coll, 'index', index, 'step', step, 'bytes', bytes, 'msg', msg)
@@ -43,11 +48,30 @@ FROM (
             WHEN kind IN ('step', 'phase') THEN 2000000001
             WHEN kind = 'collective' THEN 2000000002
             WHEN kind IN ('checkpoint', 'restore') THEN 2000000003
-            WHEN stream IS NOT NULL THEN 1000000000 + stream
-            ELSE coalesce(tid, 0)
+            WHEN stream IS NOT NULL THEN 1000000000 + (CAST(stream AS BIGINT) % 1000000000 + 1000000000) % 1000000000
+            WHEN tid IS NULL THEN 0
+            WHEN tid BETWEEN 0 AND 999999999 THEN tid
+            ELSE 3000000000 + (tid % 1000000000 + 1000000000) % 1000000000  -- 64-bit thread handles
         END AS lane,
         '"ts":' || CAST(t0 / 1000 AS VARCHAR) AS ts
     FROM events
     WHERE kind IN ('exec', 'step', 'phase', 'collective', 'checkpoint', 'restore', 'failure', 'restart', 'mark',
                    'send', 'idle')
 )
+UNION ALL
+SELECT '{"ph":"X","name":' || to_json(coalesce(name, '')) || ',"cat":' || to_json(coalesce(cat, 'exec'))
+       || ',"ts":' || CAST(t0 / 1000 AS VARCHAR) || ',"dur":' || CAST((t1 - t0) / 1000 AS VARCHAR) || ',"pid":' || pe
+       || ',"tid":' || (CASE  -- lanes as for the other records below
+                            WHEN stream IS NOT NULL THEN 1000000000 + (CAST(stream AS BIGINT) % 1000000000 + 1000000000) % 1000000000
+                            WHEN tid IS NULL THEN 0
+                            WHEN tid BETWEEN 0 AND 999999999 THEN tid
+                            ELSE 3000000000 + (tid % 1000000000 + 1000000000) % 1000000000
+                        END)
+       || ',"args":' || (CASE WHEN kind = 'piece'
+                              THEN json_object('kind', kind, 'exec_t0', exec_t0, 'coll', coll, 'index', index,
+                                               'step', step, 'msg', msg)
+                              ELSE json_object('kind', kind, 'coll', coll, 'index', index, 'step', step, 'msg', msg)
+                         END)
+       || E'},\n' AS line
+FROM running
+WHERE kind IN ('exec', 'piece')

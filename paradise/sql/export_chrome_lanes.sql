@@ -16,8 +16,10 @@ FROM (
             WHEN kind IN ('step', 'phase') THEN 2000000001
             WHEN kind = 'collective' THEN 2000000002
             WHEN kind IN ('checkpoint', 'restore') THEN 2000000003
-            WHEN stream IS NOT NULL THEN 1000000000 + stream
-            ELSE coalesce(tid, 0)
+            WHEN stream IS NOT NULL THEN 1000000000 + (CAST(stream AS BIGINT) % 1000000000 + 1000000000) % 1000000000
+            WHEN tid IS NULL THEN 0
+            WHEN tid BETWEEN 0 AND 999999999 THEN tid
+            ELSE 3000000000 + (tid % 1000000000 + 1000000000) % 1000000000  -- 64-bit thread handles
         END AS lane
     FROM events
     WHERE kind NOT IN ('idle', 'create', 'migrate', 'recv')

@@ -3,12 +3,18 @@
 --   BEGIN_COMPUTATION (6) / END_COMPUTATION (7) at each PE's first and last time;
 --   CREATION (1): 1 0 ep time event pe bytes 0, one per send row, event numbered per sending PE;
 --   BEGIN_PROCESSING (2): 2 0 ep time event src_pe bytes time ids... 0, the event and src_pe of
---     the send that caused the exec (-1 / 0 when none), ids the object index (one 0 when none);
+--     the send that caused the exec (-1 / 0 when none), ids the object index (one 0 when none,
+--     or when the index is not a list of integers);
 --   END_PROCESSING (3): 3 0 ep time event src_pe bytes 0;
+--   one BEGIN / END_PROCESSING pair per running interval of an execution (the `running` view,
+--   events_running.sql): an execution that suspended (a coroutine, a threaded entry method) gets
+--   a pair per piece, all with its event and src_pe, as Charm++'s tracing writes a threaded entry
+--   method resumed after each suspension;
 --   BEGIN_IDLE (14) / END_IDLE (15): 14 time pe.
 -- Entry points (ep) are numbered as in export_projections_entries.sql.
--- Records at the same ns come in this order: ends of idle, ends of executions (the latest
--- started first), begins of idle, zero-length executions (each begin right before its end),
+-- Records at the same ns come in this order: ends of idle, zero-length idle (begin, then end),
+-- ends of executions (the latest started first), begins of idle, zero-length executions (each
+-- begin right before its end),
 -- begins of executions (the longest first, so nesting is kept), sends (inside the execution
 -- that starts with them).
 -- grain: one row per log record
@@ -26,15 +32,16 @@ sends AS (
     FROM events AS s WHERE s.kind = 'send'
 ),
 cause AS (  -- a msg with several send rows is caused by its first
-    SELECT msg, pe AS src_pe, event FROM sends WHERE msg IS NOT NULL
+    SELECT msg, pe AS src_pe, event, bytes FROM sends WHERE msg IS NOT NULL
     QUALIFY row_number() OVER (PARTITION BY msg ORDER BY t0, pe, event) = 1
 ),
 ex AS (
-    SELECT e.pe, e.t0, e.t1, e.bytes, e.coll, e.name,
-           coalesce(c.src_pe, -1) AS src_pe, coalesce(c.event, 0) AS event,
-           coalesce(replace(replace(replace(e.index, '[', ''), ']', ''), ',', ' '), '0') AS ids
-    FROM events AS e LEFT JOIN cause AS c ON c.msg = e.msg
-    WHERE e.kind = 'exec' AND e.t1 IS NOT NULL
+    SELECT e.pe, e.t0, e.t1, CASE WHEN e.kind = 'piece' THEN coalesce(e.bytes, c.bytes) ELSE e.bytes END AS bytes,
+           e.coll, e.name, coalesce(c.src_pe, -1) AS src_pe, coalesce(c.event, 0) AS event,
+           CASE WHEN regexp_full_match(e.index, '\[-?[0-9]{1,18}(, ?-?[0-9]{1,18})*\]')  -- else not Projections ids
+                THEN replace(replace(replace(replace(e.index, ' ', ''), '[', ''), ']', ''), ',', ' ') ELSE '0' END AS ids
+    FROM running AS e LEFT JOIN cause AS c ON c.msg = e.msg
+    WHERE e.kind IN ('exec', 'piece')
 ),
 recs AS (
     SELECT ex.pe, ex.t0 AS t, CASE WHEN ex.t1 = ex.t0 THEN 4 ELSE 5 END AS ord,
@@ -52,12 +59,14 @@ recs AS (
            '1 0 ' || ent.ep || ' ' || (s.t0 // 1000) || ' ' || s.event || ' ' || s.pe || ' ' || coalesce(s.bytes, 0) || ' 0'
     FROM sends AS s JOIN ent ON ent.coll IS NOT DISTINCT FROM s.peer_coll AND ent.name IS NOT DISTINCT FROM s.name
     UNION ALL
-    SELECT pe, t0, 3, 0, 0, '14 ' || (t0 // 1000) || ' ' || pe FROM events WHERE kind = 'idle' AND t1 IS NOT NULL
+    SELECT pe, t0, CASE WHEN t1 = t0 THEN 1 ELSE 3 END, 0, 0, '14 ' || (t0 // 1000) || ' ' || pe
+    FROM events WHERE kind = 'idle' AND t1 IS NOT NULL
     UNION ALL
-    SELECT pe, t1, 0, 0, 0, '15 ' || (t1 // 1000) || ' ' || pe FROM events WHERE kind = 'idle' AND t1 IS NOT NULL
+    SELECT pe, t1, CASE WHEN t1 = t0 THEN 1 ELSE 0 END, 0, 1, '15 ' || (t1 // 1000) || ' ' || pe
+    FROM events WHERE kind = 'idle' AND t1 IS NOT NULL
 ),
-bounds AS (
-    SELECT pe, min(t) AS t_first, max(t) AS t_last FROM recs GROUP BY pe
+bounds AS (  -- each PE's span as the overview measures it (every row), so a round trip keeps it
+    SELECT pe, min(t0) AS t_first, max(coalesce(t1, t0)) AS t_last FROM events GROUP BY pe
 )
 SELECT pe, line || E'\n' AS line
 FROM (

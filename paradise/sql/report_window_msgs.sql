@@ -10,11 +10,11 @@
 -- merge: client (needs all files at once: a join of sends on one PE with execs on another)
 WITH s AS (
     SELECT pe, t0, msg FROM events
-    WHERE kind = 'send' AND msg IS NOT NULL AND t0 BETWEEN 2 * $w0 - $w1 AND $w1
+    WHERE kind = 'send' AND msg IS NOT NULL AND t0 BETWEEN 2 * $w0::BIGINT - $w1 AND $w1
 ),
 e AS (
     SELECT pe, t0, msg FROM events
-    WHERE kind = 'exec' AND msg IS NOT NULL AND t0 BETWEEN $w0 AND 2 * $w1 - $w0
+    WHERE kind = 'exec' AND msg IS NOT NULL AND t0 BETWEEN $w0 AND 2 * $w1::BIGINT - $w0
 )
 SELECT s.pe AS src_pe, s.t0 AS t_send, e.pe AS dst_pe, e.t0 AS t_exec
 FROM s JOIN e ON e.msg = s.msg

@@ -131,6 +131,18 @@ def _check_pes_unique(files: list[Path], metas: list[dict[str, Any]]) -> None:
             raise NotAParadiseTrace(f"{f}: holds PE {pe}, as does {owner[key]} (two files of one PE)")
 
 
+FREE_PES = 4096
+"""PE counts any trace may claim whatever its size (per-PE arrays of this length cost nothing)."""
+
+
+def _check_pes_backed(p: Path, claimed: Any, rows: int) -> None:
+    """Analyses size per-PE arrays by the metadata's PE count: past FREE_PES it must be backed by
+    the data (at least one row per PE), so work and memory follow the trace's size."""
+    if isinstance(claimed, int) and claimed > max(rows, FREE_PES):
+        raise NotAParadiseTrace(f"{p}: metadata says {claimed:,} PEs, but the trace holds {rows:,} rows "
+                                f"(fewer than one per PE): a damaged PE count")
+
+
 def open_trace(path: str | Path) -> TraceHandle:
     """Validates a trace file or directory and returns its handle."""
     p = Path(path)
@@ -160,6 +172,7 @@ def open_trace(path: str | Path) -> TraceHandle:
     pes = sorted({m["pe"] for m in metas if m.get("pe") is not None})
     if pes:
         merged["pes_seen"] = pes
+    _check_pes_backed(p, merged.get("pes"), rows)
     clock = clock_summary(files, metas)
     if clock is not None and clock["offsets"]:  # per-PE offsets live in each PE's own file
         merged["clock"] = clock

@@ -25,6 +25,10 @@ MAX_METADATA_BYTES = 8 << 20
 """Largest metadata JSON read: name tables of the biggest real traces are ~100 kB."""
 MAX_ABS_TIME_NS = 1 << 62
 """Times are ns from the run's start: 2^62 ns is 146 years, so anything beyond is damage."""
+MAX_FILE_BYTES_SUM = 1 << 58
+"""Largest bound (rows x largest `bytes`) on the message bytes of one file (256 PiB): sums of
+`bytes` over a trace are int64 in every query, so a damaged file past this could overflow them,
+while 10^8 rows of 1 GB collectives (10^17) still read; 32 files at the bound are still below 2^63."""
 
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "format_version": (str,), "source": (str,), "program": (str,), "pes": (int,), "world_size": (int,),
@@ -138,7 +142,7 @@ def scan_ranges(f: Path, names: tuple[str, ...]) -> dict[str, tuple[Any, Any, in
 
 def check_values(f: Path, pf: pq.ParquetFile, meta: dict[str, Any]) -> None:
     """No null kind/pe/t0, PEs within 0..pes-1 (and equal to the file's own PE), times in range."""
-    names = ("kind", "pe", "t0", "t1")
+    names = ("kind", "pe", "t0", "t1", "peer_pe", "bytes")
     ranges = column_ranges(pf, names)
     if ranges is None:
         ranges = scan_ranges(f, names)
@@ -153,9 +157,23 @@ def check_values(f: Path, pf: pq.ParquetFile, meta: dict[str, Any]) -> None:
         own = meta.get("pe")
         if own is not None and (lo != own or hi != own):
             raise NotAParadiseTrace(f"{f}: the file of PE {own} holds rows of PE {lo if lo != own else hi}")
+    _check_messages(f, ranges, pf.metadata.num_rows)
     for name in ("t0", "t1"):
         if name in ranges and ranges[name][0] is not None:
             lo, hi, _ = ranges[name]
             if lo < -MAX_ABS_TIME_NS or hi > MAX_ABS_TIME_NS:
                 raise NotAParadiseTrace(f"{f}: column {name!r} holds {lo if lo < -MAX_ABS_TIME_NS else hi} ns, "
                                         f"beyond ±2^62 ns (damaged times)")
+
+
+def _check_messages(f: Path, ranges: dict[str, tuple[Any, Any, int]], rows: int) -> None:
+    """peer_pe a PE number below MAX_PES, or -1 (none); `bytes` whose sums cannot pass int64."""
+    if ranges.get("peer_pe", (None,))[0] is not None:
+        lo, hi, _ = ranges["peer_pe"]
+        if lo < -1 or hi >= MAX_PES:  # -1: no source PE (Projections logs, as imported)
+            raise NotAParadiseTrace(f"{f}: column 'peer_pe' holds {lo if lo < 0 else hi}, outside -1..{MAX_PES - 1}")
+    if ranges.get("bytes", (None,))[0] is not None:
+        lo, hi, _ = ranges["bytes"]
+        if max(abs(lo), abs(hi)) * rows > MAX_FILE_BYTES_SUM:
+            raise NotAParadiseTrace(f"{f}: column 'bytes' holds {hi if abs(hi) >= abs(lo) else lo} over {rows:,} "
+                                    f"rows: sums of message bytes could pass int64 (at most 2^58 per file)")

@@ -138,7 +138,7 @@ def design(pattern: str, events: int, pes: int, imbalance: float, seed: int) -> 
         raise InvalidOption(f"--pattern {pattern!r}: choose one of {', '.join(PATTERNS)}")
     if pes < 1:
         raise InvalidOption(f"--pes {pes}: needs at least 1 PE")
-    if not 1.0 <= imbalance < pes or (pes == 1 and imbalance != 1.0):
+    if not (1.0 <= imbalance < pes or (pes == 1 and imbalance == 1.0)):
         raise InvalidOption(f"--imbalance {imbalance}: must be at least 1 and below the PE count ({pes})")
     rng = np.random.default_rng(seed)
     per_pe = OBJS_PER_PE

@@ -57,7 +57,7 @@ def design(events: int, ranks: int, imbalance: float, seed: int) -> Design:
     """About `events` rows on `ranks` ranks; the straggler's busy time is `imbalance` x the mean."""
     if ranks < 1:
         raise InvalidOption(f"--pes {ranks}: needs at least 1 rank")
-    if not 1.0 <= imbalance < ranks or (ranks == 1 and imbalance != 1.0):
+    if not (1.0 <= imbalance < ranks or (ranks == 1 and imbalance == 1.0)):
         raise InvalidOption(f"--imbalance {imbalance}: must be at least 1 and below the rank count ({ranks})")
     ops = dict(OPS)
     while events // (ranks * (4 + BUCKETS + sum(ops.values()))) < MIN_STEPS and max(ops.values()) > 1:

@@ -97,6 +97,11 @@ KINETO: dict[str, tuple[Path, ...]] = {
     "kineto_ns_resolution": (HTA / "ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",),
 }
 
+NSYS: dict[str, Path] = {
+    "nsys_cloverleaf": PIPIT / "cloverleaf-nsys/perlmutter-cloverleaf-cuda.sqlite",
+    "nsys_saxpy_mpi": PIPIT / "saxpy-mpi-cuda_nsys_perlmutter0.sqlite",
+}
+
 NO_RANK = {"kineto_large_integer", "kineto_amd", "kineto_mtia", "kineto_rank_not_found",
            "kineto_distributed_info_not_found", "kineto_triton"}
 """Files without distributedInfo.rank: imported as rank 0 (`--rank 0`)."""
@@ -105,12 +110,12 @@ NO_REPLAY = ("grid_heavy_4x4_p2_s4", "charm_like_p4_s3", "scatter_reduce_6_p2", 
 """Cases also run as if too large to replay (REPLAY_MAX_EXECS = 0), as '<case>@no_replay': the
 path that traces of millions of executions take."""
 
-CASES: tuple[str, ...] = (*SYNTH, *BUILT, *PROJECTIONS, *KINETO, *(f"{c}@no_replay" for c in NO_REPLAY))
+CASES: tuple[str, ...] = (*SYNTH, *BUILT, *PROJECTIONS, *KINETO, *NSYS, *(f"{c}@no_replay" for c in NO_REPLAY))
 
 
 def needs_real_data(case: str) -> bool:
     case = case.split("@")[0]
-    return case in PROJECTIONS or case in KINETO
+    return case in PROJECTIONS or case in KINETO or case in NSYS
 
 
 def make(case: str, work: Path, real_data: Path | None) -> Path:
@@ -126,6 +131,10 @@ def make(case: str, work: Path, real_data: Path | None) -> Path:
         from paradise.importers.projections import import_trace
 
         return import_trace(real_data / PROJECTIONS[case], work / "t.parquet")
+    if case in NSYS:
+        from paradise.importers.nsys import import_trace as import_nsys
+
+        return import_nsys(real_data / NSYS[case], work / "t.parquet")
     from paradise.importers.kineto import import_trace as import_kineto
 
     rank = 0 if case in NO_RANK else None

@@ -80,6 +80,8 @@ def check(case: Case, r: dict) -> None:
         assert p in r["changed"], f"{p} should have been removed{what}"
     for text in case.stdout_has:
         assert text in out, f"stdout lacks {text!r}{what}"
+    for text in case.stdout_lacks:
+        assert text not in out, f"stdout holds {text!r}{what}"
     bad_changes = [p for p in r["changed"] if not _under(p, case.outputs)]
     assert not bad_changes, f"changed input or protected file(s): {bad_changes}{what}"
     strays = [p for p in r["created"] if not _under(p, case.outputs)]

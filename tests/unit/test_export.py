@@ -172,3 +172,41 @@ def test_export_chrome_never_writes_over_its_input(tmp_path, monkeypatch, capsys
     beside = path / "t.json"  # not a trace file: the folder's next read takes only *.parquet
     assert run_cli(monkeypatch, capsys, "export", "chrome", path, "-o", beside)[0] == 0
     assert read_chrome(beside)["traceEvents"] and {f: f.read_bytes() for f in files} == before
+
+
+LINE_SEPARATORS = "\x85\u2028\u2029\x0c\x0b\x1c\x1d\x1e\r\n"
+"""Every character Python's str.splitlines() ends a line at (NEL, LS, PS, FF, VT, FS, GS, RS, CR, LF)."""
+
+
+def test_projections_round_trip_of_names_with_line_separators_and_any_index(tmp_path):
+    from tests.hostile import make
+
+    indexes = ["[3]", "[1,2,3]", "[-1]", "[a b]", '{"k": 1}', "[99999999999999999999999]", "[]", "[1.5]", None]
+    rows = []
+    for pe in (0, 1):
+        for i, idx in enumerate(indexes):
+            sep = LINE_SEPARATORS[i % len(LINE_SEPARATORS)]
+            rows.append({"kind": "exec", "pe": pe, "t0": i * 10_000, "t1": i * 10_000 + 9_000, "coll": "Cell#0",
+                         "name": f"e{i}{sep}x{LINE_SEPARATORS[-i - 1]}", "index": idx, "step": 0})
+    path = make.raw_trace(tmp_path, rows, name="w.parquet", pes=2, pe=None)
+    handle = open_trace(path)
+    with DuckDBEngine(handle) as eng:
+        sts = projections.export(eng, handle, tmp_path / "proj")
+    back = [r for r in raw(import_trace(sts, tmp_path / "back.parquet")) if r["kind"] == "exec"]
+    want = Counter((r["pe"], r["name"].replace("\n", " ").replace("\r", " "), r["t0"] // 1000) for r in rows)
+    assert Counter((r["pe"], r["name"], r["t0"] // 1000) for r in back) == want  # every name, unsplit
+    integer_lists = {"[3]", "[1,2,3]", "[-1]"}
+    got = Counter(r["index"] for r in back)
+    assert got == Counter({i: 2 for i in integer_lists} | {"[0]": 2 * (len(indexes) - len(integer_lists))}), got
+
+
+def test_projections_pe_count_is_one_the_importer_reads_or_refused(tmp_path):
+    from types import SimpleNamespace
+
+    from paradise.errors import OutputUnwritable
+    from paradise.importers._projections_parse import MAX_PES
+
+    assert projections.MAX_PES == MAX_PES
+    assert projections.export_pes(SimpleNamespace(metadata={"pes": MAX_PES}, path=tmp_path), [0, 1]) == MAX_PES
+    with pytest.raises(OutputUnwritable, match=f"at most {MAX_PES}"):
+        projections.export_pes(SimpleNamespace(metadata={"pes": 1 << 22}, path=tmp_path), [0, 1])

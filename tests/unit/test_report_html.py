@@ -33,38 +33,57 @@ def traces(tmp_path_factory):
     return write_both(tmp_path_factory.mktemp("report"))
 
 
-def _rows(path, kind):
+def _rows(path, *kinds):
     t = pq.read_table(sorted(path.glob("*.parquet")), columns=["kind", "pe", "t0", "t1", "name"]).to_pylist()
-    return [r for r in t if r["kind"] == kind and r["t1"] is not None and r["t1"] > r["t0"]]
+    return [r for r in t if r["kind"] in kinds and r["t1"] is not None and r["t1"] > r["t0"]]
+
+
+def _union(intervals):
+    """Length of the union of (t0, t1) intervals: a plain sweep, the test's own oracle."""
+    total, end = 0, None
+    for a, b in sorted(intervals):
+        if end is None or a > end:
+            total, end = total + b - a, b
+        elif b > end:
+            total, end = total + b - end, b
+    return total
 
 
 @pytest.mark.parametrize("which", ["charm", "torch"])
-def test_bins_add_up_to_the_traces_exec_and_idle_time(traces, which):
-    # Every exec / idle interval lands whole in some bins: per PE, the bins' busy and idle sums
-    # equal the sums of (t1 - t0) over the raw rows.
+def test_bins_add_up_to_the_traces_running_and_idle_time(traces, which):
+    # Per PE, the bins' busy time is the union of its running intervals (exec rows; phases on
+    # training traces) and their idle time the union of idle rows less busy, computed here from
+    # the raw rows; the per-key roll-ups share exactly that busy time.
     path = traces[which]
     handle = open_trace(path)
-    want = {k: defaultdict(int) for k in ("exec", "idle")}
-    for kind in want:
-        for r in _rows(path, kind):
-            want[kind][r["pe"]] += r["t1"] - r["t0"]
-    t_first = min(r["t0"] for r in pq.read_table(sorted(path.glob("*.parquet")), columns=["t0"]).to_pylist())
+    run, idle = defaultdict(list), defaultdict(list)
+    for r in _rows(path, "exec", "phase"):
+        run[r["pe"]].append((r["t0"], r["t1"]))
+    for r in _rows(path, "idle"):
+        idle[r["pe"]].append((r["t0"], r["t1"]))
+    want_busy = {pe: _union(iv) for pe, iv in run.items()}
+    want_idle = {pe: _union(iv + run[pe]) - want_busy.get(pe, 0) for pe, iv in idle.items()}
+    times = pq.read_table(sorted(path.glob("*.parquet")), columns=["t0", "t1"]).to_pylist()
+    t_first = min(r["t0"] for r in times)
+    t_end = max(r["t1"] or r["t0"] for r in times) + 1
     with DuckDBEngine(handle) as eng:
-        t = eng.query("report_bins", t_start=t_first, bin_ns=997, by_cat=which == "torch").to_pylist()
-    busy, idle = defaultdict(int), defaultdict(int)
+        keys = gather.top_keys(eng, t_first, t_end, which == "torch", 2)
+        t = eng.query("report_bins", t_start=t_first, t_end=t_end, bin_ns=997, n_bins=(t_end - t_first) // 997 + 1,
+                      by_cat=which == "torch", keys=keys, other=gather.OTHER).to_pylist()
+    assert {r["key"] for r in t if r["level"] == 1} <= {*keys, gather.OTHER, None} and len(keys) == 2
+    busy, idl, by_key, pe_key = defaultdict(float), defaultdict(float), 0.0, defaultdict(float)
     for r in t:
         if r["level"] == 0:
             busy[r["pe"]] += r["busy_ns"]
-            idle[r["pe"]] += r["idle_ns"]
-    assert dict(busy) == dict(want["exec"])
-    assert {k: v for k, v in idle.items() if v} == dict(want["idle"])
-    by_key = sum(r["busy_ns"] for r in t if r["level"] == 1)
-    assert by_key == sum(want["exec"].values())  # the per-key roll-up sums the same time
-    pe_key = defaultdict(int)
-    for r in t:
-        if r["level"] == 2:
+            idl[r["pe"]] += r["idle_ns"]
+        elif r["level"] == 1 and r["key"] is not None:
+            by_key += r["busy_ns"]
+        elif r["level"] == 2 and r["key"] is not None:
             pe_key[r["pe"]] += r["busy_ns"]
-    assert dict(pe_key) == dict(want["exec"])  # and so does the per-PE usage roll-up
+    assert {k: round(v) for k, v in busy.items() if v} == want_busy
+    assert {k: round(v) for k, v in idl.items() if v} == {k: v for k, v in want_idle.items() if v}
+    assert round(by_key) == sum(want_busy.values())  # the per-key roll-up shares the same time
+    assert {k: round(v) for k, v in pe_key.items()} == want_busy  # and so does the per-PE usage roll-up
 
 
 def test_utilization_matrix_is_capped_and_sized_by_bins_not_events(traces):

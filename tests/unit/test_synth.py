@@ -100,7 +100,7 @@ def test_files_are_per_pe_and_valid(tmp_path):
 @pytest.mark.parametrize("args, line", [
     (["--pattern", "ring"], "paradise: error: --pattern 'ring': choose one of grid, all-to-all, star, tree, chain"),
     (["--events", "100"], "paradise: error: --events 100: too few for 8 steps of a grid on 8 PEs (needs at least 640)"),
-    (["--imbalance", "9"], "paradise: error: --imbalance 9.0: must be at least 1 and below the PE count (8)"),
+    (["--imbalance", "9"], "paradise: error: --imbalance 9.0: must be at least 1 and below the PE count (8); 1 with one PE"),
     (["--events", "1e"], "paradise: error: --events '1e': not a number"),
 ])
 def test_bad_options_are_one_line(tmp_path, capsys, monkeypatch, args, line):
@@ -123,5 +123,12 @@ def test_existing_output_needs_force(tmp_path, capsys, monkeypatch):
     with pytest.raises(SystemExit) as ex:
         main.main()
     assert ex.value.code == 2
-    assert capsys.readouterr().err.strip() == f"paradise: error: {tmp_path / 'x'}: already exists; pass --force to overwrite it"
+    assert capsys.readouterr().err.strip() == (f"paradise: error: {tmp_path / 'x'}: already exists and is not empty; "
+                                               "pass --force to replace the trace in it")
     assert (tmp_path / "x" / "keep").exists()
+    monkeypatch.setattr("sys.argv", ["paradise", "synth", "-o", str(tmp_path / "x"), "--events", "1000", "--pes", "2",
+                                     "--force"])
+    with pytest.raises(SystemExit) as ex:
+        main.main()
+    assert ex.value.code in (0, None)  # --force replaces the trace, never the folder's other files
+    assert (tmp_path / "x" / "keep").exists() and (tmp_path / "x" / "pe-00001.parquet").exists()

@@ -5,10 +5,11 @@ plotly reads a subset of HTML in labels, and a trace's names are data, never mar
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 import plotly.graph_objects as go
+
+from paradise.report.text import escape_html
 
 HEIGHT_PX = 380
 LANE_PX = 22
@@ -19,9 +20,16 @@ MAX_MATRIX_PES = 256
 """Above this many PEs the communication matrix sums consecutive PEs into this many groups."""
 
 
+MAX_LABEL_CHARS = 120
+"""Longest label or legend name drawn (as the tables' MAX_CELL_CHARS): a 1 MiB name stays a line."""
+
+
 def text(value: Any) -> str:
-    """A trace string made safe for plotly's label markup (and so for the page)."""
-    return html.escape(str(value), quote=True)
+    """A trace string made safe for plotly's label markup (and so for the page), capped at MAX_LABEL_CHARS."""
+    s = str(value)
+    if len(s) > MAX_LABEL_CHARS:
+        s = s[: MAX_LABEL_CHARS - 1] + "…"
+    return escape_html(s)
 
 
 def _layout(fig: go.Figure, title: str, height: int = HEIGHT_PX, **kw: Any) -> go.Figure:
@@ -34,27 +42,38 @@ def _ms(ns: float) -> float:
     return ns / 1e6
 
 
+def _bin_x(b: dict[str, Any]) -> list[float]:
+    """Bin centres in ms (the last bin may be cut short by the end of the range)."""
+    return [_ms((b["t_start"] + i * b["bin_ns"] + min(b["t_end"], b["t_start"] + (i + 1) * b["bin_ns"])) / 2)
+            for i in range(b["bins"])]
+
+
+def _time_axis(b: dict[str, Any]) -> dict[str, Any]:
+    """The x axis of the binned charts: exactly the range binned (the run, or the chosen window)."""
+    return {"title": {"text": "time (ms)"}, "range": [_ms(b["t_start"]), _ms(b["t_end"])]}
+
+
 def utilization(b: dict[str, Any]) -> go.Figure:
     """Heat map of busy share per PE (rows) and time bin (columns)."""
-    x = [_ms(b["t_start"] + (i + 0.5) * b["bin_ns"]) for i in range(b["bins"])]
-    fig = go.Figure(go.Heatmap(z=b["utilization"], x=x, y=[text(r) for r in b["row_labels"]], zmin=0, zmax=1,
+    fig = go.Figure(go.Heatmap(z=b["utilization"], x=_bin_x(b), y=[text(r) for r in b["row_labels"]], zmin=0, zmax=1,
                                colorscale="Viridis", colorbar={"title": {"text": "busy"}},
                                hovertemplate="PE %{y}<br>%{x:.3f} ms<br>busy %{z:.0%}<extra></extra>"))
     rows = len(b["row_labels"])
     return _layout(fig, "Utilization per PE over time", height=min(900, 160 + 12 * rows),
-                   xaxis_title="time (ms)", yaxis_title="PE / rank", yaxis={"autorange": "reversed", "type": "category"})
+                   xaxis=_time_axis(b), yaxis={"title": {"text": "PE / rank"}, "autorange": "reversed",
+                                               "type": "category"})
 
 
 def profile(b: dict[str, Any]) -> go.Figure:
     """Projections' time profile: busy PE-equivalents per bin, stacked by entry or category."""
-    x = [_ms(b["t_start"] + (i + 0.5) * b["bin_ns"]) for i in range(b["bins"])]
+    x = _bin_x(b)
     fig = go.Figure()
     for key, ys in b["profile"].items():
         fig.add_trace(go.Bar(x=x, y=ys, name=text(key), hovertemplate="%{x:.3f} ms: %{y:.2f}<extra>%{fullData.name}</extra>"))
     fig.add_trace(go.Bar(x=x, y=b["idle_pe_equiv"], name="idle", marker_color="#dddddd"))
     what = "op category" if b["by"] == "category" else "entry method"
     return _layout(fig, f"Time profile: busy PEs per time bin, stacked by {what}", barmode="stack", bargap=0,
-                   xaxis_title="time (ms)", yaxis_title="PE-equivalents")
+                   xaxis=_time_axis(b), yaxis={"title": {"text": "PE-equivalents"}, "range": [0, max(b["pes"], 1)]})
 
 
 def usage(b: dict[str, Any]) -> go.Figure:
@@ -65,11 +84,14 @@ def usage(b: dict[str, Any]) -> go.Figure:
         fig.add_trace(go.Bar(x=pes, y=shares, name=text(key), marker_color="#dddddd" if key == "idle" else None,
                              hovertemplate="PE %{x}: %{y:.1%}<extra>%{fullData.name}</extra>"))
     what = "op category" if b["by"] == "category" else "entry method"
-    return _layout(fig, f"Usage profile: share of the run per PE, by {what}", barmode="stack",
-                   xaxis={"title": {"text": "PE / rank"}, "type": "category"}, yaxis={"tickformat": ".0%"})
+    return _layout(fig, f"Usage profile: share of the {'window' if b.get('zoomed') else 'run'} per PE, by {what}",
+                   barmode="stack", xaxis={"title": {"text": "PE / rank"}, "type": "category"},
+                   yaxis={"tickformat": ".0%", "range": [0, 1]})
 
 
-def _lane(pe: int, stream: int | None, tid: int | None, training: bool) -> str:
+def _lane(pe: int, stream: int | None, tid: int | None, training: bool, kind: str = "exec") -> str:
+    if kind in ("phase", "collective"):  # a rank's phases and collectives lie over its ops: lanes of their own
+        return f"{'rank' if training else 'PE'} {pe} {kind}s"
     if not training:
         return f"PE {pe}"
     if stream is not None:
@@ -77,12 +99,18 @@ def _lane(pe: int, stream: int | None, tid: int | None, training: bool) -> str:
     return f"rank {pe} thread {tid if tid is not None else 0}"
 
 
+def _lane_order(lane: str) -> list[tuple[int, int, str]]:
+    """Lanes in numeric order of their PE, thread and stream (negative thread ids included)."""
+    return [(0, int(x), "") if x.lstrip("-").isdigit() else (1, 0, x) for x in lane.split()]
+
+
 def timeline(w: dict[str, Any], critical: list[tuple[int, int, int]], training: bool) -> tuple[go.Figure, int]:
-    """Executions as bars per lane, messages as lines between lanes, the critical path on top;
-    returns the figure and the number of lanes left out."""
+    """Running intervals (executions, or their pieces where they suspended; phases and collectives)
+    as bars per lane, clipped to the window, messages as lines between lanes, the critical path on
+    top; the x axis is the window. Returns the figure and the number of lanes left out."""
     ex = w["execs"]
-    lanes = [_lane(p, s, t, training) for p, s, t in zip(ex["pe"], ex["stream"], ex["tid"])]
-    order = sorted(set(lanes), key=lambda s: [int(x) if x.isdigit() else x for x in s.split()])
+    lanes = [_lane(p, s, t, training, k) for p, s, t, k in zip(ex["pe"], ex["stream"], ex["tid"], ex["kind"])]
+    order = sorted(set(lanes), key=_lane_order)
     kept = set(order[:MAX_LANES])
     by_name: dict[str, dict[str, list[Any]]] = {}
     for lane, t0, t1, name in zip(lanes, ex["t0"], ex["t1"], ex["name"]):
@@ -117,7 +145,7 @@ def timeline(w: dict[str, Any], critical: list[tuple[int, int, int]], training: 
                                  line={"width": 3, "color": "crimson"}, marker={"size": 4}))
     title = f"Timeline of {w['how']} ({_ms(w['w1'] - w['w0']):.3f} ms)"
     fig = _layout(fig, title, height=min(1400, 140 + LANE_PX * max(len(kept), 1)), barmode="overlay",
-                  xaxis_title="time (ms)", yaxis={"type": "category", "categoryorder": "array",
+                  xaxis={"title": {"text": "time (ms)"}, "range": [_ms(w["w0"]), _ms(w["w1"])]}, yaxis={"type": "category", "categoryorder": "array",
                                                   "categoryarray": order[:MAX_LANES], "autorange": "reversed"})
     return fig, max(0, len(order) - MAX_LANES)
 
@@ -128,7 +156,7 @@ def comm_matrix(rows: list[dict[str, Any]], pes: int) -> go.Figure:
     n = max(1, -(-pes // g))
     z = [[0] * n for _ in range(n)]
     for r in rows:
-        if r.get("peer_pe") is not None and r["pe"] is not None and r["pe"] < pes and r["peer_pe"] < pes:
+        if r.get("peer_pe") is not None and r["pe"] is not None and 0 <= r["pe"] < pes and 0 <= r["peer_pe"] < pes:
             z[r["pe"] // g][r["peer_pe"] // g] += r["bytes"] or 0
     labels = [str(i * g) if g == 1 else f"{i * g}-{min((i + 1) * g, pes) - 1}" for i in range(n)]
     fig = go.Figure(go.Heatmap(z=z, x=labels, y=labels, colorscale="Blues", colorbar={"title": {"text": "bytes"}},

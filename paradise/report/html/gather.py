@@ -33,33 +33,34 @@ def span_of(analyses: dict[str, dict[str, Any]]) -> tuple[int, int, int]:
 
 
 def bins(engine: Any, t_start: int, t_end: int, pes: int, by_cat: bool, n_bins: int = N_BINS) -> dict[str, Any]:
-    """Per-PE utilization per bin (a PEs × bins matrix, capped at 1); the time profile: busy time
-    per bin of the MAX_KEYS largest keys (PE-equivalents: busy ns / bin ns); the usage profile:
-    each PE's time per key (and idle) as a share of the run."""
+    """Per-PE busy share per bin (a PEs × bins matrix); the time profile: busy time per bin of the
+    MAX_KEYS largest keys (PE-equivalents: busy ns / bin ns); the usage profile: each PE's time
+    per key (and idle) as a share of [t_start, t_end). Running time (report_bins.sql) clipped to
+    that range, so a PE is at most 100 % busy and a bin holds at most `pes` PE-equivalents."""
+    t_end = max(t_end, t_start + 1)
     bin_ns = max(1, -(-(t_end - t_start) // n_bins))
-    t = engine.query("report_bins", t_start=t_start, bin_ns=bin_ns, by_cat=by_cat).to_pydict()
     nb = max(1, -(-(t_end - t_start) // bin_ns))
+    t = engine.query("report_bins", t_start=t_start, t_end=t_end, bin_ns=bin_ns, n_bins=nb, by_cat=by_cat,
+                     other=OTHER, keys=top_keys(engine, t_start, t_end, by_cat)).to_pydict()
     util = [[0.0] * nb for _ in range(max(pes, 1))]
     idle = [0.0] * nb
     per_key: dict[str, list[float]] = {}
-    usage: dict[str, dict[int, float]] = {}  # key -> pe -> share of the run
+    usage: dict[str, dict[int, float]] = {}  # key -> pe -> share of [t_start, t_end)
     for level, pe, b, key, busy, idle_ns in zip(t["level"], t["pe"], t["bin"], t["key"], t["busy_ns"], t["idle_ns"]):
         if level == 2:
             name = "idle" if key is None else str(key)
-            usage.setdefault(name, {})[pe] = (idle_ns if key is None else busy) / max(t_end - t_start, 1)
-            continue
-        if not 0 <= b < nb:
-            continue
-        if level == 0 and pe is not None and 0 <= pe < len(util):
-            util[pe][b] = min(1.0, busy / bin_ns)
+            usage.setdefault(name, {})[pe] = (idle_ns if key is None else busy) / (t_end - t_start)
+        elif level == 0 and pe is not None and 0 <= pe < len(util):
+            util[pe][b] = busy / _width(b, t_start, t_end, bin_ns)
+        elif level == 1 and key is None:
+            idle[b] += idle_ns / _width(b, t_start, t_end, bin_ns)
         elif level == 1:
-            idle[b] += idle_ns / bin_ns
-            if busy:
-                per_key.setdefault("(unnamed)" if key is None else str(key), [0.0] * nb)[b] += busy / bin_ns
-    ranked = sorted(per_key, key=lambda k: -sum(per_key[k]))
+            per_key.setdefault(str(key), [0.0] * nb)[b] += busy / _width(b, t_start, t_end, bin_ns)
+    ranked = sorted((k for k in per_key if k != OTHER), key=lambda k: -sum(per_key[k]))
     profile = {k: per_key[k] for k in ranked[:MAX_KEYS]}
-    if len(ranked) > MAX_KEYS:
-        profile[OTHER] = [sum(per_key[k][b] for k in ranked[MAX_KEYS:]) for b in range(nb)]
+    extra = ranked[MAX_KEYS:] + [k for k in per_key if k == OTHER]  # keys the SQL already summed as OTHER
+    if extra:
+        profile[OTHER] = [sum(per_key[k][b] for k in extra) for b in range(nb)]
     kept = ranked[:MAX_KEYS]
     usage_top = {k: usage.get(k, {}) for k in kept}
     rest = [k for k in usage if k not in kept and k != "idle"]
@@ -72,9 +73,27 @@ def bins(engine: Any, t_start: int, t_end: int, pes: int, by_cat: bool, n_bins: 
         rows = [[sum(col) / len(col) for col in zip(*util[i: i + g])] for i in range(0, len(util), g)]
         labels = [f"{i}-{min(i + g, len(util)) - 1}" for i in range(0, len(util), g)]
     mean = [sum(col) / len(util) for col in zip(*util)] if util else []
-    return {"t_start": t_start, "bin_ns": bin_ns, "bins": nb, "utilization": rows, "row_labels": labels,
-            "mean_utilization": mean, "profile": profile, "idle_pe_equiv": idle, "by": "category" if by_cat else "entry",
+    return {"t_start": t_start, "t_end": t_end, "bin_ns": bin_ns, "bins": nb, "pes": len(util), "utilization": rows,
+            "row_labels": labels, "mean_utilization": mean, "profile": profile, "idle_pe_equiv": idle,
+            "by": "category" if by_cat else "entry", "has_running": bool(per_key),
             "usage": {k: [v.get(p, 0.0) for p in range(len(util))] for k, v in usage_top.items()}}
+
+
+def top_keys(engine: Any, t_start: int, t_end: int, by_cat: bool, n: int = MAX_KEYS) -> list[str]:
+    """The n keys of most running time in [t_start, t_end) (report_top_keys.sql): the only ones
+    report_bins names."""
+    t = engine.query("report_top_keys", t_start=t_start, t_end=t_end, by_cat=by_cat)
+    if t.num_rows <= n:
+        return [str(k) for k in t.column("key").to_pylist()]
+    import pyarrow.compute as pc
+
+    top = t.take(pc.select_k_unstable(t, k=n, sort_keys=[("busy_ns", "descending"), ("key", "ascending")]))
+    return [str(k) for k in top.column("key").to_pylist()]
+
+
+def _width(b: int, t_start: int, t_end: int, bin_ns: int) -> int:
+    """Length of bin b inside [t_start, t_end) (the last bin may be cut short by the end)."""
+    return max(1, min(t_end, t_start + (b + 1) * bin_ns) - (t_start + b * bin_ns))
 
 
 def mean_utilization(engine: Any, trace: Any, overview: dict[str, Any], n_bins: int) -> list[float]:
@@ -85,7 +104,7 @@ def mean_utilization(engine: Any, trace: Any, overview: dict[str, Any], n_bins: 
 
 def window(engine: Any, t_start: int, t_end: int, choice: tuple[int, int] | None = None) -> dict[str, Any]:
     """The timeline's window: `choice`, else the longest step, else the whole run; cut at the
-    MAX_TIMELINE_EXECS-th execution start. Its executions and the messages inside it."""
+    MAX_TIMELINE_EXECS-th start. Its running intervals (clipped to it) and the messages inside it."""
     how = "chosen"
     if choice is None:
         steps = engine.query("report_steps").to_pydict()
@@ -98,24 +117,30 @@ def window(engine: Any, t_start: int, t_end: int, choice: tuple[int, int] | None
     else:
         w0, w1 = choice
     ex = engine.query("report_window_execs", w0=w0, w1=w1, max_rows=MAX_TIMELINE_EXECS).to_pydict()
-    cut = len(ex["t0"]) >= MAX_TIMELINE_EXECS
-    if cut:
-        w1 = max(w0 + 1, ex["t0"][-1])
+    if len(ex["start"]) >= MAX_TIMELINE_EXECS:
+        w1 = max(w0 + 1, ex["start"][-1])
         how += f", cut at its first {MAX_TIMELINE_EXECS:,} executions"
+        keep = [i for i, t0 in enumerate(ex["t0"]) if t0 < w1]
+        ex = {k: [v[i] for i in keep] for k, v in ex.items()}
+        ex["t1"] = [min(t1, w1) for t1 in ex["t1"]]
     msgs = engine.query("report_window_msgs", w0=w0, w1=w1, max_rows=MAX_TIMELINE_MSGS).to_pydict()
     return {"w0": w0, "w1": w1, "how": how, "execs": ex, "msgs": msgs}
 
 
 def critical_segments(session: Any, w0: int, w1: int) -> list[tuple[int, int, int]]:
-    """(pe, t0, t1) of the critical path's executions inside the window, first to last, from the
-    run's Session (the path the scheduling analysis followed: no second event scan)."""
+    """(pe, t0, t1) of the critical path's executions inside the window, first to last, clipped to
+    it, as they ran (an execution that suspended: its pieces), from the run's Session (the path the
+    scheduling analysis followed: no second event scan)."""
     path = session.get("critical_path")
     if not path.lo:
         return []
     rows = session.engine.sql(
         "WITH seg AS (SELECT unnest($lo::BIGINT[]) AS lo, unnest($hi::BIGINT[]) AS hi) "
-        "SELECT g.pe, g.t0, g.t1 FROM exec_graph g JOIN seg ON g.id BETWEEN seg.lo AND seg.hi "
-        "WHERE g.t1 >= $w0 AND g.t0 <= $w1 ORDER BY g.id",
+        "SELECT r.pe, greatest(r.t0, $w0) AS t0, least(r.t1, $w1) AS t1 "
+        "FROM exec_graph g JOIN seg ON g.id BETWEEN seg.lo AND seg.hi "
+        "JOIN running r ON r.pe = g.pe AND r.exec_t0 = g.t0 AND r.name IS NOT DISTINCT FROM g.name "
+        "AND r.kind IN ('exec', 'piece') "
+        "WHERE r.t1 >= $w0 AND r.t0 <= $w1 AND g.t1 >= $w0 AND g.t0 <= $w1 ORDER BY g.id, r.t0",
         lo=list(path.lo), hi=list(path.hi), w0=w0, w1=w1).to_pydict()
     return list(zip(rows["pe"], rows["t0"], rows["t1"]))
 
@@ -126,8 +151,10 @@ def gather(session: Any, analyses: dict[str, dict[str, Any]],
     engine, trace = session.engine, session.trace
     t_start, t_end, pes = span_of(analyses)
     training = training_like(trace.source)
-    out = {"bins": bins(engine, t_start, t_end, pes, training),
-           "window": window(engine, t_start, t_end, choice), "training": training}
+    b0, b1 = choice if choice is not None else (t_start, t_end)  # a chosen window zooms every drawing
+    out = {"bins": bins(engine, b0, b1, pes, training), "window": window(engine, t_start, t_end, choice),
+           "training": training, "zoomed": choice is not None}
+    out["bins"]["zoomed"] = choice is not None
     w = out["window"]
     out["critical"] = critical_segments(session, w["w0"], w["w1"]) if "scheduling" in analyses else []
     return out

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from html import escape
 from typing import Any
 
 from paradise.report.html import figures as F
 from paradise.report.html import tables
+from paradise.report.text import escape_html as escape
 
 CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
        "img-src data: blob:; font-src data:")
@@ -43,9 +43,15 @@ def _section(sid: str, title: str, body: str) -> tuple[str, str, str]:
 
 def _utilization(g: dict[str, Any]) -> tuple[str, str, str]:
     b = g["bins"]
-    note = (f"<p class=note>{b['bins']} bins of {b['bin_ns'] / 1e6:.4g} ms, computed in the engine (report_bins.sql): "
-            "busy = exec time in the bin, capped at 1 per PE; the profile stacks the largest "
-            f"{len(b['profile'])} {'categories' if b['by'] == 'category' else 'entry methods'}.</p>")
+    what = "categories" if b["by"] == "category" else "entry methods"
+    span = (f"the window {b['t_start']}:{b['t_end']} ns" if g.get("zoomed") else "the run")
+    note = (f"<p class=note>{b['bins']} bins of {b['bin_ns'] / 1e6:.4g} ms over {span}, computed in the engine "
+            "(report_bins.sql): busy = the time a PE was running something (an execution that suspended counts "
+            f"only while it ran; overlapping rows once); {what} get their own time (where one ran inside another, "
+            f"the inner one's time is its own); the profile stacks the largest {len(b['profile'])} {what}.</p>")
+    if not b.get("has_running"):
+        note += ("<p class=note>This trace records no running time in this range (no executions, phases or "
+                 "collectives): busy time is unknown here, and the charts below show only idle time.</p>")
     return _section("utilization", "Utilization over time", note + embed(F.utilization(b)) + embed(F.profile(b))
                     + embed(F.usage(b)))
 
@@ -53,7 +59,10 @@ def _utilization(g: dict[str, Any]) -> tuple[str, str, str]:
 def _timeline(g: dict[str, Any]) -> tuple[str, str, str]:
     w = g["window"]
     fig, dropped = F.timeline(w, g["critical"], g["training"])
-    note = (f"<p class=note>{len(w['execs']['t0']):,} executions and {len(w['msgs']['t_send']):,} messages in the window"
+    pieces = sum(1 for k in w["execs"]["kind"] if k == "piece")
+    note = (f"<p class=note>{len(w['execs']['t0']):,} running intervals"
+            + (f" ({pieces:,} of them pieces of executions that suspended)" if pieces else "")
+            + f" and {len(w['msgs']['t_send']):,} messages in the window"
             + (f"; {dropped} further lanes not drawn" if dropped else "")
             + ("; the critical path (scheduling analysis) in red" if g["critical"] else "") + ".</p>")
     return _section("timeline", "Timeline", note + embed(fig))

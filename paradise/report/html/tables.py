@@ -6,8 +6,9 @@ escaped: strings from a trace are data.
 from __future__ import annotations
 
 import json
-from html import escape
 from typing import Any
+
+from paradise.report.text import escape_html as escape
 
 MAX_ROWS = 50
 """Rows shown per table; the rest are counted below it (the JSON of `paradise analyze --json` has all)."""

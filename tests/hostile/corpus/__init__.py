@@ -7,7 +7,9 @@ from tests.hostile.corpus import (  # noqa: F401
     importers,
     inject,
     launch,
+    nsys,
     options,
     outputs,
+    surface,
     traces,
 )

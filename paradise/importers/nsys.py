@@ -1,0 +1,311 @@
+"""Imports Nsight Systems SQLite exports (`nsys export --type sqlite`) into one paradise trace.
+
+Per file: open and check it (nsys_sqlite), find the traced processes and give each a rank, read
+its session start (TARGET_INFO_SESSION_START_TIME) so several files line up on Unix time; then
+every event table is read in batches (nsys_tables) straight into the Parquet writer. The mapping
+is docs/importers.md ("Nsight Systems").
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from paradise.errors import ImportFormatError, OutputUnwritable
+from paradise.format import SCHEMA, make_metadata
+from paradise.importers import ProgressCallback, Sources, regular_file, source_paths
+from paradise.importers.nsys_sqlite import (
+    REPORT_SUFFIXES,
+    Export,
+    export_report,
+    open_export,
+)
+from paradise.importers.nsys_tables import (
+    ID_MASK,
+    NVTX_DOMAIN_CREATE,
+    NVTX_ROWS,
+    NVTX_THREAD_NAME,
+    PID_SHIFT,
+    Context,
+    all_rows,
+)
+from paradise.store.output import check_output, disk_full, scratch_dir
+
+DEFAULT_STEP_PATTERN = r"ProfilerStep#(\d+)"
+"""NVTX ranges whose whole name matches are steps (the PyTorch profiler's step ranges); the group is N."""
+MAX_RANK = (1 << 22) - 1
+OUT_ROW_GROUP = 64 * 1024
+DICT_COLUMNS = ["kind", "cat", "name"]
+"""Dictionary-encode only the low-cardinality strings (args, a JSON text per row, gains nothing)."""
+MPI_RANK_RE = re.compile(r"^MPI Rank (\d+)$")
+"""The thread name `nsys --trace=mpi` gives each rank's main thread."""
+CPU_TABLES = ("CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", "OSRT_API", "MPI_P2P_EVENTS", "MPI_COLLECTIVES_EVENTS",
+              "MPI_START_WAIT_EVENTS", "MPI_OTHER_EVENTS")
+DEVICE_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
+                 "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION")
+
+
+@dataclass
+class _File:
+    path: Path
+    exp: Export
+    pids: list[int] = field(default_factory=list)
+    ranks: dict[int, int] = field(default_factory=dict)
+    rank_from: str = ""
+    session_ns: int | None = None
+    ts_min: int | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    processes: dict[int, str] = field(default_factory=dict)
+    threads: dict[int, dict[str, str]] = field(default_factory=dict)
+    mpi_names: dict[int, int] = field(default_factory=dict)
+    devices: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    domains: dict[int, str] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+
+
+def _pid_sql(col: str) -> str:
+    return f"({col} >> {PID_SHIFT}) & {ID_MASK}"
+
+
+def _survey(f: _File) -> None:
+    """Traced pids, row counts, first time, session start, names, devices of one export."""
+    exp = f.exp
+    pids: set[int] = set()
+    starts = []
+    for table in exp.tables:
+        col = "globalPid" if table in DEVICE_TABLES else "globalTid"
+        where = f" WHERE eventType IN {NVTX_ROWS}" if table == "NVTX_EVENTS" else ""
+        pids |= {int(r[0]) for r in exp.query(f"SELECT DISTINCT {_pid_sql(col)} FROM {table}{where}")
+                 if r[0] is not None}
+        ends = "('integer', 'null')" if table == "NVTX_EVENTS" else "('integer')"  # marks have no end
+        n, lo, bad = exp.query(f"SELECT count(*), min(start), count(*) FILTER (WHERE typeof(start) != 'integer' "
+                               f"OR typeof(end) NOT IN {ends}) FROM {table}{where}")[0]
+        if bad:
+            raise ImportFormatError(f"{f.path}: table {table} has {bad} row(s) whose start or end is not an "
+                                    "integer time in ns")
+        f.counts[table] = int(n)
+        if lo is not None:
+            starts.append(int(lo))
+    f.pids = sorted(pids)
+    f.ts_min = min(starts) if starts else None
+    names = set(exp.query("SELECT name FROM sqlite_master WHERE type = 'table'"))
+    names = {n[0] for n in names}
+    if "TARGET_INFO_SESSION_START_TIME" in names:
+        row = exp.query("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1")
+        f.session_ns = int(row[0][0]) if row and row[0][0] is not None else None
+    _names(f, names)
+    _devices(f, names)
+
+
+def _names(f: _File, tables: set[str]) -> None:
+    """Process names, thread names (ThreadNames and NVTX thread naming) and NVTX domains."""
+    exp, traced = f.exp, set(f.pids)
+    if "PROCESSES" in tables:
+        for pid, name in exp.query("SELECT pid, name FROM PROCESSES"):
+            if pid in traced:
+                f.processes[int(pid)] = str(name)
+    rows: list[tuple[int, str]] = []
+    if "ThreadNames" in tables:
+        rows += exp.query("SELECT t.globalTid, s.value FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId")
+    if exp.has("NVTX_EVENTS"):
+        rows += exp.query(f"SELECT globalTid, text FROM NVTX_EVENTS WHERE eventType = {NVTX_THREAD_NAME} "
+                          "AND text IS NOT NULL")
+        f.domains = {int(d): str(t) for d, t in exp.query(
+            f"SELECT domainId, text FROM NVTX_EVENTS WHERE eventType = {NVTX_DOMAIN_CREATE} AND domainId IS NOT NULL "
+            "AND text IS NOT NULL")}
+        f.skipped = {f"nvtx_event_type_{t}": int(n) for t, n in exp.query(
+            f"SELECT eventType, count(*) FROM NVTX_EVENTS WHERE eventType NOT IN {NVTX_ROWS} GROUP BY eventType")}
+    for gid, name in rows:
+        if gid is None or name is None:
+            continue
+        pid, tid = (int(gid) >> PID_SHIFT) & ID_MASK, int(gid) & ID_MASK
+        if pid in traced:
+            f.threads.setdefault(pid, {})[str(tid)] = str(name)
+            m = MPI_RANK_RE.match(str(name))
+            if m:
+                f.mpi_names[pid] = int(m.group(1))
+
+
+def _devices(f: _File, tables: set[str]) -> None:
+    """GPUs (TARGET_INFO_GPU) each traced process ran device work on."""
+    gpus: dict[int, dict[str, Any]] = {}
+    if "TARGET_INFO_GPU" in tables:
+        cols = {r[1] for r in f.exp.query('PRAGMA table_info("TARGET_INFO_GPU")')}
+        keep = [c for c in ("id", "name", "uuid", "busLocation", "totalMemory", "smCount") if c in cols]
+        if "id" in keep:
+            for row in f.exp.query(f"SELECT {', '.join(keep)} FROM TARGET_INFO_GPU"):
+                d = dict(zip(keep, row))
+                gpus[int(d["id"])] = d
+    for table in DEVICE_TABLES:
+        if f.exp.has(table):
+            for pid, dev in f.exp.query(f"SELECT DISTINCT {_pid_sql('globalPid')}, deviceId FROM {table}"):
+                if pid is not None and dev is not None:
+                    lst = f.devices.setdefault(int(pid), [])
+                    entry = gpus.get(int(dev), {"id": int(dev)})
+                    if entry not in lst:
+                        lst.append(entry)
+
+
+def _assign_ranks(files: list[_File], rank: int | None) -> None:
+    """Ranks per process: --rank (one process), `MPI Rank N` thread names, else the order given."""
+    procs = [(f, pid) for f in files for pid in f.pids]
+    if rank is not None:
+        if len(procs) != 1:
+            raise ImportFormatError(f"{files[0].path}: --rank applies to one traced process, found {len(procs)}")
+        files[0].ranks, files[0].rank_from = {procs[0][1]: rank}, "--rank"
+    elif procs and all(pid in f.mpi_names for f, pid in procs):
+        for f, pid in procs:
+            f.ranks[pid], f.rank_from = f.mpi_names[pid], "mpi_thread_name"
+    else:
+        if len(procs) > 1:
+            warnings.warn(f"{len(procs)} traced processes without MPI rank names: ranks numbered 0-{len(procs) - 1} "
+                          "in the order of the files given, then by pid", stacklevel=2)
+        for i, (f, pid) in enumerate(procs):
+            f.ranks[pid], f.rank_from = i, "order"
+    seen: dict[int, Path] = {}
+    for f in files:
+        if not f.pids:
+            raise ImportFormatError(f"{f.path}: no CUDA, NVTX, OS runtime or MPI rows to import")
+        for pid, r in f.ranks.items():
+            if not 0 <= r <= MAX_RANK:
+                raise ImportFormatError(f"{f.path}: rank {r} is out of range (0 to {MAX_RANK})")
+            if r in seen:
+                raise ImportFormatError(f"{f.path}: rank {r} (pid {pid}) also comes from {seen[r]}")
+            seen[r] = f.path
+
+
+def _clock(files: list[_File]) -> tuple[str, int | None, dict[Path, int]]:
+    """(method, origin on Unix time or None, shift per file): t = ts + shift, 0 at the first event."""
+    timed = [f for f in files if f.ts_min is not None]
+    aligned = bool(timed) and all(f.session_ns is not None for f in timed)
+    base = {f.path: (f.session_ns or 0) if aligned else 0 for f in files}
+    origin = min((f.ts_min + base[f.path] for f in timed), default=0)
+    return ("nsys_session_start" if aligned else "trace_clock"), (origin if aligned and timed else None), \
+        {f.path: base[f.path] - origin for f in files}
+
+
+def _metadata(files: list[_File], method: str, origin: int | None, program: str) -> dict[bytes, bytes]:
+    ranks: dict[str, Any] = {}
+    for f in files:
+        for pid, r in f.ranks.items():
+            ranks[str(r)] = {"file": f.path.name, "pid": pid, "process": f.processes.get(pid),
+                             "threads": f.threads.get(pid, {}), "devices": f.devices.get(pid, []),
+                             "rank_from": f.rank_from}
+    per_file = [{"file": f.path.name, "schema_version": f.exp.version, "product": f.exp.product,
+                 "session_start_ns": f.session_ns, "tables": f.counts, "nvtx_domains": f.domains,
+                 "skipped": f.skipped} for f in files]
+    return make_metadata(
+        source="nsys", program=program, pes=None, world_size=None,
+        pe=next(iter(files[0].ranks.values())) if len(ranks) == 1 else None,
+        clock={"method": method, "aligned_to_unix_time": origin is not None, "residual_ns": None},
+        origin_ns=origin, complete=True,
+        names={"kinds": "exec, collective, step, mark (see docs/importers.md, Nsight Systems)"},
+        extra={"ranks": ranks, "files": per_file, "trace_origin_ns": origin},
+    )
+
+
+def _program_name(out: Path) -> str:
+    return out.name.removesuffix(".parquet") or "nsys"
+
+
+def import_trace(
+    sources: Sources,
+    out: str | os.PathLike,
+    *,
+    force: bool = False,
+    on_progress: ProgressCallback | None = None,
+    rank: int | None = None,
+    program: str | None = None,
+    step_pattern: str | None = None,
+) -> Path:
+    """Imports Nsight Systems SQLite exports (or .nsys-rep reports, with nsys) into one Parquet trace."""
+    paths = source_paths(sources)
+    out = Path(out)
+    if not paths:
+        raise ImportFormatError("no Nsight Systems exports given")
+    if rank is not None and not 0 <= rank <= MAX_RANK:
+        raise ImportFormatError(f"{paths[0]}: --rank {rank} is out of range (0 to {MAX_RANK})")
+    try:
+        step_re = re.compile(step_pattern or DEFAULT_STEP_PATTERN)
+    except re.error as exc:
+        raise ImportFormatError(f"--step-pattern {step_pattern!r}: not a regular expression ({exc})") from None
+    if step_re.groups < 1:
+        raise ImportFormatError(f"--step-pattern {step_pattern!r}: needs one group capturing the step number")
+    for p in paths:
+        regular_file(p, "an Nsight Systems export")
+    if len({os.path.realpath(p) for p in paths}) < len(paths):
+        raise ImportFormatError(f"{paths[-1]}: given twice")
+    out = check_output(out, force=force, inputs=paths)
+    with scratch_dir(out) as tmpdir:
+        try:
+            _import_into(paths, out, tmpdir, rank, program or _program_name(out), step_re, on_progress)
+        except OSError as exc:
+            if not disk_full(exc):
+                raise
+            raise OutputUnwritable(f"{out}: cannot write ({exc.strerror or exc}); nothing written") from None
+    return out
+
+
+def _import_into(paths: list[Path], out: Path, tmpdir: Path, rank: int | None, program: str, step_re: re.Pattern,
+                 on_progress: ProgressCallback | None) -> None:
+    files: list[_File] = []
+    try:
+        for i, p in enumerate(paths):
+            src = export_report(p, tmpdir / f"{i}") if p.name.endswith(REPORT_SUFFIXES) else p
+            f = _File(path=p, exp=open_export(src, p))
+            files.append(f)
+            _survey(f)
+        _assign_ranks(files, rank)
+        method, origin, shift = _clock(files)
+        meta = _metadata(files, method, origin, program)
+        total = sum(sum(f.counts.values()) for f in files)
+        final_tmp = tmpdir / "out.parquet"
+        _write(files, shift, step_re, meta, final_tmp, total, on_progress)
+        os.replace(final_tmp, out)
+    finally:
+        for f in files:
+            f.exp.close()
+
+
+def _checked(f: _File, ctx: Context) -> Iterator[pa.Table]:
+    """all_rows, with a value of the wrong type (text in an id column) refused naming its table."""
+    try:
+        yield from all_rows(ctx)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ImportFormatError(f"{f.path}: table {ctx.table} holds a value of the wrong type "
+                                f"({str(exc).splitlines()[0][:80]})") from None
+
+
+def _write(files: list[_File], shift: dict[Path, int], step_re: re.Pattern, meta: dict[bytes, bytes],
+           final_tmp: Path, total: int, on_progress: ProgressCallback | None) -> None:
+    """Every file's rows through one ParquetWriter, in row groups of about OUT_ROW_GROUP rows."""
+    schema = SCHEMA.with_metadata(meta)
+    done = 0
+    with pq.ParquetWriter(final_tmp, schema, compression="zstd", use_dictionary=DICT_COLUMNS) as writer:
+        pending: list[pa.Table] = []
+        rows = 0
+        for f in files:
+            pids = np.array(sorted(f.ranks), dtype=np.int64)
+            ctx = Context(exp=f.exp, pids=pids, ranks=np.array([f.ranks[p] for p in pids], dtype=np.int64),
+                          shift=shift[f.path], step_re=step_re, domains=f.domains)
+            for table in _checked(f, ctx):
+                pending.append(table)
+                rows += table.num_rows
+                done += table.num_rows
+                if on_progress is not None:
+                    on_progress(min(done, total), total)
+                if rows >= OUT_ROW_GROUP:
+                    writer.write_table(pa.concat_tables(pending).replace_schema_metadata(meta))
+                    pending, rows = [], 0
+        if pending:
+            writer.write_table(pa.concat_tables(pending).replace_schema_metadata(meta))
+

@@ -1,0 +1,184 @@
+"""`paradise import nsys` on small exports built here (tests/nsys_db.py): several processes in one
+file, several files on one clock, MPI tables, PyTorch step ranges, and every refusal."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import warnings
+
+import duckdb
+import pytest
+
+from paradise.errors import ImportFormatError, SchemaVersionError, TruncatedTrace
+from paradise.importers.nsys import import_trace
+from paradise.importers.nsys_tables import MSG_RANK_SHIFT
+from paradise.store import open_trace
+from tests.nsys_db import SESSION_NS, write_export
+
+
+def _q(path, sql):
+    return duckdb.sql(sql.replace("events", f"read_parquet('{path}')")).fetchall()
+
+
+def test_several_processes_in_one_file(tmp_path):
+    src = write_export(tmp_path / "job.sqlite", pids=(100, 200))
+    out = import_trace(src, tmp_path / "t.parquet")
+    assert sorted(_q(out, "SELECT DISTINCT pe FROM events")) == [(0,), (1,)]
+    # per rank: 2 steps, 2 launches + 2 device rows per step, one unlaunched kernel
+    for pe in (0, 1):
+        steps = _q(out, f"SELECT step, t1 - t0 FROM events WHERE kind = 'step' AND pe = {pe} ORDER BY step")
+        assert steps == [(0, 900_000), (1, 900_000)]
+        dev = _q(out, f"SELECT name, step, msg FROM events WHERE stream IS NOT NULL AND pe = {pe} ORDER BY t0")
+        assert [d[1] for d in dev] == [0, 0, 1, 1, None]  # by their launch: they run after the step range ended
+        assert all(d[2] // MSG_RANK_SHIFT == pe for d in dev[:4]) and dev[4][2] is None
+    coll = _q(out, "SELECT pe, name, step FROM events WHERE kind = 'collective' ORDER BY pe")
+    assert coll == [(0, "ncclKernel_AllReduce_RING_LL_Sum_float", 1), (1, "ncclKernel_AllReduce_RING_LL_Sum_float", 1)]
+    p2p = _q(out, "SELECT pe, peer_pe, bytes, step FROM events WHERE cat = 'mpi' AND name = 'MPI_Send' ORDER BY pe, t0")
+    assert p2p == [(0, 1, 1 << 20, 0), (0, 1, 1 << 20, 1), (1, 0, 1 << 20, 0), (1, 0, 1 << 20, 1)]
+    meta = open_trace(out).metadata
+    assert {r["rank_from"] for r in meta["extra"]["ranks"].values()} == {"mpi_thread_name"}
+    assert meta["extra"]["ranks"]["1"]["process"] == "train-1"
+
+
+def test_files_line_up_on_their_session_start(tmp_path):
+    a = write_export(tmp_path / "a.sqlite", pids=(100,), session_ns=SESSION_NS)
+    b = write_export(tmp_path / "b.sqlite", pids=(200,), session_ns=SESSION_NS + 5_000, mpi_names=False)
+    with pytest.warns(UserWarning, match="numbered 0-1"):
+        out = import_trace([a, b], tmp_path / "t.parquet")
+    first = dict(_q(out, "SELECT pe, min(t0) FROM events WHERE kind = 'step' GROUP BY pe"))
+    # b's process is pid 200 (its rows start 0 ns later on its own clock), its session 5 us later
+    assert first == {0: 0, 1: 5_000}
+    meta = open_trace(out).metadata
+    assert meta["origin_ns"] == SESSION_NS + 1_000_000 and meta["clock"]["aligned_to_unix_time"]
+
+
+def test_rank_option_and_step_pattern(tmp_path):
+    src = write_export(tmp_path / "one.sqlite", pids=(100,), mpi_names=False)
+    out = import_trace(src, tmp_path / "t.parquet", rank=5, step_pattern=r"ProfilerStep#(\d+)")
+    assert _q(out, "SELECT DISTINCT pe FROM events") == [(5,)]
+    out = import_trace(src, tmp_path / "u.parquet", step_pattern=r"NoSuchStep(\d+)")
+    assert _q(out, "SELECT count(*) FROM events WHERE kind = 'step'") == [(0,)]
+    assert _q(out, "SELECT count(*) FROM events WHERE cat = 'user_annotation'") == [(2,)]
+    two = write_export(tmp_path / "two.sqlite", pids=(100, 200))
+    with pytest.raises(ImportFormatError, match="one traced process, found 2"):
+        import_trace(two, tmp_path / "v.parquet", rank=0)
+    with pytest.raises(ImportFormatError, match="one group"):
+        import_trace(src, tmp_path / "w.parquet", step_pattern="step")
+
+
+def _truncated(tmp_path):
+    src = write_export(tmp_path / "full.sqlite")
+    data = src.read_bytes()
+    (tmp_path / "x.sqlite").write_bytes(data[: len(data) // 2])
+
+
+def _foreign(tmp_path):
+    con = sqlite3.connect(tmp_path / "x.sqlite")
+    con.execute("CREATE TABLE customers (id INTEGER, name TEXT)")
+    con.commit()
+    con.close()
+
+
+REFUSALS = {
+    "truncated": (_truncated, TruncatedTrace, "truncated SQLite file"),
+    "foreign": (_foreign, ImportFormatError, "not an Nsight Systems export (no META_DATA_EXPORT"),
+    "other-product": (lambda d: write_export(d / "x.sqlite", product="Nsight Compute"), ImportFormatError,
+                      "EXPORT_PRODUCT_NAME is 'Nsight Compute'"),
+    "no-string-table": (lambda d: write_export(d / "x.sqlite", drop=("StringIds",)), ImportFormatError,
+                        "table StringIds missing"),
+    "unknown-version": (lambda d: write_export(d / "x.sqlite", version="9.1.0"), SchemaVersionError,
+                        "schema version 9.1.0 is not one this importer reads"),
+    "empty": (lambda d: (d / "x.sqlite").write_bytes(b""), ImportFormatError, "empty file"),
+    "not-sqlite": (lambda d: (d / "x.sqlite").write_text('{"traceEvents": []}'), ImportFormatError,
+                   "not a SQLite database"),
+    "directory": (lambda d: (d / "x.sqlite").mkdir(), ImportFormatError, "is a directory"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSALS))
+def test_refusals_name_the_file_and_what_is_missing(tmp_path, case):
+    build, err, text = REFUSALS[case]
+    build(tmp_path)
+    with pytest.raises(err, match=text.replace("(", r"\(")) as info:
+        import_trace(tmp_path / "x.sqlite", tmp_path / "t.parquet")
+    assert str(tmp_path / "x.sqlite") in str(info.value) and "\n" not in str(info.value)
+    assert not (tmp_path / "t.parquet").exists()
+
+
+def test_missing_column_is_named(tmp_path):
+    src = write_export(tmp_path / "x.sqlite")
+    con = sqlite3.connect(src)
+    con.execute("ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN shortName")
+    con.commit()
+    con.close()
+    with pytest.raises(ImportFormatError, match="CUPTI_ACTIVITY_KIND_KERNEL lacks column.s. shortName"):
+        import_trace(src, tmp_path / "t.parquet")
+
+
+def test_report_without_nsys_says_how_to_export(tmp_path, monkeypatch):
+    rep = tmp_path / "run.nsys-rep"
+    rep.write_bytes(b"\x00" * 64)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no nsys on PATH
+    with pytest.raises(ImportFormatError, match=r"nsys export --type sqlite --output run.sqlite"):
+        import_trace(rep, tmp_path / "t.parquet")
+
+
+def test_cli_refusal_is_one_line_exit_2(tmp_path, cli):
+    write_export(tmp_path / "x.sqlite", version="9.1.0")
+    rc, out, err = cli("import", "nsys", tmp_path / "x.sqlite", "-o", tmp_path / "t.parquet")
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "x.sqlite" in err
+    with warnings.catch_warnings():
+        rc, out, err = cli("import", "nsys", write_export(tmp_path / "ok.sqlite"), "-o", tmp_path / "t.parquet",
+                           "--step-pattern", r"ProfilerStep#(\d+)")
+    assert rc == 0 and "2 step" in out, err
+    assert os.path.exists(tmp_path / "t.parquet")
+
+
+def test_report_is_exported_with_nsys_when_on_path(tmp_path, monkeypatch):
+    # a stand-in `nsys` that writes the export `nsys export --type sqlite --output OUT REPORT` would
+    src = write_export(tmp_path / "made.sqlite")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "nsys"
+    fake.write_text('#!/bin/sh\n[ "$1 $2 $3 $4" = "export --type sqlite --output" ] || exit 3\n'
+                    f'cp "{src}" "$5"\n')
+    fake.chmod(0o755)
+    rep = tmp_path / "run.nsys-rep"
+    rep.write_bytes(b"\x00" * 64)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    out = import_trace(rep, tmp_path / "t.parquet")
+    assert _q(out, "SELECT count(*) FROM events WHERE kind = 'step'") == [(2,)]
+    assert open_trace(out).metadata["extra"]["ranks"]["0"]["file"] == "run.nsys-rep"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bin", "made.sqlite", "run.nsys-rep", "t.parquet"]
+
+
+def test_nvtx_texts_with_the_separator_or_registered(tmp_path):
+    # texts are joined per batch with \x1f and split in Arrow; a text holding it is read row by row
+    src = write_export(tmp_path / "x.sqlite", steps=3)
+    con = sqlite3.connect(src)
+    con.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) VALUES (5, 9, 59, 'a\x1fb', ?)",
+                (100 << 24 | 100,))
+    con.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, textId, globalTid) VALUES (6, 8, 59, 4, ?)",
+                (100 << 24 | 100,))
+    con.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) VALUES (7, NULL, 34, '', ?)",
+                (100 << 24 | 100,))
+    con.commit()
+    con.close()
+    out = import_trace(src, tmp_path / "t.parquet")
+    got = _q(out, "SELECT name, kind, t1 - t0 FROM events WHERE cat IN ('user_annotation', 'nvtx_mark') "
+                  "AND kind != 'step' ORDER BY t0")
+    assert got == [("a\x1fb", "exec", 4), ("gemm", "exec", 2), ("", "mark", None)]
+    assert _q(out, "SELECT count(*) FROM events WHERE kind = 'step'") == [(3,)]
+
+
+def test_a_bad_export_of_a_report_names_the_report(tmp_path, monkeypatch):
+    src = write_export(tmp_path / "made.sqlite", version="9.1.0")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nsys").write_text(f'#!/bin/sh\ncp "{src}" "$5"\n')
+    (bin_dir / "nsys").chmod(0o755)
+    (tmp_path / "run.nsys-rep").write_bytes(b"\x00" * 64)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    with pytest.raises(SchemaVersionError, match=r"^\S*run\.nsys-rep: Nsight export schema version 9\.1\.0"):
+        import_trace(tmp_path / "run.nsys-rep", tmp_path / "t.parquet")
