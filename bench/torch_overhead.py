@@ -8,7 +8,7 @@ rotating through the four modes for many rounds, so machine load, frequency and 
 all modes alike. The tracer's hooks are installed only during `paradise` blocks and the profiler
 runs only during `profiler` blocks (CPU activities, `prof.step()` after each step; its start and
 stop are outside the timed region). Each block is timed in process CPU time (all threads of the
-rank: hooks, comm-thread callbacks, Parquet flushes), main-thread CPU time and wall time. Ratios
+rank: hooks, gloo threads, Parquet flushes), main-thread CPU time and wall time. Ratios
 are to `untraced`: the median over rounds of each round's paired ratio, and the ratio of medians;
 "added per step" is the median over rounds of each block's per-step time minus the same round's
 `untraced` block. The `untraced2` lines show how large a difference the measurement can resolve.
