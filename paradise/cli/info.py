@@ -9,20 +9,13 @@ import typer
 
 from paradise.analyses.runner import trace_summary
 
-INFO_SQL = """
-SELECT kind, count(*) AS events, min(t0) AS t_min, max(coalesce(t1, t0)) AS t_max,
-       min(step) AS step_min, max(step) AS step_max, count(DISTINCT pe) AS pes
-FROM events GROUP BY kind ORDER BY events DESC
-"""
-
 
 def trace_info(path: Path) -> dict:
-    from paradise.engines.duckdb_engine import DuckDBEngine
-    from paradise.store import open_trace
+    from paradise.run import open_run
 
-    trace = open_trace(path)
-    with DuckDBEngine(trace) as eng:
-        rows = eng.sql(INFO_SQL).to_pylist()
+    with open_run(path) as session:
+        rows = session.engine.query("info_kinds").to_pylist()
+    trace = session.trace
     kinds = {r["kind"]: r["events"] for r in rows}
     t_min = min((r["t_min"] for r in rows if r["t_min"] is not None), default=None)
     t_max = max((r["t_max"] for r in rows if r["t_max"] is not None), default=None)

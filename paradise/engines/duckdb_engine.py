@@ -19,10 +19,11 @@ import duckdb
 import pyarrow as pa
 
 from paradise.engines import load_sql
-from paradise.engines.memory import DUCKDB_SHARE, default_memory_limit, fmt_size
+from paradise.engines.memory import DUCKDB_SHARE, default_memory_limit
 from paradise.errors import OutOfMemory, TruncatedTrace
 from paradise.format import ADDED_COLUMNS, SCHEMA
 from paradise.store import TraceHandle
+from paradise.units import binary_size
 
 SPILL_PREFIX = "paradise-spill-"
 """Name prefix of the spill directory, created under the system temporary directory ($TMPDIR)."""
@@ -106,12 +107,16 @@ class DuckDBEngine:
     thread at a time); the view is shared."""
 
     def __init__(self, trace: TraceHandle, files: list[str] | None = None, threads: int | None = None,
-                 memory_limit: int | None = None) -> None:
+                 memory_limit: int | None = None, spill_dir: str | Path | None = None) -> None:
         self.trace = trace
         self.memory_limit = int(memory_limit or default_memory_limit())
         """Bytes the whole analysis may use (DuckDB gets DUCKDB_SHARE of it); the event layer sizes its
         own buffers from it."""
-        self.spill_dir: str | None = None
+        self.spill_dir: str | None = str(spill_dir) if spill_dir is not None else None
+        """Where DuckDB spills: a directory of the caller's (kept on close), else one of its own made
+        before the first query and removed on close."""
+        self._own_spill = spill_dir is None
+        self._spill_set = False
         self.con = duckdb.connect(":memory:")
         self.con.execute("SET enable_progress_bar = false")
         self.con.execute("SET memory_limit = $m", {"m": f"{int(self.memory_limit * DUCKDB_SHARE)}B"})
@@ -138,9 +143,12 @@ class DuckDBEngine:
         """Gives DuckDB its own spill directory before the first query (not DuckDB's default, `.tmp`
         in the working directory: nothing outside the chosen output is written)."""
         with self._lock:
-            if self.spill_dir is None:
+            if self._own_spill and self.spill_dir is None:
                 self.spill_dir = tempfile.mkdtemp(prefix=SPILL_PREFIX)
                 self.con.execute("SET temp_directory = $d", {"d": self.spill_dir})
+            elif not self._own_spill and not self._spill_set:
+                self.con.execute("SET temp_directory = $d", {"d": self.spill_dir})
+                self._spill_set = True
 
     @contextmanager
     def _guard(self) -> Iterator[None]:
@@ -151,7 +159,10 @@ class DuckDBEngine:
         except duckdb.OutOfMemoryException as exc:
             raise self._out_of_memory(exc) from None
         except duckdb.Error as exc:
-            raise damaged_file_error(exc, self.trace.files) from None
+            bad = damaged_file_error(exc, self.trace.files)
+            if bad is exc and isinstance(exc, duckdb.IOException) and not self._own_spill:
+                raise OSError(f"spilling to {self.spill_dir} failed: {str(exc).splitlines()[0][:120]}") from None
+            raise bad from None
 
     def _out_of_memory(self, exc: duckdb.OutOfMemoryException) -> OutOfMemory:
         """The one line for a query that failed after spilling: a full spill disk (DuckDB could not
@@ -160,12 +171,12 @@ class DuckDBEngine:
         text = str(exc)
         first = (text.strip().splitlines() or [""])[0]
         if SPILL_FULL_MARK in text:
-            return OutOfMemory(
-                f"{self.trace.path}: the spill directory {self.spill_dir} ran out of disk ({first}); set "
-                "TMPDIR to a directory on a disk with more free space, or give a larger --memory-limit so "
-                "that less spills")
+            where = ("set TMPDIR to a directory on a disk with more free space, or give a larger --memory-limit "
+                     "so that less spills" if self._own_spill else "free space on that disk")
+            return OutOfMemory(f"{self.trace.path}: the spill directory {self.spill_dir} ran out of disk ({first}); "
+                               + where)
         return OutOfMemory(
-            f"{self.trace.path}: needs more memory than --memory-limit {fmt_size(self.memory_limit)} allows, "
+            f"{self.trace.path}: needs more memory than --memory-limit {binary_size(self.memory_limit)} allows, "
             f"even spilling to disk ({first}); try `paradise analyze --only overview` for the first "
             "report, a larger --memory-limit, or --engine dask on a cluster")
 
@@ -190,7 +201,13 @@ class DuckDBEngine:
         consumers that copy it into arrays of their own (or a file) and should not hold the whole
         Arrow table as well."""
         with self._guard():
-            return self._con().sql(load_sql(name), params=params or None).to_arrow_reader(batch_size=batch_rows)
+            reader = self._con().sql(load_sql(name), params=params or None).to_arrow_reader(batch_size=batch_rows)
+        return pa.RecordBatchReader.from_batches(reader.schema, self._guarded(reader))
+
+    def _guarded(self, reader: pa.RecordBatchReader) -> Iterator[pa.RecordBatch]:
+        """The reader's batches, its errors while streaming turned into one line as a query's are."""
+        with self._guard():
+            yield from reader
 
     def close(self) -> None:
         with self._lock:
@@ -198,7 +215,7 @@ class DuckDBEngine:
                 cur.close()
             self._cursors.clear()
         self.con.close()
-        if self.spill_dir is not None:
+        if self._own_spill and self.spill_dir is not None:
             shutil.rmtree(self.spill_dir, ignore_errors=True)
             self.spill_dir = None
 

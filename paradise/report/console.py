@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.segment import Segment
 from rich.table import Table
 
+from paradise import units
 from paradise.report.text import LAYOUT_RE as _CONTROL_RE
 from paradise.report.text import visible
 
@@ -41,26 +42,6 @@ def console() -> Console:
     return SafeConsole(highlight=False, emoji=False)
 
 
-def fmt_ns(ns: float | int | None) -> str:
-    if ns is None:
-        return "-"
-    ns = float(ns)
-    for unit, div in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if abs(ns) >= div:
-            return f"{ns / div:.3g} {unit}"
-    return f"{ns:.0f} ns"
-
-
-def fmt_bytes(b: float | int | None) -> str:
-    if b is None:
-        return "-"
-    b = float(b)
-    for unit, div in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(b) >= div:
-            return f"{b / div:.3g} {unit}"
-    return f"{b:.0f} B"
-
-
 def print_info(info: dict[str, Any]) -> None:
     c = console()
     status = "[green]finished[/green]" if info["complete"] else "[red]did not finish (no clean close)[/red]"
@@ -68,7 +49,7 @@ def print_info(info: dict[str, Any]) -> None:
             f"{status}")
     c.print(
         f"PEs/ranks: {info['pes']}   files: {info['files']}   rows: {info['rows']:,}   "
-        f"span: {fmt_ns(info['span_ns'])}"
+        f"span: {units.duration(info['span_ns'])}"
         + (f"   steps: {info['steps']['min']}..{info['steps']['max']}" if info["steps"] else "")
     )
     t = Table(title="events by kind")
