@@ -72,7 +72,7 @@ def print_clock(clock: Any) -> None:
     c = console()
     err = clock.get("residual_ns")
     c.print(f"clock: {shown(clock.get('method') or '?')}"
-            + (f", largest error ±{fmt_ns(err)}" if isinstance(err, (int, float)) else ", error unknown"))
+            + (f", largest error ±{units.duration(err)}" if isinstance(err, (int, float)) else ", error unknown"))
     offsets = clock.get("offsets")
     if not isinstance(offsets, dict) or not offsets:
         return
@@ -84,7 +84,7 @@ def print_clock(clock: Any) -> None:
         start, end = e.get("start_ns"), e.get("end_ns")
         span = (e.get("t_end") or 0) - (e.get("t_start") or 0)
         drift = f"{(end - start) / span * 1e6:+.1f} ppm" if end is not None and start is not None and span > 0 else "-"
-        t.add_row(shown(pe), _signed_ns(start), _signed_ns(end), drift, fmt_ns(e.get("error_ns")))
+        t.add_row(shown(pe), _signed_ns(start), _signed_ns(end), drift, units.duration(e.get("error_ns")))
     c.print(t)
     if len(ranked) > CLOCK_ROWS:
         c.print(f"... {len(ranked) - CLOCK_ROWS} more PEs (--json lists all)")
@@ -93,4 +93,4 @@ def print_clock(clock: Any) -> None:
 def _signed_ns(ns: Any) -> str:
     if not isinstance(ns, (int, float)):
         return "-"
-    return ("-" if ns < 0 else "+") + fmt_ns(abs(ns))
+    return ("-" if ns < 0 else "+") + units.duration(abs(ns))
