@@ -26,6 +26,7 @@ def trace_info(path: Path) -> dict:
         "pes_seen": meta.get("pes_seen"),
         "events_by_kind": kinds,
         "span_ns": (t_max - t_min) if t_min is not None and t_max is not None else 0,
+        "clock": meta.get("clock"),
         "steps": {
             "min": min(r["step_min"] for r in steps),
             "max": max(r["step_max"] for r in steps),
@@ -41,7 +42,8 @@ def register(app: typer.Typer) -> None:
         trace: Path = typer.Argument(..., help="Trace file or directory."),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     ) -> None:
-        """Show what a trace holds: source, PEs/ranks, events by kind, time span, steps."""
+        """Show what a trace holds: source, PEs/ranks, events by kind, time span, steps, and how the
+        PEs' clocks were aligned (per-PE offsets to PE 0 at start and end, and their error)."""
         info = trace_info(trace)
         if as_json:
             typer.echo(json.dumps(info, indent=2, sort_keys=True))

@@ -17,12 +17,16 @@ BATCH_ROWS = 256_000
 
 
 def merged_metadata(trace) -> dict:
-    """The metadata of the merged file: the trace's, with pe=null and complete = all files complete."""
+    """The metadata of the merged file: the trace's, with pe=null and complete = all files complete;
+    clock offsets are kept for `paradise info`, marked applied (a file with pe=null is never corrected)."""
     from paradise.format import METADATA_FIELDS
 
     meta = {k: v for k, v in trace.metadata.items() if k in METADATA_FIELDS and k != "format_version"}
     meta["pe"] = None
     meta["complete"] = trace.complete
+    clock = meta.get("clock")
+    if isinstance(clock, dict) and clock.get("offsets"):
+        meta["clock"] = {**clock, "applied": True}  # the merged rows carry corrected times
     if not meta.get("pes") and trace.metadata.get("pes_seen"):
         meta["pes"] = len(trace.metadata["pes_seen"])
     return meta

@@ -65,12 +65,38 @@ def _added_columns() -> str:
 _SQL_TYPES = {"int64": "BIGINT", "int32": "INTEGER", "string": "VARCHAR"}
 
 
-def events_view_sql(files: list[str]) -> str:
-    """The one place file paths enter SQL text; everything else is bound parameters. Two views:
-    `events` (the trace's rows) and `running` (each PE's running intervals, events_running.sql)."""
+CLOCKED_COLUMNS = ("t0", "t1", "exec_t0")
+"""Time columns the clock correction moves (`active` is a duration and stays)."""
+
+
+def _corrected_rows(files: list[str], corrections: dict[str, tuple[int, int, float]]) -> str:
+    """The files' rows with each file's clock correction (paradise.store.clock) added to its times:
+    t + offset + drift * (t - t_start), joined by file name from a table of the corrected files."""
+    values = ", ".join(
+        f"('{f.replace(chr(39), chr(39) * 2)}', {int(ts)}::BIGINT, {int(a)}::BIGINT, {float(d)!r}::DOUBLE)"
+        for f, (ts, a, d) in corrections.items()
+    )
+    shift = ", ".join(
+        f"r.{c} + coalesce(c.a + CAST(round(c.d * (r.{c} - c.ts)) AS BIGINT), 0) AS {c}" for c in CLOCKED_COLUMNS
+    )
     return (
-        "CREATE OR REPLACE VIEW events AS SELECT * FROM "
-        f"read_parquet({_file_list(files)}, union_by_name = true)" + _added_columns() + ";\n"
+        f"SELECT r.* EXCLUDE (filename) REPLACE ({shift}) FROM ("
+        f"SELECT * FROM read_parquet({_file_list(files)}, union_by_name = true, filename = true)"
+        + _added_columns() + f") r LEFT JOIN (VALUES {values}) c(f, ts, a, d) ON r.filename = c.f"
+    )
+
+
+def events_view_sql(files: list[str], corrections: dict[str, tuple[int, int, float]] | None = None) -> str:
+    """The one place file paths enter SQL text; everything else is bound parameters. Two views:
+    `events` (the trace's rows, per-PE clock corrections applied: the only place they are) and
+    `running` (each PE's running intervals, events_running.sql)."""
+    mine = {f: c for f, c in (corrections or {}).items() if f in set(files)}
+    rows = (
+        _corrected_rows(files, mine) if mine
+        else f"SELECT * FROM read_parquet({_file_list(files)}, union_by_name = true)" + _added_columns()
+    )
+    return (
+        f"CREATE OR REPLACE VIEW events AS {rows};\n"
         "CREATE OR REPLACE VIEW running AS " + load_sql("events_running")
     )
 
@@ -96,7 +122,7 @@ class DuckDBEngine:
         self.con.execute("SET memory_limit = $m", {"m": f"{int(self.memory_limit * DUCKDB_SHARE)}B"})
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
-        self.con.execute(events_view_sql(files if files is not None else trace.sql_files()))
+        self.con.execute(events_view_sql(files if files is not None else trace.sql_files(), trace.corrections))
         self._owner = threading.get_ident()
         self._cursors: dict[int, duckdb.DuckDBPyConnection] = {}
         self._lock = threading.Lock()
