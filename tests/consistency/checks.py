@@ -15,7 +15,7 @@ from typing import Any
 
 from consistency import views as V
 
-from paradise.report.console import fmt_ns
+from paradise.units import duration as fmt_ns
 
 VIEWS_REL = 0.005
 """The report's figures, `compare --json` and export chrome agree with analyze within 0.5 %."""
