@@ -104,13 +104,13 @@ def install_exec_hooks(entry_method_mod) -> None:
             mid = src = NULL
         t0 = clock()
         parent = cur[0]
-        if parent is not None:
-            parent[1] += t0 - parent[0]
+        if parent is not None:  # nested: the parent's piece so far ends here
+            pause(parent, t0)
         cur[0] = rec = [t0, 0, parent, ident, t0, name, mid]
         if flag:
             _special(flag, obj, ident, mid, t0)
-        if coro:  # may suspend: its pieces are tracked (PIECE_START, PIECE_END), see install_greenlet_trace
-            rec += (t0, None)
+        if coro:  # may suspend: it has PIECE_END from the start, see install_greenlet_trace
+            rec.append(None)
             opened[id(rec)] = rec
         try:
             orig_run(self, obj, header, args, ret_fut)
@@ -118,10 +118,11 @@ def install_exec_hooks(entry_method_mod) -> None:
             t1 = clock()
             cur[0] = parent
             if parent is not None:
-                parent[0] = t1
-            if coro:
-                opened.pop(id(rec), None)
-                if rec[PIECE_END] is not None:  # it suspended: its last piece ends here
+                parent[0] = t1  # the parent's next piece starts
+            if len(rec) > PIECE_END:  # a coroutine, or an execution something ran inside
+                if coro:
+                    opened.pop(id(rec), None)
+                if rec[PIECE_END] is not None:  # it was paused: its last piece ends here
                     write_piece(rec, t1)
             o = P.origin
             put(EXEC_HEAD(t0 - o, mid, name, P.pe, src, t1 - o, rec[1] + t1 - rec[0]))
@@ -386,23 +387,38 @@ def install_migration_hook(charm) -> None:
     charm.arrayElemLeave = arrayElemLeave
 
 
-PIECE_START, PIECE_END = 7, 8
-"""Fields of the record of an execution that may suspend (a coroutine / threaded entry method):
-when its current piece started (its start or last resume), and when its last written piece
-ended (None until it first suspends). Plain executions have no such fields: they pay nothing."""
+PIECE_END = 7
+"""Field of the record of an execution that runs in pieces: when its last written piece ended
+(None until one is written). An execution record is [start of its current piece (its start or
+last resume), active so far, parent record, identity, t0, name code, msg]; a coroutine / threaded
+entry method has PIECE_END from its start, any other execution gets it when it is first paused
+(`pause`: a nested execution starts, or a coroutine is resumed inside it). Plain executions that
+nothing runs inside never have it: they pay nothing."""
 
 
 def write_piece(rec: list, t1: int) -> None:
-    """A `piece` row: the execution of `rec` ran from its piece start to t1 (trace format 1.1)."""
+    """A `piece` row: the execution of `rec` ran from its current piece's start to t1 (format 1.1)."""
     o, ident, mid = ST.origin, rec[3], rec[6]
-    ST.buf.extend(pack(K_PIECE, ST.pe, rec[PIECE_START] - o, t1 - o, NULL, ident[CAT], ident[COLL], ident[OBJ],
+    ST.buf.extend(pack(K_PIECE, ST.pe, rec[0] - o, t1 - o, NULL, ident[CAT], ident[COLL], ident[OBJ],
                        ident[INDEX], rec[5], mid, NULL, NULL, NULL, NULL, ident[STEP], NULL, rec[4] - o))
-    rec[PIECE_END] = t1
+    if len(rec) > PIECE_END:
+        rec[PIECE_END] = t1
+    else:
+        rec.append(t1)
+
+
+def pause(rec: list, now: int) -> None:
+    """The execution of `rec` stops running at `now` (an execution nested in it starts, or its
+    greenlet switches away): the piece it ran counts in `active` and is written, so the running
+    intervals of a PE never overlap; the caller sets rec[0] when it resumes."""
+    rec[1] += now - rec[0]
+    write_piece(rec, now)
 
 
 def install_greenlet_trace() -> None:
-    """Coroutine suspensions: pause the running record of the greenlet switched away from; a
-    coroutine's record writes the piece it just ran, and starts its next piece when resumed."""
+    """Greenlet switches: the execution running in the greenlet switched away from is paused (writes
+    the piece it just ran: a coroutine suspending, or the execution a coroutine is resumed inside);
+    the one of the greenlet switched to starts its next piece."""
     cur = ST.cur
 
     def trace(event, args):
@@ -412,9 +428,7 @@ def install_greenlet_trace() -> None:
         now = clock()
         rec = cur[0]
         if rec is not None:
-            rec[1] += now - rec[0]
-            if len(rec) > PIECE_START:
-                write_piece(rec, now)
+            pause(rec, now)
         try:
             origin._pt_cur = rec
         except AttributeError:
@@ -422,8 +436,6 @@ def install_greenlet_trace() -> None:
         nxt = getattr(target, "_pt_cur", None)
         if nxt is not None:
             nxt[0] = now
-            if len(nxt) > PIECE_START:
-                nxt[PIECE_START] = now
         cur[0] = nxt
 
     greenlet.settrace(trace)
