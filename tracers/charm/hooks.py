@@ -109,9 +109,8 @@ def install_exec_hooks(entry_method_mod) -> None:
         cur[0] = rec = [t0, 0, parent, ident, t0, name, mid]
         if flag:
             _special(flag, obj, ident, mid, t0)
-        if coro:  # may suspend: it has PIECE_END from the start, see install_greenlet_trace
+        if coro:  # may suspend: it has PIECE_END from the start (`pause`)
             rec.append(None)
-            opened[id(rec)] = rec
         try:
             orig_run(self, obj, header, args, ret_fut)
         finally:
@@ -119,13 +118,13 @@ def install_exec_hooks(entry_method_mod) -> None:
             cur[0] = parent
             if parent is not None:
                 parent[0] = t1  # the parent's next piece starts
-            if len(rec) > PIECE_END:  # a coroutine, or an execution something ran inside
+            r0 = rec[0]
+            if r0 is not t0:  # it was paused (rec[0] is its last resume): its last piece ends here
                 if coro:
                     opened.pop(id(rec), None)
-                if rec[PIECE_END] is not None:  # it was paused: its last piece ends here
-                    write_piece(rec, t1)
+                write_piece(rec, t1)
             o = P.origin
-            put(EXEC_HEAD(t0 - o, mid, name, P.pe, src, t1 - o, rec[1] + t1 - rec[0]))
+            put(EXEC_HEAD(t0 - o, mid, name, P.pe, src, t1 - o, rec[1] + t1 - r0))
             put(ident[XTAIL])  # read at the end: the step may have changed during the execution
 
     EM.__init__ = em_init
@@ -388,12 +387,12 @@ def install_migration_hook(charm) -> None:
 
 
 PIECE_END = 7
-"""Field of the record of an execution that runs in pieces: when its last written piece ended
-(None until one is written). An execution record is [start of its current piece (its start or
-last resume), active so far, parent record, identity, t0, name code, msg]; a coroutine / threaded
-entry method has PIECE_END from its start, any other execution gets it when it is first paused
-(`pause`: a nested execution starts, or a coroutine is resumed inside it). Plain executions that
-nothing runs inside never have it: they pay nothing."""
+"""Field of the record of an execution that runs in pieces: when its last paused piece ended
+(None until it is first paused). An execution record is [start of its current piece (its start
+or last resume), active so far, parent record, identity, t0, name code, msg]; a coroutine /
+threaded entry method has PIECE_END from its start, any other execution gets it when it is first
+paused (`pause`: a nested execution starts, or a coroutine is resumed inside it). Plain
+executions that nothing runs inside never have it: they pay nothing."""
 
 
 def write_piece(rec: list, t1: int) -> None:
@@ -401,18 +400,22 @@ def write_piece(rec: list, t1: int) -> None:
     o, ident, mid = ST.origin, rec[3], rec[6]
     ST.buf.extend(pack(K_PIECE, ST.pe, rec[0] - o, t1 - o, NULL, ident[CAT], ident[COLL], ident[OBJ],
                        ident[INDEX], rec[5], mid, NULL, NULL, NULL, NULL, ident[STEP], NULL, rec[4] - o))
-    if len(rec) > PIECE_END:
-        rec[PIECE_END] = t1
-    else:
-        rec.append(t1)
 
 
 def pause(rec: list, now: int) -> None:
     """The execution of `rec` stops running at `now` (an execution nested in it starts, or its
     greenlet switches away): the piece it ran counts in `active` and is written, so the running
-    intervals of a PE never overlap; the caller sets rec[0] when it resumes."""
+    intervals of a PE never overlap. The caller sets rec[0] when it resumes, so at its end
+    `rec[0] is not t0` tells `run` that it ran in pieces. A coroutine paused for the first time
+    becomes open (its rows are written at the close if it never ends)."""
     rec[1] += now - rec[0]
     write_piece(rec, now)
+    if len(rec) > PIECE_END:
+        if rec[PIECE_END] is None:
+            ST.open[id(rec)] = rec
+        rec[PIECE_END] = now
+    else:
+        rec.append(now)
 
 
 def install_greenlet_trace() -> None:
@@ -444,9 +447,11 @@ def install_greenlet_trace() -> None:
 def write_unfinished(now: int) -> None:
     """Rows for coroutine executions still open when the trace closes (e.g. `main`): the exec row
     and, for one that is running now (the trace closes from inside it), its last piece. One that
-    is suspended ends with its last piece; its pieces were written when it suspended."""
+    is suspended ends with its last piece; its pieces were written when it was paused."""
     o, unfinished = ST.origin, ST.strings.code(UNFINISHED)
     running = ST.cur[0]
+    if running is not None and len(running) > PIECE_END:  # a coroutine, maybe never paused
+        ST.open[id(running)] = running
     for rec in list(ST.open.values()):
         ident, mid = rec[3], rec[6]
         active, t1 = rec[1], now
