@@ -1,6 +1,6 @@
 """Cost of the charm4py tracer: each program traced and untraced, side by side, on 1 and 2 PEs.
 
-    .venv/bin/python bench/charm_overhead.py [--reps 3] [--pes 1 2] [--only stencil2d ...] [--micro]
+    .venv/bin/python bench/charm_overhead.py [--reps 3] [--pes 1 2] [--only stencil2d ...] [--micro] [--before DIR]
 
 For every (program, PEs) it runs REPS untraced/traced pairs (interleaved, so a busy machine
 hurts both alike) and prints the median times, their ratio, and the tracer's cost per
@@ -11,14 +11,18 @@ and the whole charmrun wall time.
 
 `--micro` first prices the hooks alone, in-process and without charmrun: a fake charm4py
 (packMsg, CkArraySend, recvArrayMsg, EntryMethod._run as cheap stand-ins) bounces one local
-array message HOPS times through the real hooks, in fresh interpreters, hooked and not, and
-prints the minimum over many short repetitions (the least-disturbed one on a busy machine).
-The difference is the tracer's CPU cost per message (one send row + one exec row + dispatch).
+array message HOPS times through the real hooks, in fresh interpreters: not hooked, hooked with
+the pure-Python recorder (PARADISE_NATIVE_RECORDER=0) and hooked with the native one; it prints
+the minimum over many short repetitions (the least-disturbed one on a busy machine). The
+difference is the tracer's CPU cost per message (one send row + one exec row + dispatch).
+`--before DIR` adds the tracer of another source tree (e.g. `git archive main | tar -x -C DIR`)
+to both measurements, run in the same rounds (PYTHONPATH=DIR for its traced runs).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import statistics
@@ -28,7 +32,8 @@ from pathlib import Path
 
 import duckdb
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(os.environ.get("PARADISE_BENCH_TREE") or Path(__file__).resolve().parents[1])
+"""The source tree whose tracer runs (PARADISE_BENCH_TREE: the --before tree, for the micro children)."""
 sys.path.insert(0, str(ROOT))
 
 from tracers.charm.launch import launch  # noqa: E402
@@ -45,13 +50,30 @@ RUN_TIMEOUT_S = 300
 ELAPSED_RE = re.compile(r"elapsed_s=([0-9.eE+-]+)")
 
 
-def _one(path: Path, args: list[str], pes: int, trace_dir: Path | None) -> tuple[float, float | None]:
-    res = launch(path, args, pes, trace_dir=trace_dir, capture=True, timeout_s=RUN_TIMEOUT_S)
+CLOSE_RE = re.compile(r"trace file written in ([0-9.]+) s after the program's end")
+
+
+def _one(path: Path, args: list[str], pes: int, trace_dir: Path | None,
+         tree: Path | None = None) -> tuple[float, float | None, float]:
+    """(wall s, the program's elapsed_s, the slowest PE's trace close s) of one run; `tree`: the
+    source tree whose tracer runs (PYTHONPATH; default this one)."""
+    old = os.environ.get("PYTHONPATH")
+    if tree is not None:
+        os.environ["PYTHONPATH"] = str(tree)
+    try:
+        res = launch(path, args, pes, trace_dir=trace_dir, capture=True, timeout_s=RUN_TIMEOUT_S)
+    finally:
+        if tree is not None:
+            if old is None:
+                os.environ.pop("PYTHONPATH", None)
+            else:
+                os.environ["PYTHONPATH"] = old
     if res.returncode != 0 or "RESULT ok" not in (res.stdout or ""):
         raise RuntimeError(f"{path.name} +p{pes} {'traced' if trace_dir else 'untraced'} failed "
                            f"({res.returncode}): {(res.stderr or '')[-500:]}")
     m = ELAPSED_RE.search(res.stdout.split("RESULT ok", 1)[1])
-    return res.wall_s, float(m.group(1)) if m else None
+    closes = [float(c) for c in CLOSE_RE.findall((res.stderr or "") + (res.stdout or ""))]
+    return res.wall_s, float(m.group(1)) if m else None, max(closes, default=0.0)
 
 
 def _messages(trace_dir: Path) -> int:
@@ -61,27 +83,36 @@ def _messages(trace_dir: Path) -> int:
     return int(n)
 
 
-def bench(name: str, path: Path, args: list[str], pes: int, reps: int) -> dict:
-    plain_wall, plain_prog, traced_wall, traced_prog, msgs = [], [], [], [], 0
+def bench(path: Path, args: list[str], pes: int, reps: int, tracers: dict[str, Path | None]) -> dict:
+    """Medians of REPS interleaved rounds (untraced, then each tracer) of one program; per tracer
+    (prog/wall: untraced s, traced s, ratio, us/msg) and its close s."""
+    wall: dict[str, list[float]] = {k: [] for k in ("untraced", *tracers)}
+    prog: dict[str, list[float | None]] = {k: [] for k in wall}
+    close: dict[str, list[float]] = {k: [] for k in tracers}
+    msgs = 0
     tmp = Path(tempfile.mkdtemp(prefix="paradise-bench-"))
     try:
         for r in range(reps):
-            w, p = _one(path, args, pes, None)
-            plain_wall.append(w)
-            plain_prog.append(p)
-            out = tmp / f"t{r}"
-            w, p = _one(path, args, pes, out)
-            traced_wall.append(w)
-            traced_prog.append(p)
-            msgs = _messages(out)
+            w, p, _ = _one(path, args, pes, None)
+            wall["untraced"].append(w)
+            prog["untraced"].append(p)
+            for label, tree in tracers.items():
+                out = tmp / f"{label}-{r}"
+                w, p, c = _one(path, args, pes, out, tree)
+                wall[label].append(w)
+                prog[label].append(p)
+                close[label].append(c)
+                msgs = _messages(out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    row = {"program": name, "pes": pes, "messages": msgs}
-    for label, plain, traced in (("prog", plain_prog, traced_prog), ("wall", plain_wall, traced_wall)):
-        if None in plain or None in traced:
-            continue
-        a, b = statistics.median(plain), statistics.median(traced)
-        row[label] = (a, b, b / a, (b - a) / msgs * 1e6 if msgs else float("nan"))
+    row: dict = {"messages": msgs}
+    for label in tracers:
+        row[label] = {"close": statistics.median(close[label])}
+        for kind, times in (("prog", prog), ("wall", wall)):
+            if None in times["untraced"] or None in times[label]:
+                continue
+            a, b = statistics.median(times["untraced"]), statistics.median(times[label])
+            row[label][kind] = (a, b, b / a, (b - a) / msgs * 1e6 if msgs else float("nan"))
     return row
 
 
@@ -126,7 +157,7 @@ def _micro_child(traced: bool) -> float:
 
         def recvArrayMsg(self, aid, index, ep, msg, dcopy_start):
             header, args = self.last
-            self.entryMethods[ep].run(obj, header, args)
+            self.entryMethods[ep].run(obj, header, args, ret_fut=False)  # as charm4py's invokeEntryMethod
 
         CkGroupSend = CkChareSend = recvGroupMsg = recvChareMsg = recvArrayBcast = buildMainchare = None
 
@@ -138,6 +169,9 @@ def _micro_child(traced: bool) -> float:
 
         ST.reg.arrays[0] = ("Player#0", "array")
         ST.pe, ST.origin = 0, clock()
+        rec = getattr(ST, "rec", None)  # None: a tracer from before the recorders (--before), rows in ST.buf
+        if rec is not None:
+            rec.pe, rec.origin = ST.pe, ST.origin
         hooks.install_exec_hooks(mod)
         hooks.install_send_hooks(charm)
         charm.recvGroupMsg = charm.recvChareMsg = charm.buildMainchare = lambda a, b, c, d: None
@@ -149,33 +183,44 @@ def _micro_child(traced: bool) -> float:
     obj, recv, best = Player(), charm.recvArrayMsg, float("inf")
     for _ in range(MICRO_REPS):
         if traced:
-            del ST.buf[:]
+            rec.clear() if rec is not None else ST.buf.clear()
         t = time.perf_counter()
         for _ in range(MICRO_HOPS):
             recv(0, (0,), 5, b"_local:1", 0)
         best = min(best, time.perf_counter() - t)
     if traced:
-        from tracers.charm.rowbuf import ROW
-
-        rows = len(ST.buf) // ROW.size
+        rows = len(rec) if rec is not None else len(ST.buf) // 144
         assert rows >= 2 * MICRO_HOPS, rows  # one send and one exec row per hop (+ idle rows)
     return best / MICRO_HOPS * 1e9
 
 
-def micro(rounds: int) -> None:
-    """Hooked vs plain hop cost, `rounds` interleaved pairs of fresh interpreters."""
+def micro(rounds: int, before: Path | None = None) -> None:
+    """Plain vs hooked hop cost with each recorder (and the tracer of the `before` tree), `rounds`
+    interleaved rounds of fresh interpreters."""
     import subprocess
 
-    plain, traced = [], []
+    sides = {"plain": ("plain", "1", ROOT), "python recorder": ("traced", "0", ROOT),
+             "native recorder": ("traced", "1", ROOT)}
+    if before is not None:
+        sides = {"plain": sides["plain"], "before": ("traced", "1", before), **dict(list(sides.items())[1:])}
+    times: dict[str, list[float]] = {k: [] for k in sides}
+    kinds: dict[str, str] = {}
     for _ in range(rounds):
-        for flag, out in (("plain", plain), ("traced", traced)):
+        for label, (flag, native, tree) in sides.items():
+            env = dict(os.environ, PARADISE_NATIVE_RECORDER=native)
+            env["PARADISE_BENCH_TREE"] = str(tree)
             res = subprocess.run([sys.executable, __file__, "--micro-child", flag], capture_output=True, text=True,
-                                 check=True, cwd=ROOT)
-            out.append(float(res.stdout.split()[-1]))
-    a, b = statistics.median(plain), statistics.median(traced)
+                                 check=True, cwd=tree, env=env)
+            kind, ns = res.stdout.split()[-2:]
+            kinds[label] = kind
+            times[label].append(float(ns))
+    a = statistics.median(times["plain"])
     print(f"micro (in-process hooks, 1 local array message per hop, min of {MICRO_REPS}x{MICRO_HOPS} hops, "
-          f"median of {rounds} interpreters): plain {a:.0f} ns/hop, traced {b:.0f} ns/hop, "
-          f"tracer {b - a:.0f} ns/msg")
+          f"median of {rounds} interpreters): plain {a:.0f} ns/hop")
+    for label in list(sides)[1:]:
+        b = statistics.median(times[label])
+        print(f"  traced, {label:<16} ({kinds[label]:>6} ran): {b:.0f} ns/hop, tracer {b - a:.0f} ns/msg, "
+              f"{b / a:.2f}x")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -187,21 +232,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--micro-rounds", type=int, default=3)
     ap.add_argument("--micro-child", choices=("plain", "traced"), help=argparse.SUPPRESS)
     ap.add_argument("--no-programs", action="store_true", help="only the --micro measurement")
+    ap.add_argument("--before", type=Path, default=None,
+                    help="a source tree (e.g. `git worktree add /tmp/main main`) whose tracer runs beside this one")
     a = ap.parse_args(argv)
     if a.micro_child:
-        print(f"{_micro_child(a.micro_child == 'traced'):.1f}")
+        ns = _micro_child(a.micro_child == "traced")
+        from tracers.charm._state import ST
+
+        print(getattr(ST, "recorder_kind", "old").split()[0], f"{ns:.1f}")
         return 0
     names = a.only or list(PROGRAMS)
-    import os
-
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
     if a.micro:
-        micro(a.micro_rounds)
+        micro(a.micro_rounds, a.before.resolve() if a.before else None)
     if a.no_programs:
         return 0
-    print(f"charm4py tracer overhead: median of {a.reps} untraced/traced pairs per row")
-    print(f"{'program':<13}{'PEs':>4}{'messages':>10}  {'time':<5}{'untraced s':>11}{'traced s':>10}"
-          f"{'ratio':>7}{'us/msg':>8}")
+    tracers: dict[str, Path | None] = {"now": None}
+    if a.before is not None:
+        tracers = {"before": a.before.resolve(), "now": None}
+    print(f"charm4py tracer overhead: median of {a.reps} interleaved rounds (untraced, {', '.join(tracers)}) per row"
+          + (f"; before = the tracer of {a.before}" if a.before else ""))
+    print(f"{'program':<13}{'PEs':>4}{'messages':>10}  {'time':<5}{'tracer':<8}{'untraced s':>11}{'traced s':>10}"
+          f"{'ratio':>7}{'us/msg':>8}{'close s':>9}")
     for name in names:
         rel, args = PROGRAMS[name]
         path = ROOT / rel
@@ -210,19 +262,23 @@ def main(argv: list[str] | None = None) -> int:
             continue
         for pes in a.pes:
             try:
-                row = bench(name, path, args, pes, a.reps)
+                row = bench(path, args, pes, a.reps, tracers)
             except RuntimeError as exc:  # a hung or failed run (either side) is reported, not fatal
                 print(f"{name:<13}{pes:>4}  (skipped: {exc})")
                 continue
-            for label in ("prog", "wall"):
-                if label in row:
-                    plain, traced, ratio, per_msg = row[label]
-                    print(f"{name:<13}{pes:>4}{row['messages']:>10}  {label:<5}{plain:>11.3f}{traced:>10.3f}"
-                          f"{ratio:>7.2f}{per_msg:>8.1f}")
+            for kind in ("prog", "wall"):
+                for label in tracers:
+                    if kind not in row[label]:
+                        continue
+                    plain, traced, ratio, per_msg = row[label][kind]
+                    close = f"{row[label]['close']:>9.3f}" if kind == "wall" else ""
+                    print(f"{name:<13}{pes:>4}{row['messages']:>10}  {kind:<5}{label:<8}{plain:>11.3f}{traced:>10.3f}"
+                          f"{ratio:>7.2f}{per_msg:>8.1f}{close}")
             sys.stdout.flush()
     print(f"load average {os.getloadavg()[0]:.1f} at end")
     print("prog: the program's own elapsed_s (measured region); wall: whole charmrun run incl. start-up and "
-          "trace compaction. us/msg = (traced - untraced) / send rows.")
+          "trace compaction. us/msg = (traced - untraced) / send rows. close s: the slowest PE's trace "
+          "write after the program's end (inside wall), as the tracer reports it (0: not reported).")
     return 0
 
 

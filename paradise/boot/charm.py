@@ -34,9 +34,7 @@ def install(trace_dir: str | None, hints_dir: str | None, program: str) -> None:
         combiner = CombineConsumer(Path(hints_dir) / "comm.json", program)
         combiner.install(charm, chare)
     if trace_dir:
-        from tracers.charm import hooks, lifecycle, rowbuf
-
-        rowbuf.warm_up()
+        from tracers.charm import hooks, lifecycle
         st.tracing = True
         st.trace_dir = trace_dir
         lifecycle.install_lifecycle(charm, program)

@@ -7,6 +7,7 @@ assertion depends on timing.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -49,6 +50,9 @@ def test_files_and_metadata(ring):
     assert meta["clock"]["method"].startswith("host-monotonic")
     assert meta["clock"]["residual_ns"] is not None
     assert meta["extra"]["argv"] == [str(ITERS)]
+    # the native recorder unless tests/integration/test_charm_recorders.py runs these tests without it
+    off = os.environ.get("PARADISE_NATIVE_RECORDER") == "0"
+    assert meta["extra"]["recorder"] == ("python (PARADISE_NATIVE_RECORDER=0)" if off else "native")
 
 
 def test_every_execution_recorded(ring):
@@ -193,18 +197,27 @@ def test_example_traced(name, tmp_path):
     assert an.returncode == 0, an.stderr[-2000:]
 
 
-def test_packed_rows_round_trip(tmp_path):
-    """rowbuf: packed rows (codes, NULLs) come back as the schema's typed, nullable columns."""
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_packed_rows_round_trip(tmp_path, monkeypatch, native):
+    """rowbuf: packed rows (codes, NULLs) of either recorder come back as the schema's typed, nullable columns."""
     import pyarrow.parquet as pq
 
     from paradise.format import SCHEMA
-    from tracers.charm.rowbuf import NULL, PackedWriter, Strings, pack
+    from tracers.charm.parts import PackedWriter
+    from tracers.charm.rowbuf import NULL, Strings, make_recorder
+
+    monkeypatch.setenv("PARADISE_NATIVE_RECORDER", native)
+    rec, kind_ran = make_recorder()
+    assert kind_ran.startswith("native" if native == "1" else "python")
 
     strings = Strings()
     kind, coll, idx, name, args = (strings.code(t) for t in ("exec", "Cell#0", "[1,2]", "work", '{"a":1}'))
-    w = PackedWriter(tmp_path, 3, strings, source="charm4py", program="t", pes=4)
-    w.buf.extend(pack(kind, 3, 10, 20, 7, NULL, coll, 5, idx, name, 99, 1, NULL, NULL, 64, 2, args))
-    w.buf.extend(pack(kind, 3, 30, 40, 9, NULL, NULL, NULL, NULL, name, NULL, NULL, NULL, NULL, NULL, NULL, NULL))
+    w = PackedWriter(tmp_path, 3, strings, rec, source="charm4py", program="t", pes=4)
+    w.recorder.row(kind, 3, 10, 20, 7, NULL, coll, 5, idx, name, 99, 1, NULL, NULL, 64, 2, args)
+    w.recorder.row(kind, 3, 30, 40, 9, NULL, NULL, NULL, NULL, name, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
+    for text in ('{"é":"ü"}', "", '{"a":1}'):  # args gathered byte-wise: multi-byte, empty, repeated texts
+        w.recorder.row(kind, 3, 45, 46, 1, NULL, NULL, NULL, NULL, name, NULL, NULL, NULL, NULL, NULL, NULL,
+                       strings.code(text))
     w.flush()
     w.append_dict(kind="step", pe=3, t0=50, name="step", step=4)  # tuple rows share the file
     table = pq.ParquetFile(w.close()).read()
@@ -215,4 +228,30 @@ def test_packed_rows_round_trip(tmp_path):
                       "index": "[1,2]", "name": "work", "msg": 99, "peer_pe": 1, "bytes": 64, "step": 2,
                       "args": '{"a":1}', "tid": 0}
     assert got[1]["coll"] is None and got[1]["msg"] is None and got[1]["step"] is None
-    assert (got[2]["kind"], got[2]["step"]) == ("step", 4)
+    assert [g["args"] for g in got[2:5]] == ['{"é":"ü"}', "", '{"a":1}']
+    assert (got[5]["kind"], got[5]["step"]) == ("step", 4)
+
+
+def test_packed_parts_compacted(tmp_path):
+    """A run that flushed writes parts while it runs; close() compacts them into one complete file."""
+    import pyarrow.parquet as pq
+
+    from tracers.charm.parts import PackedWriter
+    from tracers.charm.rowbuf import NULL, Strings, make_recorder
+
+    rec, _ = make_recorder()
+    strings = Strings()
+    kind, name = strings.code("exec"), strings.code("work")
+    w = PackedWriter(tmp_path, 0, strings, rec, source="charm4py", program="t", pes=1)
+    for part in range(3):
+        for i in range(5):
+            w.recorder.row(kind, 0, part * 10 + i, part * 10 + i + 1, 1, NULL, NULL, NULL, NULL, name, NULL, NULL,
+                           NULL, NULL, NULL, NULL, strings.code(f"p{part}"))
+        w.flush()
+    w.drain()
+    assert len(list(tmp_path.glob("pe-00000.part-*.parquet"))) == 3
+    final = w.close()
+    assert [p.name for p in tmp_path.iterdir()] == ["pe-00000.parquet"]
+    got = pq.ParquetFile(final).read(columns=["t0", "args"]).to_pylist()
+    assert got == [{"t0": p * 10 + i, "args": f"p{p}"} for p in range(3) for i in range(5)]
+    assert open_trace(final).complete

@@ -6,13 +6,12 @@ import time
 from typing import Any
 
 from tracers.charm.identity import MAIN_COLL, Registry
-from tracers.charm.rowbuf import Strings
+from tracers.charm.rowbuf import MSG_PE_SHIFT, Strings, make_recorder
 
 clock = time.monotonic_ns
 """One clock for every PE on a host (CLOCK_MONOTONIC is system-wide), so times line up."""
 
-MSG_PE_SHIFT = 40
-"""msg ids are (src_pe << 40) | per-PE sequence: unique over the run, PE recoverable."""
+__all__ = ["MSG_PE_SHIFT", "ST", "State", "clock"]
 
 
 class State:
@@ -33,7 +32,7 @@ class State:
         self.seq: list = [0]
         self.strings = Strings()
         self.reg = Registry(self.strings)
-        self.buf = bytearray()  # packed rows (rowbuf); the writer adopts this object
+        self.rec, self.recorder_kind = make_recorder()  # packed rows (rowbuf); the writer takes them
         self.pending_create: tuple[str, str] | None = None
         self.single_next = False
         self.group: Any = None  # proxy of the tracer's own Group

@@ -3,10 +3,11 @@
 Installed before `charm.start()`: `EntryMethod._run` is patched on the class (every entry
 method is bound at registration inside start), and the dispatch/send callables are replaced
 on the `charm` instance, which the Cython layer and the proxies look up by attribute on each
-call. Per event the work is one clock read, one `struct.pack` of the row's per-event values and
-one append of the chare's pre-packed tail into a bytearray (tracers/charm/rowbuf.py; strings as
-codes, nulls as NULL). Hot paths bind everything they touch as closure locals, call the wrapped
-function positionally, and cache per entry method / array what does not change per message.
+call. Per event the work is the clock reads and one call into the recorder (ST.rec: native or
+pure Python, tracers/charm/rowbuf.py; strings as codes, nulls as NULL); with the native recorder
+the scheduler callbacks are wrapped by compiled code (no Python frame). Hot paths bind everything
+they touch as closure locals, call the wrapped function positionally, and cache per entry method /
+array what does not change per message.
 """
 
 from __future__ import annotations
@@ -23,13 +24,11 @@ from tracers.charm.identity import (
     INDEX,
     NO_OBJECT,
     OBJ,
-    STAIL,
     STEP,
     SYNCS,
-    XTAIL,
     set_step,
 )
-from tracers.charm.rowbuf import ARRAY_SEND_HEAD, EXEC_HEAD, FLUSH_BYTES, NULL, NULL_HI, SEND_HEAD, pack
+from tracers.charm.rowbuf import FLUSH_BYTES, NULL, PyRecorder
 
 IDLE_MIN_NS = 10_000
 """Gaps between scheduler dispatches shorter than 10 us are charm4py's own dispatch cost
@@ -81,7 +80,7 @@ def install_exec_hooks(entry_method_mod) -> None:
     EM = entry_method_mod.EntryMethod
     orig_init, orig_run = EM.__init__, EM._run
     ST.orig["em_init"], ST.orig["em_run"] = orig_init, orig_run
-    put, cur, P, reg, opened = ST.buf.extend, ST.cur, ST, ST.reg, ST.open
+    rexec, cur, reg, opened = ST.rec.exec, ST.cur, ST.reg, ST.open
     seed_strings()
 
     def em_init(self, C, name, profile=False):
@@ -97,11 +96,7 @@ def install_exec_hooks(entry_method_mod) -> None:
         except AttributeError:
             ident = reg.identify(obj, header)
             obj._pt_id = ident
-        if header:
-            mid = header.get(b"_pt", NULL)
-            src = NULL if mid == NULL else mid >> MSG_PE_SHIFT
-        else:
-            mid = src = NULL
+        mid = header.get(b"_pt", NULL) if header else NULL
         t0 = clock()
         parent = cur[0]
         if parent is not None:  # nested: the parent's piece so far ends here
@@ -123,12 +118,10 @@ def install_exec_hooks(entry_method_mod) -> None:
                 if coro:
                     opened.pop(id(rec), None)
                 write_piece(rec, t1)
-            o = P.origin
-            put(EXEC_HEAD(t0 - o, mid, name, P.pe, src, t1 - o, rec[1] + t1 - r0))
-            put(ident[XTAIL])  # read at the end: the step may have changed during the execution
+            rexec(t0, t1, rec[1] + t1 - r0, mid, name, ident)  # the step may have changed meanwhile
 
     EM.__init__ = em_init
-    EM._run = run
+    EM._run = _native_hook("exec", orig_run, run)
 
 
 def _special(flag: int, obj, ident: list, mid: int, t: int) -> None:
@@ -147,13 +140,13 @@ def _special(flag: int, obj, ident: list, mid: int, t: int) -> None:
         row = (K_STEP, code("resumeFromSync"), NULL, NULL)
     if row is not None:
         kind, name, msg, peer_pe = row
-        ST.buf.extend(pack(kind, pe, t - o, NULL, NULL, ident[CAT], ident[COLL], ident[OBJ], ident[INDEX], name,
-                           msg, peer_pe, NULL, NULL, NULL, ident[STEP], NULL))
+        ST.rec.row(kind, pe, t - o, NULL, NULL, ident[CAT], ident[COLL], ident[OBJ], ident[INDEX], name, msg, peer_pe,
+                   NULL, NULL, NULL, ident[STEP], NULL)
 
 
 def _step_row(ident: list, name: str, step: int) -> None:
-    ST.buf.extend(pack(K_STEP, ST.pe, clock() - ST.origin, NULL, NULL, ident[CAT], ident[COLL], ident[OBJ],
-                       ident[INDEX], ST.strings.code(name), NULL, NULL, NULL, NULL, NULL, step, NULL))
+    ST.rec.row(K_STEP, ST.pe, clock() - ST.origin, NULL, NULL, ident[CAT], ident[COLL], ident[OBJ], ident[INDEX],
+               ST.strings.code(name), NULL, NULL, NULL, NULL, NULL, step, NULL)
 
 
 def record_step(n: int) -> None:
@@ -186,7 +179,7 @@ def install_send_hooks(charm) -> None:
     A message combiner installed below (hints.runtime.charm_combine) returns True from the send
     callable when it buffered the message; its row then says so in args. The pending message is
     read before the call: a batch the combiner sends meanwhile is recorded by the nested hooks."""
-    put, cur, pend, mute, seq, P, reg = ST.buf.extend, ST.cur, ST.pend, ST.mute, ST.seq, ST, ST.reg
+    rsend, cur, pend, mute, seq, P, reg = ST.rec.send, ST.cur, ST.pend, ST.mute, ST.seq, ST, ST.reg
     orig_pack = charm.packMsg
     ST.orig["packMsg"] = orig_pack
     em_table = charm.entryMethods
@@ -227,8 +220,7 @@ def install_send_hooks(charm) -> None:
 
     def row(p, name: int, peer_pe: int, peer_coll: int, peer_obj: int, args: int) -> None:
         rec = cur[0]
-        put(SEND_HEAD(p[3] - P.origin, p[1], name, P.pe, peer_pe, NULL, NULL, peer_coll, peer_obj, p[2], args))
-        put((NO_OBJECT if rec is None else rec[3])[STAIL])
+        rsend(p[3], p[1], name, peer_pe, peer_coll, peer_obj, p[2], args, NO_OBJECT if rec is None else rec[3])
 
     orig_array, orig_group, orig_chare = charm.CkArraySend, charm.CkGroupSend, charm.CkChareSend
     ST.orig.update(CkArraySend=orig_array, CkGroupSend=orig_group, CkChareSend=orig_chare)
@@ -255,8 +247,7 @@ def install_send_hooks(charm) -> None:
         else:
             peer, args = NULL, bcast
         rec = cur[0]
-        put(ARRAY_SEND_HEAD(p[3] - P.origin, p[1], name, P.pe, NULL_HI, NULL_HI, NULL_HI, coll, peer, p[2], args))
-        put((NO_OBJECT if rec is None else rec[3])[STAIL])
+        rsend(p[3], p[1], name, NULL, coll, peer, p[2], args, NO_OBJECT if rec is None else rec[3])
 
     def CkGroupSend(gid, index, ep, msg):
         p = pend[0]
@@ -278,9 +269,22 @@ def install_send_hooks(charm) -> None:
         pend[0] = None
         row(p, ep_name(ep), cid[0], ST.strings.code(P.main_coll), 0, NULL)
 
-    charm.packMsg = packMsg
-    charm.CkArraySend, charm.CkGroupSend, charm.CkChareSend = CkArraySend, CkGroupSend, CkChareSend
+    charm.packMsg = _native_hook("pack", orig_pack, packMsg)
+    charm.CkArraySend = _native_hook("array_send", orig_array, CkArraySend, acodes, ep_codes, bcast, combined)
+    charm.CkGroupSend, charm.CkChareSend = CkGroupSend, CkChareSend
     ST.send_row = row
+
+
+def _native_hook(kind: str, orig, slow, acodes: dict | None = None, ep_codes: dict | None = None, bcast: int = 0,
+                 combined: int = 0):
+    """The compiled fast path of a hook (_recorder.Hook) with the native recorder, which hands the
+    cases it does not handle to the Python hook `slow`; `slow` itself with the pure-Python recorder."""
+    if isinstance(ST.rec, PyRecorder):
+        return slow
+    from tracers.charm._recorder import Hook
+
+    return Hook(kind, orig, slow, ST.rec, ST.cur, ST.pend, ST.mute, ST, {} if acodes is None else acodes,
+                {} if ep_codes is None else ep_codes, NO_OBJECT, bcast, combined, INDEX_BITS)
 
 
 def install_multicast_hook(charm) -> None:
@@ -312,18 +316,36 @@ def install_multicast_hook(charm) -> None:
 def install_dispatch_hooks(charm) -> None:
     """Idle = time between returning to the Charm++ scheduler and its next Python callback.
 
-    The return to the scheduler is also where a full row buffer is flushed (once per message,
-    not once per row)."""
-    put, buf, P = ST.buf.extend, ST.buf, ST
+    The return to the scheduler is also where a full recorder is flushed (once per message, not
+    once per row). The native recorder wraps the callbacks in compiled code (_recorder.Dispatch);
+    the pure-Python one in the closures below."""
+    names = (("recvArrayMsg", 5), ("recvGroupMsg", 4), ("recvChareMsg", 4), ("recvArrayBcast", 5),
+             ("buildMainchare", 4))
+    if isinstance(ST.rec, PyRecorder):
+        wrap = _py_dispatch_wrappers()
+    else:
+        from tracers.charm._recorder import Dispatch
+
+        rec = ST.rec
+
+        def wrap(fn, _arity):
+            return Dispatch(fn, rec)
+
+    for name, arity in names:
+        orig = getattr(charm, name)
+        ST.orig[name] = orig
+        setattr(charm, name, wrap(orig, arity))
+
+
+def _py_dispatch_wrappers():
+    """wrap(fn, arity) of the pure-Python recorder; its depth and last return live in `state`."""
+    rec, P = ST.rec, ST
+    buf = rec.buf
     state = [0, 0]  # depth of nested dispatches, time of the last return to the scheduler
+    ST.dispatch_state = state
+    ridle = rec.idle
 
-    def idle(t):
-        o = P.origin
-        put(pack(K_IDLE, P.pe, state[1] - o, t - o, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-                 NULL, NULL, NULL))
-
-    def back(t):
-        state[1] = t
+    def back():
         if len(buf) > FLUSH_BYTES and P.writer is not None:
             P.writer.flush()
 
@@ -335,14 +357,14 @@ def install_dispatch_hooks(charm) -> None:
             if depth == 0:
                 t = clock()
                 if state[1] and t - state[1] > IDLE_MIN_NS:
-                    idle(t)
+                    ridle(state[1], t)
             state[0] = depth + 1
             fn(a, b, c, d, e)
             state[0] = depth
             if depth == 0:
                 state[1] = clock()
                 if len(buf) > FLUSH_BYTES:
-                    back(state[1])
+                    back()
 
         return dispatch
 
@@ -352,23 +374,18 @@ def install_dispatch_hooks(charm) -> None:
             if depth == 0:
                 t = clock()
                 if state[1] and t - state[1] > IDLE_MIN_NS:
-                    idle(t)
+                    ridle(state[1], t)
             state[0] = depth + 1
             fn(a, b, c, d)
             state[0] = depth
             if depth == 0:
                 state[1] = clock()
                 if len(buf) > FLUSH_BYTES:
-                    back(state[1])
+                    back()
 
         return dispatch
 
-    for name, wrap in (("recvArrayMsg", wrap5), ("recvGroupMsg", wrap4), ("recvChareMsg", wrap4),
-                       ("recvArrayBcast", wrap5), ("buildMainchare", wrap4)):
-        orig = getattr(charm, name)
-        ST.orig[name] = orig
-        setattr(charm, name, wrap(orig))
-    ST.dispatch_state = state
+    return lambda fn, arity: wrap5(fn) if arity == 5 else wrap4(fn)
 
 
 def install_migration_hook(charm) -> None:
@@ -398,8 +415,8 @@ executions that nothing runs inside never have it: they pay nothing."""
 def write_piece(rec: list, t1: int) -> None:
     """A `piece` row: the execution of `rec` ran from its current piece's start to t1 (format 1.1)."""
     o, ident, mid = ST.origin, rec[3], rec[6]
-    ST.buf.extend(pack(K_PIECE, ST.pe, rec[0] - o, t1 - o, NULL, ident[CAT], ident[COLL], ident[OBJ],
-                       ident[INDEX], rec[5], mid, NULL, NULL, NULL, NULL, ident[STEP], NULL, rec[4] - o))
+    ST.rec.row(K_PIECE, ST.pe, rec[0] - o, t1 - o, NULL, ident[CAT], ident[COLL], ident[OBJ], ident[INDEX],
+               rec[5], mid, NULL, NULL, NULL, NULL, ident[STEP], NULL, rec[4] - o)
 
 
 def pause(rec: list, now: int) -> None:
@@ -450,8 +467,8 @@ def write_unfinished(now: int) -> None:
     is suspended ends with its last piece; its pieces were written when it was paused."""
     o, unfinished = ST.origin, ST.strings.code(UNFINISHED)
     running = ST.cur[0]
-    if running is not None and len(running) > PIECE_END:  # a coroutine, maybe never paused
-        ST.open[id(running)] = running
+    if running is not None and len(running) > PIECE_END and running[PIECE_END] is None:
+        ST.open[id(running)] = running  # a coroutine never paused (a paused one is open already)
     for rec in list(ST.open.values()):
         ident, mid = rec[3], rec[6]
         active, t1 = rec[1], now
@@ -461,7 +478,7 @@ def write_unfinished(now: int) -> None:
                 write_piece(rec, now)
         elif rec[PIECE_END] is not None:
             t1 = rec[PIECE_END]
-        ST.buf.extend(pack(K_EXEC, ST.pe, rec[4] - o, t1 - o, active, ident[CAT], ident[COLL], ident[OBJ],
-                           ident[INDEX], rec[5], mid, NULL if mid == NULL else mid >> MSG_PE_SHIFT, NULL, NULL,
-                           NULL, ident[STEP], unfinished))
+        ST.rec.row(K_EXEC, ST.pe, rec[4] - o, t1 - o, active, ident[CAT], ident[COLL], ident[OBJ], ident[INDEX],
+                   rec[5], mid, NULL if mid == NULL else mid >> MSG_PE_SHIFT, NULL, NULL, NULL, ident[STEP],
+                   unfinished)
     ST.open.clear()

@@ -10,6 +10,7 @@ and the name travels to the other PEs in the creation message header.
 from __future__ import annotations
 
 from paradise.format import index_text, pack_index
+from tracers.charm import rowbuf
 from tracers.charm.rowbuf import NULL, Strings, tails
 
 RUNTIME_MODULES = ("charm4py", "hints.runtime")
@@ -26,6 +27,7 @@ MAIN_COLL = "Main#0"
 # are held as codes of the PE's string table and nulls as NULL, ready for packed rows.
 # XTAIL / STAIL: the packed exec / send row tails (rowbuf.tails) of this identity at its step.
 COLL, OBJ, INDEX, CAT, STEP, EXPLICIT, SYNCS, XTAIL, STAIL = range(9)
+assert (XTAIL, STAIL) == (rowbuf.XTAIL, rowbuf.STAIL)
 K_EXEC, K_SEND = 0, 1
 """String codes of the kinds 'exec' and 'send' (the string table is seeded with the kind names)."""
 

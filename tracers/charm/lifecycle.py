@@ -5,7 +5,8 @@
 uncaught exception reaches `charm.abort` (via handleGeneralError, after charm4py printed the
 traceback): every PE closes its writer with complete=false, then the real abort runs; a
 timer aborts anyway if a PE cannot answer. Between those, part files flushed every second
-bound what a killed run loses.
+while a PE is quiet (and by a busy one when its buffer is full, or every 10 s) bound what a
+killed run loses.
 """
 
 from __future__ import annotations
@@ -19,9 +20,14 @@ from charm4py import Chare, Reducer
 
 from tracers.charm._state import MSG_PE_SHIFT, ST, clock
 from tracers.charm.hooks import write_unfinished
+from tracers.charm.rowbuf import say_recorder
 
 FLUSH_TICK_S = 1.0
-"""Buffered rows are flushed at least this often, so a killed PE loses at most ~1 s of events."""
+"""A quiet PE flushes its rows this often, so a killed quiet PE (a hang) loses at most ~1 s of events."""
+QUIET_ROWS_PER_TICK = 20_000
+"""A PE that recorded more rows than this since the last tick is busy: its rows wait for a full
+buffer (rowbuf.FLUSH_BYTES) or BUSY_FLUSH_S, so the program is not interrupted by small writes."""
+BUSY_FLUSH_S = 10.0
 ABORT_GRACE_S = 3.0
 """How long an aborting PE waits for the others to close their files before aborting anyway."""
 PING_ROUNDS = 3
@@ -36,7 +42,7 @@ def _charm():
 
 def open_writer() -> None:
     """Called on each PE once charm4py knows the PE number (registerMainModule)."""
-    from tracers.charm.rowbuf import PackedWriter
+    from tracers.charm.parts import PackedWriter
 
     charm = _charm()
     ST.pe, ST.pes = charm.myPe(), charm.numPes()
@@ -52,6 +58,7 @@ def open_writer() -> None:
         ST.trace_dir,
         ST.pe,
         ST.strings,
+        ST.rec,
         source="charm4py",
         program=ST.program,
         pes=ST.pes,
@@ -59,9 +66,12 @@ def open_writer() -> None:
         clock=dict(ST.clock_meta),
         origin_ns=ST.origin_unix,
         names={"coll": "chare class + '#' + creation ordinal", "msg": "(src_pe << 40) | seq"},
-        extra={"charm4py": _version(), "argv": sys.argv[1:], "hints": ST.hints_dir},
+        extra={"charm4py": _version(), "argv": sys.argv[1:], "hints": ST.hints_dir, "recorder": ST.recorder_kind},
     )
-    ST.writer.buf = ST.buf  # the hot path writes into this very bytearray
+    ST.rec.pe, ST.rec.origin, ST.rec.msg_base = ST.pe, ST.origin, ST.msg_base
+    ST.rec.on_full = ST.writer.flush  # run by the native recorder at a return to the scheduler once full
+    if ST.pe == 0:
+        say_recorder(ST.recorder_kind)
 
 
 def _version() -> str:
@@ -80,19 +90,25 @@ def close(complete: bool) -> None:
         return
     write_unfinished(clock())
     ST.writer = None
+    ST.rec.on_full = None
     w.set_metadata(clock=dict(ST.clock_meta))
     try:
         w.close(complete=complete)
     except Exception as exc:  # never mask the program's own outcome
         print(f"paradise: could not close trace file of PE {ST.pe}: {exc}", file=sys.stderr)
-    del ST.buf[:]  # rows after the close (the exit's own messages) are not kept
+    else:
+        print(f"paradise: PE {ST.pe}: trace file written in {w.close_s:.3f} s after the program's end "
+              f"({w.rows_written} rows)", file=sys.stderr, flush=True)
+    ST.rec.clear()  # rows after the close (the exit's own messages) are not kept
 
 
 def _tick() -> None:
-    if ST.writer is None:
+    w = ST.writer
+    if w is None:
         return
-    if ST.writer.pending():
-        ST.writer.flush()
+    pending = w.pending()
+    if pending and (pending <= QUIET_ROWS_PER_TICK or time.monotonic_ns() - w._last_flush > BUSY_FLUSH_S * 1e9):
+        w.flush()
     _charm().scheduleCallableAfter(_tick, FLUSH_TICK_S)
 
 

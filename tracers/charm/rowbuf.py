@@ -1,27 +1,19 @@
-"""Packed event rows: one `struct.pack` per event into a bytearray, decoded with numpy at flush.
+"""Packed event rows and the two recorders that append them: native (C) and pure Python.
 
 Keeping Python tuples costs more than making them (each row's ints are heap objects the
-garbage collector walks, and a flush has to transpose them): ~2 us per row on a loaded
-2-core machine. A row is 18 int64 fields (strings as codes into a per-PE string table, nulls
-as INT64_MIN, in LAYOUT order); hot rows are one pack of their per-event values plus a
-pre-packed per-chare tail, nothing afterwards; the flush (on a background thread) turns the
-buffer into Arrow columns without touching single values from Python.
+garbage collector walks, and a flush has to transpose them). A row is 18 int64 fields (strings
+as codes into a per-PE string table, nulls as INT64_MIN, in LAYOUT order). The native recorder
+(tracers/charm/_recorder.c) writes rows straight into a preallocated buffer; the Python one packs
+a per-event head with `struct` plus the chare's pre-packed tail into a bytearray. Both take the
+same calls and give the same bytes; the flush (tracers/charm/parts.py) turns them into Arrow
+columns without touching single values from Python.
 """
 
 from __future__ import annotations
 
 import os
 import struct
-import time
-from concurrent.futures import Future, ThreadPoolExecutor
-from pathlib import Path
-
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from paradise.format import SCHEMA, make_metadata
-from tracers.writer import TraceWriter
+import sys
 
 NULL = -(2**63)
 """Null marker for every packed field (no real time, id, index or code takes this value)."""
@@ -65,8 +57,10 @@ def tails(k_exec: int, k_send: int, cat: int, coll: int, obj: int, index: int, s
 assert ARRAY_SEND_HEAD(1, 2, 3, 4, NULL_HI, NULL_HI, NULL_HI, 5, 6, 7, 8) == SEND_HEAD(
     1, 2, 3, 4, NULL, NULL, NULL, 5, 6, 7, 8)
 
-FLUSH_BYTES = ROW.size * 50_000
-"""Flush after ~50 000 rows (~7.2 MB): bounds memory and what a crash loses."""
+FLUSH_BYTES = ROW.size * 200_000
+"""A full buffer: ~200 000 rows (~29 MB per PE), handed to the writer thread at the next return to
+the scheduler. Like Projections' per-PE log (1 000 000 entries), a busy PE writes only when its
+buffer is full or at the end (lifecycle.FLUSH_TICK_S: a quiet one also writes once a second)."""
 
 
 class Strings:
@@ -86,135 +80,76 @@ class Strings:
         return c
 
 
-def _ints(values: np.ndarray, mask: np.ndarray, typ: pa.DataType, np_type) -> pa.Array:
-    """Arrow ints straight from numpy buffers (pa.array(ndarray) would import pandas: ~1 s)."""
-    data = pa.py_buffer(np.ascontiguousarray(values.astype(np_type, copy=False)))
-    nulls = int(mask.sum())
-    valid = pa.py_buffer(np.packbits(~mask, bitorder="little")) if nulls else None
-    return pa.Array.from_buffers(typ, len(values), [valid, data], null_count=nulls)
 
 
-def _strings(texts: list[str]) -> pa.Array:
-    """Arrow strings from buffers (pa.array on a list would import pandas too)."""
-    encoded = [t.encode() for t in texts]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int32)
-    np.cumsum([len(e) for e in encoded], out=offsets[1:])
-    return pa.Array.from_buffers(pa.string(), len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
+XTAIL, STAIL = 7, 8
+"""Fields of an identity record (tracers.charm.identity) holding its packed exec / send row tails."""
+MSG_PE_SHIFT = 40
+"""msg ids are (src_pe << 40) | per-PE sequence: unique over the run, PE recoverable."""
+FLUSH_ROWS = FLUSH_BYTES // ROW.size
+ENV_SWITCH = "PARADISE_NATIVE_RECORDER"
+"""Set to 0 to run the pure-Python recorder although the native one is built."""
 
 
-def _column(values: np.ndarray, typ: pa.DataType, strings: pa.Array) -> pa.Array:
-    mask = values == NULL
-    if pa.types.is_dictionary(typ) or pa.types.is_string(typ):
-        idx = _ints(np.where(mask, 0, values), mask, pa.int32(), np.int32)
-        col = pa.DictionaryArray.from_arrays(idx, strings)
-        return col if pa.types.is_dictionary(typ) else col.dictionary_decode()
-    if typ == pa.int32():
-        return _ints(values, mask, typ, np.int32)
-    return _ints(values, mask, pa.int64(), np.int64).cast(typ)
+class PyRecorder:
+    """The pure-Python recorder: the native Recorder's calls, rows packed into a bytearray."""
 
-
-def warm_up() -> None:
-    """First Parquet write in a process costs ~0.1-1 s of lazy initialisation: pay it at start-up,
-    before the program's own time starts."""
-    strings = Strings()
-    strings.code("exec")
-    data = pack(0, 0, 0, 1, 1, NULL, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
-    table = PackedWriter._packed_table_of(data, strings)
-    sink = pa.BufferOutputStream()
-    pq.write_table(table.unify_dictionaries(), sink, compression="zstd")
-
-
-PART_NOTE = """Part files are written uncompressed and without column statistics: ~240 instead of
-~380 ns per row on the traced program's own thread (measured on 50 000 rows). They are temporary:
-close() compacts them into one zstd file; only a killed run keeps them (~144 bytes per row)."""
-
-
-class PackedWriter(TraceWriter):
-    """TraceWriter that also takes packed rows in `buf` (rare rows still go through append)."""
-
-    def __init__(self, directory, pe: int, strings: Strings, **metadata) -> None:
-        super().__init__(directory, pe, **metadata)
+    def __init__(self) -> None:
         self.buf = bytearray()
-        self.strings = strings
-        self._pool: ThreadPoolExecutor | None = None
-        self._futures: list[Future] = []
-        self._submitted = 0
+        self.origin = self.pe = self.depth = self.last = 0
+        self.flush_rows = FLUSH_ROWS
+        self.on_full = None
 
-    def pending(self) -> int:
-        return len(self.buf) + len(self._rows)
+    def __len__(self) -> int:
+        return len(self.buf) // ROW.size
 
-    def _packed_table(self, data: bytes) -> pa.Table:
-        return self._packed_table_of(data, self.strings)
+    def exec(self, t0: int, t1: int, active: int, mid: int, name: int, ident: list) -> None:
+        o = self.origin
+        self.buf += EXEC_HEAD(t0 - o, mid, name, self.pe, NULL if mid == NULL else mid >> MSG_PE_SHIFT, t1 - o, active)
+        self.buf += ident[XTAIL]
 
-    @staticmethod
-    def _packed_table_of(data: bytes, table: Strings) -> pa.Table:
-        arr = np.frombuffer(data, dtype="<i8").reshape(-1, len(LAYOUT))
-        strings = _strings(table.texts)
-        n = arr.shape[0]
-        cols = []
-        for field in SCHEMA:
-            if field.name in LAYOUT:
-                cols.append(_column(arr[:, LAYOUT.index(field.name)], field.type, strings))
-            elif field.name == "tid":
-                cols.append(_ints(np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool), pa.int64(), np.int64))
-            else:
-                cols.append(pa.nulls(n, field.type))
-        return pa.Table.from_arrays(cols, schema=SCHEMA)
+    def send(self, t: int, mid: int, name: int, peer_pe: int, peer_coll: int, peer_obj: int, nbytes: int,
+             args: int, ident: list) -> None:
+        if peer_pe == NULL:
+            self.buf += ARRAY_SEND_HEAD(t - self.origin, mid, name, self.pe, NULL_HI, NULL_HI, NULL_HI, peer_coll,
+                                        peer_obj, nbytes, args)
+        else:
+            self.buf += SEND_HEAD(t - self.origin, mid, name, self.pe, peer_pe, NULL, NULL, peer_coll, peer_obj,
+                                  nbytes, args)
+        self.buf += ident[STAIL]
 
-    def flush(self) -> None:
-        """Hands the rows buffered so far to the writer thread, which writes them as one part file.
+    def row(self, *fields: int) -> None:
+        """Any row, fields in `pack`'s order."""
+        self.buf += pack(*fields)
 
-        The program's thread only copies the buffer (memcpy); building the Arrow table and the
-        Parquet write (which releases the GIL) run on one background thread, in order, so a
-        flush overlaps the program instead of stopping it (~0.5 us per row when inline)."""
-        self._last_flush = time.monotonic_ns()
-        if not self.buf and not self._rows:
-            return
-        self._check()
-        data = bytes(self.buf) if self.buf else b""
-        del self.buf[:]  # same object: the hot path keeps a reference to it
-        rows, self._rows = self._rows, []
-        texts = self.strings.texts[:]  # append-only table: a copy is a consistent snapshot
-        part = self.directory / f"{self.stem}.part-{self._submitted:06d}.parquet"
-        self._submitted += 1
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(1, thread_name_prefix="paradise-flush")
-        self._futures.append(self._pool.submit(self._write_part, data, rows, texts, dict(self.metadata), part))
+    def idle(self, t0: int, t1: int) -> None:
+        o = self.origin
+        self.buf += pack(2, self.pe, t0 - o, t1 - o, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                         NULL, NULL, NULL)
 
-    def _write_part(self, data: bytes, rows: list, texts: list[str], metadata: dict, part: Path) -> None:
-        tables = []
-        if data:
-            strings = Strings()
-            strings.texts = texts
-            tables.append(self._packed_table_of(data, strings))
-        if rows:
-            tables.append(self._table(rows).cast(SCHEMA))
-        table = pa.concat_tables(tables).unify_dictionaries()
-        table = table.replace_schema_metadata(make_metadata(**metadata))
-        tmp = part.with_suffix(".tmp")
-        pq.write_table(table, tmp, compression="none", write_statistics=False)  # see PART_NOTE
-        os.replace(tmp, part)
-        self._parts.append(part)
-        self.rows_written += table.num_rows
+    def take(self) -> bytes:
+        """The rows so far; recording goes on in the same (emptied) buffer."""
+        data = bytes(self.buf)
+        del self.buf[:]
+        return data
 
-    def _check(self) -> None:
-        """Re-raises a failed background write here, on the program's thread."""
-        while self._futures and self._futures[0].done():
-            self._futures.pop(0).result()
+    def clear(self) -> None:
+        del self.buf[:]
 
-    def drain(self) -> None:
-        """Waits for every submitted part file (before compaction, metadata changes, exit)."""
-        while self._futures:
-            self._futures.pop(0).result()
 
-    def close(self, complete: bool = True) -> Path:
-        """Flushes, waits for the writer thread, then compacts (TraceWriter.close)."""
-        if not self._closed:
-            self.flush()
-            try:
-                self.drain()
-            finally:
-                if self._pool is not None:
-                    self._pool.shutdown(wait=True)
-                    self._pool = None
-        return super().close(complete)
+def make_recorder() -> tuple[PyRecorder, str]:
+    """(recorder, which one): the native one unless it is not built or PARADISE_NATIVE_RECORDER=0."""
+    if os.environ.get(ENV_SWITCH, "1").strip() in ("0", "false", "no", "off"):
+        return PyRecorder(), f"python ({ENV_SWITCH}=0)"
+    try:
+        from tracers.charm._recorder import ROW_FIELDS, Recorder, use_null
+    except ImportError:
+        return PyRecorder(), "python (native recorder not built)"
+    assert ROW_FIELDS == len(LAYOUT)
+    use_null(NULL)
+    return Recorder(FLUSH_ROWS + FLUSH_ROWS // 8, FLUSH_ROWS), "native"
+
+
+def say_recorder(kind: str) -> None:
+    """The one line that says which recorder records this run."""
+    print(f"paradise: charm tracer: {kind} recorder", file=sys.stderr, flush=True)

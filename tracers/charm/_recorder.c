@@ -1,0 +1,852 @@
+/* Native event recorder of the charm4py tracer (tracers/charm/native.py documents the API).
+ *
+ * A Recorder appends fixed-size rows (18 little-endian int64 in rowbuf.LAYOUT order, strings as
+ * codes of the Python-side string table, nulls as INT64_MIN) into a preallocated buffer owned as
+ * a bytes object, so take() hands a full buffer to the writer without copying. A Dispatch wraps a
+ * charm4py scheduler callback: it times the return to the scheduler (idle rows) without a Python
+ * frame of its own.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#define NF 18
+#define NUL INT64_MIN
+/* LAYOUT positions */
+enum { L_T0, L_MSG, L_NAME, L_PE, L_PEER_PE, L_T1, L_ACTIVE, L_PEER_COLL, L_PEER_OBJ, L_BYTES, L_ARGS,
+       L_KIND, L_CAT, L_COLL, L_OBJ, L_INDEX, L_STEP, L_EXEC_T0 };
+/* PACKED positions (the argument order of row()) -> LAYOUT positions */
+static const int PACKED_TO_LAYOUT[NF] = {L_KIND, L_PE, L_T0, L_T1, L_ACTIVE, L_CAT, L_COLL, L_OBJ, L_INDEX,
+                                         L_NAME, L_MSG, L_PEER_PE, L_PEER_COLL, L_PEER_OBJ, L_BYTES, L_STEP,
+                                         L_ARGS, L_EXEC_T0};
+/* identity record fields (tracers.charm.identity) */
+enum { I_COLL, I_OBJ, I_INDEX, I_CAT, I_STEP };
+enum { K_EXEC = 0, K_SEND = 1, K_IDLE = 2, K_PIECE = 6 }; /* hooks.KINDS */
+#define MSG_PE_SHIFT 40
+#define IDLE_MIN_NS 10000
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *buf;         /* bytes of cap rows, written in place until taken */
+    Py_ssize_t n, cap;     /* rows used, rows allocated */
+    long long origin, pe;
+    long long depth, last; /* nested dispatches; time of the last return to the scheduler */
+    long long seq, msg_base; /* message ids: msg_base + per-PE sequence */
+    PyObject *pend_tuple;    /* borrowed, compared by identity only: the last pend tuple hook_pack made */
+    long long pend_mid, pend_size, pend_t;
+    Py_ssize_t flush_rows;
+    PyObject *on_full;     /* called at a return to the scheduler once n >= flush_rows */
+} Recorder;
+
+static inline long long now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int alloc_buf(Recorder *r, Py_ssize_t cap) {
+    PyObject *b = PyBytes_FromStringAndSize(NULL, cap * NF * 8);
+    if (b == NULL) return -1;
+    Py_XSETREF(r->buf, b);
+    r->cap = cap;
+    r->n = 0;
+    return 0;
+}
+
+/* Next free row (grows the buffer when a program outruns its flushes). */
+static inline int64_t *next_row(Recorder *r) {
+    if (r->n >= r->cap) {
+        Py_ssize_t cap = r->cap * 2;
+        if (_PyBytes_Resize(&r->buf, cap * NF * 8) < 0) {
+            r->buf = NULL;
+            alloc_buf(r, r->cap);
+            return NULL;
+        }
+        r->cap = cap;
+    }
+    return (int64_t *)PyBytes_AS_STRING(r->buf) + NF * (r->n++);
+}
+
+static PyObject *s_null; /* the int INT64_MIN that Python code passes (rowbuf.NULL): compared by identity */
+
+static inline int get_ll(PyObject *o, long long *out) {
+    if (o == s_null) { /* a 3-digit int: PyLong_AsLongLong's slow path */
+        *out = NUL;
+        return 0;
+    }
+    long long v = PyLong_AsLongLong(o);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    *out = v;
+    return 0;
+}
+
+/* The identity fields (cat, coll, obj, index, step) of an identity record into a row. */
+static int put_ident(int64_t *row, PyObject *ident) {
+    if (!PyList_Check(ident) || PyList_GET_SIZE(ident) <= I_STEP) {
+        PyErr_SetString(PyExc_TypeError, "identity record expected");
+        return -1;
+    }
+    long long v;
+    if (get_ll(PyList_GET_ITEM(ident, I_CAT), &v) < 0) return -1;
+    row[L_CAT] = v;
+    if (get_ll(PyList_GET_ITEM(ident, I_COLL), &v) < 0) return -1;
+    row[L_COLL] = v;
+    if (get_ll(PyList_GET_ITEM(ident, I_OBJ), &v) < 0) return -1;
+    row[L_OBJ] = v;
+    if (get_ll(PyList_GET_ITEM(ident, I_INDEX), &v) < 0) return -1;
+    row[L_INDEX] = v;
+    if (get_ll(PyList_GET_ITEM(ident, I_STEP), &v) < 0) return -1;
+    row[L_STEP] = v;
+    return 0;
+}
+
+static int args_ll(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, long long *out, const char *fn) {
+    if (nargs != want) {
+        PyErr_Format(PyExc_TypeError, "%s() takes %zd arguments (%zd given)", fn, want, nargs);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < want; i++)
+        if (get_ll(args[i], &out[i]) < 0) return -1;
+    return 0;
+}
+
+/* exec(t0, t1, active, msg, name, ident): an `exec` row (times absolute; src PE from the msg id). */
+static PyObject *R_exec(Recorder *r, PyObject *const *args, Py_ssize_t nargs) {
+    long long a[5];
+    if (nargs != 6) return PyErr_Format(PyExc_TypeError, "exec() takes 6 arguments (%zd given)", nargs);
+    if (args_ll(args, 5, 5, a, "exec") < 0) return NULL;
+    int64_t *row = next_row(r);
+    if (row == NULL) return NULL;
+    row[L_T0] = a[0] - r->origin;
+    row[L_MSG] = a[3];
+    row[L_NAME] = a[4];
+    row[L_PE] = r->pe;
+    row[L_PEER_PE] = a[3] == NUL ? NUL : (a[3] >> MSG_PE_SHIFT);
+    row[L_T1] = a[1] - r->origin;
+    row[L_ACTIVE] = a[2];
+    row[L_PEER_COLL] = row[L_PEER_OBJ] = row[L_BYTES] = row[L_ARGS] = row[L_EXEC_T0] = NUL;
+    row[L_KIND] = K_EXEC;
+    if (put_ident(row, args[5]) < 0) { r->n--; return NULL; }
+    Py_RETURN_NONE;
+}
+
+/* send(t, msg, name, peer_pe, peer_coll, peer_obj, nbytes, args, ident): a `send` row. */
+static PyObject *R_send(Recorder *r, PyObject *const *args, Py_ssize_t nargs) {
+    long long a[8];
+    if (nargs != 9) return PyErr_Format(PyExc_TypeError, "send() takes 9 arguments (%zd given)", nargs);
+    if (args_ll(args, 8, 8, a, "send") < 0) return NULL;
+    int64_t *row = next_row(r);
+    if (row == NULL) return NULL;
+    row[L_T0] = a[0] - r->origin;
+    row[L_MSG] = a[1];
+    row[L_NAME] = a[2];
+    row[L_PE] = r->pe;
+    row[L_PEER_PE] = a[3];
+    row[L_T1] = row[L_ACTIVE] = row[L_EXEC_T0] = NUL;
+    row[L_PEER_COLL] = a[4];
+    row[L_PEER_OBJ] = a[5];
+    row[L_BYTES] = a[6];
+    row[L_ARGS] = a[7];
+    row[L_KIND] = K_SEND;
+    if (put_ident(row, args[8]) < 0) { r->n--; return NULL; }
+    Py_RETURN_NONE;
+}
+
+/* row(kind, pe, t0, t1, active, cat, coll, obj, index, name, msg, peer_pe, peer_coll, peer_obj, bytes,
+ * step, args[, exec_t0]): any row, fields as given (rowbuf.pack's order). */
+static PyObject *R_row(Recorder *r, PyObject *const *args, Py_ssize_t nargs) {
+    long long a[NF];
+    a[NF - 1] = NUL;
+    if (nargs != NF && nargs != NF - 1)
+        return PyErr_Format(PyExc_TypeError, "row() takes 17 or 18 arguments (%zd given)", nargs);
+    if (args_ll(args, nargs, nargs, a, "row") < 0) return NULL;
+    int64_t *row = next_row(r);
+    if (row == NULL) return NULL;
+    for (int i = 0; i < NF; i++) row[PACKED_TO_LAYOUT[i]] = a[i];
+    Py_RETURN_NONE;
+}
+
+static void write_idle(int64_t *row, Recorder *r, long long t0, long long t1) {
+    for (int i = 0; i < NF; i++) row[i] = NUL;
+    row[L_KIND] = K_IDLE;
+    row[L_PE] = r->pe;
+    row[L_T0] = t0 - r->origin;
+    row[L_T1] = t1 - r->origin;
+}
+
+/* idle(t0, t1): an `idle` row (times absolute). */
+static PyObject *R_idle(Recorder *r, PyObject *const *args, Py_ssize_t nargs) {
+    long long a[2];
+    if (args_ll(args, nargs, 2, a, "idle") < 0) return NULL;
+    int64_t *row = next_row(r);
+    if (row == NULL) return NULL;
+    write_idle(row, r, a[0], a[1]);
+    Py_RETURN_NONE;
+}
+
+/* take(): the rows recorded so far as bytes (the buffer itself, no copy); recording goes on in a new one. */
+static PyObject *R_take(Recorder *r, PyObject *Py_UNUSED(ignored)) {
+    PyObject *out = r->buf;
+    Py_ssize_t n = r->n, cap = r->cap;
+    r->buf = NULL;
+    if (_PyBytes_Resize(&out, n * NF * 8) < 0) {
+        alloc_buf(r, cap);
+        return NULL;
+    }
+    if (alloc_buf(r, cap) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* clear(): drops the rows recorded so far. */
+static PyObject *R_clear(Recorder *r, PyObject *Py_UNUSED(ignored)) {
+    r->n = 0;
+    Py_RETURN_NONE;
+}
+
+static Py_ssize_t R_len(Recorder *r) { return r->n; }
+
+static int R_init(Recorder *r, PyObject *args, PyObject *kwds) {
+    static char *kw[] = {"capacity", "flush_rows", NULL};
+    Py_ssize_t cap = 65536, flush = 50000;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|nn", kw, &cap, &flush)) return -1;
+    if (cap < 1) cap = 1;
+    r->origin = r->pe = r->depth = r->last = r->seq = r->msg_base = 0;
+    r->pend_tuple = NULL;
+    r->flush_rows = flush;
+    Py_INCREF(Py_None);
+    Py_XSETREF(r->on_full, Py_None);
+    return alloc_buf(r, cap);
+}
+
+static int R_traverse(Recorder *r, visitproc visit, void *arg) {
+    Py_VISIT(r->on_full);
+    return 0;
+}
+
+static int R_clear_refs(Recorder *r) {
+    Py_CLEAR(r->on_full);
+    return 0;
+}
+
+static void R_dealloc(Recorder *r) {
+    PyObject_GC_UnTrack(r);
+    Py_CLEAR(r->buf);
+    Py_CLEAR(r->on_full);
+    Py_TYPE(r)->tp_free((PyObject *)r);
+}
+
+static PyMethodDef R_methods[] = {
+    {"exec", (PyCFunction)(void (*)(void))R_exec, METH_FASTCALL, "exec(t0, t1, active, msg, name, ident)"},
+    {"send", (PyCFunction)(void (*)(void))R_send, METH_FASTCALL,
+     "send(t, msg, name, peer_pe, peer_coll, peer_obj, nbytes, args, ident)"},
+    {"row", (PyCFunction)(void (*)(void))R_row, METH_FASTCALL, "row(fields in rowbuf.pack order)"},
+    {"idle", (PyCFunction)(void (*)(void))R_idle, METH_FASTCALL, "idle(t0, t1)"},
+    {"take", (PyCFunction)R_take, METH_NOARGS, "rows so far as bytes; recording goes on in a new buffer"},
+    {"clear", (PyCFunction)R_clear, METH_NOARGS, "drops the rows so far"},
+    {NULL}};
+
+static PyMemberDef R_members[] = {
+    {"origin", T_LONGLONG, offsetof(Recorder, origin), 0, "clock value of trace time 0"},
+    {"pe", T_LONGLONG, offsetof(Recorder, pe), 0, "PE of the rows"},
+    {"depth", T_LONGLONG, offsetof(Recorder, depth), 0, "nested scheduler dispatches now"},
+    {"last", T_LONGLONG, offsetof(Recorder, last), 0, "time of the last return to the scheduler"},
+    {"seq", T_LONGLONG, offsetof(Recorder, seq), 0, "messages tagged so far"},
+    {"msg_base", T_LONGLONG, offsetof(Recorder, msg_base), 0, "msg id of this PE's message 0"},
+    {"flush_rows", T_PYSSIZET, offsetof(Recorder, flush_rows), 0, "rows that make on_full run"},
+    {"on_full", T_OBJECT, offsetof(Recorder, on_full), 0, "callable run at a return to the scheduler when full"},
+    {NULL}};
+
+static PySequenceMethods R_seq = {.sq_length = (lenfunc)R_len};
+
+static PyTypeObject RecorderType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tracers.charm._recorder.Recorder",
+    .tp_basicsize = sizeof(Recorder),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Per-PE buffer of fixed-size binary event rows.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)R_init,
+    .tp_dealloc = (destructor)R_dealloc,
+    .tp_traverse = (traverseproc)R_traverse,
+    .tp_clear = (inquiry)R_clear_refs,
+    .tp_methods = R_methods,
+    .tp_members = R_members,
+    .tp_as_sequence = &R_seq,
+};
+
+/* ---- Dispatch: a scheduler callback wrapped with idle detection ---- */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *fn;
+    Recorder *rec;
+    vectorcallfunc vectorcall;
+} Dispatch;
+
+static PyObject *D_vectorcall(Dispatch *d, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Recorder *r = d->rec;
+    long long depth = r->depth;
+    if (depth == 0) {
+        long long t = now_ns();
+        if (r->last && t - r->last > IDLE_MIN_NS) {
+            int64_t *row = next_row(r);
+            if (row == NULL) return NULL;
+            write_idle(row, r, r->last, t);
+        }
+    }
+    r->depth = depth + 1;
+    PyObject *res = PyObject_Vectorcall(d->fn, args, nargsf, kwnames);
+    r->depth = depth;
+    if (depth == 0) {
+        r->last = now_ns();
+        if (r->n >= r->flush_rows && r->on_full != Py_None && res != NULL) {
+            PyObject *ok = PyObject_CallNoArgs(r->on_full);
+            if (ok == NULL) {
+                Py_DECREF(res);
+                return NULL;
+            }
+            Py_DECREF(ok);
+        }
+    }
+    return res;
+}
+
+static PyObject *D_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *fn, *rec;
+    if (!PyArg_ParseTuple(args, "OO!", &fn, &RecorderType, &rec)) return NULL;
+    Dispatch *d = (Dispatch *)type->tp_alloc(type, 0);
+    if (d == NULL) return NULL;
+    Py_INCREF(fn);
+    Py_INCREF(rec);
+    d->fn = fn;
+    d->rec = (Recorder *)rec;
+    d->vectorcall = (vectorcallfunc)D_vectorcall;
+    return (PyObject *)d;
+}
+
+static int D_traverse(Dispatch *d, visitproc visit, void *arg) {
+    Py_VISIT(d->fn);
+    Py_VISIT(d->rec);
+    return 0;
+}
+
+static int D_clear(Dispatch *d) {
+    Py_CLEAR(d->fn);
+    Py_CLEAR(d->rec);
+    return 0;
+}
+
+static void D_dealloc(Dispatch *d) {
+    PyObject_GC_UnTrack(d);
+    D_clear(d);
+    Py_TYPE(d)->tp_free((PyObject *)d);
+}
+
+static PyMemberDef D_members[] = {
+    {"fn", T_OBJECT, offsetof(Dispatch, fn), READONLY, "the wrapped callback"}, {NULL}};
+
+static PyTypeObject DispatchType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tracers.charm._recorder.Dispatch",
+    .tp_basicsize = sizeof(Dispatch),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "Dispatch(fn, recorder): fn timed as a scheduler callback (idle rows, flush when full).",
+    .tp_new = D_new,
+    .tp_dealloc = (destructor)D_dealloc,
+    .tp_traverse = (traverseproc)D_traverse,
+    .tp_clear = (inquiry)D_clear,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(Dispatch, vectorcall),
+    .tp_members = D_members,
+};
+
+
+/* ---- Hot hooks in compiled code: an entry method's execution, packMsg, CkArraySend ----
+ * Each mirrors the Python hook of tracers/charm/hooks.py that it replaces on the fast path and
+ * hands every case it does not handle (first message of an object, special or coroutine entry
+ * methods, names not cached yet) to that Python hook, so both write the same rows. */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    int kind;
+    Recorder *rec;
+    PyObject *orig;    /* the wrapped charm4py callable */
+    PyObject *slow;    /* the Python hook: every case the fast path does not handle */
+    PyObject *cur;     /* ST.cur: [record of the running execution] */
+    PyObject *pend;    /* ST.pend: [(msg bytes, msg id, bytes, t) of the last packed message] */
+    PyObject *mute;    /* ST.mute */
+    PyObject *state;   /* ST (pending_create, msg_base, seq) */
+    PyObject *acodes;  /* aid -> collection code */
+    PyObject *epcodes; /* ep -> name code */
+    PyObject *no_object;
+    PyObject *spare;   /* exec: the last execution record, reused when nothing else holds it */
+    long long bcast, combined, index_bits;
+} Hook;
+
+enum { H_EXEC, H_PACK, H_ASEND };
+static PyObject *s_pt_key, *s_pc_key, *s_dcopy_key, *s_pt_attr, *s_ptid_attr, *s_pending_create, *s_zero;
+
+static inline PyObject *ll_obj(long long v) { return PyLong_FromLongLong(v); }
+
+/* list[i] = v (an int); -1 on error */
+static inline int list_set_ll(PyObject *list, Py_ssize_t i, long long v) {
+    PyObject *o = ll_obj(v);
+    if (o == NULL) return -1;
+    PyList_SetItem(list, i, o);
+    return 0;
+}
+
+static inline int list_get_ll(PyObject *list, Py_ssize_t i, long long *out) {
+    if (!PyList_Check(list) || PyList_GET_SIZE(list) <= i) {
+        PyErr_SetString(PyExc_TypeError, "execution record expected");
+        return -1;
+    }
+    return get_ll(PyList_GET_ITEM(list, i), out);
+}
+
+/* EntryMethod._run(self, obj, header, args[, ret_fut]) of a plain entry method on a known object,
+ * run while no other execution runs (charm4py passes ret_fut by keyword: the keywords go through
+ * to the wrapped _run as they came). A nested execution goes to the Python hook, which pauses the
+ * running one (hooks.pause: writes its piece so far); an execution paused meanwhile (by a nested
+ * one, or a coroutine resumed inside it: rec[0] is no longer t0) writes its last piece here. */
+static PyObject *hook_exec(Hook *h, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs < 4 || PyList_GET_ITEM(h->cur, 0) != Py_None) return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
+    PyObject *em = args[0], *obj = args[1], *header = args[2];
+    PyObject *pt = PyObject_GetAttr(em, s_pt_attr);
+    if (pt == NULL) return NULL;
+    if (!PyTuple_Check(pt) || PyTuple_GET_SIZE(pt) != 3 || PyTuple_GET_ITEM(pt, 2) != Py_False ||
+        !PyLong_Check(PyTuple_GET_ITEM(pt, 1)) || PyLong_AsLong(PyTuple_GET_ITEM(pt, 1)) != 0) {
+        Py_DECREF(pt);
+        return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
+    }
+    PyObject *name = PyTuple_GET_ITEM(pt, 0);
+    Py_INCREF(name);
+    Py_DECREF(pt);
+    PyObject *ident = PyObject_GetAttr(obj, s_ptid_attr);
+    if (ident == NULL) {
+        Py_DECREF(name);
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
+        PyErr_Clear();
+        return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
+    }
+    PyObject *mid = NULL;
+    if (PyDict_Check(header) && PyDict_GET_SIZE(header)) mid = PyDict_GetItemWithError(header, s_pt_key);
+    if (mid == NULL && PyErr_Occurred()) goto fail0;
+    long long mid_v = NUL, name_v, t0, t1;
+    if (mid != NULL && get_ll(mid, &mid_v) < 0) goto fail0;
+    if (get_ll(name, &name_v) < 0) goto fail0;
+    PyObject *cur = h->cur;
+    PyObject *parent = PyList_GET_ITEM(cur, 0);
+    if (parent != Py_None) { /* an attribute lookup above ran an execution? then the Python hook */
+        Py_DECREF(ident);
+        Py_DECREF(name);
+        return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
+    }
+    Py_INCREF(parent);
+    t0 = now_ns();
+    PyObject *rec = h->spare, *t0o = ll_obj(t0);
+    h->spare = NULL;
+    if (rec == NULL) rec = PyList_New(7);
+    if (rec == NULL || t0o == NULL) {
+        Py_XDECREF(rec);
+        Py_XDECREF(t0o);
+        goto fail1;
+    }
+    PyObject *items[7] = {t0o, s_zero, parent, ident, t0o, name, mid != NULL ? mid : s_null};
+    for (int i = 1; i < 7; i++) Py_INCREF(items[i]); /* t0o: one reference of its own, one more below */
+    for (int i = 0; i < 7; i++) {
+        PyObject *old = PyList_GET_ITEM(rec, i);
+        PyList_SET_ITEM(rec, i, items[i]);
+        Py_XDECREF(old);
+    }
+    Py_INCREF(rec);
+    PyList_SetItem(cur, 0, rec);
+    PyObject *res = PyObject_Vectorcall(h->orig, args, nargs, kwnames);
+    t1 = now_ns();
+    PyObject *et, *ev, *etb;
+    PyErr_Fetch(&et, &ev, &etb);
+    Py_INCREF(parent);
+    PyList_SetItem(cur, 0, parent);
+    int bad = 0;
+    long long r0 = t0, r1 = 0;
+    /* rec[0], rec[1] change only when the execution was paused (greenlet switch, nested execution) */
+    if (PyList_GET_SIZE(rec) == 7 && PyList_GET_ITEM(rec, 0) == t0o && PyList_GET_ITEM(rec, 1) == s_zero)
+        ;
+    else if (list_get_ll(rec, 0, &r0) < 0 || list_get_ll(rec, 1, &r1) < 0)
+        bad = 1;
+    else if (PyList_GET_ITEM(rec, 0) != t0o) { /* it was paused: its last piece, [last resume, t1] */
+        int64_t *row = next_row(h->rec);
+        if (row == NULL) bad = 1;
+        else {
+            Recorder *r = h->rec;
+            row[L_T0] = r0 - r->origin;
+            row[L_MSG] = mid_v;
+            row[L_NAME] = name_v;
+            row[L_PE] = r->pe;
+            row[L_T1] = t1 - r->origin;
+            row[L_PEER_PE] = row[L_ACTIVE] = row[L_PEER_COLL] = row[L_PEER_OBJ] = row[L_BYTES] = row[L_ARGS] = NUL;
+            row[L_EXEC_T0] = t0 - r->origin;
+            row[L_KIND] = K_PIECE;
+            if (put_ident(row, ident) < 0) { r->n--; bad = 1; }
+        }
+    }
+    if (!bad) {
+        int64_t *row = next_row(h->rec);
+        if (row == NULL) bad = 1;
+        else {
+            Recorder *r = h->rec;
+            row[L_T0] = t0 - r->origin;
+            row[L_MSG] = mid_v;
+            row[L_NAME] = name_v;
+            row[L_PE] = r->pe;
+            row[L_PEER_PE] = mid_v == NUL ? NUL : (mid_v >> MSG_PE_SHIFT);
+            row[L_T1] = t1 - r->origin;
+            row[L_ACTIVE] = r1 + t1 - r0;
+            row[L_PEER_COLL] = row[L_PEER_OBJ] = row[L_BYTES] = row[L_ARGS] = row[L_EXEC_T0] = NUL;
+            row[L_KIND] = K_EXEC;
+            if (put_ident(row, ident) < 0) { r->n--; bad = 1; }
+        }
+    }
+    if (Py_REFCNT(rec) == 1 && h->spare == NULL && PyList_GET_SIZE(rec) == 7)
+        h->spare = rec; /* nothing else holds it: the next execution reuses it */
+    else
+        Py_DECREF(rec);
+    Py_DECREF(parent);
+    Py_DECREF(ident);
+    Py_DECREF(name);
+    if (bad) {
+        Py_XDECREF(res);
+        Py_XDECREF(et);
+        Py_XDECREF(ev);
+        Py_XDECREF(etb);
+        return NULL;
+    }
+    PyErr_Restore(et, ev, etb);
+    return res;
+fail1:
+    Py_DECREF(parent);
+fail0:
+    Py_DECREF(ident);
+    Py_DECREF(name);
+    return NULL;
+}
+
+/* packMsg(destObj, msgArgs, header): tags the message with its id, notes it in pend. */
+static PyObject *hook_pack(Hook *h, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (kwnames != NULL || nargs != 3 || !PyDict_Check(args[2]) || PyObject_IsTrue(PyList_GET_ITEM(h->mute, 0)))
+        return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
+    PyObject *dest = args[0], *header = args[2];
+    long long t = now_ns();
+    Recorder *r = h->rec;
+    long long mid = r->msg_base + (++r->seq);
+    PyObject *mido = ll_obj(mid);
+    if (mido == NULL || PyDict_SetItem(header, s_pt_key, mido) < 0) {
+        Py_XDECREF(mido);
+        return NULL;
+    }
+    PyObject *pc = PyObject_GetAttr(h->state, s_pending_create);
+    if (pc == NULL) {
+        Py_DECREF(mido);
+        return NULL;
+    }
+    if (pc != Py_None && PyDict_SetItem(header, s_pc_key, pc) < 0) {
+        Py_DECREF(pc);
+        Py_DECREF(mido);
+        return NULL;
+    }
+    Py_DECREF(pc);
+    PyObject *msg = PyObject_Vectorcall(h->orig, args, nargs, NULL);
+    if (msg == NULL) {
+        Py_DECREF(mido);
+        return NULL;
+    }
+    PyObject *m0 = PySequence_GetItem(msg, 0);
+    if (m0 == NULL) goto fail;
+    long long size = NUL;
+    if (dest == Py_None) {
+        size = PyObject_Length(m0);
+        if (size < 0) goto fail_m0;
+        PyObject *dc = PyDict_GetItemWithError(header, s_dcopy_key);
+        if (dc == NULL && PyErr_Occurred()) goto fail_m0;
+        if (dc != NULL && PyObject_IsTrue(dc)) {
+            PyObject *it = PyObject_GetIter(dc), *d;
+            if (it == NULL) goto fail_m0;
+            while ((d = PyIter_Next(it)) != NULL) {
+                PyObject *x = PySequence_GetItem(d, 3);
+                Py_DECREF(d);
+                long long xv;
+                if (x == NULL || get_ll(x, &xv) < 0) {
+                    Py_XDECREF(x);
+                    Py_DECREF(it);
+                    goto fail_m0;
+                }
+                Py_DECREF(x);
+                size += xv;
+            }
+            Py_DECREF(it);
+            if (PyErr_Occurred()) goto fail_m0;
+        }
+    }
+    PyObject *p = PyTuple_New(4), *sizeo = size == NUL ? (Py_INCREF(s_null), s_null) : ll_obj(size), *to = ll_obj(t);
+    if (p == NULL || sizeo == NULL || to == NULL) {
+        Py_XDECREF(p);
+        Py_XDECREF(sizeo);
+        Py_XDECREF(to);
+        goto fail_m0;
+    }
+    PyTuple_SET_ITEM(p, 0, m0);
+    PyTuple_SET_ITEM(p, 1, mido);
+    PyTuple_SET_ITEM(p, 2, sizeo);
+    PyTuple_SET_ITEM(p, 3, to);
+    r->pend_tuple = p;
+    r->pend_mid = mid;
+    r->pend_size = size;
+    r->pend_t = t;
+    PyList_SetItem(h->pend, 0, p);
+    return msg;
+fail_m0:
+    Py_DECREF(m0);
+fail:
+    Py_DECREF(mido);
+    Py_DECREF(msg);
+    return NULL;
+}
+
+/* CkArraySend(aid, index, ep, msg): the send row of the message packMsg noted. */
+static PyObject *hook_asend(Hook *h, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (kwnames != NULL || nargs != 4) return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
+    PyObject *aid = args[0], *index = args[1], *ep = args[2], *msg = args[3];
+    PyObject *coll = PyDict_GetItemWithError(h->acodes, aid);
+    if (coll == NULL && PyErr_Occurred()) return NULL;
+    PyObject *name = PyDict_GetItemWithError(h->epcodes, ep);
+    if (name == NULL && PyErr_Occurred()) return NULL;
+    if (coll == NULL || name == NULL || !PyTuple_Check(index) || PyTuple_GET_SIZE(index) > 2)
+        return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
+    PyObject *p = PyList_GET_ITEM(h->pend, 0);
+    Py_INCREF(p);
+    PyObject *batched = PyObject_Vectorcall(h->orig, args, nargs, NULL);
+    if (batched == NULL) {
+        Py_DECREF(p);
+        return NULL;
+    }
+    int is_batched = PyObject_IsTrue(batched);
+    Py_DECREF(batched);
+    if (is_batched < 0) goto fail;
+    if (p == Py_None || !PyTuple_Check(p) || PyTuple_GET_SIZE(p) != 4) goto done;
+    PyObject *m0 = PySequence_GetItem(msg, 0);
+    if (m0 == NULL) goto fail;
+    Py_DECREF(m0); /* identity test only */
+    if (PyTuple_GET_ITEM(p, 0) != m0) goto done;
+    Py_INCREF(Py_None);
+    PyList_SetItem(h->pend, 0, Py_None);
+    long long coll_v, name_v, mid, nbytes, t, peer = NUL, argsv = NUL, i0, i1;
+    Recorder *r = h->rec;
+    if (get_ll(coll, &coll_v) < 0 || get_ll(name, &name_v) < 0) goto fail;
+    if (p == r->pend_tuple) { /* made by hook_pack (p is alive: the same object) */
+        mid = r->pend_mid;
+        nbytes = r->pend_size;
+        t = r->pend_t;
+    } else if (get_ll(PyTuple_GET_ITEM(p, 1), &mid) < 0 || get_ll(PyTuple_GET_ITEM(p, 2), &nbytes) < 0 ||
+               get_ll(PyTuple_GET_ITEM(p, 3), &t) < 0) {
+        goto fail;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(index);
+    if (n) {
+        if (get_ll(PyTuple_GET_ITEM(index, 0), &i0) < 0) goto fail;
+        if (n == 1) peer = i0;
+        else {
+            if (get_ll(PyTuple_GET_ITEM(index, 1), &i1) < 0) goto fail;
+            peer = (long long)(((unsigned long long)i0 << h->index_bits) |
+                               ((unsigned long long)i1 & ((1ULL << h->index_bits) - 1)));
+        }
+        argsv = is_batched ? h->combined : NUL;
+    } else {
+        argsv = h->bcast;
+    }
+    PyObject *rec = PyList_GET_ITEM(h->cur, 0);
+    PyObject *ident = rec == Py_None ? h->no_object : NULL;
+    if (ident == NULL) {
+        if (!PyList_Check(rec) || PyList_GET_SIZE(rec) < 4) {
+            PyErr_SetString(PyExc_TypeError, "execution record expected");
+            goto fail;
+        }
+        ident = PyList_GET_ITEM(rec, 3);
+    }
+    int64_t *row = next_row(r);
+    if (row == NULL) goto fail;
+    row[L_T0] = t - r->origin;
+    row[L_MSG] = mid;
+    row[L_NAME] = name_v;
+    row[L_PE] = r->pe;
+    row[L_PEER_PE] = row[L_T1] = row[L_ACTIVE] = row[L_EXEC_T0] = NUL;
+    row[L_PEER_COLL] = coll_v;
+    row[L_PEER_OBJ] = peer;
+    row[L_BYTES] = nbytes;
+    row[L_ARGS] = argsv;
+    row[L_KIND] = K_SEND;
+    if (put_ident(row, ident) < 0) {
+        r->n--;
+        goto fail;
+    }
+done:
+    Py_DECREF(p);
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(p);
+    return NULL;
+}
+
+static PyObject *H_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    static char *kw[] = {"kind", "orig", "slow", "recorder", "cur", "pend", "mute", "state", "acodes", "epcodes",
+                         "no_object", "bcast", "combined", "index_bits", NULL};
+    const char *kind;
+    PyObject *orig, *slow, *rec, *cur, *pend, *mute, *state, *acodes, *epcodes, *no_object;
+    long long bcast, combined, index_bits;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOOO!O!O!O!OO!O!O!LLL", kw, &kind, &orig, &slow, &RecorderType,
+                                     &rec, &PyList_Type, &cur, &PyList_Type, &pend, &PyList_Type, &mute, &state,
+                                     &PyDict_Type, &acodes, &PyDict_Type, &epcodes, &PyList_Type, &no_object,
+                                     &bcast, &combined, &index_bits))
+        return NULL;
+    int k;
+    vectorcallfunc fn;
+    if (strcmp(kind, "exec") == 0) { k = H_EXEC; fn = (vectorcallfunc)hook_exec; }
+    else if (strcmp(kind, "pack") == 0) { k = H_PACK; fn = (vectorcallfunc)hook_pack; }
+    else if (strcmp(kind, "array_send") == 0) { k = H_ASEND; fn = (vectorcallfunc)hook_asend; }
+    else return PyErr_Format(PyExc_ValueError, "unknown hook kind %s", kind);
+    if (PyList_GET_SIZE(cur) < 1 || PyList_GET_SIZE(pend) < 1 || PyList_GET_SIZE(mute) < 1)
+        return PyErr_Format(PyExc_ValueError, "cur, pend and mute must hold one item");
+    Hook *h = (Hook *)type->tp_alloc(type, 0);
+    if (h == NULL) return NULL;
+    h->kind = k;
+    h->vectorcall = fn;
+    PyObject **slots[] = {&h->orig, &h->slow, (PyObject **)&h->rec, &h->cur, &h->pend, &h->mute, &h->state,
+                          &h->acodes, &h->epcodes, &h->no_object};
+    PyObject *vals[] = {orig, slow, rec, cur, pend, mute, state, acodes, epcodes, no_object};
+    for (int i = 0; i < 10; i++) {
+        Py_INCREF(vals[i]);
+        *slots[i] = vals[i];
+    }
+    h->bcast = bcast;
+    h->combined = combined;
+    h->index_bits = index_bits;
+    return (PyObject *)h;
+}
+
+static int H_traverse(Hook *h, visitproc visit, void *arg) {
+    Py_VISIT(h->orig);
+    Py_VISIT(h->slow);
+    Py_VISIT(h->rec);
+    Py_VISIT(h->cur);
+    Py_VISIT(h->pend);
+    Py_VISIT(h->mute);
+    Py_VISIT(h->state);
+    Py_VISIT(h->acodes);
+    Py_VISIT(h->epcodes);
+    Py_VISIT(h->no_object);
+    Py_VISIT(h->spare);
+    return 0;
+}
+
+static int H_clear(Hook *h) {
+    Py_CLEAR(h->orig);
+    Py_CLEAR(h->slow);
+    Py_CLEAR(h->rec);
+    Py_CLEAR(h->cur);
+    Py_CLEAR(h->pend);
+    Py_CLEAR(h->mute);
+    Py_CLEAR(h->state);
+    Py_CLEAR(h->acodes);
+    Py_CLEAR(h->epcodes);
+    Py_CLEAR(h->no_object);
+    Py_CLEAR(h->spare);
+    return 0;
+}
+
+static void H_dealloc(Hook *h) {
+    PyObject_GC_UnTrack(h);
+    H_clear(h);
+    Py_TYPE(h)->tp_free((PyObject *)h);
+}
+
+/* Bound as a method when set on a class (EntryMethod._run), like a Python function. */
+static PyObject *H_get(PyObject *self, PyObject *obj, PyObject *type) {
+    if (obj == NULL || obj == Py_None) {
+        Py_INCREF(self);
+        return self;
+    }
+    return PyMethod_New(self, obj);
+}
+
+static PyMemberDef H_members[] = {
+    {"orig", T_OBJECT, offsetof(Hook, orig), READONLY, "the wrapped callable"},
+    {"slow", T_OBJECT, offsetof(Hook, slow), READONLY, "the Python hook of the cases not handled here"},
+    {NULL}};
+
+static PyTypeObject HookType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tracers.charm._recorder.Hook",
+    .tp_basicsize = sizeof(Hook),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "Hook(kind, ...): the fast path of one tracer hook ('exec', 'pack', 'array_send').",
+    .tp_new = H_new,
+    .tp_dealloc = (destructor)H_dealloc,
+    .tp_traverse = (traverseproc)H_traverse,
+    .tp_clear = (inquiry)H_clear,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(Hook, vectorcall),
+    .tp_descr_get = H_get,
+    .tp_members = H_members,
+};
+
+static PyObject *M_clock(PyObject *self, PyObject *Py_UNUSED(ignored)) { return PyLong_FromLongLong(now_ns()); }
+
+static PyObject *M_use_null(PyObject *self, PyObject *obj) {
+    long long v = PyLong_AsLongLong(obj);
+    if (v == -1 && PyErr_Occurred()) return NULL;
+    if (v != NUL) return PyErr_Format(PyExc_ValueError, "the null marker is INT64_MIN");
+    Py_INCREF(obj);
+    Py_XSETREF(s_null, obj);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef M_methods[] = {
+    {"clock", M_clock, METH_NOARGS, "CLOCK_MONOTONIC in ns (time.monotonic_ns)"},
+    {"use_null", M_use_null, METH_O, "use_null(NULL): the null object Python code passes (read without conversion)"},
+    {NULL}};
+
+static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, .m_name = "_recorder",
+                                       .m_doc = "Native event recorder.", .m_size = -1, .m_methods = M_methods};
+
+PyMODINIT_FUNC PyInit__recorder(void) {
+    if (PyType_Ready(&RecorderType) < 0 || PyType_Ready(&DispatchType) < 0 || PyType_Ready(&HookType) < 0)
+        return NULL;
+    if (!(s_pt_key = PyBytes_FromString("_pt")) || !(s_pc_key = PyBytes_FromString("_pc")) ||
+        !(s_dcopy_key = PyBytes_FromString("dcopy")) || !(s_pt_attr = PyUnicode_InternFromString("_pt")) ||
+        !(s_ptid_attr = PyUnicode_InternFromString("_pt_id")) ||
+        !(s_pending_create = PyUnicode_InternFromString("pending_create")) || !(s_zero = PyLong_FromLong(0)) ||
+        !(s_null = PyLong_FromLongLong(NUL)))
+        return NULL;
+    PyObject *m = PyModule_Create(&moduledef);
+    if (m == NULL) return NULL;
+    Py_INCREF(&RecorderType);
+    Py_INCREF(&DispatchType);
+    Py_INCREF(&HookType);
+    if (PyModule_AddObject(m, "Hook", (PyObject *)&HookType) < 0 ||
+        PyModule_AddObject(m, "Recorder", (PyObject *)&RecorderType) < 0 ||
+        PyModule_AddObject(m, "Dispatch", (PyObject *)&DispatchType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddIntConstant(m, "ROW_FIELDS", NF) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
