@@ -165,6 +165,11 @@ def _micro_child(traced: bool) -> float:
     charm.entryMethods = {}
     if traced:
         from tracers.charm import hooks
+
+        try:
+            from tracers.charm.dispatch import install_dispatch_hooks
+        except ImportError:  # a --before tree: the dispatch hooks were in hooks.py
+            install_dispatch_hooks = hooks.install_dispatch_hooks
         from tracers.charm._state import ST, clock
 
         ST.reg.arrays[0] = ("Player#0", "array")
@@ -176,7 +181,7 @@ def _micro_child(traced: bool) -> float:
         hooks.install_send_hooks(charm)
         charm.recvGroupMsg = charm.recvChareMsg = charm.buildMainchare = lambda a, b, c, d: None
         charm.recvArrayBcast = lambda a, b, c, d, e: None
-        hooks.install_dispatch_hooks(charm)
+        install_dispatch_hooks(charm)
         hooks.install_greenlet_trace()
     charm.entryMethods[5] = EntryMethod(Player, "ball")
     charm.last = ({}, (0, b"x" * 64))

@@ -8,9 +8,10 @@ rotating through the four modes for many rounds, so machine load, frequency and 
 all modes alike. The tracer's hooks are installed only during `paradise` blocks and the profiler
 runs only during `profiler` blocks (CPU activities, `prof.step()` after each step; its start and
 stop are outside the timed region). Each block is timed in process CPU time (all threads of the
-rank: hooks, comm-thread callbacks, Parquet flushes), main-thread CPU time and wall time. Ratios
-are to `untraced`: the median over rounds of each round's paired ratio, and the ratio of medians.
-The `untraced2/untraced` line shows how large a difference the measurement can resolve.
+rank: hooks, gloo threads, Parquet flushes), main-thread CPU time and wall time. Ratios
+are to `untraced`: the median over rounds of each round's paired ratio, and the ratio of medians;
+"added per step" is the median over rounds of each block's per-step time minus the same round's
+`untraced` block. The `untraced2` lines show how large a difference the measurement can resolve.
 
 Part 2 (optional, --whole-runs N): whole torchrun runs of the script, untraced, under the
 tracer's bootstrap (as `paradise trace torch`) and under torch.profiler alone, interleaved;
@@ -170,6 +171,14 @@ def interleaved(nproc: int, args: argparse.Namespace) -> None:
             mode: statistics.median(x[k] / b[k] for x, b in zip(times[mode], times["untraced"]))
             for mode in MODES
         }
+        added = {  # median over rounds of the block's per-step time minus the same round's untraced block
+            mode: statistics.median(x[k] - b[k] for x, b in zip(times[mode], times["untraced"])) / 1e3
+            for mode in MODES
+        }
+        print(
+            f"  {label} added per step (paired median): paradise +{added['paradise']:.1f} us, "
+            f"profiler +{added['profiler']:.1f} us, noise floor untraced2 {added['untraced2']:+.1f} us"
+        )
         print(
             f"  {label}: paradise/untraced {pair['paradise']:.3f} (ratio of medians "
             f"{med['paradise'] / med['untraced']:.3f}, +{(med['paradise'] - med['untraced']) / 1e3:.1f} us/step), "

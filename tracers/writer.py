@@ -3,8 +3,9 @@
 Parquet needs a footer, so a file still open when its process is killed is unreadable.
 The writer therefore flushes each batch of rows as its own small, complete part file
 (`pe-00003.part-000007.parquet`); a killed run leaves every flushed part readable. A clean
-`close()` compacts the parts into `pe-00003.parquet` (written to a temporary name, then
-renamed, then the parts removed), so a crash during compaction loses nothing either.
+`close()` compacts the parts into `pe-00003.parquet` in time order (t0; tracers append an
+execution when it ends, after the sends it made: paradise.format.order), written to a temporary
+name, then renamed, then the parts removed, so a crash during compaction loses nothing either.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from paradise.format import COLUMN_NAMES, SCHEMA, make_metadata
+from paradise.format.order import time_ordered
 
 FLUSH_ROWS = 50_000
 """Rows buffered before a flush: ~2 MB of Arrow, well under a tracer's memory budget."""
@@ -136,12 +138,13 @@ class TraceWriter:
         self.metadata["complete"] = complete
         schema = SCHEMA.with_metadata(make_metadata(**self.metadata))
         final = self.directory / f"{self.stem}.parquet"
+        fd, scratch = tempfile.mkstemp(prefix=f".{self.stem}.order.", suffix=".tmp", dir=self.directory)
+        os.close(fd)
+        # ParquetFile, not read_table: read_table imports pandas (~1 s) via pyarrow.dataset
+        parts = (pq.ParquetFile(part).read() for part in self._parts)
         with _exclusive_tmp(self.directory, final) as fh, pq.ParquetWriter(fh, schema, compression="zstd") as out:
-            for part in self._parts:
-                # ParquetFile, not read_table: read_table imports pandas (~1 s) via pyarrow.dataset; a cast
-                # only where the types differ (cast imports pyarrow.compute: ~0.1-0.2 s)
-                table = pq.ParquetFile(part).read()
-                out.write_table(table if table.schema.equals(schema, check_metadata=False) else table.cast(schema))
+            for table in time_ordered(parts, schema, scratch):  # rows were appended as events ended
+                out.write_table(table)
             if not self._parts:
                 out.write_table(SCHEMA.empty_table().cast(schema))
         for part in self._parts:

@@ -11,6 +11,7 @@ from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristi
 from paradise.analyses.devices import records
 from paradise.analyses.session import Session
 from paradise.store import TraceHandle
+from paradise.units import count, duration
 
 
 def applies(trace: TraceHandle) -> bool:
@@ -40,8 +41,8 @@ def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisR
              Evidence("top_kernel_time", int(top["kernel_ns"]), "ns", None, "annotations_spans")),
             1.0,
             f"{s['name'].nunique()} {side.upper()} annotation(s); the longest, {top['name']!r}, took "
-            f"{top['total_ns'] / 1e6:.3g} ms over {int(top['spans'])} span(s) and covers {int(top['kernels'])} "
-            f"device row(s) ({top['kernel_ns'] / 1e6:.3g} ms).",
+            f"{duration(top['total_ns'])} over {int(top['spans'])} span(s) and covers {count(top['kernels'])} "
+            f"device row(s) ({duration(top['kernel_ns'])}).",
         ))  # fmt: skip
         result.sections[side] = records(s.sort_values(["pe", "total_ns"], ascending=[True, False]))
     return result

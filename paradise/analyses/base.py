@@ -70,8 +70,10 @@ def provenance_of(trace: Any) -> dict[str, Any]:
 
 
 def fmt_s(ns: float | None) -> str:
-    """Nanoseconds as seconds for sentences (analyses do not import the rich report helpers)."""
-    return "?" if ns is None else f"{float(ns) / 1e9:.4g} s"
+    """A duration for sentences ("?" when unknown), as paradise.units formats every time."""
+    from paradise.units import duration
+
+    return "?" if ns is None else duration(ns)
 
 
 def justification(c: Characteristic) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from paradise.analyses.base import (
 from paradise.analyses.session import Session
 from paradise.events.objgraph import MIN_NODES, clean_edges, collection_patterns
 from paradise.importers import training_like
+from paradise.units import count, exact_size
 
 SIZE_QUANTILES = (0.5, 0.9, 0.99)
 DEFAULT_PER_MESSAGE_NS = 5_000.0
@@ -79,11 +80,6 @@ def withheld_patterns(edges: pd.DataFrame, patterns: dict[str, list[dict[str, An
     return out
 
 
-def _bytes(n: int) -> str:
-    """An exact byte count for a sentence: 4,174 B."""
-    return f"{int(n):,} B"
-
-
 def size_quantiles(engine: Any) -> dict[str, Any]:
     """Exact message-size quantiles and the small-message count (communication_size_quantiles)."""
     row = engine.query("communication_size_quantiles", small_bytes=comm_gen.COMBINE_MAX_BYTES).to_pylist()
@@ -101,12 +97,12 @@ def sizes(hist: pd.DataFrame, q: dict[str, Any]) -> Characteristic:
     histogram = [{"bucket_log2": int(b), "msgs": int(m)} for b, m in
                  hist.groupby("bucket_log2")["msgs"].sum().sort_index().items()]
     if not sized:
-        summary = f"Message sizes are unknown: none of the {msgs} send rows records its size."
+        summary = f"Message sizes are unknown: none of the {count(msgs)} send rows records its size."
     else:
-        unknown = f" ({msgs - sized} of {msgs} send rows without a size left out)" if sized < msgs else ""
-        summary = (f"Median message {_bytes(qs['p50_bytes'])}, 99th percentile {_bytes(qs['p99_bytes'])} "
+        unknown = f" ({count(msgs - sized)} of {count(msgs)} send rows without a size left out)" if sized < msgs else ""
+        summary = (f"Median message {exact_size(qs['p50_bytes'])}, 99th percentile {exact_size(qs['p99_bytes'])} "
                    f"(exact, over {sized:,} messages){unknown}; {small / sized:.0%} of them are small "
-                   f"(<= {_bytes(comm_gen.COMBINE_MAX_BYTES)}).")
+                   f"(<= {exact_size(comm_gen.COMBINE_MAX_BYTES)}).")
     return Characteristic(
         "communication", "message_sizes", qs.get("p50_bytes"),
         (*(Evidence(k, v, "bytes", None, "communication_size_quantiles") for k, v in qs.items()),
@@ -225,7 +221,7 @@ def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisR
         c0, g = cands[0], doc["predicted_gain"]
         result.sections["hint_explanations"] = [
             f"comm.json: combine small messages on {len(cands)} PE-pair stream(s), e.g. PE {c0['src_pe']} -> "
-            f"PE {c0['dst_pe']} '{c0['entry']}' ({c0['msgs']} messages of <= {c0['max_bytes']} bytes), in batches "
-            f"of {c0['batch']}: {g['msgs_before']} messages become {g['msgs_after']}, saving about "
+            f"PE {c0['dst_pe']} '{c0['entry']}' ({count(c0['msgs'])} messages of <= {exact_size(c0['max_bytes'])}), in batches "
+            f"of {c0['batch']}: {count(g['msgs_before'])} messages become {count(g['msgs_after'])}, saving about "
             f"{fmt_s(g['overhead_ns_saved'])} of per-message cost."]
     return result

@@ -13,6 +13,7 @@ from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristi
 from paradise.analyses.devices import has_device_rows, records
 from paradise.analyses.session import Session
 from paradise.store import TraceHandle
+from paradise.units import duration
 
 KERNEL_DELAY_NS = 30_000
 """Gaps shorter than 30 µs between two rows on a stream are back-to-back launch overhead
@@ -58,7 +59,7 @@ def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisR
         + (Evidence("idle", idle, "ns", None, "gpu_idle_causes"),
            Evidence("kernel_delay", KERNEL_DELAY_NS, "ns", None, "gpu_idle_causes")),
         0.8,
-        f"Device streams idled {idle / 1e6:.3g} ms between kernels: {shares['host_wait']:.0%} waiting for the "
+        f"Device streams idled {duration(idle)} between kernels: {shares['host_wait']:.0%} waiting for the "
         f"host to launch, {shares['kernel_wait']:.0%} waiting on other kernels or launch overhead, "
         f"{shares['other']:.0%} other.",
     ))  # fmt: skip

@@ -13,6 +13,7 @@ from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristi
 from paradise.analyses.devices import has_device_rows, records
 from paradise.analyses.session import Session
 from paradise.store import TraceHandle
+from paradise.units import duration
 
 RUNTIME_CUTOFF_NS = 50_000
 """A launch call longer than 50 µs is an outlier (HTA's runtime_cutoff)."""
@@ -74,7 +75,7 @@ def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisR
          Evidence("graph_launches", graphs, "count", None, "gpu_launches")),
         0.8,
         f"On rank {int(worst['pe'])}, {share:.0%} of the launches ran shorter on the device than their launch call "
-        f"(mean launch {worst['cpu_mean_ns'] / 1e3:.3g} µs, mean delay to start {worst['delay_mean_ns'] / 1e3:.3g} µs); "
+        f"(mean launch {duration(worst['cpu_mean_ns'])}, mean delay to start {duration(worst['delay_mean_ns'])}); "
         f"{int(ranks['late'].sum())} launch(es) started over {DELAY_CUTOFF_NS // 1000} µs after the call.{advice}",
     ))  # fmt: skip
     rows["delay_mean_ns"] = (rows["delay_ns"] / rows["launches"]).round(1)

@@ -14,6 +14,7 @@ from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristi
 from paradise.analyses.devices import has_device_rows, records
 from paradise.analyses.session import Session
 from paradise.store import TraceHandle
+from paradise.units import duration
 
 MAX_QUEUE_LENGTH = 1024
 """CUDA's launch queue depth per stream: at this many pending launches the host blocks (HTA's
@@ -89,7 +90,7 @@ def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisR
         0.8,
         f"The busiest stream (rank {int(busiest['pe'])}, stream {int(busiest['stream'])}) held {busiest['mean']:.2f} "
         f"launched kernels on average (max {int(busiest['max'])}); the host was blocked on a full queue for "
-        f"{full / 1e6:.3g} ms.",
+        f"{duration(full)}.",
     ))  # fmt: skip
     result.sections.update(streams=records(s), histogram=records(_log2_buckets(hist)))
     return result

@@ -14,6 +14,7 @@ import pandas as pd
 from hints.generators import mapping as mapping_gen
 from paradise.analyses.base import Characteristic, fmt_s, justification, provenance_of
 from paradise.analyses.pe_time import IMBALANCE_THRESHOLD
+from paradise.units import exact_size, number
 
 IMBALANCE_RATIO = IMBALANCE_THRESHOLD
 """max/mean PE busy time above which the run is called imbalanced: the overview's one threshold."""
@@ -178,5 +179,5 @@ def cross_pe_text(gain: dict[str, Any]) -> str:
     if b is None or a is None:
         return "cross-PE bytes unknown"
     if not b:
-        return f"cross-PE bytes 0 B -> {a:,} B" if a else "no bytes cross PEs before or after"
-    return f"cross-PE bytes x{a / b:.2g} ({b:,} B -> {a:,} B)"
+        return f"cross-PE bytes 0 B -> {exact_size(a)}" if a else "no bytes cross PEs before or after"
+    return f"cross-PE bytes x{number(a / b, 2)} ({exact_size(b)} -> {exact_size(a)})"

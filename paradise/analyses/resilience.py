@@ -30,6 +30,8 @@ from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristi
 from paradise.analyses.session import Session
 from paradise.importers import training_like
 from paradise.store import TraceHandle
+from paradise.units import count as fmt_count
+from paradise.units import seconds as fmt_seconds
 
 INCIDENT_GAP_NS = 60 * 10**9
 """Failure rows closer than this (ns) belong to one incident: every survivor records the same failure."""
@@ -130,11 +132,11 @@ def _inputs(kinds: pd.DataFrame, incidents: pd.DataFrame, trace: TraceHandle,
     own = span_s / failures * ranks / val["gpus"] if failures and span_s > 0 else None
     scaled = f", scaled from {ranks} ranks to {val['gpus']} GPUs" if val["gpus"] != ranks else ""
     put("mtbf_s", None if config.mtbf_hours is None else config.mtbf_hours * HOURS, own,
-        default_mtbf_s(val["gpus"]), f"job's own: {failures} failure(s) in {span_s:.3g} s{scaled}")
+        default_mtbf_s(val["gpus"]), f"job's own: {failures} failure(s) in {fmt_seconds(span_s)}{scaled}")
     if src["mtbf_s"] == "trace" and failures < 3:
         det["mtbf_s"] += "; few failures, a rough estimate: pass --mtbf-hours to plan with another"
     if src["mtbf_s"] == "default":
-        det["mtbf_s"] = (f"{FAILURES_PER_1000_NODE_DAYS:g} failures per 1000 node-days, "
+        det["mtbf_s"] = (f"{FAILURES_PER_1000_NODE_DAYS:g} failures per 1,000 node-days, "
                          f"{GPUS_PER_NODE} GPUs per node, {val['gpus']} GPUs")
     return val, src, det
 
@@ -166,10 +168,10 @@ def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisR
         Evidence(f"expected_waste_{m}", _round(w), "fraction") for m, w in policy.expected_waste.items())
     conf = min(1.0, failures / MIN_FAILURES_CONFIDENT) if src["mtbf_s"] == "trace" else 0.5
     w = policy.expected_waste
-    every = f" every {policy.interval_steps} steps ({policy.interval_s:.3g} s)" if policy.interval_steps else ""
+    every = f" every {fmt_count(policy.interval_steps)} steps ({fmt_seconds(policy.interval_s)})" if policy.interval_steps else ""
     summary = (f"checkpoint policy {policy.mode}{every}: expected waste {100 * w[policy.mode]:.2f}% of job time "
                f"(periodic {100 * w['periodic']:.2f}%, jit {100 * w['jit']:.2f}%), job MTBF "
-               f"{policy.mtbf_s / HOURS:.3g} h ({src['mtbf_s']})")
+               f"{fmt_seconds(policy.mtbf_s)} ({src['mtbf_s']})")
     result.characteristics.append(Characteristic(
         "resilience", "checkpoint_policy", policy.mode, evidence, conf, summary))
     replayed = [int(x) for x in incidents.get("replayed", pd.Series(dtype=object)).dropna()]

@@ -1,6 +1,6 @@
-"""The analysis runner: opens a trace, runs the analyses of ANALYSES that apply on one engine,
-collects their results and one-line errors, and writes their hint files. The CLI (`paradise
-analyze`) only parses options and renders what this returns.
+"""The analysis runner: runs the analyses of ANALYSES that apply on a run's session (paradise.run
+opens it), collects their results and one-line errors, and writes their hint files. The CLI
+(`paradise analyze`) only parses options and renders what this returns.
 
 One failing analysis does not hide the others: its error is kept as one line and the others
 run. Set PARADISE_DEBUG=1 to let such a failure raise with its traceback.
@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from paradise.analyses import ANALYSES
 from paradise.errors import (
-    EngineUnavailable,
     HintMismatch,
     InvalidOption,
     OutputExists,
@@ -29,16 +27,11 @@ if TYPE_CHECKING:  # pandas and pyarrow load only when a command runs (fast `par
     from paradise.analyses.session import Session
     from paradise.store import TraceHandle
 
-ENGINES = ("duckdb", "dask")
 CONCURRENT_BYTES_PER_ROW = 64
 """Analyses run two at a time, with the exec graph built beside them, only while the trace has at
 most memory limit / CONCURRENT_BYTES_PER_ROW rows: each event-level query holds hash tables and
 sort runs of its own; at 10^8 rows under 2 GiB, one of three at once failed to allocate 512 MiB
 with 961 MiB of DuckDB's 1.1 GiB held by the others."""
-PREFETCH = ("exec_graph",)
-"""Shared results started on a thread of their own as soon as the engine is open, when an analysis
-that applies needs them: the exec graph is the run's longest query, and it proceeds while the
-analyses import and the overview scans."""
 
 
 def trace_summary(trace: TraceHandle) -> dict[str, Any]:
@@ -95,6 +88,8 @@ def run_analyses(
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="paradise-analysis") as pool:
         futures = {pool.submit(one, name): name for name in names}
         for fut in futures:  # in submission order; each is waited for, so none is left running
+            if progress is not None:  # the stage the bar waits on is the analysis waited for
+                progress.stage(futures[fut])
             try:
                 outcomes[futures[fut]] = fut.result()
             except ParadiseError:  # bad input found while reading (a damaged file): not a bug
@@ -175,54 +170,3 @@ def select_analyses(only: str | None) -> tuple[str, ...]:
         what = f"unknown analysis {', '.join(map(repr, unknown))}" if unknown else "no analysis named"
         raise InvalidOption(f"--only {only!r}: {what} (choose from {', '.join(ANALYSES)})")
     return tuple(n for n in ANALYSES if n in wanted)
-
-
-def make_engine(trace: TraceHandle, engine: str, scheduler: str | None, **options: Any) -> Any:
-    """The engine by name; a scheduler address (or `local`) implies the Dask engine; options
-    (memory_limit; workers and worker_memory for Dask) go to the engine."""
-    from paradise.engines import get_engine
-
-    if scheduler:
-        engine = "dask"
-    if engine not in ENGINES:
-        raise EngineUnavailable(f"unknown engine {engine!r} (choose {' or '.join(ENGINES)})")
-    if engine == "duckdb":
-        options = {k: v for k, v in options.items() if k == "memory_limit"}
-    return get_engine(trace, engine, scheduler=scheduler, **options)
-
-
-
-def analyze_trace(
-    path: Path, *, engine: str = "duckdb", scheduler: str | None = None, config: AnalysisConfig | None = None,
-    names: tuple[str, ...] = ANALYSES, progress: Callable[[str, int], Any] | None = None,
-    engine_options: dict[str, Any] | None = None,
-) -> tuple[TraceHandle, dict[str, AnalysisResult], dict[str, str]]:
-    """Opens a trace and runs the analyses `names` (default: all) that apply. `progress(label,
-    total)`, when given, makes a context manager whose `advance(1)` is called per analysis;
-    engine_options (memory_limit, workers, worker_memory) go to the engine."""
-    from contextlib import nullcontext
-
-    import duckdb
-
-    from paradise.analyses.base import AnalysisConfig
-    from paradise.analyses.session import Session
-    from paradise.engines.duckdb_engine import damaged_file_error
-    from paradise.store import open_trace
-
-    trace = open_trace(path)
-    eng = make_engine(trace, engine, scheduler, **(engine_options or {}))
-    session = Session(eng, trace)
-    try:
-        if concurrent(session):
-            session.prefetch(k for k in PREFETCH if k in needs(trace, names))
-        with progress("analyzing", len(names)) if progress else nullcontext() as bar:
-            results, errors = run_analyses(session, config or AnalysisConfig(), names, progress=bar)
-    except duckdb.Error as exc:  # a read outside the engine's guard (an analysis' `applies`)
-        bad = damaged_file_error(exc, trace.files)
-        if bad is exc:
-            raise
-        raise bad from None
-    finally:
-        session.settle()
-        eng.close()
-    return trace, results, errors

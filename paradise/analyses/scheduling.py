@@ -29,6 +29,7 @@ from paradise.analyses.session import Session
 from paradise.events import critpath
 from paradise.events.critpath import CriticalPath
 from paradise.importers import training_like
+from paradise.units import count
 
 WAIT_SHARE_NOTABLE = 0.1
 """Idle time waiting for messages above this share of PE time is reported as significant."""
@@ -70,7 +71,7 @@ def path_char(info: Any, path: CriticalPath, entries: pd.DataFrame) -> Character
                               for n, s, k in zip(names, top["share"], top["execs"])], "", None,
                   "scheduling_exec_graph")),
         confidence=0.9 if execs > 1 else 0.3,
-        summary=(f"The critical path has {execs} executions and {msgs} message hops; "
+        summary=(f"The critical path has {count(execs)} executions and {count(msgs)} message hops; "
                  f"{compute / span if span else 0:.0%} of it is computation"
                  + (f", mostly in {names[0]}." if names else ".")))
 

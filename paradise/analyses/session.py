@@ -43,21 +43,26 @@ def _exec_graph(s: Session) -> Any:
     return materialize(s.engine)
 
 
+def _latency_fit(s: Session) -> Any:
+    """The message cost as fitted on the exec graph (events_latency_fit), before any calibration."""
+    from paradise.events.execgraph import fit_latency
+
+    return fit_latency(s.engine, s.get("exec_graph").execs)
+
+
 def _replayer(s: Session) -> Any:
     """The what-if replayer, or None for a trace too large to replay (REPLAY_MAX_EXECS)."""
     from paradise import whatif
 
     if s.get("exec_graph").execs > whatif.REPLAY_MAX_EXECS:  # the replay reads the event layer's table
         return None
-    return whatif.load_replayer(s.engine, s.pes)
+    return whatif.Replayer.from_session(s)
 
 
 def _latency_model(s: Session) -> Any:
     """The message cost: calibrated on the run by the replayer when there is one, else as fitted."""
-    from paradise.events.execgraph import fit_latency
-
     rp = s.get("replayer")
-    return rp.model if rp is not None else fit_latency(s.engine, s.get("exec_graph").execs)
+    return rp.model if rp is not None else s.get("latency_fit")
 
 
 def _critical_path(s: Session) -> Any:
@@ -72,6 +77,7 @@ SHARED: dict[str, Callable[[Session], Any]] = {
     "communication_edges": _communication_edges,
     "object_steps": _object_steps,
     "exec_graph": _exec_graph,
+    "latency_fit": _latency_fit,
     "replayer": _replayer,
     "latency_model": _latency_model,
     "critical_path": _critical_path,

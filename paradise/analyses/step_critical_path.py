@@ -22,6 +22,7 @@ from paradise.analyses.devices import has_device_rows, records
 from paradise.analyses.session import Session
 from paradise.engines import Engine
 from paradise.store import TraceHandle
+from paradise.units import duration
 
 TOP = 10
 """Kernels and ops listed by their time on the path."""
@@ -180,11 +181,11 @@ def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisR
          Evidence("rank_time", rank["dur_ns"], "ns", None, "critical_path_rows"),
          Evidence("wait_for_peer", int(waits), "ns", None, "critical_path_rows")),
         0.7,
-        f"Step {step}'s critical path ({s['length_ns'] / 1e6:.3g} ms) runs mostly on rank {rank['pe']} "
-        f"({rank['dur_ns'] / 1e6:.3g} ms)"
-        + (f"; its longest kernel time is {top_k['name'][:60]!r} ({top_k['dur_ns'] / 1e6:.3g} ms)" if top_k else "")
-        + (f", its costliest CPU op {top_op['op']!r} ({top_op['dur_ns'] / 1e6:.3g} ms)" if top_op else "")
-        + (f"; collectives waited {waits / 1e6:.3g} ms for peers." if waits else "."),
+        f"Step {step}'s critical path ({duration(s['length_ns'])}) runs mostly on rank {rank['pe']} "
+        f"({duration(rank['dur_ns'])})"
+        + (f"; its longest kernel time is {top_k['name'][:60]!r} ({duration(top_k['dur_ns'])})" if top_k else "")
+        + (f", its costliest CPU op {top_op['op']!r} ({duration(top_op['dur_ns'])})" if top_op else "")
+        + (f"; collectives waited {duration(waits)} for peers." if waits else "."),
     ))  # fmt: skip
     result.sections.update(step=step, summary=s, path=records(segs.iloc[::-1].reset_index(drop=True)))
     return result

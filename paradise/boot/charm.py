@@ -34,14 +34,14 @@ def install(trace_dir: str | None, hints_dir: str | None, program: str) -> None:
         combiner = CombineConsumer(Path(hints_dir) / "comm.json", program)
         combiner.install(charm, chare)
     if trace_dir:
-        from tracers.charm import hooks, lifecycle
+        from tracers.charm import dispatch, hooks, lifecycle
         st.tracing = True
         st.trace_dir = trace_dir
         lifecycle.install_lifecycle(charm, program)
         hooks.install_exec_hooks(entry_method)
         hooks.install_send_hooks(charm)
         hooks.install_multicast_hook(charm)
-        hooks.install_dispatch_hooks(charm)
+        dispatch.install_dispatch_hooks(charm)
         hooks.install_migration_hook(charm)
         hooks.install_greenlet_trace()
         hooks.install_atsync(chare)

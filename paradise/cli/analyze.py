@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from paradise import units
 from paradise.analyses import ANALYSES
-from paradise.analyses.runner import analyze_trace, select_analyses, trace_summary, write_hints
+from paradise.analyses.runner import select_analyses, trace_summary, write_hints
 from paradise.errors import InvalidOption, visible
 
 if TYPE_CHECKING:  # pandas and pyarrow load only when a command runs (fast `paradise --help`)
@@ -72,7 +73,7 @@ def check_analyze_options(*, top: int, mtbf_hours: float | None, gpus: int | Non
     if not 1 <= top <= MAX_TOP:
         raise InvalidOption(f"--top: {top} is out of range (1..{MAX_TOP})")
     if mtbf_hours is not None and not (math.isfinite(mtbf_hours) and 0 < mtbf_hours <= MAX_MTBF_HOURS):
-        raise InvalidOption(f"--mtbf-hours: {mtbf_hours:g} is out of range (> 0, at most {MAX_MTBF_HOURS:g})")
+        raise InvalidOption(f"--mtbf-hours: {units.number(mtbf_hours, 6)} is out of range (> 0, at most {units.number(MAX_MTBF_HOURS, 6)})")
     if gpus is not None and not 1 <= gpus <= MAX_GPUS:
         raise InvalidOption(f"--gpus: {gpus} is out of range (1..{MAX_GPUS})")
     if scheduler is not None and scheduler != "local" and not _SCHEDULER_RE.match(scheduler):
@@ -94,17 +95,16 @@ def _progress(label: str, total: int) -> Any:
     return progress_bar(label, total=total)
 
 
-def _utilization_bins(handle: Any, engine: str, scheduler: str | None, overview: dict[str, Any]) -> list[float]:
-    """Mean utilization per time bin for the terminal's sparkline (one binning query, report_bins)."""
-    from paradise.analyses.runner import make_engine
+def _utilization_bins(session: Any, results: dict[str, AnalysisResult]) -> list[float] | None:
+    """Mean utilization per time bin for the terminal's sparkline (one binning query, report_bins, on
+    the run's engine), None without an overview that has per-PE rows."""
     from paradise.report.html.gather import mean_utilization
     from paradise.report.pictures import SPARK_BINS
 
-    eng = make_engine(handle, engine, scheduler)
-    try:
-        return mean_utilization(eng, handle, overview, SPARK_BINS)
-    finally:
-        eng.close()
+    overview = results["overview"].to_dict() if "overview" in results else {}
+    if not overview.get("per_pe"):
+        return None
+    return mean_utilization(session.engine, session.trace, overview, SPARK_BINS)
 
 
 def register(app: typer.Typer) -> None:
@@ -114,7 +114,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
         engine: EngineName = typer.Option(EngineName.duckdb, "--engine", help="Stage-1 engine."),
         scheduler: str | None = typer.Option(
-            None, "--scheduler", help="Dask scheduler: tcp://host:8786 (an existing cluster) or local (a "
+            None, "--scheduler", metavar="ADDRESS", help="Dask scheduler: tcp://host:8786 (an existing cluster) or local (a "
             "LocalCluster of worker processes); implies --engine dask."
         ),
         memory_limit: str | None = typer.Option(
@@ -126,11 +126,11 @@ def register(app: typer.Typer) -> None:
             None, "--worker-memory", metavar="SIZE", help="Memory limit per worker of --scheduler local, e.g. 2GiB."
         ),
         top: int = typer.Option(10, "--top", help="Entries in the top-entries table."),
-        hints_out: Path | None = typer.Option(None, "--hints-out", help="Write hint files into this directory."),
+        hints_out: Path | None = typer.Option(None, "--hints-out", metavar="DIR", help="Write hint files into this directory."),
         advisory: bool = typer.Option(False, "--advisory", help="Also write advisory hints that no paradise "
                                       "runtime consumer reads (schedule.json: message priorities)."),
         force: bool = typer.Option(False, "--force", help="Overwrite existing hint files."),
-        mtbf_hours: float | None = typer.Option(None, "--mtbf-hours", help="Mean time between failures."),
+        mtbf_hours: float | None = typer.Option(None, "--mtbf-hours", metavar="HOURS", help="Mean time between failures."),
         gpus: int | None = typer.Option(None, "--gpus", help="GPUs of the job (resilience)."),
         only: str | None = typer.Option(
             None, "--only", metavar="NAMES",
@@ -153,10 +153,12 @@ def register(app: typer.Typer) -> None:
         from paradise import tuning
 
         tuning.apply("malloc")  # opt-in (PARADISE_TUNING): this process ends after the report
-        handle, results, errors = analyze_trace(
-            trace, engine=engine.value, scheduler=scheduler, config=config, names=names, progress=_progress,
-            engine_options={k: v for k, v in options.items() if v is not None},
-        )
+        from paradise.run import analyze_run, open_run
+
+        with open_run(trace, engine=engine.value, scheduler=scheduler, **options) as session:
+            results, errors = analyze_run(session, config, names, progress=_progress)
+            spark = None if as_json else _utilization_bins(session, results)  # before the run closes
+        handle = session.trace
         for name, msg in errors.items():
             print(visible(f"paradise: warning: analysis {name!r} failed on a valid trace, a bug in paradise "
                           f"(PARADISE_DEBUG=1 shows the traceback; please report it): {msg}"), file=sys.stderr)
@@ -176,6 +178,6 @@ def register(app: typer.Typer) -> None:
             }
             typer.echo(json.dumps(doc, indent=1, sort_keys=True, default=str))
         else:
-            _render(results, info, written, lambda overview: _utilization_bins(handle, engine.value, scheduler, overview))
+            _render(results, info, written, lambda _overview: spark)
         if errors:
             raise typer.Exit(1)

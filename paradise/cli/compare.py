@@ -107,16 +107,16 @@ def register(app: typer.Typer) -> None:
         base: Path = typer.Argument(..., help="Baseline: trace file/folder, or a folder/file with outputs.parquet."),
         candidate: Path = typer.Argument(..., help="Candidate, of the same program / evaluation set."),
         baseline_repeats: list[Path] = typer.Option(
-            [], "--baseline-repeat", show_default=False,
+            [], "--baseline-repeat", metavar="RUN", show_default=False,
             help="Another run of the baseline (repeat the option for more). Traces: run-level figures "
                  "(makespan, totals, volume) get one sample per run, so a difference can be tested; "
                  "model outputs: the first repeat gives the noise floor of flips and KL.",
         ),
         candidate_repeats: list[Path] = typer.Option(
-            [], "--candidate-repeat", show_default=False,
+            [], "--candidate-repeat", metavar="RUN", show_default=False,
             help="Another run of the candidate (repeat the option for more).",
         ),
-        engine: str = typer.Option("duckdb", "--engine", help="Stage-1 engine: duckdb or dask."),
+        engine: str = typer.Option("duckdb", "--engine", metavar="duckdb|dask", help="Stage-1 engine: duckdb or dask."),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     ) -> None:
         """Compare two runs: makespan/step time, per-PE busy/idle, per-entry time, volume;

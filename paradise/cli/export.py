@@ -13,36 +13,34 @@ app = typer.Typer(help="Export a trace to another tool's format.", no_args_is_he
 @app.command("chrome")
 def chrome_cmd(
     trace: Path = typer.Argument(..., help="Trace file or directory."),
-    out: Path = typer.Option(..., "-o", "--out", help="trace.json or trace.json.gz to write."),
+    out: Path = typer.Option(..., "-o", "--out", metavar="FILE", help="trace.json or trace.json.gz to write."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing output."),
 ) -> None:
     """Chrome Trace Event Format (opens in Perfetto UI and chrome://tracing): an event per
     execution, op or kernel, flows for messages and kernel launches, idle counters."""
-    from paradise.engines.duckdb_engine import DuckDBEngine
     from paradise.export import chrome
+    from paradise.run import open_run
     from paradise.store import open_trace
     from paradise.store.output import check_output
 
     handle = open_trace(trace)
     out = check_output(out, force=force, inputs=handle.files)
-    with DuckDBEngine(handle) as engine:
-        chrome.export(engine, handle, out)
+    with open_run(handle) as session:
+        chrome.export(session.engine, handle, out)
     typer.echo(f"chrome trace written: {out}")
 
 
 @app.command("projections")
 def projections_cmd(
     trace: Path = typer.Argument(..., help="Trace file or directory."),
-    out: Path = typer.Option(..., "-o", "--out", help="Folder to write <program>.sts and <program>.<pe>.log.gz into."),
+    out: Path = typer.Option(..., "-o", "--out", metavar="DIR", help="Folder to write <program>.sts and <program>.<pe>.log.gz into."),
     force: bool = typer.Option(False, "--force", help="Write into an existing folder, replacing its files of this run."),
 ) -> None:
     """Charm++ Projections logs (.sts and one .log.gz per PE) that `paradise import projections`
     and the Projections tool read."""
-    from paradise.engines.duckdb_engine import DuckDBEngine
     from paradise.export import projections
-    from paradise.store import open_trace
+    from paradise.run import open_run
 
-    handle = open_trace(trace)
-    with DuckDBEngine(handle) as engine:
-        sts = projections.export(engine, handle, out, force=force)
+    with open_run(trace) as session:
+        sts = projections.export(session.engine, session.trace, out, force=force)
     typer.echo(f"projections logs written: {sts}")

@@ -81,7 +81,7 @@ def _command(imp: Importer):
             annotation=list[Path] if imp.many else Path, default=typer.Argument(..., help=imp.sources_help),
         ),
         inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, annotation=Path,
-                          default=typer.Option(..., "-o", "--out", help="Output Parquet trace file.")),
+                          default=typer.Option(..., "-o", "--out", metavar="FILE", help="Output Parquet trace file.")),
     ]  # fmt: skip
     for opt in imp.options:
         params.append(inspect.Parameter(

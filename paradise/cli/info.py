@@ -9,20 +9,13 @@ import typer
 
 from paradise.analyses.runner import trace_summary
 
-INFO_SQL = """
-SELECT kind, count(*) AS events, min(t0) AS t_min, max(coalesce(t1, t0)) AS t_max,
-       min(step) AS step_min, max(step) AS step_max, count(DISTINCT pe) AS pes
-FROM events GROUP BY kind ORDER BY events DESC
-"""
-
 
 def trace_info(path: Path) -> dict:
-    from paradise.engines.duckdb_engine import DuckDBEngine
-    from paradise.store import open_trace
+    from paradise.run import open_run
 
-    trace = open_trace(path)
-    with DuckDBEngine(trace) as eng:
-        rows = eng.sql(INFO_SQL).to_pylist()
+    with open_run(path) as session:
+        rows = session.engine.query("info_kinds").to_pylist()
+    trace = session.trace
     kinds = {r["kind"]: r["events"] for r in rows}
     t_min = min((r["t_min"] for r in rows if r["t_min"] is not None), default=None)
     t_max = max((r["t_max"] for r in rows if r["t_max"] is not None), default=None)
@@ -33,6 +26,7 @@ def trace_info(path: Path) -> dict:
         "pes_seen": meta.get("pes_seen"),
         "events_by_kind": kinds,
         "span_ns": (t_max - t_min) if t_min is not None and t_max is not None else 0,
+        "clock": meta.get("clock"),
         "steps": {
             "min": min(r["step_min"] for r in steps),
             "max": max(r["step_max"] for r in steps),
@@ -48,7 +42,8 @@ def register(app: typer.Typer) -> None:
         trace: Path = typer.Argument(..., help="Trace file or directory."),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     ) -> None:
-        """Show what a trace holds: source, PEs/ranks, events by kind, time span, steps."""
+        """Show what a trace holds: source, PEs/ranks, events by kind, time span, steps, and how the
+        PEs' clocks were aligned (per-PE offsets to PE 0 at start and end, and their error)."""
         info = trace_info(trace)
         if as_json:
             typer.echo(json.dumps(info, indent=2, sort_keys=True))

@@ -9,8 +9,10 @@ import sys
 
 import typer
 
+from paradise.cli.helptext import readable
 from paradise.errors import ParadiseError, visible
 
+readable()
 app = typer.Typer(
     name="paradise",
     help="Post-mortem trace analysis and optimization hints for parallel programs.",
@@ -18,6 +20,31 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
     add_completion=False,
 )
+
+
+def version() -> str:
+    """The installed paradise's version ("unknown" when run from a tree that was never installed)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("paradise")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"paradise {version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    show_version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                      help="Print paradise's version and exit."),
+) -> None:
+    pass
 
 
 def _register() -> None:
@@ -33,12 +60,14 @@ def _register() -> None:
         report,
         synth,
         trace_cmd,
+        tune,
         whatif,
     )
 
     app.add_typer(import_cmd.app, name="import")
     app.add_typer(trace_cmd.app, name="trace")
     app.add_typer(export.app, name="export")
+    app.add_typer(tune.app, name="tune")
     for module in (info, analyze, report, merge, whatif, compare, policy, demo, synth):
         module.register(app)
 
@@ -76,12 +105,12 @@ def main() -> None:
 
 
 def _usage_line(exc: Exception) -> str:
-    """A usage error as one line: the command, the problem, where to read more."""
+    """A usage error as one line: the problem, then the command whose --help explains it (the
+    caller prefixes `paradise: error: ` once)."""
     ctx = getattr(exc, "ctx", None)
-    where = ctx.command_path if ctx is not None else "paradise"
     text = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
-    hint = f" (see '{where} --help')" if ctx is not None else ""
-    return visible(f"{where}: {text}{hint}")
+    hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+    return visible(f"{text}{hint}")
 
 
 if __name__ == "__main__":

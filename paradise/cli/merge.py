@@ -1,7 +1,8 @@
 """`paradise merge`: a trace directory (per-PE files, parts of crashed PEs) -> one Parquet file.
 
-Streams: DuckDB sorts the events by (pe, t0) out of core and hands Arrow record batches to a
-Parquet writer one at a time, so a trace larger than memory merges too.
+Streams: DuckDB sorts the events by (pe, t0) out of core (merge_events.sql, spilling into a folder
+beside OUT) and hands Arrow record batches to a Parquet writer one at a time, so a trace larger
+than memory merges too. Each PE's rows come out in time order, as docs/trace-format.md states.
 """
 
 from __future__ import annotations
@@ -16,12 +17,16 @@ BATCH_ROWS = 256_000
 
 
 def merged_metadata(trace) -> dict:
-    """The metadata of the merged file: the trace's, with pe=null and complete = all files complete."""
+    """The metadata of the merged file: the trace's, with pe=null and complete = all files complete;
+    clock offsets are kept for `paradise info`, marked applied (a file with pe=null is never corrected)."""
     from paradise.format import METADATA_FIELDS
 
     meta = {k: v for k, v in trace.metadata.items() if k in METADATA_FIELDS and k != "format_version"}
     meta["pe"] = None
     meta["complete"] = trace.complete
+    clock = meta.get("clock")
+    if isinstance(clock, dict) and clock.get("offsets"):
+        meta["clock"] = {**clock, "applied": True}  # the merged rows carry corrected times
     if not meta.get("pes") and trace.metadata.get("pes_seen"):
         meta["pes"] = len(trace.metadata["pes_seen"])
     return meta
@@ -29,30 +34,22 @@ def merged_metadata(trace) -> dict:
 
 def merge_trace(src: str | os.PathLike, out: str | os.PathLike, *, force: bool = False) -> Path:
     """Writes every event of the trace at SRC into OUT, sorted by (pe, t0)."""
-    import duckdb
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from paradise.engines.duckdb_engine import DuckDBEngine, damaged_file_error
     from paradise.format import SCHEMA, conform, make_metadata
+    from paradise.run import open_run
     from paradise.store import open_trace
     from paradise.store.output import atomic_output, check_output, scratch_dir
 
     trace = open_trace(src)
     out = check_output(out, force=force, inputs=trace.files, input_dirs=[trace.path] if trace.path.is_dir() else [])
     schema = SCHEMA.with_metadata(make_metadata(**merged_metadata(trace)))
-    with scratch_dir(out) as spill, atomic_output(out) as (_, fh), DuckDBEngine(trace) as eng:
-        eng.con.execute("SET temp_directory = $d", {"d": str(spill)})
-        try:
-            reader = eng.con.sql("SELECT * FROM events ORDER BY pe, t0").to_arrow_reader(BATCH_ROWS)
-            with pq.ParquetWriter(fh, schema, compression="zstd") as writer:
-                for batch in reader:
-                    writer.write_table(conform(pa.Table.from_batches([batch])).replace_schema_metadata(schema.metadata))
-        except duckdb.Error as exc:
-            err = damaged_file_error(exc, trace.files)
-            if err is exc and isinstance(exc, (duckdb.IOException, duckdb.OutOfMemoryException)):
-                raise OSError(f"spilling to {spill} failed: {str(exc).splitlines()[0][:120]}") from None
-            raise err from None
+    with scratch_dir(out) as spill, atomic_output(out) as (_, fh), open_run(trace, spill_dir=spill) as session:
+        reader = session.engine.batches("merge_events", BATCH_ROWS)  # a failed spill is one line (OSError)
+        with pq.ParquetWriter(fh, schema, compression="zstd") as writer:
+            for batch in reader:
+                writer.write_table(conform(pa.Table.from_batches([batch])).replace_schema_metadata(schema.metadata))
     return out
 
 
@@ -60,7 +57,7 @@ def register(app: typer.Typer) -> None:
     @app.command("merge")
     def merge_cmd(
         trace_dir: Path = typer.Argument(..., help="Trace directory (or file) to merge."),
-        out: Path = typer.Option(..., "-o", "--out", help="Output Parquet file."),
+        out: Path = typer.Option(..., "-o", "--out", metavar="FILE", help="Output Parquet file."),
         force: bool = typer.Option(False, "--force", help="Overwrite OUT if it exists."),
     ) -> None:
         """Merge a trace directory into one Parquet file, sorted by PE and time."""

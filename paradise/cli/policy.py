@@ -7,6 +7,7 @@ import math
 
 import typer
 
+from paradise import units
 from paradise.errors import InvalidOption
 
 MAX_SECONDS = 1e9
@@ -23,31 +24,31 @@ def _number(option: str, text: str | None, *, required: bool = True, minimum: fl
             raise InvalidOption(f"{option}: missing (required)")
         return None
     if len(text) > 64:
-        raise InvalidOption(f"{option}: {text[:20]}… is out of range (at most {maximum:g})")
+        raise InvalidOption(f"{option}: {text[:20]}… is out of range (at most {units.number(maximum, 6)})")
     try:
         value = int(text) if integer else float(text)
     except ValueError:
         kind = "an integer" if integer else "a number"
         raise InvalidOption(f"{option}: {text!r} is not {kind}") from None
     if not math.isfinite(value) or value < minimum or (strict and value == minimum):
-        bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
+        bound = f"> {units.number(minimum, 6)}" if strict else f">= {units.number(minimum, 6)}"
         raise InvalidOption(f"{option}: {text} is out of range (must be {bound})")
     if value > maximum:
-        raise InvalidOption(f"{option}: {text} is out of range (at most {maximum:g})")
+        raise InvalidOption(f"{option}: {text} is out of range (at most {units.number(maximum, 6)})")
     return value
 
 
 def register(app: typer.Typer) -> None:
     @app.command("policy", help="Plan a checkpoint policy without a trace: periodic (Daly) vs just-in-time.")
     def policy_cmd(
-        iteration_s: str = typer.Option(None, "--iteration-s", help="seconds per training step"),
-        checkpoint_s: str = typer.Option(None, "--checkpoint-s", help="seconds one checkpoint stalls training"),
-        restart_s: str = typer.Option(None, "--restart-s", help="seconds from a failure to training again"),
-        gpus: str = typer.Option(None, "--gpus", help="GPUs in the job"),
-        mtbf_hours: str = typer.Option(None, "--mtbf-hours", help="job MTBF in hours (default: 5 failures per 1000 node-days)"),
-        jit_save_s: str = typer.Option(None, "--jit-save-s", help="seconds of a just-in-time save (default: --checkpoint-s)"),
-        unrecoverable: str = typer.Option(None, "--unrecoverable-fraction", help="share of failures JIT cannot recover (default 0.1)"),
-        job_hours: str = typer.Option(None, "--job-hours", help="job length in hours, prices pure JIT (default 24)"),
+        iteration_s: str = typer.Option(None, "--iteration-s", metavar="SECONDS", help="seconds per training step"),
+        checkpoint_s: str = typer.Option(None, "--checkpoint-s", metavar="SECONDS", help="seconds one checkpoint stalls training"),
+        restart_s: str = typer.Option(None, "--restart-s", metavar="SECONDS", help="seconds from a failure to training again"),
+        gpus: str = typer.Option(None, "--gpus", metavar="N", help="GPUs in the job"),
+        mtbf_hours: str = typer.Option(None, "--mtbf-hours", metavar="HOURS", help="job MTBF in hours (default: 5 failures per 1000 node-days)"),
+        jit_save_s: str = typer.Option(None, "--jit-save-s", metavar="SECONDS", help="seconds of a just-in-time save (default: --checkpoint-s)"),
+        unrecoverable: str = typer.Option(None, "--unrecoverable-fraction", metavar="FRACTION", help="share of failures JIT cannot recover (default 0.1)"),
+        job_hours: str = typer.Option(None, "--job-hours", metavar="HOURS", help="job length in hours, prices pure JIT (default 24)"),
         as_json: bool = typer.Option(False, "--json", help="print the policy as JSON"),
     ) -> None:
         from hints.generators.checkpoint_policy import (

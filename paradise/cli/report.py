@@ -41,10 +41,9 @@ def build_report(trace_path: Path, *, hints: Path | None = None, compare: Path |
     from plotly.offline import get_plotlyjs
 
     from paradise.analyses import ANALYSES
-    from paradise.analyses.base import AnalysisConfig
-    from paradise.analyses.runner import make_engine, run_analyses, trace_summary
-    from paradise.analyses.session import Session
+    from paradise.analyses.runner import trace_summary
     from paradise.report.html import gather, page
+    from paradise.run import analyze_run, open_run
     from paradise.store import open_trace
 
     trace = open_trace(trace_path)
@@ -54,25 +53,29 @@ def build_report(trace_path: Path, *, hints: Path | None = None, compare: Path |
         from paradise.errors import HintMismatch
 
         raise HintMismatch(f"{hints}: no such hints directory")
-    eng = make_engine(trace, engine, None, memory_limit=memory_limit)
-    session = Session(eng, trace)
+    from paradise.report.progress import progress_bar
+
     whatif: dict[str, Any] | None = None
-    try:
-        results, errors = run_analyses(session, AnalysisConfig(), ANALYSES)
-        dicts = {name: r.to_dict() for name, r in results.items()}
-        drawn = gather.gather(session, dicts, window)
-        if hints is not None:
-            from paradise.whatif import predict_from_hints
+    with progress_bar("report", len(ANALYSES) + 3) as bar:
+        with open_run(trace, engine=engine, memory_limit=memory_limit) as session:
+            results, errors = analyze_run(session, bar=bar)
+            dicts = {name: r.to_dict() for name, r in results.items()}
+            bar.stage("figures")
+            drawn = gather.gather(session, dicts, window)
+            bar.advance(1)
+            if hints is not None:
+                from paradise.whatif import predict_from_hints
 
-            whatif = predict_from_hints(eng, trace, hints)
-    finally:
-        session.settle()
-        eng.close()
-    cmp = None
-    if compare is not None:
-        from paradise.compare.perf import compare_traces
+                bar.stage("what-if under the hints")
+                whatif = predict_from_hints(session, hints)  # the analyses' replayer, not a second one
+            bar.advance(1)
+        cmp = None
+        if compare is not None:
+            from paradise.compare.perf import compare_traces
 
-        cmp = compare_traces(trace_path, compare, engine=engine).to_dict()
+            bar.stage("comparison")
+            cmp = compare_traces(trace_path, compare, engine=engine).to_dict()
+        bar.advance(1)
     return page.build(trace_summary(trace), dicts, drawn, whatif=whatif, compare=cmp, errors=errors,
                       plotly_js=get_plotlyjs())
 
@@ -81,9 +84,9 @@ def register(app: typer.Typer) -> None:
     @app.command("report")
     def report_cmd(
         trace: Path = typer.Argument(..., help="Trace file or directory."),
-        out: Path = typer.Option(..., "-o", "--out", help="The HTML file to write."),
-        hints: Path | None = typer.Option(None, "--hints", help="Hints directory: per-PE load now and under the hints (what-if)."),
-        compare: Path | None = typer.Option(None, "--compare", help="Another run of the program: before/after charts."),
+        out: Path = typer.Option(..., "-o", "--out", metavar="FILE", help="The HTML file to write."),
+        hints: Path | None = typer.Option(None, "--hints", metavar="DIR", help="Hints directory: per-PE load now and under the hints (what-if)."),
+        compare: Path | None = typer.Option(None, "--compare", metavar="TRACE", help="Another run of the program: before/after charts."),
         window: str | None = typer.Option(None, "--window", metavar="START_NS:END_NS",
                                           help="Timeline window (default: the longest step)."),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing report."),

@@ -26,13 +26,13 @@ def parse_count(text: str, option: str = "--events") -> int:
 def register(app: typer.Typer) -> None:
     @app.command("synth")
     def synth_cmd(
-        out_text: str = typer.Option(..., "-o", "--out", help="Directory to write the trace into."),
-        kind: str = typer.Option("charm", "--kind", help="charm (objects and messages) or torch (DDP ranks)."),
-        events: str = typer.Option("1e6", "--events", help="Rows of the trace, about (e.g. 1e8)."),
+        out_text: str = typer.Option(..., "-o", "--out", metavar="DIR", help="Directory to write the trace into."),
+        kind: str = typer.Option("charm", "--kind", metavar="charm|torch", help="charm (objects and messages) or torch (DDP ranks)."),
+        events: str = typer.Option("1e6", "--events", metavar="ROWS", help="Rows of the trace, about (e.g. 1e8)."),
         pes: int = typer.Option(8, "--pes", help="PEs (charm) or ranks (torch)."),
-        pattern: str = typer.Option("grid", "--pattern", help="grid, all-to-all, star, tree or chain (charm)."),
+        pattern: str = typer.Option("grid", "--pattern", metavar="grid|all-to-all|star|tree|chain", help="grid, all-to-all, star, tree or chain (charm)."),
         imbalance: float | None = typer.Option(
-            None, "--imbalance", help="max/mean PE busy time (1 = balanced; default 1.5, 1 with one PE)."),
+            None, "--imbalance", metavar="RATIO", help="max/mean PE busy time (1 = balanced; default 1.5, 1 with one PE)."),
         seed: int = typer.Option(0, "--seed", help="Seed: which object is heavy, message sizes."),
         jobs: int | None = typer.Option(None, "--jobs", help="Processes writing files (default: CPUs)."),
         force: bool = typer.Option(False, "--force", help="Replace an existing output directory."),

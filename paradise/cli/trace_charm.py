@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from paradise import units
 from paradise.errors import InvalidOption, OutputExists, TraceNotFound
 
 MAX_TIMEOUT_S = 1e7
@@ -19,7 +20,7 @@ MAX_PES = 4096
 def check_run_options(timeout: float | None, pes: int, option: str = "--pes") -> None:
     """--timeout within (0, MAX_TIMEOUT_S] and finite; the process count within 1..MAX_PES."""
     if timeout is not None and not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT_S):
-        raise InvalidOption(f"--timeout: {timeout:g} is out of range (seconds, > 0 and at most {MAX_TIMEOUT_S:g})")
+        raise InvalidOption(f"--timeout: {units.number(timeout, 6)} is out of range (seconds, > 0 and at most {units.number(MAX_TIMEOUT_S, 6)})")
     if not 1 <= pes <= MAX_PES:
         raise InvalidOption(f"{option}: {pes} is out of range (1..{MAX_PES})")
 
@@ -73,9 +74,9 @@ def register(app: typer.Typer) -> None:
         program: Path = typer.Argument(..., help="The charm4py program (APP.py)."),
         app_args: list[str] = typer.Argument(None, help="Arguments passed to the program."),
         pes: int = typer.Option(2, "--pes", "-p", help="Number of PEs (charmrun +pN)."),
-        out: Path = typer.Option(..., "-o", "--out", help="Trace directory (one Parquet file per PE)."),
-        hints: Path = typer.Option(None, "--hints", help="Hints directory: its mapping.json places arrays."),
-        timeout: float = typer.Option(None, "--timeout", help="Kill the run after this many seconds."),
+        out: Path = typer.Option(..., "-o", "--out", metavar="DIR", help="Trace directory (one Parquet file per PE)."),
+        hints: Path = typer.Option(None, "--hints", metavar="DIR", help="Hints directory: its mapping.json places arrays."),
+        timeout: float = typer.Option(None, "--timeout", metavar="SECONDS", help="Kill the run after this many seconds."),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing trace in OUT."),
     ) -> None:
         """Run a charm4py program with tracing on (options go before APP.py; the rest is the program's)."""
@@ -97,7 +98,7 @@ def register(app: typer.Typer) -> None:
         finals = sorted(out.glob("pe-?????.parquet"))
         written = _written(out)
         if res.timed_out:
-            print(f"paradise: {program.name} timed out after {timeout:g} s; {written}", file=sys.stderr)
+            print(f"paradise: {program.name} timed out after {units.number(timeout, 6)} s; {written}", file=sys.stderr)
             raise typer.Exit(124)
         if res.returncode != 0:
             print(f"paradise: {program.name} failed (exit code {res.returncode}); {written}", file=sys.stderr)

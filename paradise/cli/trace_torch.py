@@ -103,28 +103,21 @@ def failure_summary(out: Path) -> str | None:
     """`rank R before its first step: Exc: message` from the first failure row, if any."""
     import json
 
-    import duckdb
+    from paradise.errors import ParadiseError
+    from paradise.run import open_run
 
-    files = sorted(str(p) for p in out.glob("*.parquet"))
-    if not files:
+    if not any(out.glob("*.parquet")):
         return None
-    con = duckdb.connect(":memory:")
     try:
-        rows = con.sql(
-            "SELECT pe, step, name, args FROM read_parquet($files, union_by_name = true) "
-            "WHERE kind = 'failure' ORDER BY t1, pe LIMIT 1",
-            params={"files": files},
-        ).fetchall()
-        row = rows[0] if rows else None
-        steps = con.sql(
-            "SELECT count(*) FROM read_parquet($files, union_by_name = true) WHERE kind = 'step' AND pe = $pe",
-            params={"files": files, "pe": row[0] if row else 0},
-        ).fetchall()[0][0]
-    finally:
-        con.close()
+        with open_run(out) as session:
+            rows = session.engine.query("torch_first_failure").to_pylist()
+            row = rows[0] if rows else None
+            steps = session.engine.query("torch_rank_steps", pe=row["pe"] if row else 0).to_pylist()[0]["steps"]
+    except ParadiseError:  # files the failed run left unreadable: the exit status says enough
+        return None
     if row is None:
         return None
-    pe, step, name, args = row
+    pe, step, name, args = row["pe"], row["step"], row["name"], row["args"]
     message = error_line(str(json.loads(args).get("message", ""))) if args else ""
     where = "before its first step" if not steps else f"in step {step}"
     return f"rank {pe} failed {where}: {name}" + (f": {message}" if message else "")
@@ -206,8 +199,8 @@ def register(app: typer.Typer) -> None:
         script: Path = typer.Argument(..., help="the training script (run unmodified)"),
         args: list[str] = typer.Argument(None, help="arguments passed to the script"),
         nproc: int = typer.Option(2, "--nproc", help="processes (ranks) on this machine"),
-        out: Path = typer.Option(..., "-o", "--out", help="trace directory to write"),
-        hints: Path = typer.Option(None, "--hints", help="hints directory for the run (PARADISE_HINTS)"),
+        out: Path = typer.Option(..., "-o", "--out", metavar="DIR", help="trace directory to write"),
+        hints: Path = typer.Option(None, "--hints", metavar="DIR", help="hints directory for the run (PARADISE_HINTS)"),
         profiler: bool = typer.Option(False, "--profiler", help="also run torch.profiler and import it"),
         max_restarts: int = typer.Option(0, "--max-restarts", help="torchrun restarts after a failure"),
         force: bool = typer.Option(False, "--force", help="overwrite an existing trace directory"),

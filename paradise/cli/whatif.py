@@ -12,18 +12,16 @@ def register(app: typer.Typer) -> None:
     @app.command("whatif", help="Replay a trace under proposed hints and predict the next run.")
     def whatif_cmd(
         trace: Path = typer.Argument(..., help="Trace file or directory."),
-        hints: Path = typer.Option(..., "--hints", help="Directory with mapping.json, schedule.json and/or comm.json (judged as the next run judges them)."),
+        hints: Path = typer.Option(..., "--hints", metavar="DIR", help="Directory with mapping.json, schedule.json and/or comm.json (judged as the next run judges them)."),
         as_json: bool = typer.Option(False, "--json", help="Print the prediction as JSON."),
     ) -> None:
         """Predicted makespan and per-PE load under the hints, beside the baseline replay."""
-        from paradise.engines.duckdb_engine import DuckDBEngine
-        from paradise.store import open_trace
+        from paradise.run import open_run
         from paradise.whatif import predict_from_hints
 
-        handle = open_trace(trace)
-        with DuckDBEngine(handle) as engine:
-            result = predict_from_hints(engine, handle, hints)
-        result["trace"] = str(handle.path)
+        with open_run(trace) as session:
+            result = predict_from_hints(session, hints)
+        result["trace"] = str(session.trace.path)
         if as_json:
             typer.echo(json.dumps(result, indent=1, sort_keys=True))
             return

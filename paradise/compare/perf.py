@@ -17,8 +17,8 @@ from typing import Any
 import pandas as pd
 
 from paradise.compare.stats import mann_whitney_u
-from paradise.engines import Engine, get_engine
-from paradise.store import TraceHandle, open_trace
+from paradise.engines import Engine
+from paradise.store import TraceHandle
 
 ALPHA = 0.05
 """Two-sided significance level of the Mann-Whitney U test: 95 % confidence."""
@@ -284,12 +284,10 @@ def step_diff(nb: pd.DataFrame, nc: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def _run_tables(trace: str | Path | TraceHandle, engine: str) -> tuple[TraceHandle, Tables]:
-    h = trace if isinstance(trace, TraceHandle) else open_trace(trace)
-    eng = get_engine(h, engine)
-    try:
-        return h, _tables(eng)
-    finally:
-        eng.close()
+    from paradise.run import open_run
+
+    with open_run(trace, engine=engine) as session:
+        return session.trace, _tables(session.engine)
 
 
 def compare_traces(base: str | Path | TraceHandle, candidate: str | Path | TraceHandle, *, engine: str = "duckdb",

@@ -40,11 +40,12 @@ def load_sql(name: str) -> str:
 
 def get_engine(trace: TraceHandle, engine: str = "duckdb", scheduler: str | None = None, **options: Any) -> Engine:
     """The engine by name: 'duckdb' (embedded default) or 'dask' (cluster); options go to its
-    constructor (memory_limit for both; workers and worker_memory for a local Dask cluster)."""
+    constructor (memory_limit for both; spill_dir for DuckDB; workers and worker_memory for a local
+    Dask cluster). Commands open engines through paradise.run.open_run, not here."""
     if engine == "duckdb":
         from paradise.engines.duckdb_engine import DuckDBEngine
 
-        return DuckDBEngine(trace, memory_limit=options.get("memory_limit"))
+        return DuckDBEngine(trace, memory_limit=options.get("memory_limit"), spill_dir=options.get("spill_dir"))
     if engine == "dask":
         from paradise.engines.dask_engine import DaskEngine
 

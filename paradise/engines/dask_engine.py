@@ -48,7 +48,8 @@ TASK_DUCKDB_SHARE = 0.5
 """Share of a worker's memory limit that the DuckDB of one task may use before spilling."""
 
 
-def run_group(files: list[str], text: str, params: dict[str, Any]) -> pa.Table:
+def run_group(files: list[str], text: str, params: dict[str, Any],
+              corrections: dict[str, tuple[int, int, float]] | None = None) -> pa.Table:
     """One task: a stage-1 query over one group of files, in a fresh DuckDB connection."""
     import duckdb
 
@@ -58,7 +59,7 @@ def run_group(files: list[str], text: str, params: dict[str, Any]) -> pa.Table:
     try:
         con.execute("SET threads = 1")  # one core per task: the cluster provides the parallelism
         _task_memory(con)
-        con.execute(events_view_sql(files))
+        con.execute(events_view_sql(files, corrections))
         return con.sql(text, params=params or None).to_arrow_table()
     finally:
         con.close()
@@ -223,7 +224,8 @@ class DaskEngine:
         rule = parse_merge_rule(text, name)
         if rule.client:
             return self.sql(text, **params)
-        partials = self.run_tasks(run_group, self.groups, text=text, params=dict(params))
+        partials = self.run_tasks(run_group, self.groups, text=text, params=dict(params),
+                                  corrections=self.trace.corrections)
         return merge_partials(list(partials), rule, name)
 
     def _event_tables(self) -> Any:

@@ -19,10 +19,11 @@ import duckdb
 import pyarrow as pa
 
 from paradise.engines import load_sql
-from paradise.engines.memory import DUCKDB_SHARE, default_memory_limit, fmt_size
+from paradise.engines.memory import DUCKDB_SHARE, default_memory_limit
 from paradise.errors import OutOfMemory, TruncatedTrace
 from paradise.format import ADDED_COLUMNS, SCHEMA
 from paradise.store import TraceHandle
+from paradise.units import binary_size
 
 SPILL_PREFIX = "paradise-spill-"
 """Name prefix of the spill directory, created under the system temporary directory ($TMPDIR)."""
@@ -64,12 +65,38 @@ def _added_columns() -> str:
 _SQL_TYPES = {"int64": "BIGINT", "int32": "INTEGER", "string": "VARCHAR"}
 
 
-def events_view_sql(files: list[str]) -> str:
-    """The one place file paths enter SQL text; everything else is bound parameters. Two views:
-    `events` (the trace's rows) and `running` (each PE's running intervals, events_running.sql)."""
+CLOCKED_COLUMNS = ("t0", "t1", "exec_t0")
+"""Time columns the clock correction moves (`active` is a duration and stays)."""
+
+
+def _corrected_rows(files: list[str], corrections: dict[str, tuple[int, int, float]]) -> str:
+    """The files' rows with each file's clock correction (paradise.store.clock) added to its times:
+    t + offset + drift * (t - t_start), joined by file name from a table of the corrected files."""
+    values = ", ".join(
+        f"('{f.replace(chr(39), chr(39) * 2)}', {int(ts)}::BIGINT, {int(a)}::BIGINT, {float(d)!r}::DOUBLE)"
+        for f, (ts, a, d) in corrections.items()
+    )
+    shift = ", ".join(
+        f"r.{c} + coalesce(c.a + CAST(round(c.d * (r.{c} - c.ts)) AS BIGINT), 0) AS {c}" for c in CLOCKED_COLUMNS
+    )
     return (
-        "CREATE OR REPLACE VIEW events AS SELECT * FROM "
-        f"read_parquet({_file_list(files)}, union_by_name = true)" + _added_columns() + ";\n"
+        f"SELECT r.* EXCLUDE (filename) REPLACE ({shift}) FROM ("
+        f"SELECT * FROM read_parquet({_file_list(files)}, union_by_name = true, filename = true)"
+        + _added_columns() + f") r LEFT JOIN (VALUES {values}) c(f, ts, a, d) ON r.filename = c.f"
+    )
+
+
+def events_view_sql(files: list[str], corrections: dict[str, tuple[int, int, float]] | None = None) -> str:
+    """The one place file paths enter SQL text; everything else is bound parameters. Two views:
+    `events` (the trace's rows, per-PE clock corrections applied: the only place they are) and
+    `running` (each PE's running intervals, events_running.sql)."""
+    mine = {f: c for f, c in (corrections or {}).items() if f in set(files)}
+    rows = (
+        _corrected_rows(files, mine) if mine
+        else f"SELECT * FROM read_parquet({_file_list(files)}, union_by_name = true)" + _added_columns()
+    )
+    return (
+        f"CREATE OR REPLACE VIEW events AS {rows};\n"
         "CREATE OR REPLACE VIEW running AS " + load_sql("events_running")
     )
 
@@ -80,18 +107,22 @@ class DuckDBEngine:
     thread at a time); the view is shared."""
 
     def __init__(self, trace: TraceHandle, files: list[str] | None = None, threads: int | None = None,
-                 memory_limit: int | None = None) -> None:
+                 memory_limit: int | None = None, spill_dir: str | Path | None = None) -> None:
         self.trace = trace
         self.memory_limit = int(memory_limit or default_memory_limit())
         """Bytes the whole analysis may use (DuckDB gets DUCKDB_SHARE of it); the event layer sizes its
         own buffers from it."""
-        self.spill_dir: str | None = None
+        self.spill_dir: str | None = str(spill_dir) if spill_dir is not None else None
+        """Where DuckDB spills: a directory of the caller's (kept on close), else one of its own made
+        before the first query and removed on close."""
+        self._own_spill = spill_dir is None
+        self._spill_set = False
         self.con = duckdb.connect(":memory:")
         self.con.execute("SET enable_progress_bar = false")
         self.con.execute("SET memory_limit = $m", {"m": f"{int(self.memory_limit * DUCKDB_SHARE)}B"})
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
-        self.con.execute(events_view_sql(files if files is not None else trace.sql_files()))
+        self.con.execute(events_view_sql(files if files is not None else trace.sql_files(), trace.corrections))
         self._owner = threading.get_ident()
         self._cursors: dict[int, duckdb.DuckDBPyConnection] = {}
         self._lock = threading.Lock()
@@ -112,9 +143,12 @@ class DuckDBEngine:
         """Gives DuckDB its own spill directory before the first query (not DuckDB's default, `.tmp`
         in the working directory: nothing outside the chosen output is written)."""
         with self._lock:
-            if self.spill_dir is None:
+            if self._own_spill and self.spill_dir is None:
                 self.spill_dir = tempfile.mkdtemp(prefix=SPILL_PREFIX)
                 self.con.execute("SET temp_directory = $d", {"d": self.spill_dir})
+            elif not self._own_spill and not self._spill_set:
+                self.con.execute("SET temp_directory = $d", {"d": self.spill_dir})
+                self._spill_set = True
 
     @contextmanager
     def _guard(self) -> Iterator[None]:
@@ -125,7 +159,10 @@ class DuckDBEngine:
         except duckdb.OutOfMemoryException as exc:
             raise self._out_of_memory(exc) from None
         except duckdb.Error as exc:
-            raise damaged_file_error(exc, self.trace.files) from None
+            bad = damaged_file_error(exc, self.trace.files)
+            if bad is exc and isinstance(exc, duckdb.IOException) and not self._own_spill:
+                raise OSError(f"spilling to {self.spill_dir} failed: {str(exc).splitlines()[0][:120]}") from None
+            raise bad from None
 
     def _out_of_memory(self, exc: duckdb.OutOfMemoryException) -> OutOfMemory:
         """The one line for a query that failed after spilling: a full spill disk (DuckDB could not
@@ -134,12 +171,12 @@ class DuckDBEngine:
         text = str(exc)
         first = (text.strip().splitlines() or [""])[0]
         if SPILL_FULL_MARK in text:
-            return OutOfMemory(
-                f"{self.trace.path}: the spill directory {self.spill_dir} ran out of disk ({first}); set "
-                "TMPDIR to a directory on a disk with more free space, or give a larger --memory-limit so "
-                "that less spills")
+            where = ("set TMPDIR to a directory on a disk with more free space, or give a larger --memory-limit "
+                     "so that less spills" if self._own_spill else "free space on that disk")
+            return OutOfMemory(f"{self.trace.path}: the spill directory {self.spill_dir} ran out of disk ({first}); "
+                               + where)
         return OutOfMemory(
-            f"{self.trace.path}: needs more memory than --memory-limit {fmt_size(self.memory_limit)} allows, "
+            f"{self.trace.path}: needs more memory than --memory-limit {binary_size(self.memory_limit)} allows, "
             f"even spilling to disk ({first}); try `paradise analyze --only overview` for the first "
             "report, a larger --memory-limit, or --engine dask on a cluster")
 
@@ -164,7 +201,13 @@ class DuckDBEngine:
         consumers that copy it into arrays of their own (or a file) and should not hold the whole
         Arrow table as well."""
         with self._guard():
-            return self._con().sql(load_sql(name), params=params or None).to_arrow_reader(batch_size=batch_rows)
+            reader = self._con().sql(load_sql(name), params=params or None).to_arrow_reader(batch_size=batch_rows)
+        return pa.RecordBatchReader.from_batches(reader.schema, self._guarded(reader))
+
+    def _guarded(self, reader: pa.RecordBatchReader) -> Iterator[pa.RecordBatch]:
+        """The reader's batches, its errors while streaming turned into one line as a query's are."""
+        with self._guard():
+            yield from reader
 
     def close(self) -> None:
         with self._lock:
@@ -172,7 +215,7 @@ class DuckDBEngine:
                 cur.close()
             self._cursors.clear()
         self.con.close()
-        if self.spill_dir is not None:
+        if self._own_spill and self.spill_dir is not None:
             shutil.rmtree(self.spill_dir, ignore_errors=True)
             self.spill_dir = None
 

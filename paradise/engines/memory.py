@@ -70,10 +70,3 @@ def _mapped_now() -> int:
     except (OSError, ValueError, IndexError):
         return 0
 
-
-def fmt_size(n: int) -> str:
-    """Bytes as the largest binary unit that keeps one decimal: 2.0 GiB."""
-    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"

@@ -68,7 +68,7 @@ def critical_path(engine: Any, info: ExecGraphInfo) -> CriticalPath:
         cur = nxt
     segs.reverse()
     first = segs[0][0]
-    t0_first = int(engine.sql("SELECT t0 FROM exec_graph WHERE id = $i", i=first).column("t0")[0].as_py())
+    t0_first = int(engine.query("events_exec_t0", id=first).column("t0")[0].as_py())
     return CriticalPath(lo=[a for a, _ in segs], hi=[b for _, b in segs], t0_first=t0_first,
                         t1_last=int(info.last_t1), message_hops=len(segs) - 1)
 

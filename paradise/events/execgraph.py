@@ -75,12 +75,6 @@ class ExecGraphInfo:
         return int(max(stated or 0, self.max_pe + 1 if self.execs else 1))
 
 
-def built(engine: Any) -> bool:
-    """Whether the engine holds the graph table already."""
-    t = engine.sql("SELECT count(*) AS n FROM duckdb_tables() WHERE table_name = $t", t=TABLE)
-    return bool(t.column("n")[0].as_py())
-
-
 CHUNK_EXECS = 2_000_000
 """About this many execs per range of PEs (a PE is never split). At 10^8 synth rows (5*10^7 execs,
 `--memory-limit 2GiB`: 32 ranges) the graph took 202 CPU s in such ranges and 299 s in one
@@ -110,7 +104,7 @@ def build_parts(engine: Any, chunk_execs: int = CHUNK_EXECS) -> None:
     several send rows, then the execs and the sends a range of PEs at a time."""
     engine.materialize("exec_graph_pes", "events_exec_pes")
     engine.materialize("exec_graph_multi", "events_exec_multisends")
-    pes = engine.sql("SELECT pe, execs FROM exec_graph_pes ORDER BY pe")
+    pes = engine.query("events_exec_pe_counts")
     pe_execs = list(zip(pes.column("pe").to_pylist(), pes.column("execs").to_pylist()))
     for i, (lo, hi) in enumerate(pe_ranges(pe_execs, chunk_execs)):
         engine.materialize("exec_graph_execs", "events_exec_rows", append=i > 0, lo=lo, hi=hi)

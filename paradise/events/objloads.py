@@ -48,10 +48,8 @@ def object_steps(engine: Any) -> ObjectSteps:
     engine.materialize(TABLE, "events_object_steps")
     try:
         objects = engine.query("events_object_summary").to_pandas()
-        stepped = bool(engine.sql(f"SELECT coalesce(sum(load_ns) FILTER (WHERE step >= 0), 0) > 0 AS s "
-                                  f"FROM {TABLE}").column("s")[0].as_py())
-        steps = engine.sql(f"SELECT DISTINCT step FROM {TABLE} WHERE oid IS NOT NULL AND step >= 0 ORDER BY step"
-                           ).column("step").to_numpy().astype(np.int64)
+        stepped = bool(engine.query("events_object_stepped").column("stepped")[0].as_py())
+        steps = engine.query("events_object_step_numbers").column("step").to_numpy().astype(np.int64)
         matrix = np.full((len(objects), len(steps)), np.nan)
         for batch in engine.batches("events_object_step_loads", batch_rows=BATCH_ROWS):
             oid = batch.column("oid").to_numpy()
@@ -59,8 +57,7 @@ def object_steps(engine: Any) -> ObjectSteps:
             matrix[oid, col] = batch.column("load_ns").to_numpy()
         rows = None
         if len(objects) and int(objects["latest_rows"].max()) > 1:
-            rows = engine.sql(f"SELECT oid, pe, step, load_ns, execs, last_t1 FROM {TABLE} WHERE oid IS NOT NULL "
-                              "ORDER BY oid, step").to_pandas().astype("int64")
+            rows = engine.query("events_object_step_rows").to_pandas().astype("int64")
     finally:
         engine.sql(f"DROP TABLE IF EXISTS {TABLE}")
     return ObjectSteps(matrix=matrix, steps=steps, objects=objects, stepped=stepped, rows=rows)

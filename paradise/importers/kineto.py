@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 
 from paradise.errors import ImportFormatError, OutputUnwritable
 from paradise.format import SCHEMA, conform, make_metadata
+from paradise.format.order import time_ordered
 from paradise.importers import ProgressCallback, Sources, regular_file, source_paths
 from paradise.importers.kineto_arrow import from_numpy, to_numpy, validity
 from paradise.importers.kineto_events import (
@@ -525,7 +526,9 @@ def _write_output(infos: list[_FileInfo], origin: int, meta: Any, schema: pa.Sch
             for info in infos:
                 if info.rows == 0:
                     continue
-                for table in _pass2_batches(info, origin):
+                # one rank's rows in time order (Kineto lists them thread by thread, stream by stream)
+                ordered = time_ordered(_pass2_batches(info, origin), schema, info.tmp.with_suffix(".order"))
+                for table in ordered:
                     pending.append(table)
                     rows += table.num_rows
                     if rows >= OUT_ROW_GROUP:

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from paradise.errors import ImportFormatError, OutputUnwritable
 from paradise.format import SCHEMA, make_metadata
+from paradise.format.order import time_ordered
 from paradise.importers import ProgressCallback, Sources, regular_file, source_paths
 from paradise.importers.nsys_sqlite import (
     REPORT_SUFFIXES,
@@ -293,11 +294,12 @@ def _write(files: list[_File], shift: dict[Path, int], step_re: re.Pattern, meta
     with pq.ParquetWriter(final_tmp, schema, compression="zstd", use_dictionary=DICT_COLUMNS) as writer:
         pending: list[pa.Table] = []
         rows = 0
-        for f in files:
+        for i, f in enumerate(files):
             pids = np.array(sorted(f.ranks), dtype=np.int64)
             ctx = Context(exp=f.exp, pids=pids, ranks=np.array([f.ranks[p] for p in pids], dtype=np.int64),
                           shift=shift[f.path], step_re=step_re, domains=f.domains)
-            for table in _checked(f, ctx):
+            # the export's rows table by table, put in time order (each rank's rows then are too)
+            for table in time_ordered(_checked(f, ctx), schema, final_tmp.with_name(f"order-{i}.arrow")):
                 pending.append(table)
                 rows += table.num_rows
                 done += table.num_rows

@@ -8,8 +8,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from paradise import units
 from paradise.report import generic
-from paradise.report.console import fmt_bytes
 from paradise.report.placement import render_hints
 
 
@@ -24,6 +24,6 @@ def render(console: Console, result: dict[str, Any]) -> None:
             for p in phases:
                 ev = p["evidence"]
                 t.add_row(escape(coll), escape(p["phase"]), p["pattern"], f"{p['confidence']:.2f}",
-                          str(ev.get("objects")), f"{ev.get('msgs', 0):,}", fmt_bytes(ev.get("bytes")))
+                          str(ev.get("objects")), f"{ev.get('msgs', 0):,}", units.size(ev.get("bytes")))
         console.print(t)
     render_hints(console, result)

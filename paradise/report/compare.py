@@ -7,17 +7,18 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from paradise import units
 from paradise.report import pictures
-from paradise.report.console import console, fmt_bytes, fmt_ns, shown, visible
+from paradise.report.console import console, shown, visible
 
 SHOW_CHANGES = 25
 
 
 def _fmt(value: float, unit: str) -> str:
     if unit == "ns":
-        return fmt_ns(value)
+        return units.duration(value)
     if unit == "bytes":
-        return fmt_bytes(value)
+        return units.size(value)
     return f"{value:,.0f}"
 
 
@@ -89,8 +90,8 @@ def _render_step_diff(steps: list[dict[str, Any]]) -> None:
         label = f"{s['step_base']} → {s['step_candidate']}"
         for what in ("added", "removed", "changed"):
             for op in s[what][:SHOW_OPS]:
-                calls = f"{op['calls_base']} → {op['calls_candidate']}"
-                time = f"{fmt_ns(op['total_ns_base'])} → {fmt_ns(op['total_ns_candidate'])}"
+                calls = f"{units.count(op['calls_base'])} → {units.count(op['calls_candidate'])}"
+                time = f"{units.duration(op['total_ns_base'])} → {units.duration(op['total_ns_candidate'])}"
                 t.add_row(label, Text(visible(op["name"])[:60]), what, calls, time)
                 label = ""
     c.print(t)
@@ -121,14 +122,14 @@ def render_outputs(out: dict[str, Any]) -> None:
     if out["kl_mean"] is not None:
         q = out["kl_quantiles"]
         rows += [
-            ("mean KL(base ‖ candidate)", f"{out['kl_mean']:.4g}"),
-            ("KL p50 / p90 / p99 / max", f"{q.get('p50', 0):.3g} / {q.get('p90', 0):.3g} / {q.get('p99', 0):.3g} / {out['kl_max']:.3g}"),
+            ("mean KL(base ‖ candidate)", f"{units.number(out['kl_mean'], 4)}"),
+            ("KL p50 / p90 / p99 / max", f"{units.number(q.get('p50', 0), 4)} / {units.number(q.get('p90', 0), 4)} / {units.number(q.get('p99', 0), 4)} / {units.number(out['kl_max'], 4)}"),
         ]
     nf = out.get("noise_floor")
     if nf:
         rows += [
             ("noise floor: flips base vs repeat", f"{nf['flips'] * 100:.2f}%"),
-            ("noise floor: mean KL", f"{nf['kl_mean']:.4g}" if nf["kl_mean"] is not None else "-"),
+            ("noise floor: mean KL", f"{units.number(nf['kl_mean'], 4)}" if nf["kl_mean"] is not None else "-"),
         ]
     for r in rows:
         t.add_row(*r)
@@ -150,7 +151,7 @@ def render_outputs(out: dict[str, Any]) -> None:
                 shown(f["item"]), str(f["label"]), str(f["pred_base"]), str(f["pred_candidate"]),
                 f["direction"].replace("correct->incorrect", "✓→✗").replace("incorrect->correct", "✗→✓"),
                 "-" if f["margin_base"] is None else f"{f['margin_base']:.3f}",
-                "-" if f["kl"] is None else f"{f['kl']:.3g}",
+                "-" if f["kl"] is None else f"{units.number(f['kl'], 4)}",
             )
         c.print(ft)
     if abs(out["accuracy_candidate"] - out["accuracy_base"]) < 0.01 and out["flips"] >= 0.02:

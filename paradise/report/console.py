@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.segment import Segment
 from rich.table import Table
 
+from paradise import units
 from paradise.report.text import LAYOUT_RE as _CONTROL_RE
 from paradise.report.text import visible
 
@@ -41,26 +42,6 @@ def console() -> Console:
     return SafeConsole(highlight=False, emoji=False)
 
 
-def fmt_ns(ns: float | int | None) -> str:
-    if ns is None:
-        return "-"
-    ns = float(ns)
-    for unit, div in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if abs(ns) >= div:
-            return f"{ns / div:.3g} {unit}"
-    return f"{ns:.0f} ns"
-
-
-def fmt_bytes(b: float | int | None) -> str:
-    if b is None:
-        return "-"
-    b = float(b)
-    for unit, div in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(b) >= div:
-            return f"{b / div:.3g} {unit}"
-    return f"{b:.0f} B"
-
-
 def print_info(info: dict[str, Any]) -> None:
     c = console()
     status = "[green]finished[/green]" if info["complete"] else "[red]did not finish (no clean close)[/red]"
@@ -68,7 +49,7 @@ def print_info(info: dict[str, Any]) -> None:
             f"{status}")
     c.print(
         f"PEs/ranks: {info['pes']}   files: {info['files']}   rows: {info['rows']:,}   "
-        f"span: {fmt_ns(info['span_ns'])}"
+        f"span: {units.duration(info['span_ns'])}"
         + (f"   steps: {info['steps']['min']}..{info['steps']['max']}" if info["steps"] else "")
     )
     t = Table(title="events by kind")
@@ -77,3 +58,39 @@ def print_info(info: dict[str, Any]) -> None:
     for k, n in info["events_by_kind"].items():
         t.add_row(shown(k), f"{n:,}")
     c.print(t)
+    print_clock(info.get("clock"))
+
+
+CLOCK_ROWS = 16
+"""PEs listed in `paradise info`'s clock table (the largest errors first); --json lists all."""
+
+
+def print_clock(clock: Any) -> None:
+    """The clock alignment: method, largest error, and the offsets to PE 0 (start -> end) per PE."""
+    if not isinstance(clock, dict):
+        return
+    c = console()
+    err = clock.get("residual_ns")
+    c.print(f"clock: {shown(clock.get('method') or '?')}"
+            + (f", largest error ±{units.duration(err)}" if isinstance(err, (int, float)) else ", error unknown"))
+    offsets = clock.get("offsets")
+    if not isinstance(offsets, dict) or not offsets:
+        return
+    t = Table(title="clock offsets to PE 0 (added to each PE's times when read)")
+    for col in ("PE", "at start", "at end", "drift", "error"):
+        t.add_column(col, justify="right")
+    ranked = sorted(offsets.items(), key=lambda kv: -(kv[1].get("error_ns") or 0))
+    for pe, e in ranked[:CLOCK_ROWS]:
+        start, end = e.get("start_ns"), e.get("end_ns")
+        span = (e.get("t_end") or 0) - (e.get("t_start") or 0)
+        drift = f"{(end - start) / span * 1e6:+.1f} ppm" if end is not None and start is not None and span > 0 else "-"
+        t.add_row(shown(pe), _signed_ns(start), _signed_ns(end), drift, units.duration(e.get("error_ns")))
+    c.print(t)
+    if len(ranked) > CLOCK_ROWS:
+        c.print(f"... {len(ranked) - CLOCK_ROWS} more PEs (--json lists all)")
+
+
+def _signed_ns(ns: Any) -> str:
+    if not isinstance(ns, (int, float)):
+        return "-"
+    return ("-" if ns < 0 else "+") + units.duration(abs(ns))

@@ -12,6 +12,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from paradise import units
+
 MAX_VALUE_CHARS = 60
 """Longer values (per-PE dicts, lists) are cut in the terminal; --json has them whole."""
 
@@ -19,6 +21,24 @@ MAX_VALUE_CHARS = 60
 def _short(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
     return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
+
+
+_UNIT_FORMAT = {"ns": units.duration, "s": units.seconds, "bytes": units.size}
+"""Evidence units whose figures the value column prints with their unit."""
+
+
+def value_text(c: dict[str, Any]) -> str:
+    """A characteristic's value for the terminal: a number takes the unit of the evidence that
+    holds the same figure (the critical path's 162821700 is `length_ns`: 163 ms); other numbers
+    are grouped (2,470) and never in scientific notation."""
+    v = c.get("value")
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return _short(v)
+    for e in c.get("evidence") or []:
+        ev = e.get("value")
+        if type(ev) is type(v) and ev == v and e.get("unit") in _UNIT_FORMAT:
+            return _UNIT_FORMAT[e["unit"]](v)
+    return units.count(v) if isinstance(v, int) else units.number(v, 4)
 
 
 def render_header(console: Console, info: dict[str, Any]) -> None:
@@ -43,7 +63,7 @@ def render(console: Console, result: dict[str, Any]) -> None:
         t.add_column(col)
     for c in chars:
         t.add_row(
-            escape(f"{c.get('category')}/{c.get('name')}"), escape(_short(c.get("value"))),
+            escape(f"{c.get('category')}/{c.get('name')}"), escape(value_text(c)),
             f"{float(c.get('confidence', 1.0)):.2f}", escape(str(c.get("summary", ""))),
         )
     console.print(t)

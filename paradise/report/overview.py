@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from paradise.report.console import fmt_bytes, fmt_ns
+from paradise import units
 
 MAX_PE_ROWS = 32
 """Above this many PEs the table shows the busiest and least busy halves of this many."""
@@ -18,6 +18,11 @@ ENTRY_NUMBERS_WIDTH = 66
 """Width the entries table needs besides the name column (borders, coll/cat, five numbers)."""
 MAX_EDGE_ROWS = 10
 """PE pairs shown in the message table (largest by bytes)."""
+
+
+BROADCAST = "(broadcast)"
+"""The `to PE` of sends without one destination PE: broadcasts and multicasts (trace-format.md:
+a send's peer_pe is null for them)."""
 
 
 def _pct(x: float | None) -> str:
@@ -41,9 +46,9 @@ def _pe_table(rows: list[dict[str, Any]]) -> Table:
         t.add_column(col, justify="right", no_wrap=True, min_width=len(col))
     for r in shown:
         t.add_row(
-            str(r["pe"]), fmt_ns(r["span_ns"]), fmt_ns(r["busy_ns"]),
-            fmt_ns(r["idle_ns"]) + ("" if r["idle_from"] == "rows" else "*"), fmt_ns(r["other_ns"]),
-            _pct(r["busy_share"]), f"{r['exec_rows']:,}", f"{r['sends']:,}", fmt_bytes(r["send_bytes"]),
+            str(r["pe"]), units.duration(r["span_ns"]), units.duration(r["busy_ns"]),
+            units.duration(r["idle_ns"]) + ("" if r["idle_from"] == "rows" else "*"), units.duration(r["other_ns"]),
+            _pct(r["busy_share"]), f"{r['exec_rows']:,}", f"{r['sends']:,}", units.size(r["send_bytes"]),
         )
     return t
 
@@ -63,20 +68,25 @@ def _entries_table(rows: list[dict[str, Any]], width: int) -> Table:
     for r in rows:
         where = " / ".join(str(x) for x in (r["coll"], r["cat"]) if x)
         t.add_row(
-            escape(_cut(str(r["name"] or "(unnamed)"), name_w)), escape(_cut(where, 16)) or "-", f"{r['count']:,}", fmt_ns(r["total_ns"]), _pct(r["share"]),
-            fmt_ns(r["mean_ns"]), fmt_ns(r["max_ns"]),
+            escape(_cut(str(r["name"] or "(unnamed)"), name_w)), escape(_cut(where, 16)) or "-", f"{r['count']:,}", units.duration(r["total_ns"]), _pct(r["share"]),
+            units.duration(r["mean_ns"]), units.duration(r["max_ns"]),
         )
     return t
 
 
-def _comm_table(rows: list[dict[str, Any]]) -> Table:
-    top = sorted(rows, key=lambda r: (-r["bytes"], r["pe"], r["peer_pe"] if r["peer_pe"] is not None else -1))
+def _top_pairs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The MAX_EDGE_ROWS PE pairs with the most bytes."""
+    key = lambda r: (-r["bytes"], r["pe"], r["peer_pe"] if r["peer_pe"] is not None else -1)  # noqa: E731
+    return sorted(rows, key=key)[:MAX_EDGE_ROWS]
+
+
+def _comm_table(top: list[dict[str, Any]]) -> Table:
     t = Table(title=f"largest {min(MAX_EDGE_ROWS, len(top))} PE pairs by bytes", title_justify="left")
     for col in ("from PE", "to PE", "messages", "bytes"):
         t.add_column(col, justify="right", no_wrap=True, min_width=len(col))
-    for r in top[:MAX_EDGE_ROWS]:
-        peer = "?" if r["peer_pe"] is None else str(r["peer_pe"])
-        t.add_row(str(r["pe"]), peer, f"{r['messages']:,}", fmt_bytes(r["bytes"]))
+    for r in top:
+        peer = BROADCAST if r["peer_pe"] is None else str(r["peer_pe"])
+        t.add_row(str(r["pe"]), peer, f"{r['messages']:,}", units.size(r["bytes"]))
     return t
 
 
@@ -92,8 +102,8 @@ def _collectives_table(rows: list[dict[str, Any]]) -> Table:
     for name, rs in sorted(by_name.items()):
         slow = max(rs, key=lambda r: r["total_ns"])
         t.add_row(
-            escape(name), str(len(rs)), f"{sum(r['count'] for r in rs):,}", fmt_bytes(sum(r["bytes"] for r in rs)),
-            fmt_ns(min(r["total_ns"] for r in rs)), fmt_ns(slow["total_ns"]), str(slow["pe"]),
+            escape(name), str(len(rs)), f"{sum(r['count'] for r in rs):,}", units.size(sum(r["bytes"] for r in rs)),
+            units.duration(min(r["total_ns"] for r in rs)), units.duration(slow["total_ns"]), str(slow["pe"]),
         )
     return t
 
@@ -103,9 +113,9 @@ def render(console: Console, result: dict[str, Any]) -> None:
     s = result["summary"]
     console.rule("[bold]overview[/bold]", align="left")
     console.print(
-        f"{s['pes']} PE{'' if s['pes'] == 1 else 's'} over {fmt_ns(s['span_ns'])}; "
-        + (f"busy {fmt_ns(s['busy_ns'])}" if s.get("busy_known", True) else "busy unknown")
-        + f", idle {fmt_ns(s['idle_ns'])} (busy = union of running intervals: executions, their pieces, phases)"
+        f"{s['pes']} PE{'' if s['pes'] == 1 else 's'} over {units.duration(s['span_ns'])}; "
+        + (f"busy {units.duration(s['busy_ns'])}" if s.get("busy_known", True) else "busy unknown")
+        + f", idle {units.duration(s['idle_ns'])} (busy = union of running intervals: executions, their pieces, phases)"
     )
     for name in ("busy_share", "load_imbalance"):
         c = _char(result, name)
@@ -121,9 +131,12 @@ def render(console: Console, result: dict[str, Any]) -> None:
         tot = result["comm_totals"]
         local = tot["local_bytes"] / tot["bytes"] if tot["bytes"] else 0.0
         console.print(
-            f"messages: {tot['messages']:,} ({fmt_bytes(tot['bytes'])}) over {tot['pairs']:,} PE pairs; "
+            f"messages: {tot['messages']:,} ({units.size(tot['bytes'])}) over {tot['pairs']:,} PE pairs; "
             f"{local:.0%} of bytes stayed on their PE"
         )
-        console.print(_comm_table(result["comm_matrix"]))
+        top = _top_pairs(result["comm_matrix"])
+        console.print(_comm_table(top))
+        if any(r["peer_pe"] is None for r in top):
+            console.print(f"  {BROADCAST}: broadcasts and multicasts, sent to several PEs at once")
     if result["collectives"]:
         console.print(_collectives_table(result["collectives"]))

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from paradise.report.console import fmt_bytes, fmt_ns
+from paradise import units
 
 EIGHTHS = " ▏▎▍▌▋▊▉█"
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -77,7 +77,7 @@ def compare_bars(console: Console, changes: list[dict[str, Any]]) -> None:
     for col in ("metric", "run", "bar", "value"):
         t.add_column(col, no_wrap=True, justify="right" if col == "value" else "left")
     for c in picks:
-        fmt = fmt_ns if c["unit"] == "ns" else fmt_bytes if c["unit"] == "bytes" else (lambda v: f"{v:,.0f}")
+        fmt = units.duration if c["unit"] == "ns" else units.size if c["unit"] == "bytes" else (lambda v: f"{v:,.0f}")
         t.add_row(escape(c["metric"]), "base", Text(bar(c["base"] / top, width), style="bright_black"), fmt(c["base"]))
         t.add_row("", "candidate", Text(bar(c["candidate"] / top, width), style="cyan"), fmt(c["candidate"]))
     console.print(t)

@@ -8,8 +8,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from paradise import units
 from paradise.report import generic
-from paradise.report.console import fmt_ns
 
 
 def render_hints(console: Console, result: dict[str, Any]) -> None:
@@ -22,14 +22,14 @@ def render(console: Console, result: dict[str, Any]) -> None:
     generic.render(console, result)
     loads = result.get("pe_load_ns") or []
     if loads and len(loads) <= 16:
-        console.print("  busy per PE: " + ", ".join(f"PE {p} {fmt_ns(v)}" for p, v in enumerate(loads)))
+        console.print("  busy per PE: " + ", ".join(f"PE {p} {units.duration(v)}" for p, v in enumerate(loads)))
     cands = result.get("mapping_candidates") or []
     if cands:
         t = Table(title="mapping candidates (what-if replay)", title_justify="left")
         for col in ("strategy", "justified by", "moves", "replay makespan", "predicted makespan", "max PE load"):
             t.add_column(col, justify="right" if col not in ("strategy", "justified by") else "left")
         for c in cands:
-            t.add_row(c["strategy"], c["justified_by"], str(c["moves"]), fmt_ns(c["replay_makespan_ns"]),
-                      fmt_ns(c["predicted_makespan_ns"]), fmt_ns(c["max_pe_load_ns"]))
+            t.add_row(c["strategy"], c["justified_by"], str(c["moves"]), units.duration(c["replay_makespan_ns"]),
+                      units.duration(c["predicted_makespan_ns"]), units.duration(c["max_pe_load_ns"]))
         console.print(t)
     render_hints(console, result)

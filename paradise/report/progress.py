@@ -1,4 +1,5 @@
-"""Progress bars that appear only when work takes longer than a second (rich, on stderr)."""
+"""Progress bars that appear only when work takes longer than a second (rich, on stderr); the bar
+names the stage at work ("analyzing: placement"), so a bar that waits on one long stage says which."""
 
 from __future__ import annotations
 
@@ -16,12 +17,18 @@ SHOW_AFTER_S = 1.0
 
 class _LazyBar:
     def __init__(self, description: str, total: float | None) -> None:
+        self.label = description
         self.description = description
         self.total = total
         self.done = 0.0
         self.start = time.monotonic()
         self.progress: Progress | None = None
         self.task = None
+
+    def stage(self, name: str) -> None:
+        """Names the stage now at work: the bar reads `label: name`."""
+        self.description = f"{self.label}: {name}"
+        self.advance(0.0)
 
     def advance(self, amount: float = 1.0) -> None:
         self.done += amount
@@ -40,7 +47,7 @@ class _LazyBar:
             self.progress.start()
             self.task = self.progress.add_task(self.description, total=self.total, completed=self.done)
         elif self.progress is not None:
-            self.progress.update(self.task, completed=self.done)
+            self.progress.update(self.task, completed=self.done, description=self.description)
 
     def close(self) -> None:
         if self.progress is not None:
@@ -49,7 +56,7 @@ class _LazyBar:
 
 @contextmanager
 def progress_bar(description: str, total: float | None) -> Iterator[_LazyBar]:
-    """Yields an object with advance(n); the bar shows only after SHOW_AFTER_S."""
+    """Yields an object with advance(n) and stage(name); the bar shows only after SHOW_AFTER_S."""
     bar = _LazyBar(description, total)
     try:
         yield bar

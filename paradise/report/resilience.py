@@ -7,6 +7,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from paradise import units
+
 _MODE_TEXT = {
     "periodic": "periodic checkpoints",
     "jit": "just-in-time checkpoints on failure",
@@ -22,19 +24,6 @@ _INPUT_ROWS = (
     ("unrecoverable_fraction", "failures JIT cannot recover", ""),
     ("job_s", "job length (prices pure JIT)", "s"),
 )
-
-
-def _dur(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    s = float(seconds)
-    if s >= 2 * 3600:
-        return f"{s / 3600:.3g} h"
-    if s >= 120:
-        return f"{s / 60:.3g} min"
-    if s >= 1:
-        return f"{s:.3g} s"
-    return f"{s * 1e3:.3g} ms"
 
 
 def _pct(x: float | None) -> str:
@@ -61,16 +50,16 @@ def render_policy(c: Console, policy: dict[str, Any], show_inputs: bool = True) 
         every["periodic"] = (policy["interval_s"], policy["interval_steps"])
     for mode, waste in policy["expected_waste"].items():
         sec, steps = every[mode]
-        label = "-" if sec is None else _dur(sec) + (f" ({steps} steps)" if steps else "")
+        label = "-" if sec is None else units.seconds(sec) + (f" ({units.count(steps)} steps)" if steps else "")
         t.add_row(mode, label, _pct(waste), "[bold green]chosen[/bold green]" if mode == policy["mode"] else "")
     c.print(t)
     line = f"[bold]{_MODE_TEXT[policy['mode']]}[/bold]"
     if policy["interval_steps"]:
-        line += f": every {policy['interval_steps']} steps ({_dur(policy['interval_s'])})"
+        line += f": every {units.count(policy['interval_steps'])} steps ({units.seconds(policy['interval_s'])})"
     c.print(line)
     iv = policy["intervals"]
-    c.print(f"optimal periodic interval: Young {_dur(iv['young_s'])}, Daly 1st order "
-            f"{_dur(iv['daly_first_order_s'])}, Daly higher order {_dur(iv['daly_higher_order_s'])}")
+    c.print(f"optimal periodic interval: Young {units.seconds(iv['young_s'])}, Daly 1st order "
+            f"{units.seconds(iv['daly_first_order_s'])}, Daly higher order {units.seconds(iv['daly_higher_order_s'])}")
     if not show_inputs:
         return
     ti = Table(title="inputs")
@@ -81,7 +70,7 @@ def render_policy(c: Console, policy: dict[str, Any], show_inputs: bool = True) 
         value = inp.get(key)
         if key == "jit_save_s" and value is None:
             value = inp.get("checkpoint_s")
-        shown = _dur(value) if unit == "s" else ("-" if value is None else f"{value:g}")
+        shown = units.seconds(value) if unit == "s" else ("-" if value is None else units.number(value))
         ti.add_row(text, shown, src.get(key, ""))
     c.print(ti)
 
@@ -101,9 +90,9 @@ def render(c: Console, result: dict[str, Any]) -> None:
     for col, just in (("input", "left"), ("value", "right"), ("from", "left"), ("detail", "left")):
         t.add_column(col, justify=just)
     for row in result.get("inputs", []):
-        value = _dur(row["value"]) if row["unit"] == "s" else f"{row['value']:g}"
+        value = units.seconds(row["value"]) if row["unit"] == "s" else units.number(row['value'])
         t.add_row(row["input"], value, row["source"], row["detail"])
     c.print(t)
     for inc in result.get("incidents", []):
         c.print(f"failure in step {inc['failed_step']}: restored to step {inc['restored_step']}, "
-                f"{inc['replayed']} step(s) replayed")
+                f"{units.count(inc['replayed'])} step(s) replayed")

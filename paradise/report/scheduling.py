@@ -8,8 +8,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from paradise import units
 from paradise.report import generic
-from paradise.report.console import fmt_ns
 from paradise.report.placement import render_hints
 
 
@@ -21,7 +21,7 @@ def render(console: Console, result: dict[str, Any]) -> None:
         for col in ("collection", "entry", "execs", "compute", "share"):
             t.add_column(col, justify="right" if col in ("execs", "compute", "share") else "left")
         for r in rows:
-            t.add_row(escape(r["coll"] or "-"), escape(str(r["entry"])), str(r["execs"]), fmt_ns(r["cost_ns"]),
+            t.add_row(escape(r["coll"] or "-"), escape(str(r["entry"])), units.count(r["execs"]), units.duration(r["cost_ns"]),
                       f"{r['share']:.1%}")
         console.print(t)
     render_hints(console, result)

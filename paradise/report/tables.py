@@ -9,7 +9,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from paradise.report.console import fmt_bytes, fmt_ns, visible
+from paradise import units
+from paradise.report.console import visible
 
 MAX_ROWS = 20
 """Rows shown per table; --json has them all."""
@@ -22,13 +23,13 @@ def cell(column: str, value: Any) -> str:
     if value is None:
         return "-"
     if column.endswith("_ns") and isinstance(value, (int, float)):
-        return fmt_ns(value)
+        return units.duration(value)
     if (column == "share" or column.endswith(("_share", "_ratio"))) and isinstance(value, (int, float)):
         return f"{value:.1%}"
     if column.endswith("bytes") and isinstance(value, (int, float)):
-        return fmt_bytes(value)
+        return units.size(value)
     if isinstance(value, float):
-        return f"{value:,.3g}"
+        return f"{units.number(value, 4)}"
     if isinstance(value, int):
         return f"{value:,}"
     text = str(value)

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from paradise.report.console import fmt_bytes, fmt_ns
+from paradise import units
 
 MAX_RANK_ROWS = 32
 """Ranks shown in the breakdown table (slowest mean step first); --json has all."""
@@ -33,7 +33,7 @@ def _breakdown(rows: list[dict[str, Any]]) -> Table:
         t.add_column(col, justify="right")
     for r in sorted(shown, key=lambda r: r["pe"]):
         t.add_row(
-            str(r["pe"]), str(r["steps"]), fmt_ns(r["mean_step_ns"]),
+            str(r["pe"]), str(r["steps"]), units.duration(r["mean_step_ns"]),
             _pct(r["compute_share"]), _pct(r["comm_share"]), _pct(r["overlap_share"]), _pct(r["idle_share"]),
         )  # fmt: skip
     return t
@@ -47,7 +47,7 @@ def _arrivals(rows: list[dict[str, Any]]) -> Table:
         t.add_column(col, justify="right")
     for r in rows[:MAX_COLLECTIVE_ROWS]:
         t.add_row(escape(str(r["name"])), str(r["ranks"]), f"{r['met_calls']:,}",
-                  f"rank {r['last_rank']}: {r['last_calls']:,}", fmt_ns(r["wait_ns"]),
+                  f"rank {r['last_rank']}: {r['last_calls']:,}", units.duration(r["wait_ns"]),
                   str(r["slowest_rank"]) if r["slowest_rank"] is not None else "none (" + str(r["withheld"]) + ")")
     return t
 
@@ -59,12 +59,12 @@ def _collectives(rows: list[dict[str, Any]]) -> Table:
     for col in ("size", "calls", "total", "mean", "max", "bandwidth"):
         t.add_column(col, justify="right")
     for r in rows[:MAX_COLLECTIVE_ROWS]:
-        size = "?" if r["bucket_log2"] < 0 else f"≥{fmt_bytes(2 ** r['bucket_log2'])}"
+        size = "?" if r["bucket_log2"] < 0 else f"≥{units.size(2 ** r['bucket_log2'])}"
         bw = r.get("bandwidth_bytes_per_s")
         t.add_row(
             escape(str(r["name"])), str(r["cat"]) + (" (device)" if r["on_device"] else ""), size,
-            f"{r['calls']:,}", fmt_ns(r["dur_ns"]), fmt_ns(r["mean_ns"]), fmt_ns(r["max_ns"]),
-            "-" if bw is None else fmt_bytes(bw) + "/s",
+            f"{r['calls']:,}", units.duration(r["dur_ns"]), units.duration(r["mean_ns"]), units.duration(r["max_ns"]),
+            "-" if bw is None else units.size(bw) + "/s",
         )  # fmt: skip
     return t
 
@@ -86,8 +86,8 @@ def _streams(rows: list[dict[str, Any]]) -> Table:
     for r in rows:
         t.add_row(
             str(r["pe"]), "all" if r["stream"] == -1 else str(r["stream"]), f"{r['kernels']:,}",
-            fmt_ns(r["kernel_ns"]), fmt_ns(r["comm_ns"]), fmt_ns(r["busy_ns"]), fmt_ns(r["idle_ns"]),
-            f"{r['gaps']:,}", fmt_ns(r["max_gap_ns"]),
+            units.duration(r["kernel_ns"]), units.duration(r["comm_ns"]), units.duration(r["busy_ns"]), units.duration(r["idle_ns"]),
+            f"{r['gaps']:,}", units.duration(r["max_gap_ns"]),
         )  # fmt: skip
     return t
 
@@ -102,12 +102,12 @@ def render(console: Console, result: dict[str, Any]) -> None:
     for s in result.get("stragglers", []):
         console.print(
             f"  straggler: rank {s['rank']} slowest in {s['slow_steps']}/{s['steps']} steps, "
-            f"delaying the others by {fmt_ns(s['cost_ns'])} in total"
+            f"delaying the others by {units.duration(s['cost_ns'])} in total"
         )
     w = result.get("stragglers_by_waiting")
     if w:
         console.print("  time in collectives per rank (few steps: the rank that waits least arrived last): " + ", ".join(
-            f"rank {r['rank']} {fmt_ns(r['collective_ns'])}" for r in w["ranks"][:MAX_RANK_ROWS]))
+            f"rank {r['rank']} {units.duration(r['collective_ns'])}" for r in w["ranks"][:MAX_RANK_ROWS]))
     if result.get("collectives"):
         console.print(_collectives(result["collectives"]))
     if result.get("collective_arrivals"):
@@ -115,22 +115,22 @@ def render(console: Console, result: dict[str, Any]) -> None:
     b = result.get("ddp_buckets")
     if b:
         line = (
-            f"  DDP buckets: {b['buckets_per_step']:g} per step, {fmt_bytes(b['mean_bucket_bytes'])} each, "
-            f"latency {fmt_ns(b['latency_ns'])}, bandwidth "
-            f"{'-' if b['bandwidth_bytes_per_s'] is None else fmt_bytes(b['bandwidth_bytes_per_s']) + '/s'}: {b['verdict']}"
+            f"  DDP buckets: {units.number(b['buckets_per_step'], 6)} per step, {units.size(b['mean_bucket_bytes'])} each, "
+            f"latency {units.duration(b['latency_ns'])}, bandwidth "
+            f"{'-' if b['bandwidth_bytes_per_s'] is None else units.size(b['bandwidth_bytes_per_s']) + '/s'}: {b['verdict']}"
         )
         if b["suggested_bucket_cap_mb"]:
-            line += f" → bucket_cap_mb={b['suggested_bucket_cap_mb']} (≈{fmt_ns(b['predicted_gain_ns_per_step'])}/step)"
+            line += f" → bucket_cap_mb={b['suggested_bucket_cap_mb']} (≈{units.duration(b['predicted_gain_ns_per_step'])}/step)"
         console.print(line)
     for s in result.get("stalls", [])[:MAX_RANK_ROWS]:
         console.print(
-            f"  rank {s['pe']}: input stalls {fmt_ns(s['stall_ns'])} over {s['gaps']} gaps "
-            f"({_pct(s['stall_share'])}), longest {fmt_ns(s['max_stall_ns'])}"
+            f"  rank {s['pe']}: input stalls {units.duration(s['stall_ns'])} over {s['gaps']} gaps "
+            f"({_pct(s['stall_share'])}), longest {units.duration(s['max_stall_ns'])}"
         )
     if result.get("streams"):
         console.print(_streams(result["streams"]))
     for e in result.get("events", []):
-        size = f", {fmt_bytes(e['bytes'])}" if e.get("bytes") else ""
+        size = f", {units.size(e['bytes'])}" if e.get("bytes") else ""
         console.print(
-            f"  rank {e['pe']}: {e['kind']} {escape(str(e['name']))} ×{e['count']}, {fmt_ns(e['dur_ns'])}{size}"
+            f"  rank {e['pe']}: {e['kind']} {escape(str(e['name']))} ×{e['count']}, {units.duration(e['dur_ns'])}{size}"
         )

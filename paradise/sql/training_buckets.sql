@@ -1,4 +1,6 @@
--- training_buckets: DDP gradient buckets (the tracer's comm-hook rows) per rank and step.
+-- training_buckets: DDP gradient buckets (the tracer's ddp_bucket rows) per rank and step. The
+-- tracer's rows end when DDP had every bucket of the backward reduced (exact for the last bucket,
+-- an upper bound for earlier ones), so the fastest bucket of a step is its last, measured exactly.
 -- grain: one row per (pe, step) with at least one bucket.
 -- columns:
 --   pe            int32        global rank

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 
 from paradise.errors import NotAParadiseTrace, SchemaVersionError, TraceNotFound, TruncatedTrace
 from paradise.format import OUTPUTS_FILE, REQUIRED_COLUMNS, SUPPORTED_MAJORS
+from paradise.store.clock import clock_summary, file_corrections
 from paradise.store.validate import check_columns, check_metadata, check_values, parse_metadata
 
 _PART_RE = re.compile(r"^(?P<stem>.+?)\.part-(?P<seq>\d+)\.parquet$")
@@ -28,6 +29,8 @@ class TraceHandle:
     """Merged metadata: that of the first file, plus `pes_seen` and `complete` over all files."""
     file_metadata: tuple[dict[str, Any], ...] = field(repr=False)
     num_rows: int = 0
+    corrections: dict[str, tuple[int, int, float]] = field(default_factory=dict, repr=False)
+    """Clock correction per file path (paradise.store.clock): applied once, by the engines' `events` view."""
 
     @property
     def source(self) -> str:
@@ -170,4 +173,8 @@ def open_trace(path: str | Path) -> TraceHandle:
     if pes:
         merged["pes_seen"] = pes
     _check_pes_backed(p, merged.get("pes"), rows)
-    return TraceHandle(path=p, files=tuple(files), metadata=merged, file_metadata=tuple(metas), num_rows=rows)
+    clock = clock_summary(files, metas)
+    if clock is not None and clock["offsets"]:  # per-PE offsets live in each PE's own file
+        merged["clock"] = clock
+    return TraceHandle(path=p, files=tuple(files), metadata=merged, file_metadata=tuple(metas), num_rows=rows,
+                       corrections=file_corrections(files, metas))

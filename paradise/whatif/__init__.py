@@ -18,7 +18,7 @@ from paradise.events.execgraph import LatencyModel
 from paradise.whatif.model import ExecGraph, exec_graph, pe_under, robust_cost
 from paradise.whatif.sim import SimResult, simulate
 
-__all__ = ["Replayer", "ExecGraph", "LatencyModel", "SimResult", "load_replayer", "predict_from_hints"]
+__all__ = ["Replayer", "ExecGraph", "LatencyModel", "SimResult", "predict_from_hints", "replay_graph"]
 
 
 @dataclass
@@ -29,6 +29,19 @@ class Replayer:
     model: LatencyModel
     pes: int
     _baseline: SimResult | None = None
+
+    @classmethod
+    def from_session(cls, session: Any) -> Replayer:
+        """The replayer of a run: the session's exec graph as arrays and its latency fit, calibrated
+        on the run itself (the baseline replay must reproduce the measured makespan)."""
+        from dataclasses import replace
+
+        g = replay_graph(session)
+        npes = int(max(stated_pes(session.trace), (g.pe.max() + 1) if g.n else 1))
+        model = calibrate(g, session.get("latency_fit"), npes)  # on the measured costs
+        # proposals are replayed with preemption spikes clipped (robust_cost); the baseline is
+        # replayed the same way, so predicted = measured x replay(proposal) / replay(current)
+        return cls(graph=replace(g, cost=robust_cost(g)), model=model, pes=npes)
 
     @property
     def baseline(self) -> SimResult:
@@ -104,13 +117,6 @@ class Replayer:
         }
 
 
-REPLAY_GRAPH_SQL = """
-SELECT *, CASE WHEN coll IS NOT NULL THEN lag(id) OVER (PARTITION BY coll, obj, name ORDER BY t0, t1) END AS obj_prev
-FROM {table} ORDER BY id"""
-"""The exec graph as the replay reads it, with obj_prev: the previous exec of the same object and
-entry method (null for the first or outside objects): an object's invocations of one entry keep
-their order in a replay, while different entries may be reordered by message priorities. Only
-the replay needs it, so it is computed here, on traces small enough to replay."""
 REPLAY_MAX_EXECS = 2_000_000
 """Larger traces are not replayed (minutes of simulation): no mapping or schedule candidate is
 judged, and the event layer's lean exec graph replaces the replay graph."""
@@ -153,21 +159,16 @@ def calibrate(g: ExecGraph, model: LatencyModel, pes: int) -> LatencyModel:
     return best
 
 
-def load_replayer(engine: Any, pes: int | None = None) -> Replayer:
-    """Reads the event layer's exec graph (paradise.events.execgraph: built here unless the run
-    built it already) as arrays, and calibrates its fitted message cost on the run itself."""
-    from dataclasses import replace
+def stated_pes(trace: Any) -> int:
+    """The PE count hint files are judged by and the replay spans at least: the trace's stated
+    count, else the PEs it has files of, else 1."""
+    return int(trace.metadata.get("pes") or len(trace.metadata.get("pes_seen", [])) or 1)
 
-    from paradise.events import execgraph
 
-    if not execgraph.built(engine):
-        execgraph.materialize(engine)
-    g = exec_graph(engine.sql(REPLAY_GRAPH_SQL.format(table=execgraph.TABLE)))
-    npes = int(max(pes or 0, (g.pe.max() + 1) if g.n else 1))
-    model = calibrate(g, execgraph.fit_latency(engine, g.n), npes)  # on the measured costs: it must reproduce the run
-    # proposals are replayed with preemption spikes clipped (robust_cost); the baseline is
-    # replayed the same way, so predicted = measured x replay(proposal) / replay(current)
-    return Replayer(graph=replace(g, cost=robust_cost(g)), model=model, pes=npes)
+def replay_graph(session: Any) -> ExecGraph:
+    """The session's exec graph (built once per run) as the replay's arrays (whatif_replay_graph)."""
+    session.get("exec_graph")
+    return exec_graph(session.engine.query("whatif_replay_graph"))
 
 
 def _load(d: Path, kind: Any, trace: Any, pes: int) -> Any:
@@ -189,15 +190,17 @@ def _load(d: Path, kind: Any, trace: Any, pes: int) -> Any:
     return payload
 
 
-def predict_from_hints(engine: Any, trace: Any, hints_dir: str | Path) -> dict[str, Any]:
-    """Replays the trace under the mapping.json / schedule.json / comm.json found in `hints_dir`."""
+def predict_from_hints(session: Any, hints_dir: str | Path) -> dict[str, Any]:
+    """Replays the run's trace under the mapping.json / schedule.json / comm.json found in
+    `hints_dir`, on the session's replayer (the one the analyses used, when they built one)."""
     from hints.kinds import KINDS
     from paradise.errors import HintMismatch
 
+    trace = session.trace
     d = Path(hints_dir)
     if not d.is_dir():
         raise HintMismatch(f"{d}: no such hints directory")
-    pes = int(trace.metadata.get("pes") or len(trace.metadata.get("pes_seen", [])) or 1)
+    pes = stated_pes(trace)
     replayed = {name: k for name, k in KINDS.items() if callable(k.whatif)}
     found = {name: p for name, k in replayed.items() if (p := _load(d, k, trace, pes)) is not None}
     if not found:
@@ -205,7 +208,7 @@ def predict_from_hints(engine: Any, trace: Any, hints_dir: str | Path) -> dict[s
     kwargs: dict[str, Any] = {}
     for name, payload in found.items():
         kwargs.update(replayed[name].whatif(payload))
-    rp = load_replayer(engine, pes)
+    rp = session.get("replayer") or Replayer.from_session(session)  # asked for: replayed whatever its size
     out = rp.replay(**kwargs)
     out["hints"] = list(found)
     out["pes"] = rp.pes

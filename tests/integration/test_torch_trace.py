@@ -81,7 +81,7 @@ def test_bucket_collectives_match_across_ranks(traced):
         "SELECT step, pe, count(*) AS buckets, sum(bytes) AS bytes, count(t1) AS ended FROM events "
         "WHERE kind = 'collective' AND cat = 'ddp_bucket' GROUP BY step, pe ORDER BY step, pe",
     )
-    assert {r["step"] for r in per_step} == set(range(STEPS))
+    assert {r["step"] for r in per_step} == set(range(2, STEPS))  # buckets known once DDP rebuilt them
     by_step: dict[int, list[dict]] = {}
     for r in per_step:
         by_step.setdefault(r["step"], []).append(r)
@@ -89,7 +89,7 @@ def test_bucket_collectives_match_across_ranks(traced):
         assert [r["pe"] for r in ranks] == [0, 1], step
         assert ranks[0]["buckets"] == ranks[1]["buckets"] >= 1, step
         assert ranks[0]["bytes"] == ranks[1]["bytes"] > 0, step
-        assert all(r["ended"] == r["buckets"] for r in ranks), step  # every future completed
+        assert all(r["ended"] == r["buckets"] for r in ranks), step  # every bucket has its end
     # The final dist.barrier() of the script is recorded on both ranks as a c10d collective.
     barriers = _rows(out, "SELECT pe FROM events WHERE kind = 'collective' AND name = 'barrier' ORDER BY pe")
     assert [r["pe"] for r in barriers] == [0, 1]
@@ -101,7 +101,7 @@ def test_metadata_has_placement_and_clock(traced):
     for m in meta:
         assert len(m["hosts"]) == 2 and m["extra"]["backend"] == "gloo"
         assert m["extra"]["devices"] == ["cpu", "cpu"]
-        assert m["clock"]["method"] == "shared_host_clock"
+        assert m["clock"] == {"method": "shared_host_clock", "residual_ns": 0}  # one host: nothing to correct
 
 
 def test_analyze_breakdown_sums_and_finds_the_straggler(traced):
@@ -125,7 +125,7 @@ def test_analyze_breakdown_sums_and_finds_the_straggler(traced):
     # that carries most calls, though rank 0 spends more time inside it (waiting for rank 1)
     arrivals = {a["name"]: a for a in training["collective_arrivals"]}
     busiest = max(arrivals.values(), key=lambda a: a["met_calls"])
-    assert busiest["met_calls"] >= STEPS and busiest["slowest_rank"] == 1, arrivals
+    assert busiest["met_calls"] >= STEPS - 2 and busiest["slowest_rank"] == 1, arrivals
     inside = {r["pe"]: r["total_ns"] for r in json.loads(proc.stdout)["analyses"]["overview"]["collectives"]
               if r["name"] == busiest["name"]}
     assert inside[0] > inside[1]  # the rank with the most time inside is the one that waited

@@ -67,7 +67,7 @@ def test_first_report_loads_no_pandas_or_networkx(tmp_path):
 def test_help_lists_every_command(cli):
     code, out, _ = cli("--help")
     assert code == 0
-    for command in ("info", "analyze", "report", "merge", "whatif", "compare", "policy", "demo", "import", "trace",
+    for command in ("info", "analyze", "report", "merge", "whatif", "compare", "policy", "demo", "import", "trace", "tune",
                     "export"):
         assert command in out
     code, out, _ = cli("import", "kineto", "--help")

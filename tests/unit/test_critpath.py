@@ -12,7 +12,6 @@ from paradise.analyses.session import Session
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.events import execgraph
 from paradise.store import open_trace
-from paradise.whatif import REPLAY_GRAPH_SQL
 from paradise.whatif.model import exec_graph
 from tests.oracles import exec_graph as oracle
 from tests.unit.graph_programs import PROGS, program_trace
@@ -25,7 +24,7 @@ def test_hop_walk_is_the_full_walk(tmp_path, name):
         s = Session(eng, trace)
         info = s.get("exec_graph")
         cp = s.get("critical_path")
-        g = exec_graph(eng.sql(REPLAY_GRAPH_SQL.format(table=execgraph.TABLE)))
+        g = exec_graph(eng.query("whatif_replay_graph"))
     want = oracle.critical_path(g)
     got = np.concatenate([np.arange(lo, hi + 1) for lo, hi in zip(cp.lo, cp.hi)])
     assert got.tolist() == want.tolist()
@@ -42,7 +41,7 @@ def test_latency_fit_in_sql_is_the_numpy_fit(tmp_path, name):
     with DuckDBEngine(trace) as eng:
         info = execgraph.materialize(eng)
         got = execgraph.fit_latency(eng, info.execs)
-        want = oracle.fit_latency(exec_graph(eng.sql(REPLAY_GRAPH_SQL.format(table=execgraph.TABLE))))
+        want = oracle.fit_latency(exec_graph(eng.query("whatif_replay_graph")))
     for field in ("a_ns", "ns_per_byte", "local_ns", "overhead_ns", "overhead_mean_ns"):
         assert math.isclose(getattr(got, field), getattr(want, field), rel_tol=1e-9, abs_tol=1e-6), field
     assert got.samples == want.samples
@@ -84,7 +83,7 @@ def test_a_cycle_of_critical_predecessors_ends_the_path(tmp_path):
     trace = open_trace(b.write(tmp_path / "t"))
     with DuckDBEngine(trace) as eng:
         cp = Session(eng, trace).get("critical_path")
-        g = exec_graph(eng.sql(REPLAY_GRAPH_SQL.format(table=execgraph.TABLE)))
+        g = exec_graph(eng.query("whatif_replay_graph"))
     got = [i for lo, hi in zip(cp.lo, cp.hi) for i in range(lo, hi + 1)]
     assert got == oracle.critical_path(g).tolist()
     assert sorted(got) == [0, 1]  # both execs, each once

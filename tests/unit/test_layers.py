@@ -4,6 +4,7 @@ import nothing from tracers and from paradise only the format (the bootstraps jo
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,3 +39,56 @@ def test_hints_import_neither_tracers_nor_paradise_beyond_the_format() -> None:
 def test_generators_are_pure() -> None:
     """Generators take plain data: no runtime (charm4py, torch) and no consumer imports."""
     assert _offending("hints/generators", ("charm4py", "torch", "hints"), ("hints.format",)) == []
+
+
+ENGINE_CONSTRUCTORS = frozenset({"DuckDBEngine", "DaskEngine", "get_engine", "make_engine"})
+"""Calls that build an engine: outside paradise/engines only paradise/run/ (open_run) makes them."""
+SQL_RE = re.compile(r"\b(SELECT\b[\s\S]*\bFROM|INSERT INTO|CREATE (OR REPLACE )?(TEMP )?(TABLE|VIEW)|COPY \()")
+"""SQL text in a string literal (keywords as the house style writes them: upper case)."""
+
+
+def engine_constructions(source: str) -> list[str]:
+    """The engine-building calls in a module's source, by name and line."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+            if name in ENGINE_CONSTRUCTORS:
+                out.append(f"{name} (line {node.lineno})")
+    return out
+
+
+def sql_in(source: str) -> list[str]:
+    """String literals that hold SQL, and imports of duckdb, in a module's source."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and SQL_RE.search(node.value):
+            out.append(f"SQL text (line {node.lineno})")
+        elif isinstance(node, ast.Import) and any(a.name == "duckdb" for a in node.names):
+            out.append(f"import duckdb (line {node.lineno})")
+    return out
+
+
+def _sources(package: str) -> dict[str, str]:
+    return {str(p.relative_to(ROOT)): p.read_text() for p in sorted((ROOT / package).rglob("*.py"))}
+
+
+def test_the_checks_find_what_they_look_for() -> None:
+    bad = ('import duckdb\nfrom paradise.engines import get_engine\nQ = "SELECT kind\\nFROM events"\n'
+           'def f(t):\n    with DuckDBEngine(t) as e:\n        return e.sql(Q), get_engine(t)\n')
+    assert engine_constructions(bad) == ["DuckDBEngine (line 5)", "get_engine (line 6)"]
+    assert sql_in(bad) == ["import duckdb (line 1)", "SQL text (line 3)"]
+    assert engine_constructions("from paradise.run import open_run\nopen_run('t')\n") == []
+    assert sql_in('HELP = "select the events to keep from a trace"\n') == []
+
+
+def test_only_the_run_package_and_the_engines_construct_engines() -> None:
+    found = {f: hits for f, src in _sources("paradise").items()
+             if not f.startswith(("paradise/run/", "paradise/engines/")) and (hits := engine_constructions(src))}
+    assert found == {}
+
+
+def test_the_cli_holds_no_sql() -> None:
+    found = {f: hits for f, src in _sources("paradise/cli").items() if (hits := sql_in(src))}
+    assert found == {}

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from hints.format import make_hint, provenance, write_hint
-from paradise.engines.duckdb_engine import DuckDBEngine
+from paradise.run import open_run
 from paradise.store import open_trace
-from paradise.whatif import load_replayer
+from paradise.whatif import Replayer, predict_from_hints
 from paradise.whatif.sim import simulate
 from tests.unit import charm_synth as cs
 
@@ -21,8 +21,8 @@ def grid(tmp_path):
 
 
 def replayer(trace):
-    with DuckDBEngine(trace) as eng:
-        return load_replayer(eng, 2)
+    with open_run(trace) as session:
+        return Replayer.from_session(session)
 
 
 @pytest.mark.parametrize("builder", [lambda: cs.grid2d(4, 4, 2, 4), lambda: cs.master_worker(5, 2, 25),
@@ -136,16 +136,18 @@ def test_comm_replay_counts_batches(tmp_path, cli):
     assert doc["replay_makespan_ns"] <= doc["baseline_replay_makespan_ns"]
 
 
-def test_demo_prediction_check_names_measured_causes():
-    from paradise.cli.demo import prediction_check
-
-    quiet = {"wall_s": 2.0, "load1_before": 2.1, "load1_after": 2.2, "cpus": 2, "pes": 2}
-    loaded = dict(quiet, load1_after=5.3)
-    ok = prediction_check(4.26e9, 4.5e9, {"before": quiet, "after": quiet})
-    assert not ok["missed"] and ok["causes"] == []
-    miss = prediction_check(4.26e9, 6.31e9, {"before": quiet, "after": loaded})
-    assert miss["missed"] and miss["off"] == round((6.31 - 4.26) / 4.26, 4)
-    text = " ".join(miss["causes"])
-    assert "load average up to 5.3 on 2 CPU(s)" in text and "after run" in text
-    assert "one run per side" in text
-    assert "before run" not in text  # the quiet run is not blamed
+def test_whatif_reads_the_sessions_graph_fit_and_replayer(tmp_path, grid):
+    """One run: the replay graph is the session's exec graph, the latency model is the session's fit
+    calibrated, and predict_from_hints replays on the replayer the analyses share (no second one)."""
+    prog, _, trace = grid
+    cells = {f"[{i},{j}]": (i + j) % 2 for i in range(4) for j in range(4)}
+    write_hint(tmp_path / "h", _mapping_doc(trace, cells))
+    with open_run(trace) as session:
+        rp = session.get("replayer")
+        assert rp.graph.n == session.get("exec_graph").execs == len(prog.execs)
+        fit = session.get("latency_fit")
+        assert rp.model.samples == fit.samples and session.get("latency_model") is rp.model
+        assert rp._baseline is None
+        out = predict_from_hints(session, tmp_path / "h")
+        assert rp._baseline is not None  # the shared replayer's baseline served the prediction
+        assert out["baseline_replay_makespan_ns"] == rp.baseline.makespan_ns

@@ -28,11 +28,7 @@ from tracers.charm.identity import (
     SYNCS,
     set_step,
 )
-from tracers.charm.rowbuf import FLUSH_BYTES, NULL, PyRecorder
-
-IDLE_MIN_NS = 10_000
-"""Gaps between scheduler dispatches shorter than 10 us are charm4py's own dispatch cost
-(one Cython callback, unpickling), not waiting; only longer gaps become `idle` rows."""
+from tracers.charm.rowbuf import NULL, PyRecorder
 
 MASK2 = (1 << INDEX_BITS) - 1  # 2-D indices packed inline, as pack_index does
 
@@ -311,81 +307,6 @@ def install_multicast_hook(charm) -> None:
                         NULL, code(f'{{"multicast":{len(pes)}}}'))
 
     charm.lib = _LibProxy()
-
-
-def install_dispatch_hooks(charm) -> None:
-    """Idle = time between returning to the Charm++ scheduler and its next Python callback.
-
-    The return to the scheduler is also where a full recorder is flushed (once per message, not
-    once per row). The native recorder wraps the callbacks in compiled code (_recorder.Dispatch);
-    the pure-Python one in the closures below."""
-    names = (("recvArrayMsg", 5), ("recvGroupMsg", 4), ("recvChareMsg", 4), ("recvArrayBcast", 5),
-             ("buildMainchare", 4))
-    if isinstance(ST.rec, PyRecorder):
-        wrap = _py_dispatch_wrappers()
-    else:
-        from tracers.charm._recorder import Dispatch
-
-        rec = ST.rec
-
-        def wrap(fn, _arity):
-            return Dispatch(fn, rec)
-
-    for name, arity in names:
-        orig = getattr(charm, name)
-        ST.orig[name] = orig
-        setattr(charm, name, wrap(orig, arity))
-
-
-def _py_dispatch_wrappers():
-    """wrap(fn, arity) of the pure-Python recorder; its depth and last return live in `state`."""
-    rec, P = ST.rec, ST
-    buf = rec.buf
-    state = [0, 0]  # depth of nested dispatches, time of the last return to the scheduler
-    ST.dispatch_state = state
-    ridle = rec.idle
-
-    def back():
-        if len(buf) > FLUSH_BYTES and P.writer is not None:
-            P.writer.flush()
-
-    # No try/finally: an exception here ends the run (handleGeneralError -> abort).
-    # wrap5 and wrap4 are copies on purpose: fixed arity avoids packing *args on every message.
-    def wrap5(fn):
-        def dispatch(a, b, c, d, e):
-            depth = state[0]
-            if depth == 0:
-                t = clock()
-                if state[1] and t - state[1] > IDLE_MIN_NS:
-                    ridle(state[1], t)
-            state[0] = depth + 1
-            fn(a, b, c, d, e)
-            state[0] = depth
-            if depth == 0:
-                state[1] = clock()
-                if len(buf) > FLUSH_BYTES:
-                    back()
-
-        return dispatch
-
-    def wrap4(fn):
-        def dispatch(a, b, c, d):
-            depth = state[0]
-            if depth == 0:
-                t = clock()
-                if state[1] and t - state[1] > IDLE_MIN_NS:
-                    ridle(state[1], t)
-            state[0] = depth + 1
-            fn(a, b, c, d)
-            state[0] = depth
-            if depth == 0:
-                state[1] = clock()
-                if len(buf) > FLUSH_BYTES:
-                    back()
-
-        return dispatch
-
-    return lambda fn, arity: wrap5(fn) if arity == 5 else wrap4(fn)
 
 
 def install_migration_hook(charm) -> None:

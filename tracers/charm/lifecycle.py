@@ -5,7 +5,7 @@
 uncaught exception reaches `charm.abort` (via handleGeneralError, after charm4py printed the
 traceback): every PE closes its writer with complete=false, then the real abort runs; a
 timer aborts anyway if a PE cannot answer. Between those, part files flushed every second
-while a PE is quiet (and by a busy one when its buffer is full, or every 10 s) bound what a
+while a PE is quiet (and by a busy one when its buffer is full, or every 2 s) bound what a
 killed run loses.
 """
 
@@ -27,7 +27,8 @@ FLUSH_TICK_S = 1.0
 QUIET_ROWS_PER_TICK = 20_000
 """A PE that recorded more rows than this since the last tick is busy: its rows wait for a full
 buffer (rowbuf.FLUSH_BYTES) or BUSY_FLUSH_S, so the program is not interrupted by small writes."""
-BUSY_FLUSH_S = 10.0
+BUSY_FLUSH_S = 2.0
+"""A busy PE writes at least this often, so a killed busy PE loses at most ~2 s of events (as before the native recorder)."""
 ABORT_GRACE_S = 3.0
 """How long an aborting PE waits for the others to close their files before aborting anyway."""
 PING_ROUNDS = 3

@@ -8,6 +8,7 @@ writes the part file. A run short enough never to flush writes its one final fil
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -17,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from paradise.format import SCHEMA, make_metadata
+from paradise.format.order import time_ordered
 from tracers.charm.rowbuf import LAYOUT, NULL, Strings
 from tracers.writer import TraceWriter, _exclusive_tmp
 
@@ -192,8 +194,11 @@ class PackedWriter(TraceWriter):
         rows, self._rows = self._rows, []
         table = self._rows_table(data, rows, self.strings.texts[:], self.metadata)
         final = self.directory / f"{self.stem}.parquet"
-        with _exclusive_tmp(self.directory, final) as fh:
-            pq.write_table(table, fh, compression="zstd")
+        fd, scratch = tempfile.mkstemp(prefix=f".{self.stem}.order.", suffix=".tmp", dir=self.directory)
+        os.close(fd)
+        with _exclusive_tmp(self.directory, final) as fh, pq.ParquetWriter(fh, table.schema, compression="zstd") as out:
+            for ordered in time_ordered([table], table.schema, scratch):  # rows were recorded as events ended
+                out.write_table(ordered)
         self.rows_written += table.num_rows
         self._closed = True
         return final

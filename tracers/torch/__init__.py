@@ -12,7 +12,7 @@ imports neither torch nor pyarrow, so calling it from untraced code costs one at
 * ``record_event(kind, name, t0_ns, t1_ns=None, **columns)`` records one row of any kind
   (``checkpoint``, ``restore``, ``failure``, ``restart``, ``mark``...). Times are
   ``time.time_ns()`` values; the tracer converts them to the trace's ns-since-start clock
-  (with this rank's clock offset). Extra ``columns`` are trace columns (``bytes``, ``step``,
+  (the reader aligns the ranks' clocks). Extra ``columns`` are trace columns (``bytes``, ``step``,
   ``cat``, ``obj``...); any other keyword goes into the row's ``args`` JSON. The checkpoint
   manager calls it for its saves and restores; an automatic row that the tracer made for a
   ``torch.save``/``dcp.save`` inside the same ``[t0_ns, t1_ns]`` is then dropped, so a save is

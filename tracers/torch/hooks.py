@@ -1,11 +1,12 @@
 """Installs the tracer's hooks into torch: optimizer steps, DDP forward and gradient buckets,
-backward, torch.distributed calls, checkpoint I/O, and clock alignment after init.
+backward, torch.distributed calls, checkpoint I/O, and clock offsets after init and before destroy.
 
 Everything is a public hook or a wrapper of a public function; nothing in the program changes:
 * steps: global optimizer step pre/post hooks (torch.optim.optimizer.register_optimizer_step_*).
 * forward: pre/post hooks on every DistributedDataParallel module (patched __init__).
-* DDP buckets: a comm hook (the default all-reduce, or the program's own hook wrapped) records
-  bucket index, bytes and dtype at launch and the end when its future completes.
+* DDP buckets: DDP keeps its built-in C++ all-reduce; tracers.torch.buckets records each
+  bucket's launch from one gradient hook and its end from the backward's (or, when the program
+  sets its own Python comm hook, that hook wrapped: launch, and end when its future completes).
 * backward: torch.autograd.backward wrapped; its compute ends at the last bucket launch
   (the rest of the call is waiting for gradients to be reduced).
 * torch.distributed collectives and object collectives wrapped; calls nested in another
@@ -15,12 +16,9 @@ Everything is a public hook or a wrapper of a public function; nothing in the pr
 
 from __future__ import annotations
 
-import functools
 import os
-import statistics
 import sys
 import threading
-import time
 from typing import Any
 
 import torch
@@ -28,6 +26,8 @@ import torch.distributed as dist
 import torch.optim.optimizer as optim_mod
 from torch.nn.parallel import DistributedDataParallel
 
+from tracers.torch import clock
+from tracers.torch.buckets import MAX_TRIES, BucketWatch
 from tracers.torch.tracer import BYTES, CAT, COLL, DTYPE, GROUP, GSIZE, OBJ, STEP, T1, Tracer
 
 # (function name, index of the payload argument, keyword of it); None = no payload.
@@ -161,10 +161,8 @@ def _wrap_collective(tr: Tracer, name: str, orig: Any, idx: int | None, key: str
 # --- DDP -----------------------------------------------------------------------------------
 
 
-_DTYPES: dict[Any, str] = {}
-
-
 def _bucket_row(tr: Tracer, hook_name: str, group_info: tuple[Any, Any], bucket: Any, buf: Any) -> list[Any]:
+    """The row of a bucket launched through the program's own Python comm hook."""
     t0 = tr.now()
     tr.last_launch = t0
     row = tr.new_row("collective", hook_name, t0, None)
@@ -172,47 +170,10 @@ def _bucket_row(tr: Tracer, hook_name: str, group_info: tuple[Any, Any], bucket:
     row[COLL] = "ddp"
     row[OBJ] = bucket.index()
     row[BYTES] = buf.numel() * buf.element_size()
-    dtype = _DTYPES.get(buf.dtype)
-    if dtype is None:
-        dtype = _DTYPES[buf.dtype] = str(buf.dtype).removeprefix("torch.")
-    row[DTYPE] = dtype
+    row[DTYPE] = str(buf.dtype).removeprefix("torch.")
     row[GROUP], row[GSIZE] = group_info
     tr.buffer(row)
     return row
-
-
-def _default_comm_hook(tr: Tracer) -> Any:
-    """DDP's default gradient averaging (sum of gradients times 1/world size), timed.
-
-    Calls the process group's allreduce directly: dist.all_reduce's Python checks cost ~10 us
-    per bucket and do nothing for a DDP bucket (one dense tensor, default reduce op)."""
-    groups: dict[int, tuple[Any, tuple[Any, Any], float | None]] = {}  # id(pg) -> (pg, info, scale)
-
-    # No annotations: DDP checks them against real classes (this module's are strings).
-    def allreduce(process_group, bucket):  # noqa: ANN001
-        cached = groups.get(id(process_group))
-        if cached is None:
-            group = process_group if process_group is not None else dist.group.WORLD
-            size = group.size()
-            cached = groups[id(process_group)] = (group, _group_info(group), 1.0 / size if size > 1 else None)
-        group, info, scale = cached
-        tensor = bucket.buffer()
-        row = _bucket_row(tr, "allreduce", info, bucket, tensor)
-        if scale is not None:
-            # As DDP's built-in path: times the reciprocal (bit-identical results). The built-in
-            # path fuses this into the gradient copy; a Python hook cannot: one extra pass.
-            tensor.mul_(scale)
-        fut = group.allreduce([torch.view_as_real(tensor) if tensor.is_complex() else tensor]).get_future()
-        return fut.then(functools.partial(_bucket_done, tr, row, tensor))
-
-    return allreduce
-
-
-def _bucket_done(tr: Tracer, row: list[Any], tensor: torch.Tensor, fut: torch.futures.Future) -> torch.Tensor:
-    """Completion of a bucket's all-reduce (on the communication thread): its end time."""
-    row[T1] = tr.now()
-    fut.value()  # re-raises a failed all-reduce into DDP
-    return tensor
 
 
 def _wrap_user_hook(tr: Tracer, hook: Any) -> Any:
@@ -232,10 +193,10 @@ def _wrap_user_hook(tr: Tracer, hook: Any) -> Any:
 
 
 def _install_ddp(tr: Tracer) -> None:
+    """Forward hooks on every DDP module; its buckets through BucketWatch (DDP's built-in C++
+    all-reduce stays), or through the program's own Python comm hook, wrapped, when it sets one."""
     orig_init = DistributedDataParallel.__init__
     orig_register = DistributedDataParallel.register_comm_hook
-    orig_builtin = DistributedDataParallel._register_builtin_comm_hook
-    default_hook = _default_comm_hook(tr)
 
     def fwd_pre(module: Any, args: Any) -> None:
         t = tr.now()
@@ -243,32 +204,30 @@ def _install_ddp(tr: Tracer) -> None:
         tr.forward_seen = True
         if tr.step_start is None:
             tr.step_start = t
-        if not module._paradise_comm_hook:
-            module._paradise_comm_hook = True
-            orig_register(module, module.process_group, default_hook)
 
     def fwd_post(module: Any, args: Any, output: Any) -> None:
         t1 = tr.now()
         tr.compute("forward", tr.fwd_stack.pop() if tr.fwd_stack else t1, t1)
         tr.fwd_end = t1
+        watch = module._paradise_buckets
+        if not watch.ready and watch.active and watch.tries < MAX_TRIES:
+            watch.try_install()
 
     def init(self: Any, *args: Any, **kwargs: Any) -> None:
         orig_init(self, *args, **kwargs)
-        self._paradise_comm_hook = False
+        self._paradise_buckets = BucketWatch(tr, self, _group_info(self.process_group))
         self.register_forward_pre_hook(fwd_pre)
         self.register_forward_hook(fwd_post)
 
     def register_comm_hook(self: Any, state: Any, hook: Any) -> None:
-        self._paradise_comm_hook = True
+        watch = getattr(self, "_paradise_buckets", None)
+        if watch is not None:
+            watch.active = False
+            watch.remove()
         return orig_register(self, state, _wrap_user_hook(tr, hook))
-
-    def register_builtin(self: Any, comm_hook_type: Any) -> None:
-        self._paradise_comm_hook = True  # C++ hook: buckets are not visible to Python
-        return orig_builtin(self, comm_hook_type)
 
     _patch(DistributedDataParallel, "__init__", init)
     _patch(DistributedDataParallel, "register_comm_hook", register_comm_hook)
-    _patch(DistributedDataParallel, "_register_builtin_comm_hook", register_builtin)
 
 
 # --- backward and optimizer ------------------------------------------------------------------
@@ -294,6 +253,8 @@ def _install_backward(tr: Tracer) -> None:
             t1 = tr.now()
             launch = tr.last_launch
             tr.compute("backward", t0, launch if launch is not None and launch >= t0 else t1)
+            for watch in tr.ddp_watches:  # DDP returns once every bucket is reduced
+                watch.emit(t1)
 
     _patch(torch.autograd, "backward", backward)
 
@@ -412,14 +373,24 @@ def install_dcp(tr: Tracer) -> bool:
 
 # --- init: clock alignment and placement -----------------------------------------------------
 
-CLOCK_ROUNDS = 5
-"""Barrier + all_gather rounds used to estimate clock offsets between hosts (median taken)."""
+def _clock_group() -> Any:
+    """The group the clock pings use: the default one on gloo, else a gloo group made for them."""
+    return None if dist.get_backend() == "gloo" else dist.new_group(backend="gloo")
+
+
+def measure_clock(tr: Tracer, when: str, group: Any, timeout_s: float | None = None) -> None:
+    """This rank's clock offset to rank 0 (a ping exchange every rank joins), into the metadata."""
+    result = clock.exchange(tr.now, tr.rank, dist.get_world_size(), group, _orig["isend"], _orig["irecv"],
+                            timeout_s=timeout_s)
+    if result is not None:
+        tr.set_clock_offset(when, result[0], result[1], tr.now())
 
 
 def align_and_place(tr: Tracer) -> None:
-    """After init_process_group: gathers host/device per rank and aligns clocks across hosts."""
+    """After init_process_group: gathers host/device per rank and measures the clock offsets."""
     backend = dist.get_backend()
-    group = None if backend == "gloo" else dist.new_group(backend="gloo")
+    group = _clock_group()
+    tr.clock_group = group
     world = dist.get_world_size()
     if torch.cuda.is_available() and backend == "nccl":
         device = f"cuda:{torch.cuda.current_device()}"
@@ -429,19 +400,11 @@ def align_and_place(tr: Tracer) -> None:
     infos: list[Any] = [None] * world
     _orig["all_gather_object"](infos, local, group=group)
     hosts = [i["host"] for i in infos]
-    if len(set(hosts)) == 1:
-        tr.set_clock(0, "shared_host_clock", 0)
+    if len(set(hosts)) == 1 and clock.ENV_FAKE_SKEW not in os.environ:
+        # One host, one clock: exact as it is (a measured offset would only add its error).
+        tr.writer.set_metadata(clock={"method": "shared_host_clock", "residual_ns": 0})
     else:
-        diffs = []
-        for _ in range(CLOCK_ROUNDS):
-            _orig["barrier"](group=group)
-            mine = torch.tensor([time.time_ns()], dtype=torch.int64)
-            out = [torch.zeros(1, dtype=torch.int64) for _ in range(world)]
-            _orig["all_gather"](out, mine, group=group)
-            diffs.append(int(out[tr.rank]) - int(out[0]))
-        offset = int(statistics.median(diffs))
-        residual = max(abs(d - offset) for d in diffs)
-        tr.set_clock(-offset, "barrier_allgather", residual)
+        measure_clock(tr, "start", group)
     tr.set_placement(
         hosts,
         {
@@ -451,6 +414,26 @@ def align_and_place(tr: Tracer) -> None:
             "pids": [i["pid"] for i in infos],
         },
     )
+
+
+def _install_destroy(tr: Tracer) -> None:
+    """The end-of-run clock offsets, measured while the program takes down its default group."""
+    orig_destroy = dist.destroy_process_group
+
+    def destroy_process_group(group: Any = None) -> Any:
+        # Not after a failure (recorded, or an exception on its way out): peers may be gone or stuck.
+        healthy = tr._last_failure is None and sys.exc_info()[0] is None
+        if group is None and healthy and dist.is_initialized() and not tr.closed and str(tr.rank) in tr.clock_offsets:
+            _guard.depth += 1
+            try:
+                measure_clock(tr, "end", getattr(tr, "clock_group", None), timeout_s=clock.END_TIMEOUT_S)
+            finally:
+                _guard.depth -= 1
+        return orig_destroy(group)
+
+    destroy_process_group.__wrapped__ = orig_destroy  # type: ignore[attr-defined]
+    _patch(dist, "destroy_process_group", destroy_process_group)
+    _patch(dist.distributed_c10d, "destroy_process_group", destroy_process_group)
 
 
 def _install_init(tr: Tracer) -> None:
@@ -505,6 +488,7 @@ def install(tr: Tracer) -> None:
             _patch(dist, name, wrapped)
         _patch(c10d, name, wrapped)
     _install_init(tr)
+    _install_destroy(tr)
     _install_ddp(tr)
     _install_backward(tr)
     _install_optimizer(tr)

@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from paradise.format import COLUMN_NAMES
+from tracers.torch.clock import METHOD as CLOCK_METHOD
+from tracers.torch.clock import fake_skew, wall_clock
 from tracers.writer import TraceWriter, pe_file_stem
 
 COL = {name: i for i, name in enumerate(COLUMN_NAMES)}
@@ -99,8 +101,13 @@ class Tracer:
         self.local_rank = local_rank
         self.restart = restart
         self.origin_ns = origin_ns if origin_ns is not None else time.time_ns()
-        self.offset_ns = 0  # added to local time.time_ns() to get the rank-0 clock
-        self._base = self.origin_ns  # trace time = time.time_ns() - _base
+        self._base = self.origin_ns  # trace time = this rank's clock - _base (own clock: the reader aligns)
+        self._skew = fake_skew(rank)  # an injected clock error (tests of the alignment)
+        if self._skew is not None:
+            wall = wall_clock(rank, self.origin_ns)
+            self.now = lambda: wall() - self._base  # type: ignore[method-assign]
+        self.clock_offsets: dict[str, dict[str, int | None]] = {}  # this rank's offsets to rank 0
+        self.clock_group: Any = None  # the process group of the clock pings (None: the default group)
         self.host = socket.gethostname()
         self.writer = TraceWriter(
             Path(directory),
@@ -138,6 +145,7 @@ class Tracer:
         self.forward_seen = False  # a DDP forward ran in the step in progress
         self._prev_end: int | None = None  # end of the previous step
         self.last_launch: int | None = None  # last DDP bucket launch (end of backward compute)
+        self.ddp_watches: list[Any] = []  # tracers.torch.buckets.BucketWatch of DDP modules with hooked buckets
         self.dcp_installed = False
         self.step_callbacks: list[Any] = []  # called after each step row (e.g. profiler.step)
         # The first Parquet write pays ~0.4 s of one-off setup: pay it now, off the main thread,
@@ -148,16 +156,26 @@ class Tracer:
 
     # clock
     def now(self) -> int:
-        """Trace time (ns since the run's start, rank-0 clock) of this instant."""
+        """Trace time (ns since the run's start on this rank's clock) of this instant."""
         return time.time_ns() - self._base
 
     def to_trace(self, wall_ns: int | None) -> int | None:
-        return None if wall_ns is None else wall_ns - self._base
+        """Trace time of a time.time_ns() value (with this rank's injected skew, if any)."""
+        if wall_ns is None:
+            return None
+        if self._skew is not None:
+            offset, drift = self._skew
+            wall_ns += offset + int(drift * (wall_ns - self.origin_ns))
+        return wall_ns - self._base
 
-    def set_clock(self, offset_ns: int, method: str, residual_ns: int | None) -> None:
-        self.offset_ns = offset_ns
-        self._base = self.origin_ns - offset_ns
-        self.writer.set_metadata(clock={"method": method, "residual_ns": residual_ns, "offset_ns": offset_ns})
+    def set_clock_offset(self, when: str, offset_ns: int, error_ns: int, at: int) -> None:
+        """Records this rank's offset to rank 0 measured at trace time `at` (`when`: start or end)."""
+        entry = self.clock_offsets.setdefault(str(self.rank), {"t_start": at, "start_ns": offset_ns, "t_end": None,
+                                                               "end_ns": None, "error_ns": error_ns})
+        if when == "end":
+            entry.update(t_end=at, end_ns=offset_ns, error_ns=max(error_ns, entry["error_ns"] or 0))
+        self.writer.set_metadata(clock={"method": CLOCK_METHOD, "residual_ns": entry["error_ns"],
+                                        "offsets": self.clock_offsets})
 
     # rows
     def new_row(self, kind: str, name: str | None, t0: int, t1: int | None) -> list[Any]:

@@ -1,0 +1,11 @@
+-- merge_events: every row of the trace in the order `paradise merge` writes them: each PE's rows
+-- together, in time order (docs/trace-format.md: rows per PE in time order). DuckDB sorts out
+-- of core under its memory limit; the command streams the result in record batches.
+-- grain: one row per trace row (every event of every kind).
+-- columns: the trace format's columns (paradise.format.SCHEMA), unchanged:
+--   kind, pe, t0, t1, active, tid, cat, coll, obj, index, name, msg, peer_pe, peer_coll, peer_obj,
+--   bytes, step, stream, prio, group, group_size, dtype, args, exec_t0
+-- Rows that start together on one PE come in the order DuckDB's sort leaves them (the format asks
+-- for time order per PE, not for an order among equal starts).
+-- merge: none (a total order over all files at once: DuckDB only)
+SELECT * FROM events ORDER BY pe, t0

@@ -1,0 +1,320 @@
+"""The tune loop: trace the current best, analyze, try every proposed kind alone against the current
+best in interleaved rounds, then the kept ones together; keep what the test says is faster; repeat on
+the hinted program until nothing helps, or the iterations or the budget are spent (docs/tune.md)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from paradise.tune import calibrate, stats
+from paradise.tune.advisor import AdviceFailed, Advisor
+from paradise.tune.record import Record
+from paradise.tune.runner import Outcome, Runner
+
+HANG_FACTOR = 5.0
+HANG_MIN_S = 60.0
+
+
+class BudgetSpent(Exception):
+    """The --budget-min is used up; the tune stops where it is."""
+
+
+class BaselineFailed(Exception):
+    """The program without hints failed: there is nothing to tune."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    rounds: int = 5
+    confidence: float = stats.DEFAULT_CONFIDENCE
+    iterations: int = 3
+    budget_s: float = 30 * 60.0
+    kinds: tuple[str, ...] | None = None
+    """Only these kinds are tried (None: every kind the analyses propose)."""
+
+
+def _median(xs: list[float]) -> float | None:
+    return statistics.median(xs) if xs else None
+
+
+class Tune:
+    """One tune into `out`; `runner` and `advisor` are the real program and analyses, or a test's."""
+
+    def __init__(self, out: Path, runner: Runner, advisor: Advisor, settings: Settings, record: Record,
+                 echo: Callable[[str], None] = print) -> None:
+        self.out, self.runner, self.advisor, self.s, self.rec, self.echo = out, runner, advisor, settings, record, echo
+        self.cal = calibrate.Calibration()
+        self.best: dict[str, Path] = {}  # hint file name -> the file kept
+        self.best_kinds: list[str] = []
+        self.predictions: list[dict[str, Any]] = []
+        self.budget_hit: str | None = None
+        self.recorded: set[str] = set()
+        """Runs this session took from tune.json instead of running them (a resume)."""
+
+    # -- runs and steps, each recorded once ------------------------------------------------------
+    def measure(self, key: str, hints: Path | None, trace: Path | None, **extra: Any) -> Outcome:
+        """The run `key`: from tune.json when it was measured before, else run now and recorded."""
+        if key in self.rec.runs:
+            self.recorded.add(key)
+            return Outcome.from_dict(self.rec.runs[key]["outcome"])
+        if self.rec.spent_s() >= self.s.budget_s:
+            raise BudgetSpent(key)
+        if trace is not None and trace.exists():
+            shutil.rmtree(trace)
+        o = self.runner.run(key, hints, trace, self.hang_limit() if hints is not None else None)
+        self.rec.runs[key] = {"hints": sorted(p.name for p in hints.iterdir()) if hints else [],
+                              "hints_dir": str(hints) if hints else None, "traced": trace is not None,
+                              "command": self.runner.command(hints, trace), "outcome": o.to_dict(), **extra}
+        self.rec.save()
+        return o
+
+    def hang_limit(self) -> float:
+        """A hinted run longer than HANG_FACTOR x the longest successful run so far (at least
+        HANG_MIN_S) is taken as hung, ended and counted as failed (a combining hint has been seen
+        to spin both PEs for minutes)."""
+        walls = [r["outcome"]["wall_s"] for r in self.rec.runs.values() if r["outcome"]["ok"]]
+        return max(HANG_MIN_S, HANG_FACTOR * max(walls, default=HANG_MIN_S))
+
+    def step(self, key: str, fn: Callable[[], Any]) -> Any:
+        if key in self.rec.steps:
+            return self.rec.steps[key]["value"]
+        t0 = time.monotonic()
+        value = json.loads(json.dumps(fn()))  # as a resumed tune will read it
+        self.rec.steps[key] = {"value": value, "seconds": round(time.monotonic() - t0, 3)}
+        self.rec.save()
+        return value
+
+    # -- hint folders ------------------------------------------------------------------------------
+    def folder(self, where: Path, files: dict[str, Path]) -> Path | None:
+        if not files:
+            return None
+        if where.exists():
+            shutil.rmtree(where)
+        where.mkdir(parents=True)
+        for name, src in files.items():
+            shutil.copyfile(src, where / name)
+        return where
+
+    # -- the loop ----------------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        self.rec.data["iterations"] = []
+        self.rec.data.pop("confirm", None)
+        stopped = f"{self.s.iterations} iteration(s) done"
+        try:
+            for it in range(1, self.s.iterations + 1):
+                why = self.iteration(it)
+                if why:
+                    stopped = why
+                    break
+            if not self.budget_hit and sum(1 for e in self.rec.data["iterations"] if e.get("chosen")) > 1:
+                self.confirm()
+        except BudgetSpent as exc:
+            stopped = f"budget of {self.s.budget_s / 60:g} min spent (before run {exc})"
+        self.finish(stopped)
+        return self.rec.data
+
+    def reference_check(self) -> str | None:
+        return self.rec.steps.get("reference_check", {}).get("value")
+
+    def iteration(self, it: int) -> str | None:
+        """One iteration; the reason to stop, or None to go on."""
+        base = self.folder(self.out / f"it{it}" / "base", self.best)
+        entry: dict[str, Any] = {"index": it, "baseline_kinds": list(self.best_kinds), "trials": []}
+        self.rec.data["iterations"].append(entry)
+        trace = self.out / f"it{it}" / "trace"
+        self.echo(f"iteration {it}: traced run of the {'baseline' if not base else 'current best (' + ', '.join(self.best_kinds) + ')'}")
+        t = self.measure(f"it{it}/traced", base, trace)
+        if not t.ok:
+            if it == 1:
+                raise BaselineFailed(f"the traced baseline run failed: {t.error}")
+            return f"the traced run of iteration {it} failed: {t.error}"
+        try:
+            prop = self.step(f"it{it}/propose", lambda: self.advisor.propose(trace, self.out / f"it{it}" / "hints"))
+        except AdviceFailed as exc:
+            return f"analysis of iteration {it} failed: {exc}"
+        entry["proposed"] = prop
+        from hints.kinds import KINDS
+
+        cands = {k: prop["candidates"][k] for k in KINDS  # registry order, on resume too
+                 if k in prop["candidates"] and (self.s.kinds is None or k in self.s.kinds)}
+        for k, v in cands.items():
+            self.echo(f"  proposed {k}: {v['summary']}")
+        for k, v in prop.get("information", {}).items():
+            self.echo(f"  information, not timed: {k}: {v}")
+        if not cands:
+            return f"iteration {it}: the analyses propose no hint that changes the run"
+        singles = self.trial(it, "alone", [[k] for k in cands], base, trace)
+        entry["trials"].append(singles)
+        kept = [c for c in singles["candidates"] if c["verdict"]["kept"]]
+        if not kept:
+            return self.budget_hit or f"iteration {it}: no candidate is faster at {self.s.confidence:.0%} confidence"
+        choice = min(kept, key=lambda c: c["median_s"])
+        if len(kept) > 1:
+            together = self.trial(it, "together", [[k for c in kept for k in c["kinds"]]], base, trace)
+            entry["trials"].append(together)
+            both = together["candidates"][0]
+            if both["verdict"]["kept"] and both["median_s"] <= choice["median_s"]:
+                choice = both
+            else:
+                both["verdict"]["kept"] = False
+                both["verdict"]["reason"] = (both["verdict"].get("reason") or
+                                             f"not faster than {'+'.join(choice['kinds'])} alone")
+        for k in choice["kinds"]:
+            self.best[cands[k]["file"]] = self.out / f"it{it}" / "hints" / cands[k]["file"]
+            if k not in self.best_kinds:
+                self.best_kinds.append(k)
+        entry["chosen"] = choice["kinds"]
+        self.echo(f"  kept {'+'.join(choice['kinds'])}: median {choice['median_s']:.3f} s against "
+                  f"{choice['baseline_median_s']:.3f} s")
+        self.rec.save()
+        return self.budget_hit
+
+    def trial(self, it: int, stage: str, kinds: list[list[str]], base: Path | None, trace: Path) -> dict[str, Any]:
+        """Interleaved rounds of the current best and each candidate (kinds over the current best)."""
+        hints = self.out / f"it{it}" / "hints"
+        alpha = stats.alpha_each(self.s.confidence, len(kinds))
+        cands: list[dict[str, Any]] = []
+        for ks in kinds:
+            name = "+".join(ks)
+            new = {self._file(k): hints / self._file(k) for k in ks}
+            folder = self.folder(self.out / f"it{it}" / "try" / name, {**self.best, **new})
+            only = self.folder(self.out / f"it{it}" / "new" / name, new)
+            pred = self.step(f"it{it}/predict/{name}", lambda only=only: self.advisor.predict(trace, only))
+            ratio = (pred or {}).get("ratio")
+            ahead = self.cal.ratio(ratio) if ratio else None  # the trial's ratio, calibrated on the runs before it
+            if ahead is not None:
+                self.echo(f"  {name}: what-if predicts {ahead:.3f} x the baseline (replay {ratio:.3f}; share of the "
+                          f"replayed gain realised so far {self.cal.factor:.2f}, from {len(self.cal.factors)} run(s))")
+            cands.append({"kinds": ks, "name": name, "hints": folder, "prediction": pred, "times": [],
+                          "predicted_ratio": ahead, "calibrated": self.cal.fitted,
+                          "runs": [], "dropped": None})
+        if stats.smallest_p(self.s.rounds) > alpha:
+            self.echo(f"  note: {self.s.rounds} rounds cannot reach p <= {alpha:.4g} "
+                      f"({len(kinds)} candidate(s) at {self.s.confidence:.0%}): nothing can be kept")
+        base_times: list[float] = []
+        for r in range(1, self.s.rounds + 1):
+            if all(c["dropped"] for c in cands):
+                break  # every candidate failed: no more baseline runs for nothing
+            try:
+                self.round(f"it{it}", stage, r, base, cands, base_times)
+            except BudgetSpent:
+                if r == 1:
+                    raise
+                self.echo(f"  budget spent: judged on {r - 1} round(s)")
+                self.budget_hit = f"budget of {self.s.budget_s / 60:g} min spent during iteration {it} " \
+                                  f"(its {stage} trial judged on {r - 1} of {self.s.rounds} rounds)"
+                break
+        return {"stage": stage, "alpha": alpha, "baseline_times": base_times,
+                "candidates": [self.judge(c, base_times, alpha) for c in cands]}
+
+    def _file(self, kind: str) -> str:
+        from hints.kinds import KINDS
+
+        return KINDS[kind].file
+
+    def round(self, at: str, stage: str, r: int, base: Path | None, cands: list[dict[str, Any]],
+              base_times: list[float]) -> None:
+        b = self.measure(f"{at}/{stage}/r{r}/baseline", base, None)
+        ref = self.step("reference_check", lambda: b.check) if b.ok else self.reference_check()
+        b_s = b.seconds if b.ok else None
+        if b.ok:
+            base_times.append(b.seconds)
+        elif at == "it1" and r == 1:
+            raise BaselineFailed(f"the baseline run failed: {b.error}")
+        line = [f"  {stage} round {r}/{self.s.rounds}: baseline {b_s:.3f} s" if b_s else
+                f"  {stage} round {r}/{self.s.rounds}: baseline failed"]
+        live = [c for c in cands if c["dropped"] is None]
+        shift = r % len(live) if live else 0
+        for c in live[shift:] + live[:shift]:  # a rotating order: no candidate always runs first
+            ratio = (c["prediction"] or {}).get("ratio")
+            b_ref = _median(base_times)  # the machine now: the trial's baseline runs so far, this round's included
+            pred = self.cal.predict(b_ref, ratio)
+            raw = b_ref * ratio if b_ref and ratio else None
+            o = self.measure(f"{at}/{stage}/r{r}/{c['name']}", c["hints"], None, prediction_s=pred,
+                             calibration_factor=self.cal.factor)
+            if not o.ok:
+                c["dropped"] = f"run failed: {o.error}"
+            elif ref is not None and o.check != ref:
+                c["dropped"] = f"check differs from the baseline's: {o.check!r} (baseline {ref!r})"
+            if c["dropped"]:
+                line.append(f"{c['name']} dropped ({c['dropped'][:120]})")
+                continue
+            c["times"].append(o.seconds)
+            run = {"key": f"{at}/{stage}/r{r}/{c['name']}", "predicted_s": pred, "measured_s": o.seconds,
+                   "error": calibrate.error(pred, o.seconds), "raw_error": calibrate.error(raw, o.seconds),
+                   "calibrated": self.cal.fitted}
+            c["runs"].append(run)
+            self.predictions.append(run)
+            self.cal.learn(o.seconds, b_ref, ratio)
+            said = f"predicted {pred:.3f} s, " if pred is not None else ""
+            line.append(f"{c['name']} {said}measured {o.seconds:.3f} s")
+        keys = [f"{at}/{stage}/r{r}/{n}" for n in ["baseline", *(c["name"] for c in live)]]
+        self.echo(" | ".join(line) + (" (from tune.json)" if all(k in self.recorded for k in keys) else ""))
+
+    def judge(self, c: dict[str, Any], base_times: list[float], alpha: float) -> dict[str, Any]:
+        test = stats.faster(c["times"], base_times)
+        med, bmed = _median(c["times"]), _median(base_times)
+        kept = c["dropped"] is None and test.p_value <= alpha and med is not None and bmed is not None and med < bmed
+        reason = c["dropped"] or (None if kept else f"p = {test.p_value:.4g} > {alpha:.4g}" if test.p_value > alpha
+                                  else "median not lower than the baseline's")
+        pred = c["prediction"] or {}
+        measured_ratio = med / bmed if med and bmed else None
+        self.echo(f"  {c['name']}: median {med if med is None else round(med, 3)} s vs baseline "
+                  f"{bmed if bmed is None else round(bmed, 3)} s, U = {test.u:g}, p = {test.p_value:.4g} "
+                  f"(kept when <= {alpha:.4g}): {'KEPT' if kept else 'not kept'}"
+                  + (f" ({reason})" if reason and not kept else ""))
+        return {"kinds": c["kinds"], "name": c["name"], "hints_dir": str(c["hints"]), "times": c["times"],
+                "median_s": med, "baseline_median_s": bmed, "measured_ratio": measured_ratio,
+                "replay_ratio": pred.get("ratio"), "predicted_ratio": c["predicted_ratio"],
+                "calibrated": c["calibrated"], "ratio_error": calibrate.error(c["predicted_ratio"], measured_ratio),
+                "raw_ratio_error": calibrate.error(pred.get("ratio"), measured_ratio), "runs": c["runs"],
+                "verdict": {"kept": kept, "reason": reason, **test.to_dict(), "alpha": alpha}}
+
+    def confirm(self) -> None:
+        """The best found over several iterations against the plain program, in rounds of their own:
+        the speedup measured directly rather than as a product of the iterations' ratios."""
+        self.echo(f"confirming: the plain program against {'+'.join(self.best_kinds)}")
+        best = self.folder(self.out / "final" / "best", self.best)
+        cand = {"kinds": list(self.best_kinds), "name": "best", "hints": best, "prediction": None, "times": [],
+                "runs": [], "dropped": None, "predicted_ratio": None, "calibrated": False}
+        base_times: list[float] = []
+        for r in range(1, self.s.rounds + 1):
+            self.round("final", "confirm", r, None, [cand], base_times)
+        self.rec.data["confirm"] = self.judge(cand, base_times, 1 - self.s.confidence)
+
+    def finish(self, stopped: str) -> None:
+        best = self.out / "best"
+        if best.exists():
+            shutil.rmtree(best)
+        best.mkdir()
+        for name, src in self.best.items():
+            shutil.copyfile(src, best / name)
+        self.rec.data["best"] = {"kinds": self.best_kinds, "files": sorted(self.best), "folder": str(best)}
+        self.rec.data["stopped"] = stopped
+        trials = [c for e in self.rec.data["iterations"] for t in e["trials"] for c in t["candidates"]]
+        self.rec.data["whatif"] = {**calibrate.summary(self.predictions), **calibrate.trial_summary(trials)}
+        self.rec.data["runs_measured"] = len(self.rec.runs)
+        self.rec.data["speedup"] = speedup(self.rec.data["iterations"], self.rec.data.get("confirm"))
+        self.rec.save()
+
+
+def speedup(iterations: list[dict[str, Any]], confirm: dict[str, Any] | None = None) -> float | None:
+    """Baseline / best: measured directly when a confirmation ran, else the product over iterations of each kept choice's baseline median / its median
+    (each iteration measures its choice against the previous best); None when nothing was kept."""
+    if confirm and confirm.get("median_s"):
+        return confirm["baseline_median_s"] / confirm["median_s"]
+    total, any_kept = 1.0, False
+    for entry in iterations:
+        for trial in entry["trials"]:
+            for c in trial["candidates"]:
+                if c["verdict"]["kept"] and c["kinds"] == entry.get("chosen"):
+                    total *= c["baseline_median_s"] / c["median_s"]
+                    any_kept = True
+    return total if any_kept else None

@@ -1,0 +1,232 @@
+"""`paradise tune`'s loop with a runner that replays recorded times (paradise.tune.runner.Runner):
+what is kept, what never is, and resuming after a kill. The real program runs in
+tests/integration/test_tune.py; here the times are drawn from known distributions, so the test
+knows which hint is faster."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from paradise.tune import stats
+from paradise.tune.loop import Settings, Tune
+from paradise.tune.record import Record
+from paradise.tune.runner import Outcome
+
+FILES = {"mapping": "mapping.json", "comm": "comm.json"}
+
+
+class FakeRunner:
+    """Times by run key: base x the factor of each hint file in the folder x noise drawn from one
+    lognormal distribution seeded by (seed, key): the same key gives the same time, as a record would."""
+
+    runtime = "charm"
+
+    def __init__(self, factors: dict[str, float], seed: int, *, fail: set[str] = frozenset(),
+                 bad_check: set[str] = frozenset(), stop_after: int | None = None) -> None:
+        self.factors, self.seed, self.fail, self.bad_check = factors, seed, fail, bad_check
+        self.stop_after, self.calls, self.limits = stop_after, [], {}
+
+    def command(self, hints, trace):
+        return ["fake", str(hints), str(trace)]
+
+    def run(self, key: str, hints: Path | None, trace: Path | None, timeout_s: float | None = None) -> Outcome:
+        self.limits[key] = timeout_s
+        if self.stop_after is not None and len(self.calls) >= self.stop_after:
+            raise KeyboardInterrupt  # the tune is killed during this run
+        self.calls.append(key)
+        kinds = [k for k, f in FILES.items() if hints is not None and (hints / f).exists()]
+        if set(kinds) & self.fail:
+            return Outcome(False, None, 0.1, None, "exit status 1: boom", 1)
+        rng = np.random.default_rng([self.seed, zlib.crc32(key.encode())])
+        t = 10.0 * float(np.prod([self.factors[k] for k in kinds])) * float(rng.lognormal(0.0, 0.05))
+        check = "checksum=bad" if set(kinds) & self.bad_check else "checksum=42"
+        return Outcome(True, t, t, check)
+
+
+class FakeAdvisor:
+    """Proposes mapping.json and comm.json in every iteration; what-if predicts `ratios`."""
+
+    def __init__(self, ratios: dict[str, float] | None = None, kinds=("mapping", "comm")) -> None:
+        self.ratios, self.kinds = ratios or {"mapping": 0.8, "comm": 0.95}, kinds
+
+    def propose(self, trace: Path, out: Path):
+        out.mkdir(parents=True, exist_ok=True)
+        for k in self.kinds:
+            (out / FILES[k]).write_text(json.dumps({"kind": k}))
+        return {"candidates": {k: {"file": FILES[k], "summary": k} for k in self.kinds}, "information": {}}
+
+    def predict(self, trace: Path, hints: Path):
+        kinds = [k for k, f in FILES.items() if (hints / f).exists()]
+        return {"ratio": float(np.prod([self.ratios[k] for k in kinds]))}
+
+
+def tune(out: Path, runner, advisor=None, **kw) -> dict:
+    out.mkdir(parents=True, exist_ok=True)
+    settings = Settings(**{"rounds": 6, "iterations": 3, **kw})
+    return Tune(out, runner, advisor or FakeAdvisor(), settings, Record.open(out, {"fake": True}),
+                echo=lambda s: None).run()
+
+
+def verdicts(data: dict) -> list[tuple[int, str, bool]]:
+    return [(e["index"], c["name"], c["verdict"]["kept"]) for e in data["iterations"]
+            for t in e["trials"] for c in t["candidates"]]
+
+
+def brute_force_p(h: list[float], b: list[float]) -> float:
+    """P(U <= observed) by enumerating every split of the pooled sample (the test's definition)."""
+    u_of = lambda xs, ys: sum((x > y) + 0.5 * (x == y) for x in xs for y in ys)  # noqa: E731
+    pooled, u = h + b, u_of(h, b)
+    splits = list(itertools.combinations(range(len(pooled)), len(h)))
+    hits = sum(u_of([pooled[i] for i in s], [pooled[i] for i in range(len(pooled)) if i not in s]) <= u
+               for s in splits)
+    return hits / len(splits)
+
+
+@pytest.mark.parametrize(("h", "b"), [([1, 2, 3], [4, 5, 6]), ([4, 5, 6], [1, 2, 3]), ([1, 5, 2, 8], [3, 4, 6, 7]),
+                                      ([9.5, 1.5, 3.5, 2.5, 4.5], [7.5, 6.5, 8.5, 5.5, 0.5])])
+def test_one_sided_u_test_matches_enumeration(h, b):
+    t = stats.faster(h, b)
+    assert t.method == "exact" and t.p_value == pytest.approx(brute_force_p(h, b))
+
+
+def test_a_faster_hint_is_kept_and_written_to_best(tmp_path):
+    data = tune(tmp_path, FakeRunner({"mapping": 0.7, "comm": 1.0}, seed=1), iterations=1)
+    assert ("mapping" in data["best"]["kinds"]) and (tmp_path / "best" / "mapping.json").is_file()
+    assert (1, "mapping", True) in verdicts(data) and (1, "comm", False) in verdicts(data)
+    kept = [c for t in data["iterations"][0]["trials"] for c in t["candidates"] if c["name"] == "mapping"][0]
+    assert kept["verdict"]["p_value"] <= kept["verdict"]["alpha"] and kept["median_s"] < kept["baseline_median_s"]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_slower_hint_is_never_kept(tmp_path, seed):
+    data = tune(tmp_path, FakeRunner({"mapping": 1.3, "comm": 1.02}, seed=seed))
+    assert data["best"]["kinds"] == [] and not (tmp_path / "best" / "mapping.json").exists()
+    assert not any(kept for *_, kept in verdicts(data))
+
+
+def test_noise_alone_keeps_nothing_in_ten_tunes(tmp_path):
+    """A balanced program: every hint leaves the time's distribution as it is."""
+    for seed in range(10):
+        data = tune(tmp_path / str(seed), FakeRunner({"mapping": 1.0, "comm": 1.0}, seed=100 + seed))
+        assert data["best"]["kinds"] == [], (seed, verdicts(data))
+
+
+def test_a_pair_that_hurts_together_keeps_the_best_single(tmp_path):
+    class Clash(FakeRunner):
+        def run(self, key, hints, trace, timeout_s=None):
+            o = super().run(key, hints, trace, timeout_s)
+            if hints is not None and all((hints / f).exists() for f in FILES.values()):
+                o.seconds = o.wall_s = o.seconds * 2.0  # each helps alone; together they clash
+            return o
+
+    data = tune(tmp_path, Clash({"mapping": 0.7, "comm": 0.85}, seed=3), iterations=1)
+    assert data["best"]["kinds"] == ["mapping"]
+    assert (1, "mapping+comm", False) in verdicts(data)
+
+
+def test_failed_and_wrong_runs_drop_the_hint_not_the_tune(tmp_path):
+    data = tune(tmp_path, FakeRunner({"mapping": 0.7, "comm": 0.7}, seed=4, fail={"comm"}, bad_check={"mapping"}),
+                iterations=1)
+    cands = {c["name"]: c for t in data["iterations"][0]["trials"] for c in t["candidates"]}
+    assert cands["comm"]["verdict"]["reason"].startswith("run failed: exit status 1")
+    assert "check differs" in cands["mapping"]["verdict"]["reason"]
+    assert data["best"]["kinds"] == [] and "no candidate" in data["stopped"]
+    assert len([k for k in data["runs"] if k.endswith("/baseline")]) == 1  # both dropped in round 1: no more rounds
+
+
+def test_killed_tune_resumes_without_measuring_again_and_chooses_the_same(tmp_path):
+    whole = tune(tmp_path / "whole", FakeRunner({"mapping": 0.7, "comm": 0.9}, seed=7))
+    killed = FakeRunner({"mapping": 0.7, "comm": 0.9}, seed=7, stop_after=9)
+    with pytest.raises(KeyboardInterrupt):
+        tune(tmp_path / "resumed", killed)
+    assert len(json.loads((tmp_path / "resumed" / "tune.json").read_text())["runs"]) == 9
+    again = FakeRunner({"mapping": 0.7, "comm": 0.9}, seed=7)
+    resumed = tune(tmp_path / "resumed", again)
+    assert not set(again.calls) & set(killed.calls)  # no run measured twice
+    assert len(killed.calls) + len(again.calls) == len(whole["runs"])
+    assert resumed["best"]["kinds"] == whole["best"]["kinds"] and verdicts(resumed) == verdicts(whole)
+    assert {k: r["outcome"] for k, r in resumed["runs"].items()} == {k: r["outcome"] for k, r in whole["runs"].items()}
+
+
+def test_predictions_learn_from_measured_runs(tmp_path):
+    """What-if says 0.5x, the runs show 0.7x: after the first hinted run the calibrated prediction
+    is within the noise, the uncalibrated one stays 29 % low."""
+    data = tune(tmp_path, FakeRunner({"mapping": 0.7, "comm": 1.0}, seed=5), FakeAdvisor({"mapping": 0.5, "comm": 1.0},
+                kinds=("mapping",)), iterations=1)
+    w = data["whatif"]
+    assert w["median_abs_error_uncalibrated"] == pytest.approx(1 - 0.5 / 0.7, abs=0.08)
+    assert w["median_abs_error_calibrated"] < 0.12 and w["calibrated_runs"] == 5
+    (trial,) = data["iterations"][0]["trials"]
+    (c,) = trial["candidates"]
+    assert c["predicted_ratio"] == c["replay_ratio"] == 0.5 and not c["calibrated"]  # nothing to learn from yet
+    assert w["trial_abs_error_uncalibrated"] == pytest.approx(abs(0.5 / c["measured_ratio"] - 1))
+    assert w["calibrated_trials"] == 0 and w["trial_abs_error_calibrated"] is None
+
+
+def test_a_later_trial_is_predicted_with_the_calibration(tmp_path):
+    """Iteration 2 states its ratio with the factor learnt in iteration 1 (measured / replayed)."""
+    data = tune(tmp_path, FakeRunner({"mapping": 0.7, "comm": 1.0}, seed=8), FakeAdvisor({"mapping": 0.5, "comm": 1.0},
+                kinds=("mapping",)), iterations=2)
+    first, second = (e["trials"][0]["candidates"][0] for e in data["iterations"][:2])
+    import statistics
+
+    base = data["iterations"][0]["trials"][0]["baseline_times"]  # rounds in order; the factor uses the median so far
+    factors = [(1 - r["measured_s"] / statistics.median(base[: i + 1])) / (1 - 0.5) for i, r in enumerate(first["runs"])]
+    k = statistics.median(factors)  # the share of the replayed gain the runs realised: about 0.3 / 0.5
+    assert 0.45 < k < 0.75 and second["calibrated"] and second["predicted_ratio"] == pytest.approx(1 - k * 0.5)
+
+
+def test_budget_stops_the_tune(tmp_path):
+    data = tune(tmp_path, FakeRunner({"mapping": 0.7, "comm": 1.0}, seed=6), budget_s=35.0)
+    assert data["stopped"].startswith("budget of") and "judged on 1 of 6 rounds" in data["stopped"]
+    walls = [r["outcome"]["wall_s"] for r in data["runs"].values()]
+    assert sum(walls[:-1]) < 35.0 <= sum(walls) and data["best"]["kinds"] == []  # no run began past the budget
+
+
+def test_measure_reads_time_and_check_lines_from_the_output():
+    from paradise.tune.runner import Measure
+
+    out = "step 1\nRESULT ok max_err=1.0e-07 elapsed_s=2.500\nRESULT ok max_err=2.0e-07 elapsed_s=1.250\n"
+    m = Measure(r"elapsed_s=([0-9.]+)", "ms", r"max_err=\S+")
+    o = m.outcome(0, False, 9.0, out, "")
+    assert o.ok and o.seconds == pytest.approx(1.25e-3) and o.check == "max_err=1.0e-07 | max_err=2.0e-07"
+    assert Measure().outcome(0, False, 9.0, out, "").seconds == 9.0  # no regex: the launch's wall time
+    missing = Measure(r"wall_s=([0-9.]+)").outcome(0, False, 9.0, out, "")
+    assert not missing.ok and "no match of --time-regex" in missing.error
+    failed = Measure().outcome(3, False, 1.0, "", "a\nb\nboom: bad\n")
+    assert not failed.ok and failed.error == "exit status 3: a b boom: bad" and failed.rc == 3
+    hung = Measure().outcome(-9, True, 30.2, "", "")
+    assert not hung.ok and hung.rc == 124 and "ran past 30 s" in hung.error
+
+
+def test_hints_kept_in_two_iterations_are_confirmed_against_the_plain_program(tmp_path):
+    class OneAtATime(FakeAdvisor):
+        def propose(self, trace, out):
+            self.kinds = ("mapping",) if "it1" in str(out) else ("comm",)
+            return super().propose(trace, out)
+
+    data = tune(tmp_path, FakeRunner({"mapping": 0.7, "comm": 0.8}, seed=9), OneAtATime(), iterations=2)
+    assert [e.get("chosen") for e in data["iterations"]] == [["mapping"], ["comm"]]
+    final = {k: r["outcome"]["seconds"] for k, r in data["runs"].items() if k.startswith("final/confirm/")}
+    base = [t for k, t in final.items() if k.endswith("/baseline")]
+    best = [t for k, t in final.items() if k.endswith("/best")]
+    assert len(base) == len(best) == 6
+    assert all(data["runs"][k]["hints"] == ["comm.json", "mapping.json"] for k in final if k.endswith("/best"))
+    import statistics
+
+    assert data["speedup"] == pytest.approx(statistics.median(base) / statistics.median(best))
+    assert data["confirm"]["verdict"]["kept"] and 1.5 < data["speedup"] < 2.0  # 1 / (0.7 x 0.8) = 1.79
+
+
+def test_hinted_runs_get_a_hang_limit_from_the_runs_before(tmp_path):
+    runner = FakeRunner({"mapping": 0.7, "comm": 1.0}, seed=10)
+    data = tune(tmp_path, runner, iterations=1)
+    assert runner.limits["it1/traced"] is None and runner.limits["it1/alone/r1/baseline"] is None
+    walls = [data["runs"][k]["outcome"]["wall_s"] for k in ("it1/traced", "it1/alone/r1/baseline")]
+    assert runner.limits["it1/alone/r1/mapping"] == max(60.0, 5 * max(walls))

@@ -1,0 +1,51 @@
+"""`paradise tune` refuses bad input in one line with exit 2 before any run, and never writes over
+a folder it did not write."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+APP = Path(__file__).resolve().parents[2] / "examples" / "stencil2d.py"
+
+
+@pytest.mark.parametrize(("opts", "why"), [
+    (["--rounds", "3"], "--rounds: 3 rounds cannot show a difference at 0.99 confidence"),
+    (["--rounds", "4", "--confidence", "0.95", "--check", "("], "--check '(': not a regular expression"),
+    (["--time-regex", "elapsed_s=[0-9.]+"], "needs a group around the number"),
+    (["--kinds", "mapping,schedule"], "--kinds 'mapping,schedule': choose from mapping, comm, ddp"),
+    (["--pes", "0"], "--pes: 0 is out of range"),
+    (["--budget-min", "nan"], "--budget-min: nan is out of range"),
+    (["--time-unit", "h"], "--time-unit 'h': one of s, ms, us, ns"),
+])
+def test_bad_options_are_one_line(cli, tmp_path, opts, why):
+    rc, out, err = cli("tune", "charm", "-o", tmp_path / "t", *opts, APP)
+    assert rc == 2 and err.count("\n") == 1 and why in err, err
+    assert not (tmp_path / "t").exists()
+
+
+def test_rounds_message_names_enough_rounds(cli, tmp_path):
+    _, _, err = cli("tune", "charm", "-o", tmp_path / "t", "--rounds", "3", APP)
+    assert "use 5 or more" in err  # C(10, 5) = 252: 1/252 <= 0.01 < 1/70 = 1/C(8, 4)
+
+
+def test_a_folder_it_did_not_write_is_refused(cli, tmp_path):
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "notes.txt").write_text("mine")
+    rc, _, err = cli("tune", "charm", "-o", tmp_path / "t", "--force", APP)
+    assert rc == 2 and "holds files a tune did not write (notes.txt)" in err
+    assert (tmp_path / "t" / "notes.txt").read_text() == "mine"
+
+
+def test_another_tunes_folder_needs_force(cli, tmp_path):
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "tune.json").write_text(json.dumps({"command": {"runtime": "charm", "program": "other.py"}}))
+    rc, _, err = cli("tune", "charm", "-o", tmp_path / "t", APP)
+    assert rc == 2 and "holds a tune of another command (differs in args, confidence, procs, program, rounds, time_unit)" in err and "pass --force to start over" in err
+
+
+def test_missing_program(cli, tmp_path):
+    rc, _, err = cli("tune", "torch", "-o", tmp_path / "t", tmp_path / "nope.py")
+    assert rc == 2 and "nope.py: no such program" in err and not (tmp_path / "t").exists()

@@ -1,0 +1,109 @@
+"""DDP gradient buckets recorded while DDP keeps its built-in C++ all-reduce (no comm hook).
+
+Once DDP has rebuilt its buckets (after the first step), its own logging data names each bucket's
+parameters in the order their gradients became ready and the bucket's size in bytes. One
+post-accumulate-grad hook on the last of them stores one int, the bucket's launch time, into a
+preallocated list; at the end of the backward, which DDP returns from only when every bucket is
+reduced, the buckets become `collective` rows ending there. So a bucket row runs from its launch
+to the moment all buckets of its backward were reduced (exact for the last bucket); the first step
+(before the rebuild) has no bucket rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracers.torch.tracer import BYTES, CAT, COLL, DTYPE, GROUP, GSIZE, OBJ, Tracer
+
+MAX_TRIES = 4
+"""Forwards after which a module whose buckets were never rebuilt stops being asked (no rows)."""
+
+
+def _parse_lists(text: str) -> list[list[int]]:
+    """'5 4 3, 2 1 0' -> [[5, 4, 3], [2, 1, 0]] (DDP logging data's per-bucket parameter indices)."""
+    return [[int(x) for x in part.split()] for part in text.split(",") if part.strip()]
+
+
+def _reducer_params(module: Any) -> list[Any]:
+    """The parameters in the reducer's order (DistributedDataParallel._build_params_for_reducer)."""
+    ignore = getattr(module, "parameters_to_ignore", set())
+    seen: set[int] = set()
+    out = []
+    for mod_name, mod in module.module.named_modules():
+        for name, p in mod.named_parameters(recurse=False):
+            if p.requires_grad and f"{mod_name}.{name}" not in ignore and id(p) not in seen:
+                seen.add(id(p))
+                out.append(p)
+    return out
+
+
+class BucketWatch:
+    """One DDP module's buckets: launch times from gradient hooks, rows at the end of backward."""
+
+    def __init__(self, tr: Tracer, module: Any, group_info: tuple[Any, Any]) -> None:
+        self.tr = tr
+        self.module = module
+        self.group_info = group_info
+        self.active = True  # False when the program's own Python comm hook records the buckets
+        self.ready = False
+        self.tries = 0
+        self.launch: list[int | None] = []
+        self.sizes: list[int] = []
+        self.dtypes: list[str | None] = []
+        self.handles: list[Any] = []
+
+    def try_install(self) -> bool:
+        """After a forward: hooks the buckets once DDP has rebuilt them; True when installed."""
+        if self.ready or not self.active or self.tries >= MAX_TRIES:
+            return self.ready
+        self.tries += 1
+        data = self.module._get_ddp_logging_data()
+        indices = _parse_lists(str(data.get("rebuilt_per_bucket_param_indices") or ""))
+        if not data.get("has_rebuilt_buckets") or not indices:
+            return False
+        params = _reducer_params(self.module)
+        if any(not b or max(b) >= len(params) for b in indices):
+            self.tries = MAX_TRIES  # not the layout this code knows: no bucket rows
+            return False
+        sizes = [int(x) for x in str(data.get("rebuilt_bucket_sizes") or "").replace(",", " ").split()]
+        self.sizes = sizes if len(sizes) == len(indices) else [
+            sum(params[i].numel() * params[i].element_size() for i in b) for b in indices
+        ]
+        self.dtypes = [str(params[b[0]].dtype).removeprefix("torch.") for b in indices]
+        self.launch = [None] * len(indices)
+        for k, b in enumerate(indices):
+            self.handles.append(params[b[-1]].register_post_accumulate_grad_hook(self._hook(k)))
+        self.ready = True
+        self.tr.ddp_watches.append(self)
+        return True
+
+    def _hook(self, k: int) -> Any:
+        launch, module, tr = self.launch, self.module, self.tr
+
+        def ready(_param: Any) -> None:
+            if module.require_backward_grad_sync:  # under no_sync() DDP reduces nothing
+                launch[k] = t = tr.now()
+                tr.last_launch = t
+
+        return ready
+
+    def emit(self, t_end: int) -> None:
+        """Buffers a row per bucket launched in the backward that ended at t_end."""
+        launch, tr = self.launch, self.tr
+        for k, t0 in enumerate(launch):
+            if t0 is None:
+                continue
+            launch[k] = None
+            row = tr.new_row("collective", "allreduce", t0, t_end)
+            row[CAT] = "ddp_bucket"
+            row[COLL] = "ddp"
+            row[OBJ] = k
+            row[BYTES] = self.sizes[k]
+            row[DTYPE] = self.dtypes[k]
+            row[GROUP], row[GSIZE] = self.group_info
+            tr.buffer(row)
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+        self.handles.clear()
