@@ -36,13 +36,14 @@ def union_length(intervals: list[tuple[int, int]]) -> int:
 
 def trace_rows(path: Path) -> list[dict[str, Any]]:
     """Every row of a trace (file or directory) as dicts, through the store's file selection."""
-    cols = ["kind", "pe", "t0", "t1", "exec_t0", "name", "coll", "obj", "msg"]
+    cols = ["kind", "pe", "t0", "t1", "active", "exec_t0", "name", "coll", "obj", "msg"]
     out: list[dict[str, Any]] = []
     for f in open_trace(path).files:
         t = pq.read_table(f)
         have = [c for c in cols if c in t.column_names]
         for r in t.select(have).to_pylist():
             r.setdefault("exec_t0", None)
+            r.setdefault("active", None)
             out.append(r)
     return out
 

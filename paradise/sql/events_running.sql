@@ -1,7 +1,8 @@
 -- events_running: the running intervals of every PE, the one definition of "when a PE ran something"
 -- that busy time, bins, profiles, timelines and exports all read (trace format 1.1, `piece` rows).
 -- An exec that suspended (a charm4py coroutine / threaded entry method, an imported Projections
--- threaded entry method) ran only in its pieces; every other exec ran over its whole [t0, t1].
+-- threaded entry method) ran only in its pieces, and so did a charm4py exec that another one ran
+-- inside (split around it); every other exec ran over its whole [t0, t1].
 -- Training traces also run in their `phase` rows (forward, loss, backward, optimizer, data loading,
 -- user phases): a `paradise trace torch` run without --profiler has no exec rows, and its busy time
 -- is the time in its phases (on traces with exec rows, phases lie over them and a union counts the

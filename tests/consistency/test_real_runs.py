@@ -39,13 +39,7 @@ RUNS = {
 }
 
 
-NESTED = ("the charm tracer writes an execution that a coroutine was resumed inside (a future's delivery "
-          "resuming main or a threaded entry method; main's piece creating local elements) as one interval over "
-          "the nested piece, with `active` its own time: its running interval overlaps the nested one, so "
-          "export chrome's slices sum to more than the busy time and its own time in the report is not "
-          "`active`; fixed when the tracer splits such an execution into pieces")
-KNOWN = {("chrome", "stencil2d"): NESTED, ("chrome", "threaded"): NESTED, ("report_totals", "threaded"): NESTED,
-         ("round_trip", "threaded"): NESTED}
+KNOWN: dict[tuple[str, str], str] = {}
 """Checks that fail on what the tracer writes today (strict: they must fail, so a fix shows up)."""
 
 

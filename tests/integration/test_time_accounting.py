@@ -26,6 +26,23 @@ def _pieces(path: Path) -> tuple[list[dict], dict[tuple, list[dict]]]:
     return [r for r in rows if r["kind"] == "exec"], pieces
 
 
+def _assert_pieces_add_up(execs: list[dict], pieces: dict[tuple, list[dict]]) -> None:
+    """An execution with pieces has `active` = their sum, and a PE's running intervals (pieces,
+    executions without pieces) never overlap: nothing nested runs inside an interval written as
+    running (a future delivery resuming a coroutine, main creating elements inline)."""
+    running: dict[int, list[tuple[int, int, str]]] = {}
+    for r in execs:
+        ps = pieces.get((r["pe"], r["t0"], r["name"]))
+        if ps:
+            assert r["active"] == sum(p["t1"] - p["t0"] for p in ps), (r, ps)
+        for p in ps or [r]:
+            running.setdefault(r["pe"], []).append((p["t0"], p["t1"], r["name"]))
+    for pe, ivs in running.items():
+        ivs.sort()
+        overlaps = [(a, b) for a, b in zip(ivs, ivs[1:]) if a[1] > b[0]]
+        assert not overlaps, f"PE {pe}: {len(overlaps)} overlapping running intervals, e.g. {overlaps[:3]}"
+
+
 def test_threaded_entry_methods_and_main_run_in_pieces(tmp_path):
     out = tmp_path / "t"
     require_ok(trace_charm(out, PROGRAMS / "threaded.py"))
@@ -45,6 +62,9 @@ def test_threaded_entry_methods_and_main_run_in_pieces(tmp_path):
     mains = [r for r in execs if r["name"] == "main"]
     assert len(mains) == 1 and (mains[0]["pe"], mains[0]["t0"], "main") in pieces
     assert not [k for k in pieces if k[2] == "note"]  # plain entry methods have no pieces
+    # a future's delivery resumes the waiting coroutine inside it: that execution runs in pieces too
+    assert [k for k in pieces if k[2] == "_future_deposit_result"]
+    _assert_pieces_add_up(execs, pieces)
     acct = check_accounting(out)
     assert acct[0]["busy_ns"] < acct[0]["span_ns"]
 
@@ -57,6 +77,7 @@ def test_stencil2d_pe0_busy_below_its_span(tmp_path):
     execs, pieces = _pieces(out)
     main = next(r for r in execs if r["name"] == "main")
     assert (main["pe"], main["t0"], "main") in pieces
+    _assert_pieces_add_up(execs, pieces)
     # main's [t0, t1] covers most of PE 0's span; its pieces do not: PE 0 is not busy all along
     assert main["t1"] - main["t0"] > 0.5 * acct[0]["span_ns"]
     assert acct[0]["busy_ns"] < 0.99 * acct[0]["span_ns"]

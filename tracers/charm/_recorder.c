@@ -24,7 +24,7 @@ static const int PACKED_TO_LAYOUT[NF] = {L_KIND, L_PE, L_T0, L_T1, L_ACTIVE, L_C
                                          L_ARGS, L_EXEC_T0};
 /* identity record fields (tracers.charm.identity) */
 enum { I_COLL, I_OBJ, I_INDEX, I_CAT, I_STEP };
-enum { K_EXEC = 0, K_SEND = 1, K_IDLE = 2 };
+enum { K_EXEC = 0, K_SEND = 1, K_IDLE = 2, K_PIECE = 6 }; /* hooks.KINDS */
 #define MSG_PE_SHIFT 40
 #define IDLE_MIN_NS 10000
 
@@ -409,11 +409,14 @@ static inline int list_get_ll(PyObject *list, Py_ssize_t i, long long *out) {
     return get_ll(PyList_GET_ITEM(list, i), out);
 }
 
-/* EntryMethod._run(self, obj, header, args[, ret_fut]) of a plain entry method on a known object
- * (charm4py passes ret_fut by keyword: the keywords go through to the wrapped _run as they came). */
+/* EntryMethod._run(self, obj, header, args[, ret_fut]) of a plain entry method on a known object,
+ * run while no other execution runs (charm4py passes ret_fut by keyword: the keywords go through
+ * to the wrapped _run as they came). A nested execution goes to the Python hook, which pauses the
+ * running one (hooks.pause: writes its piece so far); an execution paused meanwhile (by a nested
+ * one, or a coroutine resumed inside it: rec[0] is no longer t0) writes its last piece here. */
 static PyObject *hook_exec(Hook *h, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (nargs < 4) return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
+    if (nargs < 4 || PyList_GET_ITEM(h->cur, 0) != Py_None) return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
     PyObject *em = args[0], *obj = args[1], *header = args[2];
     PyObject *pt = PyObject_GetAttr(em, s_pt_attr);
     if (pt == NULL) return NULL;
@@ -438,16 +441,15 @@ static PyObject *hook_exec(Hook *h, PyObject *const *args, size_t nargsf, PyObje
     long long mid_v = NUL, name_v, t0, t1;
     if (mid != NULL && get_ll(mid, &mid_v) < 0) goto fail0;
     if (get_ll(name, &name_v) < 0) goto fail0;
-    t0 = now_ns();
     PyObject *cur = h->cur;
     PyObject *parent = PyList_GET_ITEM(cur, 0);
-    Py_INCREF(parent);
-    if (parent != Py_None) {
-        long long p0, p1;
-        if (list_get_ll(parent, 0, &p0) < 0 || list_get_ll(parent, 1, &p1) < 0 ||
-            list_set_ll(parent, 1, p1 + t0 - p0) < 0)
-            goto fail1;
+    if (parent != Py_None) { /* an attribute lookup above ran an execution? then the Python hook */
+        Py_DECREF(ident);
+        Py_DECREF(name);
+        return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
     }
+    Py_INCREF(parent);
+    t0 = now_ns();
     PyObject *rec = h->spare, *t0o = ll_obj(t0);
     h->spare = NULL;
     if (rec == NULL) rec = PyList_New(7);
@@ -472,13 +474,28 @@ static PyObject *hook_exec(Hook *h, PyObject *const *args, size_t nargsf, PyObje
     Py_INCREF(parent);
     PyList_SetItem(cur, 0, parent);
     int bad = 0;
-    if (parent != Py_None && list_set_ll(parent, 0, t1) < 0) bad = 1;
     long long r0 = t0, r1 = 0;
     /* rec[0], rec[1] change only when the execution was paused (greenlet switch, nested execution) */
-    if (!bad && PyList_GET_SIZE(rec) == 7 && PyList_GET_ITEM(rec, 0) == t0o && PyList_GET_ITEM(rec, 1) == s_zero)
+    if (PyList_GET_SIZE(rec) == 7 && PyList_GET_ITEM(rec, 0) == t0o && PyList_GET_ITEM(rec, 1) == s_zero)
         ;
-    else if (!bad && (list_get_ll(rec, 0, &r0) < 0 || list_get_ll(rec, 1, &r1) < 0))
+    else if (list_get_ll(rec, 0, &r0) < 0 || list_get_ll(rec, 1, &r1) < 0)
         bad = 1;
+    else if (PyList_GET_ITEM(rec, 0) != t0o) { /* it was paused: its last piece, [last resume, t1] */
+        int64_t *row = next_row(h->rec);
+        if (row == NULL) bad = 1;
+        else {
+            Recorder *r = h->rec;
+            row[L_T0] = r0 - r->origin;
+            row[L_MSG] = mid_v;
+            row[L_NAME] = name_v;
+            row[L_PE] = r->pe;
+            row[L_T1] = t1 - r->origin;
+            row[L_PEER_PE] = row[L_ACTIVE] = row[L_PEER_COLL] = row[L_PEER_OBJ] = row[L_BYTES] = row[L_ARGS] = NUL;
+            row[L_EXEC_T0] = t0 - r->origin;
+            row[L_KIND] = K_PIECE;
+            if (put_ident(row, ident) < 0) { r->n--; bad = 1; }
+        }
+    }
     if (!bad) {
         int64_t *row = next_row(h->rec);
         if (row == NULL) bad = 1;

@@ -39,7 +39,7 @@ class State:
         self.exiting = False
         self.failing = False
         self.abort_reason = ""
-        self.open: dict[int, list] = {}  # coroutine execs not finished yet
+        self.open: dict[int, list] = {}  # coroutine execs paused and not finished yet
         self.clock_meta: dict[str, Any] = {"method": "host-monotonic", "offset_ns": 0, "residual_ns": None}
         self.orig: dict[str, Any] = {}  # original charm4py callables we wrapped
         self.mapper: Any = None  # hints.runtime.charm_map.MappingConsumer when --hints is given

@@ -95,26 +95,26 @@ def install_exec_hooks(entry_method_mod) -> None:
         mid = header.get(b"_pt", NULL) if header else NULL
         t0 = clock()
         parent = cur[0]
-        if parent is not None:
-            parent[1] += t0 - parent[0]
+        if parent is not None:  # nested: the parent's piece so far ends here
+            pause(parent, t0)
         cur[0] = rec = [t0, 0, parent, ident, t0, name, mid]
         if flag:
             _special(flag, obj, ident, mid, t0)
-        if coro:  # may suspend: its pieces are tracked (PIECE_START, PIECE_END), see install_greenlet_trace
-            rec += (t0, None)
-            opened[id(rec)] = rec
+        if coro:  # may suspend: it has PIECE_END from the start (`pause`)
+            rec.append(None)
         try:
             orig_run(self, obj, header, args, ret_fut)
         finally:
             t1 = clock()
             cur[0] = parent
             if parent is not None:
-                parent[0] = t1
-            if coro:
-                opened.pop(id(rec), None)
-                if rec[PIECE_END] is not None:  # it suspended: its last piece ends here
-                    write_piece(rec, t1)
-            rexec(t0, t1, rec[1] + t1 - rec[0], mid, name, ident)  # the step may have changed meanwhile
+                parent[0] = t1  # the parent's next piece starts
+            r0 = rec[0]
+            if r0 is not t0:  # it was paused (rec[0] is its last resume): its last piece ends here
+                if coro:
+                    opened.pop(id(rec), None)
+                write_piece(rec, t1)
+            rexec(t0, t1, rec[1] + t1 - r0, mid, name, ident)  # the step may have changed meanwhile
 
     EM.__init__ = em_init
     EM._run = _native_hook("exec", orig_run, run)
@@ -324,23 +324,42 @@ def install_migration_hook(charm) -> None:
     charm.arrayElemLeave = arrayElemLeave
 
 
-PIECE_START, PIECE_END = 7, 8
-"""Fields of the record of an execution that may suspend (a coroutine / threaded entry method):
-when its current piece started (its start or last resume), and when its last written piece
-ended (None until it first suspends). Plain executions have no such fields: they pay nothing."""
+PIECE_END = 7
+"""Field of the record of an execution that runs in pieces: when its last paused piece ended
+(None until it is first paused). An execution record is [start of its current piece (its start
+or last resume), active so far, parent record, identity, t0, name code, msg]; a coroutine /
+threaded entry method has PIECE_END from its start, any other execution gets it when it is first
+paused (`pause`: a nested execution starts, or a coroutine is resumed inside it). Plain
+executions that nothing runs inside never have it: they pay nothing."""
 
 
 def write_piece(rec: list, t1: int) -> None:
-    """A `piece` row: the execution of `rec` ran from its piece start to t1 (trace format 1.1)."""
+    """A `piece` row: the execution of `rec` ran from its current piece's start to t1 (format 1.1)."""
     o, ident, mid = ST.origin, rec[3], rec[6]
-    ST.rec.row(K_PIECE, ST.pe, rec[PIECE_START] - o, t1 - o, NULL, ident[CAT], ident[COLL], ident[OBJ], ident[INDEX],
+    ST.rec.row(K_PIECE, ST.pe, rec[0] - o, t1 - o, NULL, ident[CAT], ident[COLL], ident[OBJ], ident[INDEX],
                rec[5], mid, NULL, NULL, NULL, NULL, ident[STEP], NULL, rec[4] - o)
-    rec[PIECE_END] = t1
+
+
+def pause(rec: list, now: int) -> None:
+    """The execution of `rec` stops running at `now` (an execution nested in it starts, or its
+    greenlet switches away): the piece it ran counts in `active` and is written, so the running
+    intervals of a PE never overlap. The caller sets rec[0] when it resumes, so at its end
+    `rec[0] is not t0` tells `run` that it ran in pieces. A coroutine paused for the first time
+    becomes open (its rows are written at the close if it never ends)."""
+    rec[1] += now - rec[0]
+    write_piece(rec, now)
+    if len(rec) > PIECE_END:
+        if rec[PIECE_END] is None:
+            ST.open[id(rec)] = rec
+        rec[PIECE_END] = now
+    else:
+        rec.append(now)
 
 
 def install_greenlet_trace() -> None:
-    """Coroutine suspensions: pause the running record of the greenlet switched away from; a
-    coroutine's record writes the piece it just ran, and starts its next piece when resumed."""
+    """Greenlet switches: the execution running in the greenlet switched away from is paused (writes
+    the piece it just ran: a coroutine suspending, or the execution a coroutine is resumed inside);
+    the one of the greenlet switched to starts its next piece."""
     cur = ST.cur
 
     def trace(event, args):
@@ -350,9 +369,7 @@ def install_greenlet_trace() -> None:
         now = clock()
         rec = cur[0]
         if rec is not None:
-            rec[1] += now - rec[0]
-            if len(rec) > PIECE_START:
-                write_piece(rec, now)
+            pause(rec, now)
         try:
             origin._pt_cur = rec
         except AttributeError:
@@ -360,8 +377,6 @@ def install_greenlet_trace() -> None:
         nxt = getattr(target, "_pt_cur", None)
         if nxt is not None:
             nxt[0] = now
-            if len(nxt) > PIECE_START:
-                nxt[PIECE_START] = now
         cur[0] = nxt
 
     greenlet.settrace(trace)
@@ -370,9 +385,11 @@ def install_greenlet_trace() -> None:
 def write_unfinished(now: int) -> None:
     """Rows for coroutine executions still open when the trace closes (e.g. `main`): the exec row
     and, for one that is running now (the trace closes from inside it), its last piece. One that
-    is suspended ends with its last piece; its pieces were written when it suspended."""
+    is suspended ends with its last piece; its pieces were written when it was paused."""
     o, unfinished = ST.origin, ST.strings.code(UNFINISHED)
     running = ST.cur[0]
+    if running is not None and len(running) > PIECE_END and running[PIECE_END] is None:
+        ST.open[id(running)] = running  # a coroutine never paused (a paused one is open already)
     for rec in list(ST.open.values()):
         ident, mid = rec[3], rec[6]
         active, t1 = rec[1], now

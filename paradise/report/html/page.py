@@ -61,7 +61,7 @@ def _timeline(g: dict[str, Any]) -> tuple[str, str, str]:
     fig, dropped = F.timeline(w, g["critical"], g["training"])
     pieces = sum(1 for k in w["execs"]["kind"] if k == "piece")
     note = (f"<p class=note>{len(w['execs']['t0']):,} running intervals"
-            + (f" ({pieces:,} of them pieces of executions that suspended)" if pieces else "")
+            + (f" ({pieces:,} of them pieces of executions that suspended or had others run inside them)" if pieces else "")
             + f" and {len(w['msgs']['t_send']):,} messages in the window"
             + (f"; {dropped} further lanes not drawn" if dropped else "")
             + ("; the critical path (scheduling analysis) in red" if g["critical"] else "") + ".</p>")
