@@ -73,7 +73,8 @@ def register(app: typer.Typer) -> None:
             *(x for k, v in DEMO_TUNE.items() for x in (f"--{k.replace('_', '-')}", str(v))),
             *(["--check", check] if check else []), *(["--time-regex", time_regex] if time_regex else []),
             str(app_path.relative_to(EXAMPLES.parent)), *args]
-        typer.secho("$ " + " ".join(shlex.quote(a) for a in argv), fg="cyan", err=True)
+        if not as_json:  # the command it stands for, on stdout: stderr holds only a refusal's one line
+            typer.secho("$ " + " ".join(shlex.quote(a) for a in argv), fg="cyan")
         data = tune._guard(lambda: tune.run("charm", app_path, args, pes, out, check=check, time_regex=time_regex,
                                             time_unit="s", kinds=None, force=True, argv=argv,
                                             **DEMO_TUNE))
