@@ -19,7 +19,7 @@ from paradise.errors import InvalidOption, OutputExists, ParadiseError, TraceNot
 
 app = typer.Typer(help="Tune a program from its own traces: keep only the hints that measurably help.",
                   no_args_is_help=True)
-OWNED = re.compile(r"^(tune\.json|tune\.html|best|it\d+|\.tune\..*\.tmp)$")
+OWNED = re.compile(r"^(tune\.json|tune\.html|best|final|it\d+|\.tune\..*\.tmp)$")
 """What a tune writes into DIR: a folder holding anything else is not used."""
 RESUMED_ANYWAY = ("budget_min", "iterations", "argv")
 """Options a resumed tune may change (a larger budget continues a tune that ran out)."""
