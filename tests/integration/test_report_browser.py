@@ -53,11 +53,8 @@ def browser():
         b.close()
 
 
-@pytest.mark.parametrize("which", ["charm", "torch"])
-def test_report_opens_offline_without_errors_and_draws_every_section(browser, tmp_path, which):
-    trace = write_both(tmp_path)[which]
-    page_file = tmp_path / f"{which}.html"
-    page_file.write_text(build_report(trace), encoding="utf-8")
+def open_page(browser, page_file, shot):
+    """The page opened offline and drawn, screenshotted to `shot`; (context, page, console errors, requests)."""
     ctx = browser.new_context(viewport={"width": 1300, "height": 900}, user_agent="paradise-test")
     page = ctx.new_page()
     console, requests = [], []
@@ -67,8 +64,17 @@ def test_report_opens_offline_without_errors_and_draws_every_section(browser, tm
     page.goto(page_file.as_uri(), wait_until="load")
     page.wait_for_function("() => [...document.querySelectorAll('.plot')].every(p => p.querySelector('.main-svg'))")
     SHOTS.mkdir(parents=True, exist_ok=True)
-    shot = SHOTS / f"report-{which}.png"
     page.screenshot(path=str(shot), full_page=True)
+    return ctx, page, console, requests
+
+
+@pytest.mark.parametrize("which", ["charm", "torch"])
+def test_report_opens_offline_without_errors_and_draws_every_section(browser, tmp_path, which):
+    trace = write_both(tmp_path)[which]
+    page_file = tmp_path / f"{which}.html"
+    page_file.write_text(build_report(trace), encoding="utf-8")
+    shot = SHOTS / f"report-{which}.png"
+    ctx, page, console, requests = open_page(browser, page_file, shot)
     print(f"screenshot: {shot}")
     state = page.evaluate(SECTION_STATE)
     xss = page.evaluate("() => window.__xss")
