@@ -20,25 +20,13 @@ from paradise.analyses.session import Session
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.errors import OutputExists
 from paradise.store import open_trace
+from tests.accounting import union_length
 
 
 def _analyze(path: Path, **options) -> dict:
     trace = open_trace(path)
     with DuckDBEngine(trace) as eng:
         return overview.analyze(Session(eng, trace), AnalysisConfig(options=options)).to_dict()
-
-
-def _naive_union(intervals: list[tuple[int, int]]) -> int:
-    """Length of a union of intervals, the obvious way (test oracle, tiny inputs only)."""
-    total, end = 0, None
-    for t0, t1 in sorted(intervals):
-        if end is None or t0 > end:
-            total += t1 - t0
-            end = t1
-        elif t1 > end:
-            total += t1 - end
-            end = t1
-    return total
 
 
 def _char(result: dict, name: str) -> dict:
@@ -61,7 +49,7 @@ def test_busy_plus_idle_is_span_on_every_pe(tmp_path):
         _accounted(row)
         assert row["other_ns"] == 0 and row["idle_from"] == "rows"
         execs = [(r["t0"], r["t1"]) for r in b.rows[row["pe"]] if r["kind"] == "exec"]
-        assert row["busy_ns"] == _naive_union(execs)
+        assert row["busy_ns"] == union_length(execs)
 
 
 def test_torch_busy_is_union_of_nested_and_concurrent_rows(tmp_path):
@@ -70,7 +58,7 @@ def test_torch_busy_is_union_of_nested_and_concurrent_rows(tmp_path):
     for row in result["per_pe"]:
         running = [(r["t0"], r["t1"]) for r in b.rows[row["pe"]] if r["kind"] in ("exec", "phase")]
         execs = [(r["t0"], r["t1"]) for r in b.rows[row["pe"]] if r["kind"] == "exec"]
-        assert row["busy_ns"] == _naive_union(running)
+        assert row["busy_ns"] == union_length(running)
         assert row["busy_ns"] < sum(t1 - t0 for t0, t1 in execs)  # nesting is not double-counted
         _accounted(row)
         assert row["idle_from"] == "none" and row["idle_ns"] == 0  # no idle rows: the rest is other
@@ -89,8 +77,8 @@ def test_accounting_matches_oracle(rows):
         result = _analyze(b.write(Path(d) / "t"))
     for row in result["per_pe"]:
         mine = [(t0, t0 + d, k) for pe, k, t0, d in rows if pe == row["pe"]]
-        busy = _naive_union([(a, z) for a, z, k in mine if k in ("exec", "phase")])
-        both = _naive_union([(a, z) for a, z, k in mine if k != "mark"])
+        busy = union_length([(a, z) for a, z, k in mine if k in ("exec", "phase")])
+        both = union_length([(a, z) for a, z, k in mine if k != "mark"])
         span = max(z if k != "mark" else a for a, z, k in mine) - min(a for a, _, _ in mine)
         if result["summary"]["busy_known"]:
             assert (row["busy_ns"], row["idle_ns"], row["other_ns"]) == (busy, both - busy, span - both)
