@@ -86,18 +86,38 @@ def _corrected_rows(files: list[str], corrections: dict[str, tuple[int, int, flo
     )
 
 
-def events_view_sql(files: list[str], corrections: dict[str, tuple[int, int, float]] | None = None) -> str:
-    """The one place file paths enter SQL text; everything else is bound parameters. Two views:
-    `events` (the trace's rows, per-PE clock corrections applied: the only place they are) and
-    `running` (each PE's running intervals, events_running.sql)."""
+def _may_hold_pieces(files: list[str]) -> bool:
+    import pyarrow.parquet as pq
+
+    from paradise.store import may_hold_pieces
+
+    return any(may_hold_pieces(pq.ParquetFile(f)) for f in files)
+
+
+def events_view_sql(files: list[str], corrections: dict[str, tuple[int, int, float]] | None = None,
+                    pieces: bool | None = None) -> str:
+    """The one place file paths enter SQL text; everything else is bound parameters. The views:
+    `events` (the trace's rows, per-PE clock corrections applied: the only place they are),
+    `pieced` (the executions that ran in pieces, events_pieced.sql: empty when `pieces` is false, as
+    the files' footers tell when not given), `intervals` (each PE's running intervals and idle rows,
+    events_running.sql: in the trace's row order when there are no pieces), `running` (its rows
+    other than idle) and `intervals_by_time` (it in (pe, t0) order)."""
     mine = {f: c for f, c in (corrections or {}).items() if f in set(files)}
     rows = (
         _corrected_rows(files, mine) if mine
         else f"SELECT * FROM read_parquet({_file_list(files)}, union_by_name = true)" + _added_columns()
     )
+    if pieces is None:
+        pieces = _may_hold_pieces(files)
+    pieced = load_sql("events_pieced")
+    if not pieces:
+        pieced = f"SELECT * FROM ({pieced}) WHERE false"
     return (
         f"CREATE OR REPLACE VIEW events AS {rows};\n"
-        "CREATE OR REPLACE VIEW running AS " + load_sql("events_running")
+        f"CREATE OR REPLACE VIEW pieced AS {pieced};\n"
+        "CREATE OR REPLACE VIEW intervals AS " + load_sql("events_running") + ";\n"
+        "CREATE OR REPLACE VIEW running AS SELECT * FROM intervals WHERE kind <> 'idle';\n"
+        "CREATE OR REPLACE VIEW intervals_by_time AS SELECT * FROM intervals ORDER BY pe, t0"
     )
 
 
@@ -122,7 +142,9 @@ class DuckDBEngine:
         self.con.execute("SET memory_limit = $m", {"m": f"{int(self.memory_limit * DUCKDB_SHARE)}B"})
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
-        self.con.execute(events_view_sql(files if files is not None else trace.sql_files(), trace.corrections))
+        files = files if files is not None else trace.sql_files()
+        pieces = trace.may_hold_pieces if files == trace.sql_files() else None
+        self.con.execute(events_view_sql(files, trace.corrections, pieces))
         self._owner = threading.get_ident()
         self._cursors: dict[int, duckdb.DuckDBPyConnection] = {}
         self._lock = threading.Lock()
