@@ -7,9 +7,14 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from accounting import check_accounting as check
+from builders import TraceBuilder, charm_like
 
+from paradise.engines.duckdb_engine import DuckDBEngine
+from paradise.store import open_trace
 from paradise.synth import charm as synth_charm
 from paradise.synth import synth
 from tests.golden import cases
@@ -34,3 +39,48 @@ def test_golden_and_real_traces(tmp_path, case, request):
         warnings.simplefilter("ignore")
         path = cases.make(case, tmp_path, real)
     check(path)
+
+
+def _unordered_rows(path) -> int:
+    """Rows the ordered sweep saw out of (pe, t0) order on the trace as written."""
+    trace = open_trace(path)
+    with DuckDBEngine(trace) as eng:
+        return sum(eng.query("overview_pe_time", intervals="intervals").column("unordered_rows").to_pylist())
+
+
+def _shuffle_rows(path) -> None:
+    """Rewrites every file of the trace with its rows in a random order (metadata kept): a trace
+    that breaks the format's row order, as a foreign writer might."""
+    for i, f in enumerate(sorted(path.glob("*.parquet"))):
+        t = pq.read_table(f)
+        pq.write_table(t.take(np.random.default_rng(i).permutation(t.num_rows)), f)
+
+
+def test_rows_out_of_order_are_swept_sorted(tmp_path):
+    path = tmp_path / "t"
+    synth(path, kind="charm", events=3000, pes=3, jobs=1)
+    assert _unordered_rows(path) == 0  # in the format's order: swept as read
+    want = check(path)
+    _shuffle_rows(path)
+    assert _unordered_rows(path) > 0  # the ordered sweep sees the broken order ...
+    assert check(path) == want  # ... and paradise.engines.pe_time sweeps the sorted rows instead
+
+
+def test_part_files_of_a_crashed_run(tmp_path):
+    # A PE left as several part files: each PE's rows span files; every sweep gives the oracle's numbers.
+    b = charm_like(pes=3, steps=4, seed=1)
+    check(b.write(tmp_path / "t", parts_per_pe=3, complete=False))
+
+
+def test_pieces_read_from_the_footers(tmp_path):
+    b = TraceBuilder(1)
+    b.exec(0, 0, 100, "main", active=30)
+    b.add(0, "piece", 0, 10, name="main", exec_t0=0)
+    b.add(0, "piece", 80, 100, name="main", exec_t0=0)
+    with_pieces = open_trace(b.write(tmp_path / "p"))
+    b = TraceBuilder(1)
+    b.exec(0, 0, 100, "main")
+    without = open_trace(b.write(tmp_path / "n"))
+    assert with_pieces.may_hold_pieces and not without.may_hold_pieces
+    check(tmp_path / "p")
+    check(tmp_path / "n")
