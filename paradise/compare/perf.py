@@ -17,7 +17,8 @@ from typing import Any
 import pandas as pd
 
 from paradise.compare.stats import mann_whitney_u
-from paradise.engines import Engine, pe_time
+from paradise.engines import Engine
+from paradise.engines.busy import pe_time
 from paradise.store import TraceHandle
 
 ALPHA = 0.05

@@ -6,7 +6,6 @@ from importlib import resources
 from typing import Any, Protocol
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from paradise.store import TraceHandle
 
@@ -53,15 +52,3 @@ def get_engine(trace: TraceHandle, engine: str = "duckdb", scheduler: str | None
         return DaskEngine(trace, scheduler=scheduler, **options)
     raise ValueError(f"unknown engine {engine!r} (choose duckdb or dask)")
 
-
-PE_TIME = "overview_pe_time"
-
-
-def pe_time(engine: Engine) -> pa.Table:
-    """Each PE's span, busy, idle and other time (overview_pe_time), swept over its intervals in the
-    trace's row order without a sort; a trace whose rows are not in the format's order (a crashed
-    run's part files, a foreign writer) is swept again over them sorted by (pe, t0)."""
-    table = engine.query(PE_TIME, intervals="intervals")
-    if pc.sum(table.column("unordered_rows")).as_py():
-        table = engine.query(PE_TIME, intervals="intervals_by_time")
-    return table.drop_columns(["unordered_rows"])
