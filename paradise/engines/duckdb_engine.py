@@ -7,6 +7,7 @@ removed on close; a query that cannot finish even so raises OutOfMemory with wha
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 import threading
@@ -101,7 +102,8 @@ def events_view_sql(files: list[str], corrections: dict[str, tuple[int, int, flo
     `pieced` (the executions that ran in pieces, events_pieced.sql: empty when `pieces` is false, as
     the files' footers tell when not given), `intervals` (each PE's running intervals and idle rows,
     events_running.sql: in the trace's row order when there are no pieces), `running` (its rows
-    other than idle) and `intervals_by_time` (it in (pe, t0) order)."""
+    other than idle), `intervals_by_time` (it in (pe, t0) order) and `training_rows`
+    (events_training.sql)."""
     mine = {f: c for f, c in (corrections or {}).items() if f in set(files)}
     rows = (
         _corrected_rows(files, mine) if mine
@@ -117,8 +119,14 @@ def events_view_sql(files: list[str], corrections: dict[str, tuple[int, int, flo
         f"CREATE OR REPLACE VIEW pieced AS {pieced};\n"
         "CREATE OR REPLACE VIEW intervals AS " + load_sql("events_running") + ";\n"
         "CREATE OR REPLACE VIEW running AS SELECT * FROM intervals WHERE kind <> 'idle';\n"
-        "CREATE OR REPLACE VIEW intervals_by_time AS SELECT * FROM intervals ORDER BY pe, t0"
+        "CREATE OR REPLACE VIEW intervals_by_time AS SELECT * FROM intervals ORDER BY pe, t0;\n"
+        "CREATE OR REPLACE VIEW training_rows AS " + load_sql("events_training")
     )
+
+
+KEPT_VIEWS = {"training_rows": "events_training"}
+"""Views the DuckDB engine replaces by a table of their rows the first time a query reads them: a
+small part of the trace that several queries read (each would scan the files again)."""
 
 
 class DuckDBEngine:
@@ -148,6 +156,8 @@ class DuckDBEngine:
         self._owner = threading.get_ident()
         self._cursors: dict[int, duckdb.DuckDBPyConnection] = {}
         self._lock = threading.Lock()
+        self._kept: set[str] = set()
+        self._keep_lock = threading.Lock()
         self.thread_safe = True
         """paradise.analyses.runner may run analyses on this engine from several threads."""
 
@@ -202,7 +212,18 @@ class DuckDBEngine:
             f"even spilling to disk ({first}); try `paradise analyze --only overview` for the first "
             "report, a larger --memory-limit, or --engine dask on a cluster")
 
+    def _keep_views(self, text: str) -> None:
+        """Replaces each of KEPT_VIEWS that `text` reads, on first use, by a table of its rows."""
+        for view, name in KEPT_VIEWS.items():
+            if view not in self._kept and re.search(rf"\b(FROM|JOIN) {view}\b", text):
+                with self._keep_lock:
+                    if view not in self._kept:
+                        with self._guard():
+                            self.con.execute(f"DROP VIEW {view}; CREATE TABLE {view} AS {load_sql(name)}")
+                        self._kept.add(view)
+
     def sql(self, text: str, **params: Any) -> pa.Table:
+        self._keep_views(text)
         with self._guard():
             return self._con().sql(text, params=params or None).to_arrow_table()
 
@@ -215,6 +236,7 @@ class DuckDBEngine:
         if not table.isidentifier():
             raise ValueError(f"not a table name: {table!r}")
         verb = f"INSERT INTO {table}" if append else f"CREATE OR REPLACE TABLE {table} AS"
+        self._keep_views(load_sql(name))
         with self._guard():
             self._con().execute(f"{verb} {load_sql(name)}", params or None)
 
@@ -222,6 +244,7 @@ class DuckDBEngine:
         """A stage-1 query's result streamed in record batches of up to `batch_rows` rows, for
         consumers that copy it into arrays of their own (or a file) and should not hold the whole
         Arrow table as well."""
+        self._keep_views(load_sql(name))
         with self._guard():
             reader = self._con().sql(load_sql(name), params=params or None).to_arrow_reader(batch_size=batch_rows)
         return pa.RecordBatchReader.from_batches(reader.schema, self._guarded(reader))
