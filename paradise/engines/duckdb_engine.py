@@ -72,18 +72,21 @@ CLOCKED_COLUMNS = ("t0", "t1", "exec_t0")
 
 def _corrected_rows(files: list[str], corrections: dict[str, tuple[int, int, float]]) -> str:
     """The files' rows with each file's clock correction (paradise.store.clock) added to its times:
-    t + offset + drift * (t - t_start), joined by file name from a table of the corrected files."""
-    values = ", ".join(
-        f"('{f.replace(chr(39), chr(39) * 2)}', {int(ts)}::BIGINT, {int(a)}::BIGINT, {float(d)!r}::DOUBLE)"
-        for f, (ts, a, d) in corrections.items()
-    )
+    t + offset + drift * (t - t_start), looked up by the row's file index in lists of the files'
+    corrections (null for a file without one). No join, so the rows keep the files' order."""
+    def column(i: int, sql_type: str) -> str:
+        values = [corrections.get(f) for f in files]
+        return "([" + ", ".join("NULL" if v is None else repr(v[i]) for v in values) + f"]::{sql_type}[])"
+
+    ts, a, d = column(0, "BIGINT"), column(1, "BIGINT"), column(2, "DOUBLE")
     shift = ", ".join(
-        f"r.{c} + coalesce(c.a + CAST(round(c.d * (r.{c} - c.ts)) AS BIGINT), 0) AS {c}" for c in CLOCKED_COLUMNS
+        f"r.{c} + coalesce({a}[r._file + 1] + CAST(round({d}[r._file + 1] * (r.{c} - {ts}[r._file + 1])) AS BIGINT), 0)"
+        f" AS {c}" for c in CLOCKED_COLUMNS
     )
     return (
-        f"SELECT r.* EXCLUDE (filename) REPLACE ({shift}) FROM ("
-        f"SELECT * FROM read_parquet({_file_list(files)}, union_by_name = true, filename = true)"
-        + _added_columns() + f") r LEFT JOIN (VALUES {values}) c(f, ts, a, d) ON r.filename = c.f"
+        f"SELECT r.* EXCLUDE (_file) REPLACE ({shift}) FROM ("
+        f"SELECT *, file_index::BIGINT AS _file FROM read_parquet({_file_list(files)}, union_by_name = true)"
+        + _added_columns() + ") r"
     )
 
 

@@ -5,6 +5,8 @@ kind, the golden cases, and the real third-party traces in ../shared/data/real."
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import warnings
 
 import numpy as np
@@ -89,3 +91,27 @@ def test_pieces_read_from_the_footers(tmp_path):
     assert with_pieces.may_hold_pieces and not without.may_hold_pieces
     check(tmp_path / "p")
     check(tmp_path / "n")
+
+
+def _round(x: float) -> int:
+    """SQL's round: halves away from zero."""
+    return int(math.copysign(math.floor(abs(x) + 0.5), x))
+
+
+def test_clock_corrected_rows_keep_their_order(tmp_path):
+    # Per-file clock corrections (a multi-rank torch run) are applied without a join, so the rows
+    # stay in the files' order and the sweep takes them as read; each time moves by its file's
+    # offset and drift, as computed here from the raw rows.
+    path = tmp_path / "t"
+    synth(path, kind="torch", events=3000, pes=3, jobs=1)
+    trace = open_trace(path)
+    corr = {str(f): (1_000 * i, 7_000 * i, 1e-4 * i) for i, f in enumerate(trace.files) if i}
+    moved = dataclasses.replace(trace, corrections=corr)
+    with DuckDBEngine(moved) as eng:
+        busy._swept(eng, "intervals")  # raises Unordered if the rows came out of order
+        got = eng.sql("SELECT t0 FROM events").column("t0").to_pylist()
+    want = []
+    for f in trace.files:
+        ts, a, d = corr.get(str(f), (0, 0, 0.0))
+        want += [t + a + _round(d * (t - ts)) for t in pq.read_table(f, columns=["t0"]).column("t0").to_pylist()]
+    assert got == want
