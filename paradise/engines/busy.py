@@ -56,12 +56,16 @@ class _Sweep:
             self.last = (pe, NONE)
         before = np.maximum.accumulate(np.concatenate(([self.max_any], t1[:-1])))
         covered = np.maximum(0, t1 - np.maximum(t0, before))
-        ends = np.where(busy, t1, NONE)
-        before_busy = np.maximum.accumulate(np.concatenate(([self.max_busy], ends[:-1])))
-        added = np.where(busy, np.maximum(0, t1 - np.maximum(t0, before_busy)), 0)
-        self.max_any = max(self.max_any, int(t1.max()))
-        self.max_busy = max(self.max_busy, int(ends.max()))
         n_busy = int(np.count_nonzero(busy))
+        if n_busy == len(busy) and self.max_busy == self.max_any:  # no idle row yet: one sweep is both
+            added = covered
+            self.max_any = self.max_busy = max(self.max_any, int(t1.max()))
+        else:
+            ends = np.where(busy, t1, NONE)
+            before_busy = np.maximum.accumulate(np.concatenate(([self.max_busy], ends[:-1])))
+            added = np.where(busy, np.maximum(0, t1 - np.maximum(t0, before_busy)), 0)
+            self.max_any = max(self.max_any, int(t1.max()))
+            self.max_busy = max(self.max_busy, int(ends.max()))
         tot = self.totals.setdefault(pe, [0, 0, 0, 0])
         tot[0] += int(added.sum())
         tot[1] += int(covered.sum())
