@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 
 import duckdb
 import pytest
@@ -97,3 +98,21 @@ def test_one_host_without_skew_measures_nothing(tmp_path):
     trace = open_trace(out)
     assert [m["clock"] for m in trace.file_metadata] == [{"method": "host-monotonic", "residual_ns": 0}] * 2
     assert trace.corrections == {}
+
+
+def test_launcher_on_another_host_places_the_origin_through_the_wall_clock(tmp_path):
+    """A PE on another host than the launcher cannot use the launcher's CLOCK_MONOTONIC origin (here
+    a meaningless 1): it places the origin through the wall clocks, so times start near 0."""
+    from tracers.charm.launch import charm_command
+
+    out = tmp_path / "trace"
+    t_start = time.time_ns()
+    env = dict(os.environ, PARADISE_TRACE=str(out), PARADISE_TRACE_ORIGIN_NS="1",
+               PARADISE_TRACE_ORIGIN_UNIX_NS=str(t_start), PARADISE_TRACE_ORIGIN_HOST="another-host.invalid")
+    env.pop("PARADISE_FAKE_CLOCK_SKEW", None)
+    proc = subprocess.run(charm_command(PROGRAMS / "pingpong.py", ["10"], 2), env=env, capture_output=True,
+                          text=True, timeout=120)
+    require_ok(proc)
+    wall = time.time_ns() - t_start
+    span = duckdb.sql(f"SELECT min(t0), max(coalesce(t1, t0)) FROM read_parquet('{out}/*.parquet')").fetchall()[0]
+    assert 0 <= span[0] <= span[1] <= wall, (span, wall)
