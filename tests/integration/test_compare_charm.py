@@ -44,7 +44,7 @@ def test_compare_with_and_without_mapping_hint(tmp_path, cli):
     # one run can inflate that run's busy times 2x; PE 0's share of the busy time (0.82 -> 0.5)
     # is what such contention leaves alone. Under a machine load of 9 on 2 cores the shares came
     # out 0.74 -> 0.59 (both PEs descheduled alike compresses the change), so the bound is 0.10,
-    # a third of the expected 0.32 drop and still far above a run-to-run spread of the same map.
+    # a third of the expected 0.32 drop.
     def share(side: str) -> float:
         return by["pe0.busy"][side] / (by["pe0.busy"][side] + by["pe1.busy"][side])
     assert share("candidate") < share("base") - 0.10
