@@ -23,6 +23,13 @@ PING_ROUNDS = 96
 """Counted round trips per PE and measurement (a few ms on a quiet host, ~50 ms on a busy one)."""
 BEST_ROUNDS = 9
 """The fastest round trips whose median offset counts (one fast but lopsided round misleads less)."""
+MORE_ROUNDS_S = 5.0
+"""A PE that may go on pinging (the charm tracer's: PE 0 answers any number of pings) does so after
+PING_ROUNDS, for up to this long, until BEST_ROUNDS round trips are within 2x the fastest and the
+fastest is under SLOW_RTT_NS: on a crowded host round trips wait for a CPU (20-40 ms each for
+seconds on end on a 2-core machine at a load of 12), the fast ones come in bursts."""
+SLOW_RTT_NS = 1_000_000
+"""A round trip slower than this waited for a CPU or a queue (hosts of one cluster answer in ~0.1 ms)."""
 END_TIMEOUT_S = 10.0
 """The end-of-run exchange gives up after this long (a peer that already left)."""
 METHOD = "ping_min_rtt"
@@ -65,6 +72,17 @@ def best_offset(rounds: list[tuple[int, int, int]]) -> tuple[int, int, int]:
     fastest = sorted(rounds)[:BEST_ROUNDS]
     median = sorted(fastest, key=lambda r: r[1])[len(fastest) // 2]
     return median[1], (fastest[-1][0] + 1) // 2, median[2]
+
+
+def enough(rounds: list[tuple[int, int, int]], elapsed_ns: int) -> bool:
+    """Whether best_offset has what it needs: PING_ROUNDS samples with BEST_ROUNDS of them within 2x
+    the fastest round trip (itself under SLOW_RTT_NS), or PING_ROUNDS samples and MORE_ROUNDS_S spent."""
+    if len(rounds) < PING_ROUNDS:
+        return False
+    if elapsed_ns >= MORE_ROUNDS_S * 1e9:
+        return True
+    fastest = min(r[0] for r in rounds)
+    return fastest <= SLOW_RTT_NS and sum(r[0] <= 2 * fastest for r in rounds) >= BEST_ROUNDS
 
 
 def record_offset(offsets: dict[str, dict[str, int | None]], pe: int, when: str, offset_ns: int, error_ns: int,

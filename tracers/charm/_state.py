@@ -55,6 +55,8 @@ class State:
         self.clock_offsets: dict[str, dict[str, int | None]] = {}  # this PE's offsets to PE 0 (tracers.clock)
         self.clock_shared = True  # the PEs read one clock from the launcher's origin (clockping.setup)
         self.clock_measured = False  # the PEs measure their offsets (clockping.decide)
+        self.clock_pending = 0  # on PE 0: PEs whose start measurement main waits for (clockping.wait_start)
+        self.clock_waiter: Any = None  # on PE 0: main's greenlet while it waits
         self.orig: dict[str, Any] = {}  # original charm4py callables we wrapped
         self.mapper: Any = None  # hints.runtime.charm_map.MappingConsumer when --hints is given
         self.entry_name: str | None = None

@@ -1,14 +1,16 @@
 """Clock offsets of each PE to PE 0 for the charm tracer, measured at the start and at the end.
 
 When the PEs do not share one clock (more than one host, no launcher origin, or an injected skew),
-every PE p > 0 pings PE 0 through the tracer's own Group (lifecycle._TracerGroup) one round trip
-at a time, PING_ROUNDS + 1 times (round 0 not counted), once when the Group is made and again
-when the program exits; tracers/clock.py turns the round trips into the offset and its error and
-the `clock.offsets` metadata the reader applies (paradise/store/clock.py).
+every PE p > 0 pings PE 0 through the tracer's own Group (lifecycle._TracerGroup), one round trip
+at a time, PING_ROUNDS times after a first uncounted one (more on a crowded host: tracers.clock.enough),
+once when the Group is made (PE 0's main waits for it) and again when the program exits;
+tracers/clock.py turns the round trips into the offset and its error and the `clock.offsets`
+metadata the reader applies (paradise/store/clock.py).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from typing import Any
@@ -17,8 +19,8 @@ from tracers.charm._state import SKEWED, ST, clock
 from tracers.clock import (
     ENV_FAKE_SKEW,
     METHOD,
-    PING_ROUNDS,
     best_offset,
+    enough,
     fake_skew,
     record_offset,
     sample,
@@ -41,11 +43,58 @@ def decide(charm: Any) -> bool:
     """Whether the PEs measure their offsets, once charm4py knows the hosts (the tracer's Group is made):
     when they do not share one clock (more than one host, no launcher origin, or an injected skew)."""
     ST.clock_measured = ST.pes > 1 and (charm.numHosts() > 1 or not ST.clock_shared)
+    ST.clock_pending = ST.pes - 1 if ST.clock_measured and ST.pe == 0 else 0
     ST.clock_meta = {"method": METHOD, "residual_ns": None} if ST.clock_measured else {"method": ONE_CLOCK,
                                                                                        "residual_ns": 0}
     if ST.writer is not None:
         ST.writer.set_metadata(clock=dict(ST.clock_meta))
     return ST.clock_measured
+
+
+def after_start(entry: Any) -> Any:
+    """The program's entry point (a function or a mainchare class), made to wait in PE 0's main
+    until every PE measured its start offset: the pings run while the PEs are idle, not queued
+    behind the program's messages (and, on a crowded host, its busy processes)."""
+    if hasattr(entry, "mro"):
+        init = entry.__init__
+
+        @functools.wraps(init)
+        def __init__(self, args):  # noqa: N807 - the mainchare's constructor
+            wait_start()
+            init(self, args)
+
+        entry.__init__ = __init__
+        return entry
+    if not callable(entry):
+        return entry
+
+    @functools.wraps(entry)
+    def main(args):
+        wait_start()
+        return entry(args)
+
+    return main
+
+
+def wait_start() -> None:
+    """In PE 0's main (a coroutine), before the program's code: suspends it until started() resumes it."""
+    if ST.clock_pending <= 0:
+        return
+    from charm4py import charm
+    from greenlet import getcurrent
+
+    ST.clock_waiter = getcurrent()
+    charm.threadMgr.pauseThread()
+
+
+def started(all_pes: bool = False) -> None:
+    """On PE 0: one PE (or, on a time-out, every PE) finished its start measurement."""
+    ST.clock_pending = 0 if all_pes else ST.clock_pending - 1
+    if ST.clock_pending <= 0 and ST.clock_waiter is not None:
+        from charm4py import charm
+
+        waiter, ST.clock_waiter = ST.clock_waiter, None
+        charm.threadMgr.resumeThread(waiter, None)
 
 
 def install_skew(offset_ns: int, drift: float) -> None:
@@ -78,18 +127,18 @@ class Pings:
         self.when: str | None = None  # start / end while a measurement runs
         self.end_wanted = False  # the end measurement was asked for while the start one ran
         self.k = 0
-        self.t1 = 0
+        self.t1 = self.t_begin = 0
         self.rounds: list[tuple[int, int, int]] = []
 
     def begin(self, when: str) -> None:
-        self.when, self.k, self.rounds = when, 0, []
+        self.when, self.k, self.rounds, self.t_begin = when, 0, [], now()
 
     def answered(self, t2: int, t3: int, t4: int) -> bool:
         """Counts one answer (PE 0's receipt t2 and reply t3, received at t4); True while rounds remain."""
         if self.k:  # round 0 also warms the path: not counted
             self.rounds.append(sample(self.t1, t2, t3, t4))
         self.k += 1
-        return self.k <= PING_ROUNDS
+        return not enough(self.rounds, t4 - self.t_begin)
 
     def finish(self) -> str:
         """Records the measurement; returns which one it was."""

@@ -128,6 +128,8 @@ class _TracerGroup(Chare):
         _charm().scheduleCallableAfter(_tick, FLUSH_TICK_S)
         self.code, self.waiting, self.finished, self.pings = None, 0, False, clockping.Pings()
         if clockping.decide(_charm()):
+            if ST.pe == 0:  # main waits for the start measurements, not forever
+                _charm().scheduleCallableAfter(clockping.started, END_TIMEOUT_S, [True])
             self._clock_begin("start")
 
     def _send(self, fn, *args):
@@ -156,9 +158,13 @@ class _TracerGroup(Chare):
         if self.pings.answered(t2, t3, clockping.now()):
             return self._clock_ping()
         if self.pings.finish() == "end":
-            self._send(self.thisProxy[0].clock_done)
-        elif self.pings.end_wanted:
+            return self._send(self.thisProxy[0].clock_done)
+        self._send(self.thisProxy[0].clock_started)
+        if self.pings.end_wanted:
             self._clock_begin("end")
+
+    def clock_started(self):
+        clockping.started()
 
     def clock_end(self):
         """Every PE: the end measurement (after the start one, if that still runs)."""
@@ -223,7 +229,7 @@ def install_lifecycle(charm, program: str) -> type:
         if hasattr(entry, "mro"):
             ST.main_coll = f"{entry.__name__}#0"
         charm.dynamic_register = sys.modules["__main__"].__dict__
-        return orig["start"](entry, classes, modules, interactive)
+        return orig["start"](clockping.after_start(entry), classes, modules, interactive)
 
     def registerMainModule():
         orig["registerMainModule"]()
