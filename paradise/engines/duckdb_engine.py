@@ -222,7 +222,7 @@ class DuckDBEngine:
                 with self._keep_lock:
                     if view not in self._kept:
                         with self._guard():
-                            self.con.execute(f"DROP VIEW {view}; CREATE TABLE {view} AS {load_sql(name)}")
+                            self._con().execute(f"DROP VIEW {view}; CREATE TABLE {view} AS {load_sql(name)}")
                         self._kept.add(view)
 
     def sql(self, text: str, **params: Any) -> pa.Table:
