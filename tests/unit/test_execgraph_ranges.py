@@ -1,5 +1,6 @@
-"""The exec graph built a range of PEs at a time (paradise.events.execgraph) equals the same graph
-written as a plain Python walk over the events (tests/oracles/exec_graph_rows.py), whatever the ranges."""
+"""The exec graph built a range of PEs at a time, then a msg-hash bucket at a time
+(paradise.events.execgraph, paradise.events.partitions), equals the same graph written as a plain
+Python walk over the events (tests/oracles/exec_graph_rows.py), whatever the ranges and buckets."""
 
 from __future__ import annotations
 
@@ -38,27 +39,34 @@ def awkward_trace(tmp_path: Path):
     return open_trace(b.write(tmp_path / "awkward"))
 
 
-def _same_as_oracle(trace, chunk_execs: int) -> int:
-    """Builds the graph in ranges of `chunk_execs` and returns its row count, asserting it holds
-    exactly the oracle's rows and that no part table is left behind."""
+def _same_as_oracle(trace, chunk_execs: int | None, buckets: int | None = None) -> int:
+    """Builds the graph in ranges of `chunk_execs` and `buckets` buckets (None: sized from the
+    budget) and returns its row count, asserting it holds exactly the oracle's rows, that no table
+    is left behind and that the partition directory holds only the graph's files."""
     with DuckDBEngine(trace) as eng:
-        info = execgraph.materialize(eng, chunk_execs)
+        info = execgraph.materialize(eng, chunk_execs, buckets)
         want = exec_graph_rows(eng.sql(EVENTS_SQL).to_pylist())
         got = eng.sql(GRAPH_SQL).to_pylist()
         got = [tuple(r[c] for c in COLUMNS) for r in got]
         bad = [(g, w) for g, w in zip(got, want) if g != w]
         assert len(got) == len(want) == info.execs and not bad, f"first differing rows (graph, oracle): {bad[:3]}"
-        tables = set(eng.sql("SELECT table_name FROM duckdb_tables()").column("table_name").to_pylist())
-        assert tables == {execgraph.TABLE}
+        assert eng.sql("SELECT table_name FROM duckdb_tables()").num_rows == 0
+        views = eng.sql("SELECT view_name FROM duckdb_views() WHERE NOT internal").column("view_name").to_pylist()
+        assert execgraph.TABLE in views and not any(v.startswith("part_") for v in views)
+        (root,) = eng._scratch
+        left = sorted(str(p.relative_to(root)) for p in Path(root).rglob("*.parquet"))
+        n = buckets or len(left) - 3
+        assert left == sorted(["execs.parquet", "pes.parquet", "sends.parquet",
+                               *(f"graph/b{b}.parquet" for b in range(n))])
         return info.execs
 
 
-@pytest.mark.parametrize("chunk_execs", [1, 3, execgraph.CHUNK_EXECS])
-def test_awkward_trace_in_any_ranges(tmp_path, chunk_execs):
+@pytest.mark.parametrize(("chunk_execs", "buckets"), [(1, 1), (3, 2), (1, 5), (None, None), (None, 3)])
+def test_awkward_trace_in_any_ranges_and_buckets(tmp_path, chunk_execs, buckets):
     trace = awkward_trace(tmp_path)
-    assert _same_as_oracle(trace, chunk_execs) == 7
+    assert _same_as_oracle(trace, chunk_execs, buckets) == 7
     with DuckDBEngine(trace) as eng:
-        execgraph.materialize(eng, chunk_execs)
+        execgraph.materialize(eng, chunk_execs, buckets)
         g = {r["name"]: r for r in eng.sql("SELECT g.*, x.name AS src_name FROM exec_graph g "
                                            "LEFT JOIN exec_graph x ON g.src_id = x.id").to_pylist()}
     assert g["B.recv1"]["src_name"] == "A.run"                 # the sender object's exec, not the nested one
@@ -70,8 +78,16 @@ def test_awkward_trace_in_any_ranges(tmp_path, chunk_execs):
 
 
 @pytest.mark.parametrize("name", [*PROGS, "charm_like_parts"])
-def test_programs_in_one_exec_ranges_equal_the_oracle(tmp_path, name):
-    assert _same_as_oracle(program_trace(tmp_path, name), 1) > 0
+def test_programs_in_one_exec_ranges_and_buckets_equal_the_oracle(tmp_path, name):
+    assert _same_as_oracle(program_trace(tmp_path, name), 1, 4) > 0
+
+
+def test_partition_sizes_follow_the_budget():
+    from paradise.events.partitions import sizes
+
+    small, big = sizes(50_000_000, 1 << 30), sizes(50_000_000, 12 << 30)
+    assert small[1] > big[1] >= 1 and small[0] < big[0]
+    assert sizes(0, 1 << 30)[1] == 1
 
 
 def test_pe_ranges_cover_every_pe_once():
