@@ -81,15 +81,20 @@ def graph_file(root: str, b: int) -> str:
 
 def bucket_step(con: Any, root: str, b: int, run_t0: int) -> None:
     """Bucket step B: joins the bucket's execs to their messages' sends (scheduling_exec_graph) into
-    graph/bB.parquet, then removes the bucket's input files."""
+    graph/bB.parquet (written whole, then renamed), then removes the bucket's input files. A step
+    run again (its worker died) finds the graph file written and does nothing."""
+    out = graph_file(root, b)
+    if os.path.exists(out):
+        return
     execs, sends = bucket_files(root, EXECS, b), bucket_files(root, SENDS, b)
     os.makedirs(os.path.join(root, GRAPH), exist_ok=True)
     for view, files in (("part_execs", execs), ("part_sends", sends)):
         con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM read_parquet({_files(files)}, "
                     "hive_partitioning = false)")
     try:
-        con.execute(f"COPY ({load_sql('scheduling_exec_graph')}) TO {_quoted(graph_file(root, b))} (FORMAT parquet)",
+        con.execute(f"COPY ({load_sql('scheduling_exec_graph')}) TO {_quoted(out + '.tmp')} (FORMAT parquet)",
                     {"run_t0": int(run_t0)})
+        os.replace(out + ".tmp", out)
     finally:
         for view in ("part_execs", "part_sends"):
             con.execute(f"DROP VIEW IF EXISTS {view}")
