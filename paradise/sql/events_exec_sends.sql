@@ -15,13 +15,14 @@
 -- coroutine that sent after being resumed) the latest exec on the sending PE, when still running.
 -- sp: per send, the PE's latest exec before it (one ASOF join) and whether it is the sender
 -- object's, which it nearly always is; only the other sends (nested or resumed execs) search that
--- object's execs (m, xm, mo), so the execs are sorted for one ASOF join, not two.
+-- object's execs (m, xm, mo), so the execs are sorted for one ASOF join, not two. mo is keyed by
+-- the send row's values (msg, PE, time, object): rows equal in all of them find the same exec.
 -- merge: client
 WITH x AS (
     SELECT id, pe, t0, t1, cost_ns, coll, obj FROM part_execs
 ),
 s AS (
-    SELECT row_number() OVER () AS sid, msg, pe AS src_pe, t0 AS send_t0, bytes, coll, obj
+    SELECT msg, pe AS src_pe, t0 AS send_t0, bytes, coll, obj
     FROM events WHERE kind = 'send' AND msg IS NOT NULL AND pe BETWEEN $lo AND $hi
 ),
 sp AS (
@@ -29,10 +30,10 @@ sp AS (
            coalesce(x.coll = s.coll AND x.obj = s.obj, false) AS same_obj
     FROM s ASOF LEFT JOIN x ON s.src_pe = x.pe AND s.send_t0 >= x.t0
 ),
-m AS (SELECT sid, src_pe, coll, obj, send_t0 FROM sp WHERE NOT same_obj),
+m AS (SELECT DISTINCT msg, src_pe, coll, obj, send_t0 FROM sp WHERE NOT same_obj),
 xm AS (SELECT pe, coll, obj, t0, cost_ns, id FROM x WHERE (pe, coll, obj) IN (SELECT src_pe, coll, obj FROM m)),
 mo AS (
-    SELECT m.sid, CASE WHEN m.send_t0 - xm.t0 <= xm.cost_ns THEN xm.id END AS id, xm.t0 AS x_t0
+    SELECT m.msg, m.src_pe, m.coll, m.obj, m.send_t0, CASE WHEN m.send_t0 - xm.t0 <= xm.cost_ns THEN xm.id END AS id, xm.t0 AS x_t0
     FROM m ASOF LEFT JOIN xm ON m.src_pe = xm.pe AND m.coll = xm.coll AND m.obj = xm.obj AND m.send_t0 >= xm.t0
 ),
 so AS (
@@ -40,7 +41,8 @@ so AS (
            CASE WHEN sp.same_obj AND sp.send_t0 - sp.p_t0 <= sp.p_cost THEN sp.p_id ELSE mo.id END AS o_id,
            CASE WHEN sp.same_obj THEN sp.p_t0 ELSE mo.x_t0 END AS o_t0,
            CASE WHEN sp.send_t0 <= sp.p_t1 THEN sp.p_id END AS pe_id
-    FROM sp LEFT JOIN mo ON sp.sid = mo.sid
+    FROM sp LEFT JOIN mo ON sp.msg = mo.msg AND sp.src_pe = mo.src_pe AND sp.send_t0 = mo.send_t0
+                        AND sp.coll IS NOT DISTINCT FROM mo.coll AND sp.obj IS NOT DISTINCT FROM mo.obj
 )
 SELECT msg, src_pe, send_t0, bytes, coalesce(o_id, pe_id) AS src_id,
        send_t0 - CASE WHEN o_id IS NOT NULL THEN o_t0 ELSE p_t0 END AS send_offset_ns,
