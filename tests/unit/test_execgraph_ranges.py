@@ -11,7 +11,7 @@ import pytest
 from builders import TraceBuilder
 
 from paradise.engines.duckdb_engine import DuckDBEngine
-from paradise.events import execgraph
+from paradise.events import execgraph, partitions
 from paradise.store import open_trace
 from tests.oracles.exec_graph_rows import COLUMNS, EVENTS_SQL, GRAPH_SQL, exec_graph_rows
 from tests.unit.graph_programs import PROGS, program_trace
@@ -103,3 +103,29 @@ def test_pe_ranges_cover_every_pe_once():
             inside = [n for pe, n in counts if lo <= pe <= hi]
             assert inside, (lo, hi)
             assert sum(inside) <= chunk or len(inside) == 1
+
+
+def test_a_step_run_again_gives_the_same_graph(tmp_path):
+    """A Dask task whose worker died runs again: a range step rewrites its own files, a bucket step
+    whose graph file is written does nothing (its inputs are gone by then)."""
+    trace = program_trace(tmp_path, "charm_like_parts")
+    with DuckDBEngine(trace) as eng:
+        execgraph.materialize(eng, 1, 3)
+        want = eng.sql(GRAPH_SQL).to_pylist()
+        (root,) = eng._scratch
+        pes = execgraph._pe_table(eng)
+        again = str(tmp_path / "again")
+        Path(again).mkdir()
+        import pyarrow.parquet as pq
+
+        pq.write_table(pes, partitions.pes_file(again))
+        pe_execs = list(zip(pes.column("pe").to_pylist(), pes.column("execs").to_pylist()))
+        for i, (lo, hi) in enumerate(execgraph.pe_ranges(pe_execs, 1)):
+            for _ in range(2):
+                partitions.range_step(eng.con, again, i, lo, hi, 3)
+        run_t0 = min(pes.column("pe_t0").to_pylist())
+        for b in range(3):
+            for _ in range(2):
+                partitions.bucket_step(eng.con, again, b, run_t0)
+        eng.execute(partitions.graph_view_sql("again", [partitions.graph_file(again, b) for b in range(3)]))
+        assert eng.sql(GRAPH_SQL.replace("exec_graph", "again")).to_pylist() == want
