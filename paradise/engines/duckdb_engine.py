@@ -209,6 +209,7 @@ class DuckDBEngine:
     def scratch_dir(self, prefix: str) -> str:
         """A new directory under the spill directory for the event layer's partition files, removed on close."""
         self._spill()
+        Path(str(self.spill_dir)).mkdir(parents=True, exist_ok=True)
         path = tempfile.mkdtemp(prefix=prefix, dir=self.spill_dir)
         self._scratch.append(path)
         return path
