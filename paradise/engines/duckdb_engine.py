@@ -127,6 +127,8 @@ class DuckDBEngine:
         self._owner = threading.get_ident()
         self._cursors: dict[int, duckdb.DuckDBPyConnection] = {}
         self._lock = threading.Lock()
+        self.native_steps = True
+        """The event layer may keep a one-bucket exec graph as tables of this database (no Parquet round trip)."""
         self.thread_safe = True
         """paradise.analyses.runner may run analyses on this engine from several threads."""
 

@@ -116,7 +116,8 @@ def _range_files(trace: Any, lo: int, hi: int) -> list[str]:
 def materialize(engine: Any, chunk_execs: int | None = None, buckets: int | None = None) -> ExecGraphInfo:
     """Builds the graph in partitions (paradise.events.partitions: range steps, then bucket steps,
     sized from the engine's memory per step unless given), makes `exec_graph` the view of its bucket
-    files, and returns its summary."""
+    files, and returns its summary. One bucket on an engine that keeps tables in memory
+    (`native_steps`: DuckDB) skips the files: `exec_graph` is then a table, at in-memory speed."""
     pes = _pe_table(engine)
     pe_execs = list(zip(pes.column("pe").to_pylist(), pes.column("execs").to_pylist()))
     chunk, n_buckets = partitions.sizes(sum(n for _, n in pe_execs), engine.step_memory())
@@ -124,13 +125,17 @@ def materialize(engine: Any, chunk_execs: int | None = None, buckets: int | None
     root = engine.scratch_dir("execgraph-")
     pq.write_table(pes, partitions.pes_file(root))
     ranges = pe_ranges(pe_execs, chunk)
-    engine.run_steps(partitions.range_step,
-                     [{"root": root, "i": i, "lo": lo, "hi": hi, "buckets": n_buckets} for i, (lo, hi) in enumerate(ranges)],
-                     files=[_range_files(engine.trace, lo, hi) for lo, hi in ranges])
     run_t0 = int(pc.min(pes.column("pe_t0")).as_py() or 0) if len(pes) else 0
-    engine.run_steps(partitions.bucket_step, [{"root": root, "b": b, "run_t0": run_t0} for b in range(n_buckets)],
-                     files=[[] for _ in range(n_buckets)])
-    engine.execute(partitions.graph_view_sql(TABLE, [partitions.graph_file(root, b) for b in range(n_buckets)]))
+    native = n_buckets == 1 and getattr(engine, "native_steps", False)
+    engine.run_steps(partitions.range_step, [{"root": root, "i": i, "lo": lo, "hi": hi, "buckets": n_buckets,
+                                              "native": native} for i, (lo, hi) in enumerate(ranges)],
+                     files=[_range_files(engine.trace, lo, hi) for lo, hi in ranges])
+    if native:
+        engine.run_steps(partitions.native_graph, [{"table": TABLE, "run_t0": run_t0}], files=[[]])
+    else:
+        engine.run_steps(partitions.bucket_step, [{"root": root, "b": b, "run_t0": run_t0} for b in range(n_buckets)],
+                         files=[[] for _ in range(n_buckets)])
+        engine.execute(partitions.graph_view_sql(TABLE, [partitions.graph_file(root, b) for b in range(n_buckets)]))
     row = engine.query("events_exec_summary").to_pylist()[0]
     n = int(row["execs"] or 0)
     return ExecGraphInfo(execs=n, t_min=int(row["t_min"] or 0), t_max=int(row["t_max"] or 0),

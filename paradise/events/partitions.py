@@ -54,11 +54,15 @@ def pes_file(root: str) -> str:
     return os.path.join(root, "pes.parquet")
 
 
-def range_step(con: Any, root: str, i: int, lo: int, hi: int, buckets: int) -> None:
+def range_step(con: Any, root: str, i: int, lo: int, hi: int, buckets: int, native: bool = False) -> None:
     """Range step I: numbers the execs of PEs lo..hi (events_exec_rows), finds each of their send
-    rows' sending exec (events_exec_sends) and writes both, by bucket, under `root`."""
+    rows' sending exec (events_exec_sends) and writes both, by bucket, under `root`; `native`
+    (one bucket in the embedded engine's memory): appends them to its tables NATIVE instead."""
     params = {"lo": int(lo), "hi": int(hi), "buckets": int(buckets)}
     con.execute(f"CREATE OR REPLACE TEMP TABLE exec_graph_pes AS SELECT * FROM read_parquet({_quoted(pes_file(root))})")
+    if native:
+        _native_range(con, i, params)
+        return
     con.execute("CREATE OR REPLACE TEMP TABLE part_execs AS " + load_sql("events_exec_rows"), params)
     con.execute("CREATE OR REPLACE TEMP TABLE part_sends AS " + load_sql("events_exec_sends"), params)
     try:
@@ -71,6 +75,39 @@ def range_step(con: Any, root: str, i: int, lo: int, hi: int, buckets: int) -> N
     finally:
         for table in ("part_execs", "part_sends", "exec_graph_pes"):
             con.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+NATIVE = ("exec_graph_execs", "exec_graph_sends")
+"""The engine tables of the one-bucket build (`native`): the partitions without the Parquet round trip."""
+
+
+def _native_range(con: Any, i: int, params: dict[str, int]) -> None:
+    """The range's execs and send rows appended to the NATIVE tables (the sends read the range's
+    execs through the temp view part_execs)."""
+    try:
+        for table, name in zip(NATIVE, ("events_exec_rows", "events_exec_sends")):
+            verb = f"INSERT INTO {table} " if i else f"CREATE OR REPLACE TABLE {table} AS "
+            con.execute(verb + load_sql(name), params)
+            if name == "events_exec_rows":
+                con.execute(f"CREATE OR REPLACE TEMP VIEW part_execs AS SELECT * FROM {table} "
+                            f"WHERE pe BETWEEN {int(params['lo'])} AND {int(params['hi'])}")
+    finally:
+        con.execute("DROP VIEW IF EXISTS part_execs")
+        con.execute("DROP TABLE IF EXISTS exec_graph_pes")
+
+
+def native_graph(con: Any, table: str, run_t0: int) -> None:
+    """The one-bucket build's join (scheduling_exec_graph) kept as engine table `table`; the NATIVE
+    tables are dropped."""
+    try:
+        for view, part in zip(("part_execs", "part_sends"), NATIVE):
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM {part}")
+        con.execute(f"CREATE OR REPLACE TABLE {table} AS {load_sql('scheduling_exec_graph')}", {"run_t0": int(run_t0)})
+    finally:
+        con.execute("DROP VIEW IF EXISTS part_execs")
+        con.execute("DROP VIEW IF EXISTS part_sends")
+        for part in NATIVE:
+            con.execute(f"DROP TABLE IF EXISTS {part}")
 
 
 def bucket_files(root: str, part: str, b: int) -> list[str]:
