@@ -148,6 +148,7 @@ class DuckDBEngine:
         before the first query and removed on close."""
         self._own_spill = spill_dir is None
         self._spill_set = False
+        self._scratch: list[str] = []
         self.con = duckdb.connect(":memory:")
         self.con.execute("SET enable_progress_bar = false")
         self.con.execute("SET memory_limit = $m", {"m": f"{int(self.memory_limit * DUCKDB_SHARE)}B"})
@@ -161,6 +162,8 @@ class DuckDBEngine:
         self._lock = threading.Lock()
         self._kept: set[str] = set()
         self._keep_lock = threading.Lock()
+        self.native_steps = True
+        """The event layer may keep a one-bucket exec graph as tables of this database (no Parquet round trip)."""
         self.thread_safe = True
         """paradise.analyses.runner may run analyses on this engine from several threads."""
 
@@ -243,6 +246,31 @@ class DuckDBEngine:
         with self._guard():
             self._con().execute(f"{verb} {load_sql(name)}", params or None)
 
+    def execute(self, statement: str) -> None:
+        """A statement of the event layer's own (a view over its partition files), in this database."""
+        with self._guard():
+            self._con().execute(statement)
+
+    def step_memory(self) -> int:
+        """Bytes one step of the event layer may use: DuckDB's share of the budget."""
+        return int(self.memory_limit * DUCKDB_SHARE)
+
+    def scratch_dir(self, prefix: str) -> str:
+        """A new directory under the spill directory for the event layer's partition files, removed on close."""
+        self._spill()
+        Path(str(self.spill_dir)).mkdir(parents=True, exist_ok=True)
+        path = tempfile.mkdtemp(prefix=prefix, dir=self.spill_dir)
+        self._scratch.append(path)
+        return path
+
+    def run_steps(self, fn: Any, items: list[dict[str, Any]], files: list[list[str]] | None = None) -> list[Any]:
+        """fn(connection, **item) for every item, one after another in this engine's connection (each
+        step uses every thread); `files` (the rows each step needs, for engines that open one
+        connection per step) is not needed here, where `events` spans the trace."""
+        with self._guard():
+            con = self._con()
+            return [fn(con, **item) for item in items]
+
     def batches(self, name: str, batch_rows: int = 1 << 20, **params: Any) -> pa.RecordBatchReader:
         """A stage-1 query's result streamed in record batches of up to `batch_rows` rows, for
         consumers that copy it into arrays of their own (or a file) and should not hold the whole
@@ -263,6 +291,9 @@ class DuckDBEngine:
                 cur.close()
             self._cursors.clear()
         self.con.close()
+        for path in self._scratch:
+            shutil.rmtree(path, ignore_errors=True)
+        self._scratch.clear()
         if self._own_spill and self.spill_dir is not None:
             shutil.rmtree(self.spill_dir, ignore_errors=True)
             self.spill_dir = None
