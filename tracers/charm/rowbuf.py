@@ -99,6 +99,7 @@ class PyRecorder:
         self.origin = self.pe = self.depth = self.last = 0
         self.flush_rows = FLUSH_ROWS
         self.on_full = None
+        self.end_t, self.end_len = 0, -1  # end of the last exec row and len(buf) just after it (-1: none)
 
     def __len__(self) -> int:
         return len(self.buf) // ROW.size
@@ -107,6 +108,7 @@ class PyRecorder:
         o = self.origin
         self.buf += EXEC_HEAD(t0 - o, mid, name, self.pe, NULL if mid == NULL else mid >> MSG_PE_SHIFT, t1 - o, active)
         self.buf += ident[XTAIL]
+        self.end_t, self.end_len = t1, len(self.buf)
 
     def send(self, t: int, mid: int, name: int, peer_pe: int, peer_coll: int, peer_obj: int, nbytes: int,
              args: int, ident: list) -> None:
@@ -131,10 +133,12 @@ class PyRecorder:
         """The rows so far; recording goes on in the same (emptied) buffer."""
         data = bytes(self.buf)
         del self.buf[:]
+        self.end_len = -1
         return data
 
     def clear(self) -> None:
         del self.buf[:]
+        self.end_len = -1
 
 
 def make_recorder() -> tuple[PyRecorder, str]:
