@@ -448,7 +448,47 @@ static PyTypeObject PendType = {
  * hands every case it does not handle (first message of an object, special or coroutine entry
  * methods, names not cached yet) to that Python hook, so both write the same rows. */
 
-#define EM_SLOTS 64 /* direct-mapped cache of entry methods (a program has a few dozen) */
+#define ID_SLOTS 64 /* direct-mapped caches keyed by object identity (a program has a few dozen entry methods) */
+
+/* Values of objects that never change them (entry methods' name codes, codes of ep and aid ints), by
+ * identity; the keys are held, so no other object can take a cached key's address. */
+typedef struct {
+    PyObject *key[ID_SLOTS], *val[ID_SLOTS];
+} IdCache;
+
+static inline size_t id_slot(PyObject *k) {
+    uintptr_t p = (uintptr_t)k;
+    return ((p >> 4) ^ (p >> 10)) % ID_SLOTS;
+}
+
+/* borrowed value, or NULL (no error set) */
+static inline PyObject *id_get(IdCache *c, PyObject *k) {
+    size_t s = id_slot(k);
+    return c->key[s] == k ? c->val[s] : NULL;
+}
+
+static inline void id_put(IdCache *c, PyObject *k, PyObject *v) {
+    size_t s = id_slot(k);
+    Py_INCREF(k);
+    Py_INCREF(v);
+    Py_XSETREF(c->key[s], k);
+    Py_XSETREF(c->val[s], v);
+}
+
+static int id_traverse(IdCache *c, visitproc visit, void *arg) {
+    for (int i = 0; i < ID_SLOTS; i++) {
+        Py_VISIT(c->key[i]);
+        Py_VISIT(c->val[i]);
+    }
+    return 0;
+}
+
+static void id_clear(IdCache *c) {
+    for (int i = 0; i < ID_SLOTS; i++) {
+        Py_CLEAR(c->key[i]);
+        Py_CLEAR(c->val[i]);
+    }
+}
 
 typedef struct {
     PyObject_HEAD
@@ -460,13 +500,13 @@ typedef struct {
     PyObject *cur;     /* ST.cur: [record of the running execution] */
     PyObject *pend;    /* ST.pend: [(msg bytes, msg id, bytes, t) of the last packed message] */
     PyObject *mute;    /* ST.mute */
-    PyObject *state;   /* ST (pending_create, msg_base, seq) */
+    PyObject *state;   /* ST.__dict__ (pending_create), a dict look-up cheaper than the attribute's */
     PyObject *acodes;  /* aid -> collection code */
     PyObject *epcodes; /* ep -> name code */
     PyObject *no_object;
     PyObject *spare;   /* exec: the last execution record, reused when nothing else holds it */
-    PyObject *em_key[EM_SLOTS];  /* exec: entry methods on the fast path (held: never reused addresses) ... */
-    PyObject *em_name[EM_SLOTS]; /* ... and their name codes (em._pt[0]), so no attribute look-up per message */
+    IdCache em_names; /* exec: name codes (em._pt[0]) of the entry methods on the fast path */
+    IdCache colls, names; /* array_send: acodes and epcodes as looked up so far */
     long long bcast, combined, index_bits;
 } Hook;
 
@@ -500,11 +540,10 @@ static PyObject *hook_exec(Hook *h, PyObject *const *args, size_t nargsf, PyObje
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (nargs < 4 || PyList_GET_ITEM(h->cur, 0) != Py_None) return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
     PyObject *em = args[0], *obj = args[1], *header = args[2], *name;
-    size_t slot = ((uintptr_t)em >> 4) % EM_SLOTS;
-    if (h->em_key[slot] == em) {
-        name = h->em_name[slot];
+    name = id_get(&h->em_names, em);
+    if (name != NULL)
         Py_INCREF(name);
-    } else { /* em._pt = (name code, flag, is coroutine): the fast path takes plain ones (flag 0) */
+    else { /* em._pt = (name code, flag, is coroutine): the fast path takes plain ones (flag 0) */
         PyObject *pt = PyObject_GetAttr(em, s_pt_attr);
         if (pt == NULL) return NULL;
         if (!PyTuple_Check(pt) || PyTuple_GET_SIZE(pt) != 3 || PyTuple_GET_ITEM(pt, 2) != Py_False ||
@@ -515,10 +554,7 @@ static PyObject *hook_exec(Hook *h, PyObject *const *args, size_t nargsf, PyObje
         name = PyTuple_GET_ITEM(pt, 0);
         Py_INCREF(name);
         Py_DECREF(pt);
-        Py_INCREF(em);
-        Py_INCREF(name);
-        Py_XSETREF(h->em_key[slot], em);
-        Py_XSETREF(h->em_name[slot], name);
+        id_put(&h->em_names, em, name);
     }
     PyObject *ident = PyObject_GetAttr(obj, s_ptid_attr);
     if (ident == NULL) {
@@ -645,17 +681,11 @@ static PyObject *hook_pack(Hook *h, PyObject *const *args, size_t nargsf, PyObje
         Py_XDECREF(mido);
         return NULL;
     }
-    PyObject *pc = PyObject_GetAttr(h->state, s_pending_create);
-    if (pc == NULL) {
+    PyObject *pc = PyDict_GetItemWithError(h->state, s_pending_create); /* borrowed */
+    if ((pc == NULL && PyErr_Occurred()) || (pc != NULL && pc != Py_None && PyDict_SetItem(header, s_pc_key, pc) < 0)) {
         Py_DECREF(mido);
         return NULL;
     }
-    if (pc != Py_None && PyDict_SetItem(header, s_pc_key, pc) < 0) {
-        Py_DECREF(pc);
-        Py_DECREF(mido);
-        return NULL;
-    }
-    Py_DECREF(pc);
     PyObject *msg = PyObject_Vectorcall(h->orig, args, nargs, NULL);
     if (msg == NULL) {
         Py_DECREF(mido);
@@ -716,10 +746,17 @@ static PyObject *hook_asend(Hook *h, PyObject *const *args, size_t nargsf, PyObj
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (kwnames != NULL || nargs != 4) return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
     PyObject *aid = args[0], *index = args[1], *ep = args[2], *msg = args[3];
-    PyObject *coll = PyDict_GetItemWithError(h->acodes, aid);
-    if (coll == NULL && PyErr_Occurred()) return NULL;
-    PyObject *name = PyDict_GetItemWithError(h->epcodes, ep);
-    if (name == NULL && PyErr_Occurred()) return NULL;
+    PyObject *coll = id_get(&h->colls, aid), *name = id_get(&h->names, ep);
+    if (coll == NULL) {
+        coll = PyDict_GetItemWithError(h->acodes, aid);
+        if (coll == NULL && PyErr_Occurred()) return NULL;
+        if (coll != NULL) id_put(&h->colls, aid, coll);
+    }
+    if (name == NULL) {
+        name = PyDict_GetItemWithError(h->epcodes, ep);
+        if (name == NULL && PyErr_Occurred()) return NULL;
+        if (name != NULL) id_put(&h->names, ep, name);
+    }
     if (coll == NULL || name == NULL || !PyTuple_Check(index) || PyTuple_GET_SIZE(index) > 2)
         return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
     PyObject *p = PyList_GET_ITEM(h->pend, 0);
@@ -817,17 +854,27 @@ static PyObject *H_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     else return PyErr_Format(PyExc_ValueError, "unknown hook kind %s", kind);
     if (PyList_GET_SIZE(cur) < 1 || PyList_GET_SIZE(pend) < 1 || PyList_GET_SIZE(mute) < 1)
         return PyErr_Format(PyExc_ValueError, "cur, pend and mute must hold one item");
+    PyObject *state_dict = PyObject_GenericGetDict(state, NULL);
+    if (state_dict == NULL) return NULL;
+    if (!PyDict_Check(state_dict)) {
+        Py_DECREF(state_dict);
+        return PyErr_Format(PyExc_TypeError, "state must have a __dict__");
+    }
     Hook *h = (Hook *)type->tp_alloc(type, 0);
-    if (h == NULL) return NULL;
+    if (h == NULL) {
+        Py_DECREF(state_dict);
+        return NULL;
+    }
     h->kind = k;
     h->vectorcall = fn;
     PyObject **slots[] = {&h->orig, &h->slow, (PyObject **)&h->rec, &h->cur, &h->pend, &h->mute, &h->state,
                           &h->acodes, &h->epcodes, &h->no_object};
-    PyObject *vals[] = {orig, slow, rec, cur, pend, mute, state, acodes, epcodes, no_object};
+    PyObject *vals[] = {orig, slow, rec, cur, pend, mute, state_dict, acodes, epcodes, no_object};
     for (int i = 0; i < 10; i++) {
         Py_INCREF(vals[i]);
         *slots[i] = vals[i];
     }
+    Py_DECREF(state_dict);
     h->bcast = bcast;
     h->combined = combined;
     h->index_bits = index_bits;
@@ -846,11 +893,9 @@ static int H_traverse(Hook *h, visitproc visit, void *arg) {
     Py_VISIT(h->epcodes);
     Py_VISIT(h->no_object);
     Py_VISIT(h->spare);
-    for (int i = 0; i < EM_SLOTS; i++) {
-        Py_VISIT(h->em_key[i]);
-        Py_VISIT(h->em_name[i]);
-    }
-    return 0;
+    int err = id_traverse(&h->em_names, visit, arg);
+    if (!err) err = id_traverse(&h->colls, visit, arg);
+    return err ? err : id_traverse(&h->names, visit, arg);
 }
 
 static int H_clear(Hook *h) {
@@ -865,10 +910,9 @@ static int H_clear(Hook *h) {
     Py_CLEAR(h->epcodes);
     Py_CLEAR(h->no_object);
     Py_CLEAR(h->spare);
-    for (int i = 0; i < EM_SLOTS; i++) {
-        Py_CLEAR(h->em_key[i]);
-        Py_CLEAR(h->em_name[i]);
-    }
+    id_clear(&h->em_names);
+    id_clear(&h->colls);
+    id_clear(&h->names);
     return 0;
 }
 
