@@ -511,6 +511,7 @@ typedef struct {
 } Hook;
 
 enum { H_EXEC, H_PACK, H_ASEND };
+enum { HEADER_MSG_KEY = 0, HEADER_CREATE_KEY = 1 }; /* rowbuf.MSG_KEY, CREATE_KEY: header keys of msg id, creation */
 static PyObject *s_pt_key, *s_pc_key, *s_dcopy_key, *s_pt_attr, *s_ptid_attr, *s_pending_create, *s_zero;
 
 static inline PyObject *ll_obj(long long v) { return PyLong_FromLongLong(v); }
@@ -988,7 +989,7 @@ PyMODINIT_FUNC PyInit__recorder(void) {
     if (PyType_Ready(&RecorderType) < 0 || PyType_Ready(&DispatchType) < 0 || PyType_Ready(&HookType) < 0 ||
         PyType_Ready(&PendType) < 0)
         return NULL;
-    if (!(s_pt_key = PyBytes_FromString("_pt")) || !(s_pc_key = PyBytes_FromString("_pc")) ||
+    if (!(s_pt_key = PyLong_FromLong(HEADER_MSG_KEY)) || !(s_pc_key = PyLong_FromLong(HEADER_CREATE_KEY)) ||
         !(s_dcopy_key = PyBytes_FromString("dcopy")) || !(s_pt_attr = PyUnicode_InternFromString("_pt")) ||
         !(s_ptid_attr = PyUnicode_InternFromString("_pt_id")) ||
         !(s_pending_create = PyUnicode_InternFromString("pending_create")) || !(s_zero = PyLong_FromLong(0)) ||
@@ -1005,7 +1006,8 @@ PyMODINIT_FUNC PyInit__recorder(void) {
         Py_DECREF(m);
         return NULL;
     }
-    if (PyModule_AddIntConstant(m, "ROW_FIELDS", NF) < 0) {
+    if (PyModule_AddIntConstant(m, "ROW_FIELDS", NF) < 0 || PyModule_AddIntConstant(m, "MSG_KEY", HEADER_MSG_KEY) < 0 ||
+        PyModule_AddIntConstant(m, "CREATE_KEY", HEADER_CREATE_KEY) < 0) {
         Py_DECREF(m);
         return NULL;
     }
