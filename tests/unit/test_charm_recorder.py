@@ -1,6 +1,5 @@
 """Rules the charm tracer's two recorders share, in-process (no charmrun): the idle row's start
-(one clock read shared with the end of an execution), the time order of a run that never flushed,
-and the fake clock skew of the native clock."""
+(one clock read shared with the end of an execution) and the time order of a run that never flushed."""
 
 from __future__ import annotations
 
@@ -91,19 +90,3 @@ def test_unflushed_rows_written_in_time_order(tmp_path, monkeypatch, native):
     assert got == want
     assert [p.name for p in tmp_path.iterdir()] == [final.name]
 
-
-def test_fake_skew_moves_the_native_clock():
-    """set_skew(offset, drift, origin): the recorder's clock reads t + offset + drift * (t - origin)."""
-    native = pytest.importorskip("tracers.charm._recorder")
-    origin = time.monotonic_ns() - 10**9
-    native.set_skew(2_000_000, 1e-3, origin)
-    try:
-        a = time.monotonic_ns()
-        got = native.clock()
-        b = time.monotonic_ns()
-    finally:
-        native.set_skew(0, 0.0, 0)
-    assert a + 2_000_000 + int(1e-3 * (a - origin)) <= got <= b + 2_000_000 + int(1e-3 * (b - origin)) + 1
-    a = time.monotonic_ns()
-    got = native.clock()
-    assert a <= got <= time.monotonic_ns()

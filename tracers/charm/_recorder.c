@@ -42,8 +42,8 @@ typedef struct {
     PyObject *on_full;     /* called at a return to the scheduler once n >= flush_rows */
 } Recorder;
 
-/* The tracer's one clock: CLOCK_MONOTONIC in ns, plus the fake offset and drift of set_skew()
- * (PARADISE_FAKE_CLOCK_SKEW: tests of clock alignment) when one is set; one predictable branch else. */
+/* An injected clock error (tests of the clock alignment, tracers/clock.py: skewed): off by
+ * skew_offset plus skew_drift per ns since skew_origin. Off unless set_fake_skew() was called. */
 static int skew_on;
 static long long skew_offset, skew_origin;
 static double skew_drift;
@@ -954,15 +954,9 @@ static PyTypeObject HookType = {
 
 static PyObject *M_clock(PyObject *self, PyObject *Py_UNUSED(ignored)) { return PyLong_FromLongLong(now_ns()); }
 
-static PyObject *M_set_skew(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3) return PyErr_Format(PyExc_TypeError, "set_skew() takes 3 arguments (%zd given)", nargs);
-    long long offset = PyLong_AsLongLong(args[0]), origin = PyLong_AsLongLong(args[2]);
-    double drift = PyFloat_AsDouble(args[1]);
-    if (PyErr_Occurred()) return NULL;
-    skew_offset = offset;
-    skew_drift = drift;
-    skew_origin = origin;
-    skew_on = offset != 0 || drift != 0.0;
+static PyObject *M_set_fake_skew(PyObject *self, PyObject *args) {
+    if (!PyArg_ParseTuple(args, "LdL", &skew_offset, &skew_drift, &skew_origin)) return NULL;
+    skew_on = 1;
     Py_RETURN_NONE;
 }
 
@@ -976,9 +970,9 @@ static PyObject *M_use_null(PyObject *self, PyObject *obj) {
 }
 
 static PyMethodDef M_methods[] = {
-    {"clock", M_clock, METH_NOARGS, "the recorder's clock: CLOCK_MONOTONIC in ns (time.monotonic_ns), skewed by set_skew"},
-    {"set_skew", (PyCFunction)(void (*)(void))M_set_skew, METH_FASTCALL,
-     "set_skew(offset_ns, drift, origin_ns): the clock reads t + offset_ns + drift * (t - origin_ns) (fake skew; 0, 0.0: none)"},
+    {"clock", M_clock, METH_NOARGS, "CLOCK_MONOTONIC in ns (time.monotonic_ns)"},
+    {"set_fake_skew", M_set_fake_skew, METH_VARARGS,
+     "set_fake_skew(offset_ns, drift, origin_ns): clock() and the recorder's times run off (tests)"},
     {"use_null", M_use_null, METH_O, "use_null(NULL): the null object Python code passes (read without conversion)"},
     {NULL}};
 
