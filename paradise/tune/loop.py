@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from paradise.tune import calibrate, stats
-from paradise.tune.advisor import AdviceFailed, Advisor
+from paradise.tune.advisor import AdviceFailed, Advisor, same_hint
 from paradise.tune.record import Record
 from paradise.tune.runner import Outcome, Runner
 
@@ -139,11 +139,15 @@ class Tune:
             prop = self.step(f"it{it}/propose", lambda: self.advisor.propose(trace, self.out / f"it{it}" / "hints"))
         except AdviceFailed as exc:
             return f"analysis of iteration {it} failed: {exc}"
+        prop = {**prop, "information": dict(prop.get("information", {}))}  # the recorded step stays as proposed
         entry["proposed"] = prop
         from hints.kinds import KINDS
 
         cands = {k: prop["candidates"][k] for k in KINDS  # registry order, on resume too
                  if k in prop["candidates"] and (self.s.kinds is None or k in self.s.kinds)}
+        for k in [k for k, v in cands.items() if self.kept_already(it, v["file"], k)]:
+            del cands[k]
+            prop.setdefault("information", {})[k] = f"{KINDS[k].file} proposed as kept already: nothing to try"
         for k, v in cands.items():
             self.echo(f"  proposed {k}: {v['summary']}")
         for k, v in prop.get("information", {}).items():
@@ -175,6 +179,11 @@ class Tune:
                   f"{choice['baseline_median_s']:.3f} s")
         self.rec.save()
         return self.budget_hit
+
+    def kept_already(self, it: int, file: str, kind: str) -> bool:
+        """A proposal equal to the file of its kind already kept (a run that already combines
+        streams is traced with them, and the analyses propose them again)."""
+        return file in self.best and same_hint(kind, self.out / f"it{it}" / "hints" / file, self.best[file])
 
     def trial(self, it: int, stage: str, kinds: list[list[str]], base: Path | None, trace: Path) -> dict[str, Any]:
         """Interleaved rounds of the current best and each candidate (kinds over the current best)."""

@@ -230,3 +230,23 @@ def test_hinted_runs_get_a_hang_limit_from_the_runs_before(tmp_path):
     assert runner.limits["it1/traced"] is None and runner.limits["it1/alone/r1/baseline"] is None
     walls = [data["runs"][k]["outcome"]["wall_s"] for k in ("it1/traced", "it1/alone/r1/baseline")]
     assert runner.limits["it1/alone/r1/mapping"] == max(60.0, 5 * max(walls))
+
+
+def test_a_proposal_equal_to_the_kept_file_is_not_tried_again(tmp_path):
+    """A run that combines streams is traced with them and the analyses propose them again: the
+    same comm.json is information (nothing to try), not a candidate timed against itself."""
+    from hints.format import make_hint, provenance, write_hint
+
+    class SameComm(FakeAdvisor):
+        def propose(self, trace, out):
+            streams = [{"src_pe": s, "dst_pe": 1 - s, "entry": "arrive", "batch": 8} for s in (0, 1)]
+            doc = make_hint("comm", {"combine": streams, "threshold": {}}, justified_by=[],
+                            provenance=provenance(trace_fingerprint=str(trace), program="prog", pes=2, source="charm"))
+            write_hint(out, doc, force=True)
+            return {"candidates": {"comm": {"file": "comm.json", "summary": "combine 2 stream(s)"}}, "information": {}}
+
+    runner = FakeRunner({"mapping": 1.0, "comm": 0.7}, seed=11)
+    data = tune(tmp_path, runner, SameComm({"mapping": 1.0, "comm": 0.7}, kinds=("comm",)), iterations=3)
+    assert [e.get("chosen") for e in data["iterations"]] == [["comm"], None]
+    assert "kept already" in data["iterations"][1]["proposed"]["information"]["comm"]
+    assert "propose no hint" in data["stopped"] and not any(k.startswith("it2/alone") for k in data["runs"])
