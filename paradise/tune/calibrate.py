@@ -7,10 +7,9 @@ costs it misjudges, the machine's slowdown of one layout against another); a hin
 as no change stays predicted as no change. The error of the predictions made with it is a figure
 of the tune.
 
-Measured against the median of the trial's baseline runs so far instead (as before), a machine
-whose load fell during the trial made every later prediction lag it, and taught k the drift:
-32-69 % per-run error on stencil2d where the replay's ratio was within 3 % of the rounds' ratio
-(tests/unit/test_tune_recorded.py replays those recorded runs)."""
+A reference other than the round's own baseline run (the median of the trial's baseline runs so
+far) lags a machine whose load drifts and teaches k the drift instead of the replay's error
+(tests/unit/test_tune_recorded.py shows it on recorded stencil2d tunes)."""
 
 from __future__ import annotations
 
