@@ -1,8 +1,9 @@
-"""`paradise tune` replayed on the stencil2d tunes recorded in docs/benchmarks.md (issue 27's four
-runs of bench/tune_examples.py on a loaded machine, times as printed): the paired rounds keep the
-mapping hint the unpaired U test missed while the load fell, and what-if's error after calibration,
-each hinted run predicted from its own round's baseline run, is within the issue's goal where the
-old running-median reference was 32-69 % off. Expected figures are computed here from the raw times."""
+"""`paradise tune` replayed on the stencil2d tunes recorded in docs/benchmarks.md (four runs of
+bench/tune_examples.py on a loaded machine, times as printed): the paired rounds keep the mapping
+hint the unpaired U test missed while the load fell, and what-if's error after calibration, each
+hinted run predicted from its own round's baseline run, falls from the 32-69 % the running-median
+reference printed to 2.7 % (load 2.6) and 8.9 % (load 3.9); at load 9.6 it stays 30.8 %, the rounds
+themselves disagreeing. Expected figures are computed here from the raw times."""
 
 from __future__ import annotations
 
