@@ -237,57 +237,69 @@ class Tune:
         from round to round, the baseline included (round 1 starts with it: its check lines are the
         reference), so load that drifts favours no one. A hinted run pairs with its round's baseline
         run: the test compares the rounds' ratios, and what-if predicts it as the calibrated ratio
-        (fixed before the round) x that baseline run."""
+        (fixed before the round) x that baseline run. A round the budget cuts keeps what it ran."""
         live = [c for c in cands if c["dropped"] is None]
         seq: list[dict[str, Any] | None] = [None, *live]
         shift = (r - 1) % len(seq)
-        ratio_of = {c["name"]: (c["prediction"] or {}).get("ratio") for c in live}
-        stated = {n: self.cal.ratio(x) if x else None for n, x in ratio_of.items()}
+        stated = {c["name"]: self.cal.ratio(x) if (x := (c["prediction"] or {}).get("ratio")) else None for c in live}
         factor, fitted = self.cal.factor, self.cal.fitted
         done: dict[str, Outcome] = {}
         b: Outcome | None = None
-        for c in seq[shift:] + seq[:shift]:
-            if c is None:
+        spent: BudgetSpent | None = None
+        try:
+            for c in seq[shift:] + seq[:shift]:
+                if c is not None:
+                    done[c["name"]] = self.measure(f"{at}/{stage}/r{r}/{c['name']}", c["hints"], None,
+                                                   predicted_ratio=stated[c["name"]], calibration_factor=factor)
+                    continue
                 b = self.measure(f"{at}/{stage}/r{r}/baseline", base, None)
                 if b.ok:
                     self.step("reference_check", lambda b=b: b.check)
                 elif at == "it1" and r == 1:
                     raise BaselineFailed(f"the baseline run failed: {b.error}")
-                continue
-            done[c["name"]] = self.measure(f"{at}/{stage}/r{r}/{c['name']}", c["hints"], None,
-                                           predicted_ratio=stated[c["name"]], calibration_factor=factor)
-        ref = self.reference_check()
+        except BudgetSpent as exc:
+            if b is None and not done:
+                raise
+            spent = exc
         b_s = b.seconds if b is not None and b.ok else None
         if b_s is not None:
             base_times.append(b_s)
         line = [f"  {stage} round {r}/{self.s.rounds}: baseline " + (f"{b_s:.3f} s" if b_s else "failed")]
         for c in live:
-            o = done[c["name"]]
-            if not o.ok:
-                c["dropped"] = f"run failed: {o.error}"
-            elif ref is not None and o.check != ref:
-                c["dropped"] = f"check differs from the baseline's: {o.check!r} (baseline {ref!r})"
-            if c["dropped"]:
-                line.append(f"{c['name']} dropped ({c['dropped'][:120]})")
-                continue
-            c["times"].append(o.seconds)
-            if b_s is not None:
-                c["pairs"].append([b_s, o.seconds])
-            ratio, cal = ratio_of[c["name"]], stated[c["name"]]
-            pred = b_s * cal if b_s and cal else None
-            raw = b_s * ratio if b_s and ratio else None
-            run = {"key": f"{at}/{stage}/r{r}/{c['name']}", "predicted_s": pred, "measured_s": o.seconds,
-                   "error": calibrate.error(pred, o.seconds), "raw_error": calibrate.error(raw, o.seconds),
-                   "calibrated": fitted}
-            c["runs"].append(run)
-            self.predictions.append(run)
-            self.cal.learn(o.seconds, b_s, ratio)
-            said = f"predicted {cal:.3f} x baseline = {pred:.3f} s, " if pred is not None else ""
-            line.append(f"{c['name']} {said}measured {o.seconds:.3f} s")
+            if c["name"] in done:
+                line.append(self.account(c, f"{at}/{stage}/r{r}/{c['name']}", done[c["name"]], b_s,
+                                         stated[c["name"]], fitted))
         keys = [f"{at}/{stage}/r{r}/{n}" for n in ["baseline", *(c["name"] for c in live)]]
         loads = [self.rec.runs[k]["load"] for k in keys if k in self.rec.runs and "load" in self.rec.runs[k]]
         self.echo(" | ".join(line) + (f" (load {max(loads):.2f})" if loads else "")
                   + (" (from tune.json)" if all(k in self.recorded for k in keys) else ""))
+        if spent is not None:
+            raise spent
+
+    def account(self, c: dict[str, Any], key: str, o: Outcome, b_s: float | None, cal: float | None,
+                fitted: bool) -> str:
+        """A hinted run into its candidate: dropped (failed, or its check differs), or its time, its
+        pair with the round's baseline, its prediction and what the calibration learns from it."""
+        ref = self.reference_check()
+        if not o.ok:
+            c["dropped"] = f"run failed: {o.error}"
+        elif ref is not None and o.check != ref:
+            c["dropped"] = f"check differs from the baseline's: {o.check!r} (baseline {ref!r})"
+        if c["dropped"]:
+            return f"{c['name']} dropped ({c['dropped'][:120]})"
+        c["times"].append(o.seconds)
+        if b_s is not None:
+            c["pairs"].append([b_s, o.seconds])
+        ratio = (c["prediction"] or {}).get("ratio")
+        pred = b_s * cal if b_s and cal else None
+        raw = b_s * ratio if b_s and ratio else None
+        run = {"key": key, "predicted_s": pred, "measured_s": o.seconds, "error": calibrate.error(pred, o.seconds),
+               "raw_error": calibrate.error(raw, o.seconds), "calibrated": fitted}
+        c["runs"].append(run)
+        self.predictions.append(run)
+        self.cal.learn(o.seconds, b_s, ratio)
+        said = f"predicted {cal:.3f} x baseline = {pred:.3f} s, " if pred is not None else ""
+        return f"{c['name']} {said}measured {o.seconds:.3f} s"
 
     def judge(self, c: dict[str, Any], base_times: list[float], alpha: float) -> dict[str, Any]:
         test = stats.faster(c["pairs"])

@@ -296,3 +296,14 @@ def test_the_order_of_a_round_rotates_with_the_baseline_in_it(tmp_path):
     tune(tmp_path, runner, iterations=1, rounds=3)
     order = [k.split("/")[-1] for k in runner.calls if k.startswith("it1/alone/")]
     assert order == ["baseline", "mapping", "comm", "mapping", "comm", "baseline", "comm", "baseline", "mapping"]
+
+
+def test_a_round_the_budget_cuts_keeps_the_runs_it_made(tmp_path):
+    """Round 2 starts with mapping (the order rotates); the budget ends the round before its baseline:
+    mapping's run is counted, unpaired (a round's ratio needs its baseline run)."""
+    data = tune(tmp_path, FakeRunner({"mapping": 0.7, "comm": 1.0}, seed=6), budget_s=40.0)
+    walls = [r["outcome"]["wall_s"] for r in data["runs"].values()]
+    assert list(data["runs"])[-1] == "it1/alone/r2/mapping" and sum(walls[:-1]) < 40.0 <= sum(walls)
+    c = {c["name"]: c for c in data["iterations"][0]["trials"][0]["candidates"]}
+    assert len(c["mapping"]["times"]) == 2 and len(c["mapping"]["pairs"]) == 1 and len(c["comm"]["times"]) == 1
+    assert data["stopped"].startswith("budget of") and data["best"]["kinds"] == []
