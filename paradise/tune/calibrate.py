@@ -38,11 +38,6 @@ class Calibration:
     def fitted(self) -> bool:
         return bool(self.factors)
 
-    def predict(self, baseline_s: float | None, ratio: float | None) -> float | None:
-        if baseline_s is None or ratio is None:
-            return None
-        return baseline_s * self.ratio(ratio)
-
     def learn(self, measured_s: float, baseline_s: float | None, ratio: float | None) -> None:
         if baseline_s and ratio and abs(1.0 - ratio) >= MIN_GAIN:
             self.factors.append((1.0 - measured_s / baseline_s) / (1.0 - ratio))
