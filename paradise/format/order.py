@@ -3,9 +3,11 @@ the order they were written (docs/trace-format.md, "Row order").
 
 Writers whose rows arrive in another order (a tracer appends an execution when it ends, after the
 sends it made; Kineto lists events thread by thread and stream by stream) put one PE's rows in
-this order once, here, in bounded memory: the rows go to an Arrow IPC file that is memory-mapped
-back, so only its t0 column and the sort order (16 bytes a row) are held, and each output batch
-touches only the pages of its own rows. Needs only pyarrow, like the rest of the format.
+this order once, here, in bounded memory: the rows go to an Arrow IPC stream file that is
+memory-mapped back, so only its t0 column and the sort order (16 bytes a row) are held, and each
+output batch touches only the pages of its own rows. The stream format lets each batch keep its own
+dictionaries, so dictionary columns are never decoded and encoded again. Needs only pyarrow, like
+the rest of the format.
 """
 
 from __future__ import annotations
@@ -28,33 +30,24 @@ def in_time_order(t0: pa.Array | pa.ChunkedArray) -> bool:
     return bool(pc.all(pc.greater_equal(t0[1:], t0[:-1])).as_py())
 
 
-def _plain(schema: pa.Schema) -> pa.Schema:
-    """The schema with dictionary columns as their value type (an IPC file cannot change a
-    column's dictionary from one batch to the next; parts each have their own)."""
-    return pa.schema([pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type) else f.type, f.nullable)
-                      for f in schema], metadata=schema.metadata)
-
-
 def time_ordered(tables: Iterable[pa.Table], schema: pa.Schema, scratch: str | os.PathLike,
                  batch_rows: int = OUT_ROWS) -> Iterator[pa.Table]:
     """The rows of `tables` (each castable to `schema`) as tables of `schema` in time order, a
     stable sort by t0: one PE's rows, or several PEs' (in one time order, each PE's is too). `scratch` is a file path for the spilled rows, removed at the end;
     rows already in order come back as they were, without the sort."""
-    plain = _plain(schema)
     scratch = Path(scratch)
     try:
         starts: list[pa.ChunkedArray] = []
-        with pa.OSFile(str(scratch), "wb") as sink, pa.ipc.new_file(sink, plain) as writer:
+        with pa.OSFile(str(scratch), "wb") as sink, pa.ipc.new_stream(sink, schema) as writer:
             for t in tables:
-                t = t.cast(plain)
+                t = t.cast(schema)
                 writer.write_table(t)
                 starts.append(t.column("t0"))
         t0 = pa.chunked_array([c for s in starts for c in s.chunks], pa.int64())
         order = None if in_time_order(t0) else pc.sort_indices(t0)  # sort_indices is stable
         with pa.memory_map(str(scratch)) as source:
-            rows = pa.ipc.open_file(source).read_all()
+            rows = pa.ipc.open_stream(source).read_all()
             for i in range(0, rows.num_rows, batch_rows):
-                part = rows.slice(i, batch_rows) if order is None else rows.take(order.slice(i, batch_rows))
-                yield part.cast(schema)
+                yield rows.slice(i, batch_rows) if order is None else rows.take(order.slice(i, batch_rows))
     finally:
         scratch.unlink(missing_ok=True)
