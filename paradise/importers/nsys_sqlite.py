@@ -23,7 +23,7 @@ import pyarrow as pa
 from pyarrow._compute import call_function
 
 from paradise.errors import ImportFormatError, SchemaVersionError, TruncatedTrace
-from paradise.importers.kineto_arrow import from_numpy
+from paradise.importers.kineto_arrow import from_numpy, to_numpy
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 KNOWN_MAJORS = (2, 3)
@@ -102,7 +102,7 @@ class Export:
         for batch in self._stream(table, sql):
             if any(batch.schema.types[i] != pa.int64() for i in range(n_int)):
                 raise self._not_integer(table)
-            cols = [batch.column(i).to_numpy() for i in range(n_int)]
+            cols = [to_numpy(batch.column(i), np.int64) for i in range(n_int)]
             if text is None:
                 yield cols, None
                 continue
