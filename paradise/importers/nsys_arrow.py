@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
-from pyarrow._compute import call_function
+from pyarrow._compute import CastOptions, call_function
 
 from paradise.importers.kineto_arrow import from_numpy, strings, to_numpy, validity
 
@@ -54,8 +54,22 @@ def json_args(parts: list[tuple[str, pa.Array]]) -> pa.Array:
     return concat(*pieces)
 
 
+def cast(arr: pa.Array, typ: pa.DataType) -> pa.Array:
+    return call_function("cast", [arr], CastOptions.safe(typ))
+
+
+def decode(arr: pa.DictionaryArray) -> pa.Array:
+    """A dictionary column as plain strings."""
+    return call_function("take", [arr.dictionary, arr.indices])
+
+
+def encode(arr: pa.Array) -> pa.DictionaryArray:
+    """A string column dictionary-encoded."""
+    return call_function("dictionary_encode", [arr])
+
+
 def json_int(values: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
-    return from_numpy(values.astype(np.int64), valid).cast(pa.string())
+    return cast(from_numpy(values.astype(np.int64), valid), pa.string())
 
 
 def json_str(arr: pa.DictionaryArray) -> pa.Array:

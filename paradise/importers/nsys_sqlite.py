@@ -20,7 +20,7 @@ import adbc_driver_manager as adbc
 import adbc_driver_sqlite
 import numpy as np
 import pyarrow as pa
-from pyarrow._compute import call_function
+from pyarrow._compute import CastOptions, call_function
 
 from paradise.errors import ImportFormatError, SchemaVersionError, TruncatedTrace
 from paradise.importers.kineto_arrow import from_numpy, to_numpy
@@ -108,7 +108,7 @@ class Export:
                 continue
             texts = batch.column(n_int)
             if texts.type != pa.string():
-                texts = texts.cast(pa.string())
+                texts = call_function("cast", [texts], CastOptions.safe(pa.string()))
             null = from_numpy(cols[-1].astype(np.bool_))
             yield cols[:-1], call_function("if_else", [null, pa.nulls(len(texts), pa.string()), texts])
 

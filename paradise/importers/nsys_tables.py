@@ -20,7 +20,9 @@ from paradise.format import conform
 from paradise.importers.kineto_arrow import from_numpy, strings
 from paradise.importers.nsys_arrow import (
     concat,
+    decode,
     dictionary,
+    encode,
     int32_stream,
     json_args,
     json_int,
@@ -207,7 +209,7 @@ def nvtx_names(ctx: Context, text: pa.Array, text_id: np.ndarray) -> pa.Array:
     registered = ctx.names(text_id)
     if text.null_count == len(text):
         return registered
-    return call_function("coalesce", [text, registered.dictionary_decode()]).dictionary_encode()
+    return encode(call_function("coalesce", [text, decode(registered)]))
 
 
 # --- tables ------------------------------------------------------------------------------------------------
@@ -331,9 +333,9 @@ def nvtx_rows(ctx: Context) -> Iterator[pa.Table]:
         args = None
         is_op = from_numpy(op != "")
         if (op != "").any():
-            full = name.dictionary_decode()
-            name = call_function("if_else", [is_op, strings(list(op)), full]).dictionary_encode()
-            args = call_function("if_else", [is_op, json_args([("nvtx", json_str(full.dictionary_encode()))]),
+            full = decode(name)
+            name = encode(call_function("if_else", [is_op, strings(list(op)), full]))
+            args = call_function("if_else", [is_op, json_args([("nvtx", json_str(encode(full)))]),
                                              pa.nulls(n, pa.string())])
         uniq, inv = np.unique(dom, return_inverse=True)
         domain = [ctx.domains.get(int(d)) for d in uniq]
