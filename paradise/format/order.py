@@ -40,12 +40,14 @@ def time_ordered(tables: Iterable[pa.Table], schema: pa.Schema, scratch: str | o
     scratch = Path(scratch)
     try:
         starts: list[pa.ChunkedArray] = []
+        filled: set[str] = set()  # columns holding a value somewhere: only these are sorted
         with pa.OSFile(str(scratch), "wb") as sink, pa.ipc.new_stream(sink, schema) as writer:
             for t in tables:
                 if not t.schema.equals(schema):
                     t = t.cast(schema)
                 writer.write_table(t)
                 starts.append(t.column("t0"))
+                filled.update(c for c, col in zip(t.column_names, t.columns) if col.null_count < len(col))
         t0 = pa.chunked_array([c for s in starts for c in s.chunks], pa.int64())
         order = None if in_time_order(t0) else call_function("sort_indices", [t0])  # a stable sort
         with pa.memory_map(str(scratch)) as source:
@@ -57,8 +59,12 @@ def time_ordered(tables: Iterable[pa.Table], schema: pa.Schema, scratch: str | o
                 return
             idx = np.frombuffer(order.buffers()[1], dtype=np.int64, count=len(order))
             offsets = np.cumsum([0] + [b.num_rows for b in batches])
+            live = [c for c in schema.names if c in filled or c == "t0"]
+            sorted_schema = pa.schema([schema.field(c) for c in live])
             for i in range(0, idx.size, batch_rows):
-                yield _gather(batches, offsets, idx[i:i + batch_rows], schema)
+                part = _gather([b.select(live) for b in batches], offsets, idx[i:i + batch_rows], sorted_schema)
+                yield pa.Table.from_arrays([part.column(f.name) if f.name in filled or f.name == "t0"
+                                            else pa.nulls(part.num_rows, f.type) for f in schema], schema=schema)
     finally:
         scratch.unlink(missing_ok=True)
 
