@@ -71,6 +71,8 @@ class _File:
     devices: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     domains: dict[int, str] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
+    device_pairs: dict[str, list[tuple]] = field(default_factory=dict)
+    """Per device table: its distinct (pid, deviceId) pairs, found by the survey."""
 
 
 def _pid_sql(col: str) -> str:
@@ -78,21 +80,32 @@ def _pid_sql(col: str) -> str:
 
 
 def _survey(f: _File) -> None:
-    """Traced pids, row counts, first time, session start, names, devices of one export."""
+    """Traced pids, row counts, first time, session start, names, devices of one export.
+
+    Two scans a table at most (SQLite's cost is per value read): counts, first start and missing
+    times in one, the distinct pids (with their devices, for device tables) in the other. A time that
+    is there but not an integer is refused when the rows are read."""
     exp = f.exp
     pids: set[int] = set()
     starts = []
     for table in exp.tables:
-        col = "globalPid" if table in DEVICE_TABLES else "globalTid"
+        device = table in DEVICE_TABLES
         where = f" WHERE eventType IN {NVTX_ROWS}" if table == "NVTX_EVENTS" else ""
-        pids |= {int(r[0]) for r in exp.query(f"SELECT DISTINCT {_pid_sql(col)} FROM {table}{where}")
-                 if r[0] is not None}
-        ends = "('integer', 'null')" if table == "NVTX_EVENTS" else "('integer')"  # marks have no end
-        n, lo, bad = exp.query(f"SELECT count(*), min(start), count(*) FILTER (WHERE typeof(start) != 'integer' "
-                               f"OR typeof(end) NOT IN {ends}) FROM {table}{where}")[0]
+        if device:
+            pairs = exp.query(f"SELECT DISTINCT {_pid_sql('globalPid')}, deviceId FROM {table}")
+            pids |= {int(pid) for pid, _ in pairs if pid is not None}
+            f.device_pairs[table] = pairs
+        else:
+            pids |= {int(r[0]) for r in exp.query(f"SELECT DISTINCT {_pid_sql('globalTid')} FROM {table}{where}")
+                     if r[0] is not None}
+        no_end = "" if table == "NVTX_EVENTS" else " OR end IS NULL"  # marks have no end
+        n, lo, bad = exp.query(f"SELECT count(*), min(start), count(*) FILTER (WHERE start IS NULL{no_end}) "
+                               f"FROM {table}{where}")[0]
         if bad:
             raise ImportFormatError(f"{f.path}: table {table} has {bad} row(s) whose start or end is not an "
                                     "integer time in ns")
+        if lo is not None and not isinstance(lo, int):
+            raise ImportFormatError(f"{f.path}: table {table} holds a start that is not an integer time in ns")
         f.counts[table] = int(n)
         if lo is not None:
             starts.append(int(lo))
@@ -148,7 +161,7 @@ def _devices(f: _File, tables: set[str]) -> None:
                 gpus[int(d["id"])] = d
     for table in DEVICE_TABLES:
         if f.exp.has(table):
-            for pid, dev in f.exp.query(f"SELECT DISTINCT {_pid_sql('globalPid')}, deviceId FROM {table}"):
+            for pid, dev in f.device_pairs[table]:
                 if pid is not None and dev is not None:
                     lst = f.devices.setdefault(int(pid), [])
                     entry = gpus.get(int(dev), {"id": int(dev)})
