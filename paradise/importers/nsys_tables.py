@@ -28,6 +28,7 @@ from paradise.importers.nsys_arrow import (
     json_int,
     json_str,
     per_value,
+    unique_inverse,
 )
 from paradise.importers.nsys_sqlite import Export
 
@@ -89,7 +90,7 @@ class Context:
 
     def names(self, ids: np.ndarray) -> pa.DictionaryArray:
         """StringIds values for the ids (-1: null), fetched once per distinct id."""
-        uniq, inv = np.unique(ids, return_inverse=True)
+        uniq, inv = unique_inverse(ids)
         missing = [int(u) for u in uniq if int(u) not in self._names]
         for i in range(0, len(missing), 500):
             chunk = missing[i:i + 500]
@@ -229,8 +230,8 @@ def runtime_rows(ctx: Context) -> Iterator[pa.Table]:
             keep = link > 0
             ctx.launch_msg.append(msg[keep])
             ctx.launch_step.append(np.where(step[1], step[0], -1)[keep])
-        cat = np.array([API_CATS.get(int(c), "cuda_api") for c in np.unique(cls)], dtype=object)[
-            np.unique(cls, return_inverse=True)[1]]
+        classes, inv = unique_inverse(cls)
+        cat = np.array([API_CATS.get(int(c), "cuda_api") for c in classes], dtype=object)[inv]
         cat = np.where(backtrace, "cuda_backtrace", cat).astype(str)
         args = json_args([("correlation", json_int(corr, corr > 0)), ("return", json_int(rv))])
         yield build(ctx, n, kind=np.where(backtrace, "mark", "exec").astype(str), pe=pe, start=start, end=end,
@@ -270,7 +271,7 @@ def memcpy_rows(ctx: Context) -> Iterator[pa.Table]:
     for start, end, dev, stream, corr, gpid, nbytes, kind, sk, dk in ctx.exp.int_columns(
             "CUPTI_ACTIVITY_KIND_MEMCPY", exprs):
         key = kind * 10_000 + sk * 100 + dk
-        uniq, inv = np.unique(key, return_inverse=True)
+        uniq, inv = unique_inverse(key)
         names = [f"Memcpy {COPY_KINDS.get(int(k) // 10_000, 'Unknown')} "
                  f"({MEMORY_KINDS.get(int(k) // 100 % 100, 'Unknown')} -> {MEMORY_KINDS.get(int(k) % 100, 'Unknown')})"
                  for k in uniq]
@@ -283,7 +284,7 @@ def memset_rows(ctx: Context) -> Iterator[pa.Table]:
     mk = "ifnull(memKind, 7)" if "memKind" in ctx.exp.tables["CUPTI_ACTIVITY_KIND_MEMSET"] else "7"
     exprs = ["start", "end", "deviceId", "streamId", "ifnull(correlationId, 0)", "globalPid", "bytes", mk]
     for start, end, dev, stream, corr, gpid, nbytes, kind in ctx.exp.int_columns("CUPTI_ACTIVITY_KIND_MEMSET", exprs):
-        uniq, inv = np.unique(kind, return_inverse=True)
+        uniq, inv = unique_inverse(kind)
         names = [f"Memset ({MEMORY_KINDS.get(int(k), 'Unknown')})" for k in uniq]
         yield _device_copy(ctx, start, end, dev, stream, corr, gpid, nbytes, "gpu_memset", dictionary(names, inv),
                            [])
@@ -304,7 +305,7 @@ def sync_rows(ctx: Context) -> Iterator[pa.Table]:
     exprs = ["start", "end", "deviceId", "streamId", "ifnull(correlationId, 0)", "globalPid", "syncType"]
     for start, end, dev, stream, corr, gpid, kind in ctx.exp.int_columns("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", exprs):
         pe = ctx.rank(gpid)
-        uniq, inv = np.unique(kind, return_inverse=True)
+        uniq, inv = unique_inverse(kind)
         name = dictionary([SYNC_NAMES.get(int(k), "Unknown Sync") for k in uniq], inv)
         s = int32_stream(stream)
         args = json_args([("correlation", json_int(corr, corr > 0)), ("device", json_int(dev))])
@@ -337,7 +338,7 @@ def nvtx_rows(ctx: Context) -> Iterator[pa.Table]:
             name = encode(call_function("if_else", [is_op, strings(list(op)), full]))
             args = call_function("if_else", [is_op, json_args([("nvtx", json_str(encode(full)))]),
                                              pa.nulls(n, pa.string())])
-        uniq, inv = np.unique(dom, return_inverse=True)
+        uniq, inv = unique_inverse(dom)
         domain = [ctx.domains.get(int(d)) for d in uniq]
         if any(domain):
             known = from_numpy(np.array([d is not None for d in domain], dtype=np.bool_)[inv])
