@@ -4,8 +4,9 @@ the order they were written (docs/trace-format.md, "Row order").
 Writers whose rows arrive in another order (a tracer appends an execution when it ends, after the
 sends it made; Kineto lists events thread by thread and stream by stream) put one PE's rows in
 this order once, here, in bounded memory: the rows go to an Arrow IPC stream file that is
-memory-mapped back, so only its t0 column and the sort order (16 bytes a row) are held, and each
-output batch touches only the pages and batches of its own rows. The stream format lets each batch keep its own
+memory-mapped back, so only its t0 column and the sort order (16 bytes a row) are held, each
+output batch touches only the pages and batches of its own rows, and the pages it read are let go
+before the next. The stream format lets each batch keep its own
 dictionaries, so dictionary columns are never decoded and encoded again. Needs only pyarrow and numpy,
 like the rest of the format; compute functions are called through pyarrow's C entry point, as
 importing pyarrow.compute costs a tenth of importing a small trace.
@@ -13,6 +14,7 @@ importing pyarrow.compute costs a tenth of importing a small trace.
 
 from __future__ import annotations
 
+import mmap
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -50,23 +52,39 @@ def time_ordered(tables: Iterable[pa.Table], schema: pa.Schema, scratch: str | o
                 filled.update(c for c, col in zip(t.column_names, t.columns) if col.null_count < len(col))
         t0 = pa.chunked_array([c for s in starts for c in s.chunks], pa.int64())
         order = None if in_time_order(t0) else call_function("sort_indices", [t0])  # a stable sort
-        with pa.memory_map(str(scratch)) as source:
-            batches = list(pa.ipc.open_stream(source))
-            if order is None:
-                rows = pa.Table.from_batches(batches, schema)
-                for i in range(0, rows.num_rows, batch_rows):
-                    yield rows.slice(i, batch_rows)
-                return
-            idx = np.frombuffer(order.buffers()[1], dtype=np.int64, count=len(order))
-            offsets = np.cumsum([0] + [b.num_rows for b in batches])
-            live = [c for c in schema.names if c in filled or c == "t0"]
-            sorted_schema = pa.schema([schema.field(c) for c in live])
-            for i in range(0, idx.size, batch_rows):
-                part = _gather([b.select(live) for b in batches], offsets, idx[i:i + batch_rows], sorted_schema)
-                yield pa.Table.from_arrays([part.column(f.name) if f.name in filled or f.name == "t0"
-                                            else pa.nulls(part.num_rows, f.type) for f in schema], schema=schema)
+        mapped = _map(scratch)
+        batches = list(pa.ipc.open_stream(pa.BufferReader(pa.py_buffer(mapped))))
+        if order is None:
+            rows = pa.Table.from_batches(batches, schema)
+            for i in range(0, rows.num_rows, batch_rows):
+                yield rows.slice(i, batch_rows)
+                _release(mapped)
+            return
+        idx = np.frombuffer(order.buffers()[1], dtype=np.int64, count=len(order))
+        offsets = np.cumsum([0] + [b.num_rows for b in batches])
+        live = [c for c in schema.names if c in filled or c == "t0"]
+        sorted_schema = pa.schema([schema.field(c) for c in live])
+        for i in range(0, idx.size, batch_rows):
+            part = _gather([b.select(live) for b in batches], offsets, idx[i:i + batch_rows], sorted_schema)
+            _release(mapped)
+            yield pa.Table.from_arrays([part.column(f.name) if f.name in filled or f.name == "t0"
+                                        else pa.nulls(part.num_rows, f.type) for f in schema], schema=schema)
     finally:
         scratch.unlink(missing_ok=True)
+
+
+def _map(path: Path) -> mmap.mmap:
+    """The spilled rows, memory-mapped read-only (closed when the last Arrow buffer over it goes)."""
+    with open(path, "rb") as f:
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def _release(mapped: mmap.mmap) -> None:
+    """Drops the mapped pages a slice read from this process's memory (they stay in the file and the
+    page cache, and are read again if a later slice needs them): the sort's resident memory is the
+    slice's rows, not the whole spill."""
+    if hasattr(mmap, "MADV_DONTNEED"):
+        mapped.madvise(mmap.MADV_DONTNEED)
 
 
 def _gather(batches: list[pa.RecordBatch], offsets: np.ndarray, idx: np.ndarray, schema: pa.Schema) -> pa.Table:
