@@ -38,25 +38,23 @@ def per_value(arr: pa.DictionaryArray, fn: Callable, dtype=object, null=None) ->
     return table[idx]
 
 
-def lit(text: str, n: int) -> pa.Array:
-    """n rows of one text."""
-    return call_function("take", [strings([text]), from_numpy(np.zeros(n, dtype=np.int32))])
+def lit(text: str) -> pa.Scalar:
+    """One text as an Arrow scalar (taken from an array: pa.scalar would import pandas)."""
+    return strings([text])[0]
 
 
 def concat(*parts: pa.Array | str) -> pa.Array:
     """Row-wise concatenation of string columns and texts (a null part makes the row null)."""
-    n = next(len(p) for p in parts if not isinstance(p, str))
-    arrays = [lit(p, n) if isinstance(p, str) else p for p in parts]
-    return call_function("binary_join_element_wise", [*arrays, lit("", n)])
+    return call_function("binary_join_element_wise", [*(lit(p) if isinstance(p, str) else p for p in parts),
+                                                      lit("")])
 
 
 def json_args(parts: list[tuple[str, pa.Array]]) -> pa.Array:
     """`{"k": v, ...}` per row from columns already holding JSON literals (null -> null)."""
-    n = len(parts[0][1])
     pieces: list = []
     for i, (key, arr) in enumerate(parts):
         pieces.append(("{" if i == 0 else ",") + json.dumps(key) + ":")
-        pieces.append(call_function("coalesce", [arr, lit("null", n)]) if arr.null_count else arr)
+        pieces.append(call_function("coalesce", [arr, lit("null")]) if arr.null_count else arr)
     pieces.append("}")
     return concat(*pieces)
 
