@@ -31,6 +31,13 @@ def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return to_numpy(enc.dictionary, np.int64), to_numpy(enc.indices, np.int32)
 
 
+def choose(labels: list[str], codes: np.ndarray) -> pa.DictionaryArray:
+    """A dictionary column whose row i holds labels[codes[i]] (codes: ints or bools)."""
+    distinct = list(dict.fromkeys(labels))
+    remap = np.array([distinct.index(label) for label in labels], dtype=np.int32)
+    return pa.DictionaryArray.from_arrays(from_numpy(remap[codes.astype(np.intp)]), strings(distinct))
+
+
 def per_value(arr: pa.DictionaryArray, fn: Callable, dtype=object, null=None) -> np.ndarray:
     """fn of each distinct value, spread to the rows."""
     table = np.array([fn(v) for v in arr.dictionary.to_pylist()] + [null], dtype=dtype)

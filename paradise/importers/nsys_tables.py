@@ -19,6 +19,7 @@ from pyarrow._compute import call_function
 from paradise.format import conform
 from paradise.importers.kineto_arrow import from_numpy, strings
 from paradise.importers.nsys_arrow import (
+    choose,
     concat,
     decode,
     dictionary,
@@ -101,7 +102,7 @@ class Context:
         return dictionary(values, inv)
 
 
-def build(ctx: Context, n: int, *, kind: str | np.ndarray, pe: np.ndarray, start: np.ndarray, end: np.ndarray,
+def build(ctx: Context, n: int, *, kind: str | pa.Array, pe: np.ndarray, start: np.ndarray, end: np.ndarray,
           end_ok: np.ndarray | None = None, cat: pa.Array | str, name: pa.Array, tid: np.ndarray | None = None,
           corr: np.ndarray | None = None, nbytes: np.ndarray | None = None, stream: np.ndarray | None = None,
           step: tuple[np.ndarray, np.ndarray] | None = None, args: pa.Array | None = None,
@@ -129,12 +130,9 @@ def build(ctx: Context, n: int, *, kind: str | np.ndarray, pe: np.ndarray, start
     return conform(pa.Table.from_pydict(cols))
 
 
-def _const_or(value: str | np.ndarray | pa.Array, n: int) -> pa.Array:
+def _const_or(value: str | pa.Array, n: int) -> pa.Array:
     if isinstance(value, str):
         return pa.DictionaryArray.from_arrays(from_numpy(np.zeros(n, dtype=np.int32)), strings([value]))
-    if isinstance(value, np.ndarray):  # per-row texts from a small set
-        uniq, inv = np.unique(value, return_inverse=True)
-        return dictionary(list(uniq), inv)
     return value
 
 
@@ -205,6 +203,12 @@ def _step_number(step_re: re.Pattern, name: str | None) -> int:
     return int(digits) if len(digits) <= 10 and int(digits) < 2**31 else -1
 
 
+def _op_name(name: str | None) -> str:
+    """The op a PyTorch `emit_nvtx` range is of (`aten::mm, seq = 12, ...` -> aten::mm), else ""."""
+    m = OP_RE.match(name) if name else None
+    return m.group(1) if m else ""
+
+
 def nvtx_names(ctx: Context, text: pa.Array, text_id: np.ndarray) -> pa.Array:
     """NVTX texts: the row's own text, else its registered string (StringIds via textId)."""
     registered = ctx.names(text_id)
@@ -231,10 +235,10 @@ def runtime_rows(ctx: Context) -> Iterator[pa.Table]:
             ctx.launch_msg.append(msg[keep])
             ctx.launch_step.append(np.where(step[1], step[0], -1)[keep])
         classes, inv = unique_inverse(cls)
-        cat = np.array([API_CATS.get(int(c), "cuda_api") for c in classes], dtype=object)[inv]
-        cat = np.where(backtrace, "cuda_backtrace", cat).astype(str)
+        cat = choose([API_CATS.get(int(c), "cuda_api") for c in classes] + ["cuda_backtrace"],
+                     np.where(backtrace, classes.size, inv))
         args = json_args([("correlation", json_int(corr, corr > 0)), ("return", json_int(rv))])
-        yield build(ctx, n, kind=np.where(backtrace, "mark", "exec").astype(str), pe=pe, start=start, end=end,
+        yield build(ctx, n, kind=choose(["exec", "mark"], backtrace), pe=pe, start=start, end=end,
                     cat=cat, name=ctx.names(name_id), tid=gid & ID_MASK, corr=link, step=step, args=args)
 
 
@@ -256,7 +260,7 @@ def kernel_rows(ctx: Context) -> Iterator[pa.Table]:
                           ("short_name", json_str(ctx.names(c[7])))])
         s = int32_stream(stream)
         msg = pe.astype(np.int64) * MSG_RANK_SHIFT + corr
-        yield build(ctx, n, kind=np.where(coll, "collective", "exec").astype(str), pe=pe, start=start, end=end,
+        yield build(ctx, n, kind=choose(["exec", "collective"], coll), pe=pe, start=start, end=end,
                     cat="kernel", name=name, tid=s.astype(np.int64), corr=corr, stream=s,
                     step=device_steps(ctx, msg, corr > 0), args=args)
 
@@ -325,17 +329,18 @@ def nvtx_rows(ctx: Context) -> Iterator[pa.Table]:
         mark = np.isin(etype, NVTX_MARKS)
         step_no = per_value(name, lambda v: _step_number(ctx.step_re, v), dtype=np.int64, null=-1)
         is_step = (step_no >= 0) & ~mark & has_end
-        op = per_value(name, lambda v: OP_RE.match(v).group(1) if v and OP_RE.match(v) else "", null="")
+        ops = [_op_name(v) for v in name.dictionary.to_pylist()]  # per distinct name, not per row
+        op = per_value(name, lambda v: bool(_op_name(v)), dtype=np.bool_, null=False)
         mpi = np.isin(dom, [d for d, t in ctx.domains.items() if t == MPI_DOMAIN])
-        cat = np.where(mark, "nvtx_mark", np.where(mpi, "mpi", np.where(op != "", "cpu_op", "user_annotation")))
-        kind = np.where(mark, "mark", np.where(is_step, "step", "exec"))
+        cat = choose(["user_annotation", "cpu_op", "mpi", "nvtx_mark"], np.select([mark, mpi, op], [3, 2, 1], 0))
+        kind = choose(["exec", "step", "mark"], np.select([mark, is_step], [2, 1], 0))
         own = cpu_steps(ctx, pe, start)
         step = (np.where(is_step, step_no, own[0]), is_step | own[1])
         args = None
-        is_op = from_numpy(op != "")
-        if (op != "").any():
+        is_op = from_numpy(op)
+        if op.any():
             full = decode(name)
-            name = encode(call_function("if_else", [is_op, strings(list(op)), full]))
+            name = encode(call_function("if_else", [is_op, call_function("take", [strings(ops), name.indices]), full]))
             args = call_function("if_else", [is_op, json_args([("nvtx", json_str(encode(full)))]),
                                              pa.nulls(n, pa.string())])
         uniq, inv = unique_inverse(dom)
@@ -345,8 +350,8 @@ def nvtx_rows(ctx: Context) -> Iterator[pa.Table]:
             dom_arg = call_function("if_else", [known, json_args([("domain", json_str(dictionary(domain, inv)))]),
                                                 pa.nulls(n, pa.string())])
             args = dom_arg if args is None else call_function("coalesce", [args, dom_arg])
-        yield build(ctx, n, kind=kind.astype(str), pe=pe, start=start, end=np.where(mark, start, end),
-                    end_ok=has_end & ~mark, cat=cat.astype(str), name=name, tid=gid & ID_MASK, step=step, args=args)
+        yield build(ctx, n, kind=kind, pe=pe, start=start, end=np.where(mark, start, end),
+                    end_ok=has_end & ~mark, cat=cat, name=name, tid=gid & ID_MASK, step=step, args=args)
 
 
 def osrt_rows(ctx: Context) -> Iterator[pa.Table]:
