@@ -131,11 +131,10 @@ def _names(f: _File, tables: set[str]) -> None:
     if "ThreadNames" in tables:
         rows += exp.query("SELECT t.globalTid, s.value FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId")
     if exp.has("NVTX_EVENTS"):
-        rows += exp.query(f"SELECT globalTid, text FROM NVTX_EVENTS WHERE eventType = {NVTX_THREAD_NAME} "
-                          "AND text IS NOT NULL")
-        f.domains = {int(d): str(t) for d, t in exp.query(
-            f"SELECT domainId, text FROM NVTX_EVENTS WHERE eventType = {NVTX_DOMAIN_CREATE} AND domainId IS NOT NULL "
-            "AND text IS NOT NULL")}
+        named = exp.query(f"SELECT eventType, globalTid, domainId, text FROM NVTX_EVENTS WHERE eventType IN "
+                          f"({NVTX_THREAD_NAME}, {NVTX_DOMAIN_CREATE}) AND text IS NOT NULL")  # one scan for both
+        rows += [(gid, text) for etype, gid, _, text in named if etype == NVTX_THREAD_NAME]
+        f.domains = {int(d): str(text) for etype, _, d, text in named if etype == NVTX_DOMAIN_CREATE and d is not None}
         f.skipped = {f"nvtx_event_type_{t}": int(n) for t, n in exp.query(
             f"SELECT eventType, count(*) FROM NVTX_EVENTS WHERE eventType NOT IN {NVTX_ROWS} GROUP BY eventType")}
     for gid, name in rows:
