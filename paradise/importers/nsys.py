@@ -36,6 +36,7 @@ from paradise.importers.nsys_tables import (
     NVTX_ROWS,
     NVTX_THREAD_NAME,
     PID_SHIFT,
+    ROW_SCHEMA,
     Context,
     all_rows,
 )
@@ -298,6 +299,13 @@ def _checked(f: _File, ctx: Context) -> Iterator[pa.Table]:
                                 f"({str(exc).splitlines()[0][:80]})") from None
 
 
+def _full(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Rows of ROW_SCHEMA with the format's other columns added, null."""
+    n = table.num_rows
+    return pa.Table.from_arrays([table.column(f.name) if f.name in ROW_SCHEMA.names else pa.nulls(n, f.type)
+                                 for f in schema], schema=schema)
+
+
 def _write(files: list[_File], shift: dict[Path, int], step_re: re.Pattern, meta: dict[bytes, bytes],
            final_tmp: Path, total: int, on_progress: ProgressCallback | None) -> None:
     """Every file's rows through one ParquetWriter, in row groups of about OUT_ROW_GROUP rows."""
@@ -311,8 +319,8 @@ def _write(files: list[_File], shift: dict[Path, int], step_re: re.Pattern, meta
             ctx = Context(exp=f.exp, pids=pids, ranks=np.array([f.ranks[p] for p in pids], dtype=np.int64),
                           shift=shift[f.path], step_re=step_re, domains=f.domains)
             # the export's rows table by table, put in time order (each rank's rows then are too)
-            for table in time_ordered(_checked(f, ctx), schema, final_tmp.with_name(f"order-{i}.arrow")):
-                pending.append(table)
+            for table in time_ordered(_checked(f, ctx), ROW_SCHEMA, final_tmp.with_name(f"order-{i}.arrow")):
+                pending.append(_full(table, schema))
                 rows += table.num_rows
                 done += table.num_rows
                 if on_progress is not None:

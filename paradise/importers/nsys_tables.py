@@ -16,9 +16,10 @@ import numpy as np
 import pyarrow as pa
 from pyarrow._compute import call_function
 
-from paradise.format import conform
+from paradise.format import SCHEMA
 from paradise.importers.kineto_arrow import from_numpy, strings
 from paradise.importers.nsys_arrow import (
+    cast,
     choose,
     concat,
     decode,
@@ -60,6 +61,11 @@ MPI_DOMAIN = "MPI"
 """NVTX domain under which `nsys --trace=mpi` (before MPI tables existed) records MPI calls."""
 OP_RE = re.compile(r"^([A-Za-z_][\w.]*::[\w.]+)(?:, (?:seq|op_id|sizes|input_op_ids) = .*)?$")
 """PyTorch `emit_nvtx` op ranges (`aten::mm, seq = 12, sizes = [...]`): CPU ops named by their op."""
+
+ROW_SCHEMA = pa.schema([f for f in SCHEMA if f.name in ("kind", "pe", "t0", "t1", "tid", "cat", "name", "msg",
+                                                         "peer_pe", "bytes", "step", "stream", "args")])
+"""The columns Nsight rows fill, in the format's types and order: what is sorted and spilled (the
+format's other columns are null in every row and are added when the rows are written)."""
 
 MPI_ARG_COLUMNS = ("size", "recvSize", "remoteRank", "rootRank", "tag", "commHandle", "requestHandle")
 
@@ -127,7 +133,12 @@ def build(ctx: Context, n: int, *, kind: str | pa.Array, pe: np.ndarray, start: 
         cols["args"] = args
     if peer is not None:
         cols["peer_pe"] = from_numpy(peer.astype(np.int32), peer >= 0)
-    return conform(pa.Table.from_pydict(cols))
+    return pa.Table.from_arrays([_typed(cols[f.name], f.type) if f.name in cols else pa.nulls(n, f.type)
+                                 for f in ROW_SCHEMA], schema=ROW_SCHEMA)
+
+
+def _typed(col: pa.Array, typ: pa.DataType) -> pa.Array:
+    return col if col.type == typ else cast(col, typ)
 
 
 def _const_or(value: str | pa.Array, n: int) -> pa.Array:
