@@ -140,7 +140,7 @@ class Export:
 
     def _adbc_connection(self) -> adbc.AdbcConnection:
         if self._adbc is None:
-            db = adbc.AdbcDatabase(driver=adbc_driver_sqlite._driver_path(), uri=self.uri)
+            db = adbc_driver_sqlite.connect(self.uri)
             self._adbc = (db, adbc.AdbcConnection(db))
         return self._adbc[1]
 
