@@ -51,3 +51,4 @@ def get_engine(trace: TraceHandle, engine: str = "duckdb", scheduler: str | None
 
         return DaskEngine(trace, scheduler=scheduler, **options)
     raise ValueError(f"unknown engine {engine!r} (choose duckdb or dask)")
+
