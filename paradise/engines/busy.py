@@ -11,6 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from paradise.format.arrays import from_numpy, to_numpy, validity
+
 QUERY = "overview_pe_time"
 NONE = np.iinfo(np.int64).min
 """The running maximum end before a PE's first interval."""
@@ -78,15 +80,26 @@ def _swept(engine: Any, intervals: str) -> dict[int, list[int]]:
     for b in engine.batches(QUERY, intervals=intervals):
         if b.column(0).null_count:  # a row without a PE belongs to no PE's accounting
             b = b.filter(pc.is_valid(b.column(0)))
-        sweep.batch(*(np.asarray(b.column(i).to_numpy(zero_copy_only=False)) for i in range(4)))
+        sweep.batch(*(_values(b.column(i)) for i in range(4)))
     return sweep.totals
 
 
-def spans(groups: pa.Table) -> pa.Table:
-    """Per PE its first start and last end, from overview_pe's rows (t_first, t_last per group)."""
-    g = groups.filter(pc.is_valid(groups.column("pe")))
-    return g.group_by("pe").aggregate([("t_first", "min"), ("t_last", "max")]).rename_columns(
-        ["pe", "t_first", "t_last"]).sort_by("pe")
+def _values(col: pa.Array) -> np.ndarray:
+    """A primitive column as numpy, by its buffers (Array.to_numpy would import pandas)."""
+    return to_numpy(col, col.type.to_pandas_dtype())
+
+
+def spans(groups: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per PE (ascending) its first start and last end, from overview_pe's rows (t_first, t_last
+    per group); rows without a PE are left out."""
+    cols = [groups.column(c).combine_chunks() for c in ("pe", "t_first", "t_last")]
+    keep = validity(cols[0]) & validity(cols[1]) & validity(cols[2])
+    pe, t_first, t_last = (_values(c)[keep].astype(np.int64) for c in cols)
+    order = np.argsort(pe, kind="stable")
+    pe, t_first, t_last = pe[order], t_first[order], t_last[order]
+    starts = np.flatnonzero(np.r_[True, pe[1:] != pe[:-1]]) if len(pe) else np.zeros(0, np.intp)
+    return (pe[starts], np.minimum.reduceat(t_first, starts) if len(pe) else t_first,
+            np.maximum.reduceat(t_last, starts) if len(pe) else t_last)
 
 
 def pe_time(engine: Any, groups: pa.Table | None = None) -> pa.Table:
@@ -97,11 +110,9 @@ def pe_time(engine: Any, groups: pa.Table | None = None) -> pa.Table:
         totals = _swept(engine, "intervals")
     except Unordered:
         totals = _swept(engine, "intervals_by_time")
-    s = spans(groups if groups is not None else engine.query("overview_pe"))
-    pes = s.column("pe").to_numpy()
-    first = s.column("t_first").to_numpy().astype(np.int64)
-    last = s.column("t_last").to_numpy().astype(np.int64)
+    pes, first, last = spans(groups if groups is not None else engine.query("overview_pe"))
     t = np.array([totals.get(int(p), [0, 0, 0, 0]) for p in pes], np.int64).reshape(len(pes), 4)
     busy, covered = t[:, 0], t[:, 1]
-    return pa.table([pa.array(pes, pa.int32()), first, last, last - first, busy, covered - busy,
-                     last - first - covered, t[:, 2], t[:, 3]], schema=SCHEMA)
+    cols = [pes.astype(np.int32), first, last, last - first, busy, covered - busy, last - first - covered,
+            t[:, 2], t[:, 3]]
+    return pa.Table.from_arrays([from_numpy(np.ascontiguousarray(c)) for c in cols], schema=SCHEMA)

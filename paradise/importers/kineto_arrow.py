@@ -10,28 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-_TYPES = {
-    np.dtype(np.int64): pa.int64(),
-    np.dtype(np.int32): pa.int32(),
-    np.dtype(np.int8): pa.int8(),
-    np.dtype(np.bool_): pa.bool_(),
-}
+from paradise.format.arrays import bitmap, from_numpy, to_numpy, validity
 
-
-def _bitmap(mask: np.ndarray) -> pa.Buffer:
-    return pa.py_buffer(np.packbits(mask, bitorder="little"))
-
-
-def from_numpy(values: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
-    """An Arrow array of int64/int32/bool values; `valid` False marks nulls."""
-    values = np.ascontiguousarray(values)
-    typ = _TYPES[values.dtype]
-    data = _bitmap(values) if values.dtype == np.bool_ else pa.py_buffer(values)
-    if valid is None or bool(valid.all()):
-        return pa.Array.from_buffers(typ, len(values), [None, data], null_count=0)
-    nulls = int(len(valid) - np.count_nonzero(valid))
-    return pa.Array.from_buffers(typ, len(values), [_bitmap(valid), data], null_count=nulls)
-
+__all__ = ["from_numpy", "strings", "sparse_dict_strings", "to_numpy", "validity"]
 
 def strings(values: list) -> pa.Array:
     """A string array from str/None values (None -> null)."""
@@ -42,7 +23,7 @@ def strings(values: list) -> pa.Array:
     np.cumsum(lens, out=offsets[1:])
     valid = np.fromiter((v is not None for v in values), dtype=np.bool_, count=n)
     nulls = int(n - np.count_nonzero(valid))
-    buffers = [_bitmap(valid) if nulls else None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
+    buffers = [bitmap(valid) if nulls else None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
     return pa.Array.from_buffers(pa.string(), n, buffers, null_count=nulls)
 
 
@@ -55,28 +36,6 @@ def sparse_dict_strings(n: int, items: list[tuple[int, str]]) -> pa.DictionaryAr
         idx[i] = codes.setdefault(text, len(codes))
         valid[i] = True
     return pa.DictionaryArray.from_arrays(from_numpy(idx, valid), strings(list(codes)))
-
-
-def validity(arr: pa.Array) -> np.ndarray:
-    """True where arr holds a value."""
-    n = len(arr)
-    if arr.null_count == 0:
-        return np.ones(n, dtype=np.bool_)
-    bits = np.frombuffer(arr.buffers()[0], dtype=np.uint8)
-    return np.unpackbits(bits, bitorder="little", count=arr.offset + n)[arr.offset :].astype(np.bool_)
-
-
-def to_numpy(arr: pa.Array, dtype: type) -> np.ndarray:
-    """Values of a primitive array (nulls read as whatever the buffer holds: mask them)."""
-    n = len(arr)
-    buf = arr.buffers()[1]
-    width = 1 / 8 if dtype is np.bool_ else np.dtype(dtype).itemsize
-    if buf is None or buf.size < (arr.offset + n) * width:  # an all-null array may omit its values
-        return np.zeros(n, dtype=dtype)
-    if dtype is np.bool_:
-        bits = np.frombuffer(buf, dtype=np.uint8)
-        return np.unpackbits(bits, bitorder="little", count=arr.offset + n)[arr.offset :].astype(np.bool_)
-    return np.frombuffer(buf, dtype=dtype, count=arr.offset + n)[arr.offset :]
 
 
 def _dictionary_encode(arr: pa.Array) -> pa.DictionaryArray:
@@ -107,7 +66,7 @@ def raw_dict_strings(raws: list, to_text) -> pa.DictionaryArray:
     raw = pa.Array.from_buffers(
         pa.binary(),
         n,
-        [_bitmap(present) if nulls else None, pa.py_buffer(offsets), pa.py_buffer(b"".join(raws))],
+        [bitmap(present) if nulls else None, pa.py_buffer(offsets), pa.py_buffer(b"".join(raws))],
         null_count=nulls,
     )
     enc = _dictionary_encode(raw)

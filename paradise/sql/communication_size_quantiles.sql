@@ -3,21 +3,31 @@
 -- columns:
 --   msgs          (count of send rows)
 --   sized_msgs    (count of send rows whose payload size is known, bytes NOT NULL)
---   p50_bytes, p90_bytes, p99_bytes  (bytes: quantile_disc over the known sizes, so each is the
---                 size of a message that was sent, never a bucket edge; NULL without sized rows)
+--   p50_bytes, p90_bytes, p99_bytes  (bytes: the same value as quantile_disc over the known sizes,
+--                 the size of a message that was sent, never a bucket edge; NULL without sized rows)
 --   min_bytes, max_bytes  (bytes)
 --   small_msgs    (count of sized send rows of at most $small_bytes bytes)
 -- params: $small_bytes (the comm hint's small-message bound)
--- merge: client (exact quantiles cannot be merged from partial aggregates: they need all files of a
---   trace at once; the Dask engine runs this in its event tables over every file, where DuckDB
---   sorts only the one bytes column)
-SELECT count(*) AS msgs,
-       count(bytes) AS sized_msgs,
-       quantile_disc(bytes, 0.5) AS p50_bytes,
-       quantile_disc(bytes, 0.9) AS p90_bytes,
-       quantile_disc(bytes, 0.99) AS p99_bytes,
-       min(bytes) AS min_bytes,
-       max(bytes) AS max_bytes,
-       count(*) FILTER (WHERE bytes <= $small_bytes) AS small_msgs
-FROM events
-WHERE kind = 'send'
+-- method: a count per distinct size (a hash aggregate, which DuckDB spills under its memory limit;
+--   quantile_disc keeps every row in memory and cannot), then the smallest size whose running count
+--   reaches ceil(q * sized_msgs), which is quantile_disc's pick (tests/unit/test_size_quantiles.py).
+-- merge: client (the per-size counts of several files would merge by sum; the Dask engine runs this
+--   in its event tables over every file)
+WITH sends AS (
+    SELECT bytes FROM events WHERE kind = 'send'
+), sizes AS (
+    SELECT bytes, count(*) AS n FROM sends WHERE bytes IS NOT NULL GROUP BY bytes
+), running AS (
+    SELECT bytes, sum(n) OVER (ORDER BY bytes) AS upto, sum(n) OVER () AS total FROM sizes
+), picks AS (
+    SELECT min(bytes) FILTER (WHERE upto >= ceil(0.5 * total)) AS p50_bytes,
+           min(bytes) FILTER (WHERE upto >= ceil(0.9 * total)) AS p90_bytes,
+           min(bytes) FILTER (WHERE upto >= ceil(0.99 * total)) AS p99_bytes
+    FROM running
+), counts AS (
+    SELECT count(*) AS msgs, count(bytes) AS sized_msgs, min(bytes) AS min_bytes, max(bytes) AS max_bytes,
+           count(*) FILTER (WHERE bytes <= $small_bytes) AS small_msgs
+    FROM sends
+)
+SELECT c.msgs, c.sized_msgs, p.p50_bytes, p.p90_bytes, p.p99_bytes, c.min_bytes, c.max_bytes, c.small_msgs
+FROM counts AS c CROSS JOIN picks AS p

@@ -1,0 +1,57 @@
+"""numpy <-> Arrow by the arrays' buffers, without pyarrow's Python-object entry points.
+
+`pa.array(...)`, `Array.to_numpy()` (and `np.asarray` on an Array) make pyarrow import pandas (about 50 MB and a
+second of start-up) to check for pandas types; importers and the engines' numpy sweeps read the
+primitive buffers instead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+
+def validity(arr: pa.Array) -> np.ndarray:
+    """True where arr holds a value."""
+    n = len(arr)
+    if arr.null_count == 0:
+        return np.ones(n, dtype=np.bool_)
+    bits = np.frombuffer(arr.buffers()[0], dtype=np.uint8)
+    return np.unpackbits(bits, bitorder="little", count=arr.offset + n)[arr.offset :].astype(np.bool_)
+
+
+def to_numpy(arr: pa.Array, dtype: type) -> np.ndarray:
+    """Values of a primitive array (nulls read as whatever the buffer holds: mask them)."""
+    n = len(arr)
+    buf = arr.buffers()[1]
+    width = 1 / 8 if dtype is np.bool_ else np.dtype(dtype).itemsize
+    if buf is None or buf.size < (arr.offset + n) * width:  # an all-null array may omit its values
+        return np.zeros(n, dtype=dtype)
+    if dtype is np.bool_:
+        bits = np.frombuffer(buf, dtype=np.uint8)
+        return np.unpackbits(bits, bitorder="little", count=arr.offset + n)[arr.offset :].astype(np.bool_)
+    return np.frombuffer(buf, dtype=dtype, count=arr.offset + n)[arr.offset :]
+
+
+_TYPES = {
+    np.dtype(np.int64): pa.int64(),
+    np.dtype(np.int32): pa.int32(),
+    np.dtype(np.int8): pa.int8(),
+    np.dtype(np.bool_): pa.bool_(),
+}
+
+
+def bitmap(mask: np.ndarray) -> pa.Buffer:
+    """An Arrow validity (or boolean) bitmap of mask, LSB first."""
+    return pa.py_buffer(np.packbits(mask, bitorder="little"))
+
+
+def from_numpy(values: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
+    """An Arrow array of int64/int32/bool values; `valid` False marks nulls."""
+    values = np.ascontiguousarray(values)
+    typ = _TYPES[values.dtype]
+    data = bitmap(values) if values.dtype == np.bool_ else pa.py_buffer(values)
+    if valid is None or bool(valid.all()):
+        return pa.Array.from_buffers(typ, len(values), [None, data], null_count=0)
+    nulls = int(len(valid) - np.count_nonzero(valid))
+    return pa.Array.from_buffers(typ, len(values), [bitmap(valid), data], null_count=nulls)
