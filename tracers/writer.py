@@ -31,6 +31,11 @@ FLUSH_ROWS = 50_000
 FLUSH_INTERVAL_S = 2.0
 """Longest time rows wait in memory (checked on append), bounding what a crash can lose."""
 
+PART_WRITE = {"compression": "none", "write_statistics": False}
+"""Part files are temporary (close() compacts them into one zstd file; only a killed run keeps
+them), so they are written uncompressed and without column statistics: zstd and statistics were
+about half of a part's fixed Parquet cost (~1.3 of ~2.5 ms CPU for a 2,000-row part of 24 columns)."""
+
 PART_RE = re.compile(r"^(?P<stem>.+?)\.part-(?P<seq>\d+)\.parquet$")
 
 
@@ -126,7 +131,7 @@ class TraceWriter:
         rows, self._rows = self._rows, []
         part = self.directory / f"{self.stem}.part-{len(self._parts):06d}.parquet"
         with _exclusive_tmp(self.directory, part) as fh:
-            pq.write_table(self._table(rows), fh, compression="zstd")
+            pq.write_table(self._table(rows), fh, **PART_WRITE)
         self._parts.append(part)
         self.rows_written += len(rows)
 
