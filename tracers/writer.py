@@ -123,17 +123,24 @@ class TraceWriter:
         assert len(arrays) == width
         return pa.Table.from_arrays(arrays, schema=SCHEMA.with_metadata(make_metadata(**self.metadata)))
 
+    def _pending_table(self) -> pa.Table | None:
+        """The buffered rows as one table, taken out of the buffer (None when there are none)."""
+        if not self._rows:
+            return None
+        rows, self._rows = self._rows, []
+        return self._table(rows)
+
     def flush(self) -> None:
         """Writes the buffered rows as one complete part file."""
         self._last_flush = time.monotonic_ns()
-        if not self._rows:
+        table = self._pending_table()
+        if table is None:
             return
-        rows, self._rows = self._rows, []
         part = self.directory / f"{self.stem}.part-{len(self._parts):06d}.parquet"
         with _exclusive_tmp(self.directory, part) as fh:
-            pq.write_table(self._table(rows), fh, **PART_WRITE)
+            pq.write_table(table, fh, **PART_WRITE)
         self._parts.append(part)
-        self.rows_written += len(rows)
+        self.rows_written += table.num_rows
 
     def close(self, complete: bool = True) -> Path:
         """Flushes, then compacts the parts into one file marked complete (or not)."""
