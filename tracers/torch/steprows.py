@@ -79,13 +79,6 @@ class StepRowWriter(TraceWriter):
         self.buckets.extend(buckets)
         self.bucket_tags.extend((len(self.buckets), NO_STEP if step is None else step, start or 0))
 
-    def pending_step_rows(self) -> int:
-        return len(self.steps) // 3 + len(self.phases) // PHASE_WIDTH + len(self.buckets) // BUCKET_WIDTH
-
-    def full(self) -> bool:
-        """True when the per-step rows alone fill a part (TraceWriter.append counts only its own)."""
-        return self.pending_step_rows() + len(self._rows) >= self.flush_rows
-
     def _pe_column(self, n: int) -> pa.Array:
         return pa.array(np.full(n, self.pe, dtype=np.int32))
 

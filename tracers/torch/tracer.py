@@ -24,7 +24,7 @@ from paradise.format import COLUMN_NAMES
 from tracers.torch.clock import METHOD as CLOCK_METHOD
 from tracers.torch.clock import fake_skew, wall_clock
 from tracers.torch.steprows import StepRowWriter
-from tracers.writer import pe_file_stem
+from tracers.writer import FLUSH_ROWS, pe_file_stem
 
 COL = {name: i for i, name in enumerate(COLUMN_NAMES)}
 WIDTH = len(COLUMN_NAMES)
@@ -52,6 +52,9 @@ FAILURE_DEDUP_NS = 10_000_000_000
 """A failure within 10 s of one already recorded on the rank is the same incident seen twice
 (an exception recorded by the backward hook, then logged by the checkpoint manager or escaping
 the script): it is not written again."""
+FLUSH_PHASE_VALUES = 3 * FLUSH_ROWS // 2
+"""Phase values (3 a row) after which a step flushes even before the interval: with the step and
+bucket rows beside them, about TraceWriter's FLUSH_ROWS rows."""
 BUFFER_MAX_ROWS = 10_000
 """Rows held for a step that never ends (a loop without optimizer.step) before writing them untagged."""
 
@@ -283,7 +286,8 @@ class Tracer:
         self._prev_end = t1
         for cb in self.step_callbacks:
             cb()
-        if (time.monotonic_ns() - self.writer._last_flush > self.flush_interval_ns or self.writer.full()) and (
+        w = self.writer
+        if (time.monotonic_ns() - w._last_flush > self.flush_interval_ns or len(w.phases) > FLUSH_PHASE_VALUES) and (
             self._warmup is None or not self._warmup.is_alive()
         ):
             self.flush()
