@@ -42,10 +42,12 @@ def test_compare_with_and_without_mapping_hint(tmp_path, cli):
     assert by["pe1.busy"]["delta"] > 0 and by["pe1.busy"]["significant"]
     # PE 0 loses them (36 -> 22). Busy is wall time, so another process sharing a core during
     # one run can inflate that run's busy times 2x; PE 0's share of the busy time (0.82 -> 0.5)
-    # is what such contention leaves alone.
+    # is what such contention leaves alone. Under a machine load of 9 on 2 cores the shares came
+    # out 0.74 -> 0.59 (both PEs descheduled alike compresses the change), so the bound is 0.10,
+    # a third of the expected 0.32 drop.
     def share(side: str) -> float:
         return by["pe0.busy"][side] / (by["pe0.busy"][side] + by["pe1.busy"][side])
-    assert share("candidate") < share("base") - 0.15
+    assert share("candidate") < share("base") - 0.10
     assert perf["steps_base"] >= 16 and perf["steps_candidate"] >= 16
     rc, out, err = cli("compare", tmp_path / "default", tmp_path / "hinted")
     assert rc == 0 and "makespan" in out and "pe0.busy" in out

@@ -27,7 +27,7 @@ ENV = {**os.environ, "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1", "OMP_NUM_THREADS
 
 
 def _torchrun(*args: str, restarts: int = 1, timeout: int = 300) -> subprocess.CompletedProcess:
-    cmd = [bin_path("torchrun"), "--nproc_per_node", "2", "--max-restarts", str(restarts),
+    cmd = [bin_path("torchrun"), "--standalone", "--nproc_per_node", "2", "--max-restarts", str(restarts),
            str(SCRIPT), "--pg-timeout-s", "5", *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=ENV, cwd=ROOT)
 

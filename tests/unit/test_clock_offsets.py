@@ -78,6 +78,19 @@ def test_traces_without_offsets_read_unchanged(tmp_path):
     assert [(r["t0"], r["t1"]) for r in rows] == list(zip(T0, T1)) * 2
 
 
+def test_older_charm_traces_read_unchanged(tmp_path):
+    """The charm tracer's clock before it wrote offsets: an exit-time offset recorded, not applied."""
+    old = {"method": "host-monotonic; offset to PE 0 measured by ping at exit, not applied",
+           "offset_ns": -123_456, "residual_ns": 9_000}
+    _write(tmp_path, 0, old)
+    _write(tmp_path, 1, old)
+    trace = open_trace(tmp_path)
+    assert trace.corrections == {}
+    with DuckDBEngine(trace) as eng:
+        rows = eng.sql(SQL).to_pylist()
+    assert [(r["t0"], r["t1"]) for r in rows] == list(zip(T0, T1)) * 2
+
+
 def test_merged_file_is_corrected_once(skewed, tmp_path_factory):
     out = tmp_path_factory.mktemp("merged") / "m.parquet"
     merge_trace(skewed, out)

@@ -41,10 +41,18 @@ typedef struct {
     PyObject *on_full;     /* called at a return to the scheduler once n >= flush_rows */
 } Recorder;
 
+/* An injected clock error (tests of the clock alignment, tracers/clock.py: skewed): off by
+ * skew_offset plus skew_drift per ns since skew_origin. Off unless set_fake_skew() was called. */
+static int skew_on;
+static long long skew_offset, skew_origin;
+static double skew_drift;
+
 static inline long long now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    long long t = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    if (__builtin_expect(skew_on, 0)) t += skew_offset + (long long)(skew_drift * (double)(t - skew_origin));
+    return t;
 }
 
 static int alloc_buf(Recorder *r, Py_ssize_t cap) {
@@ -807,6 +815,12 @@ static PyTypeObject HookType = {
 
 static PyObject *M_clock(PyObject *self, PyObject *Py_UNUSED(ignored)) { return PyLong_FromLongLong(now_ns()); }
 
+static PyObject *M_set_fake_skew(PyObject *self, PyObject *args) {
+    if (!PyArg_ParseTuple(args, "LdL", &skew_offset, &skew_drift, &skew_origin)) return NULL;
+    skew_on = 1;
+    Py_RETURN_NONE;
+}
+
 static PyObject *M_use_null(PyObject *self, PyObject *obj) {
     long long v = PyLong_AsLongLong(obj);
     if (v == -1 && PyErr_Occurred()) return NULL;
@@ -818,6 +832,8 @@ static PyObject *M_use_null(PyObject *self, PyObject *obj) {
 
 static PyMethodDef M_methods[] = {
     {"clock", M_clock, METH_NOARGS, "CLOCK_MONOTONIC in ns (time.monotonic_ns)"},
+    {"set_fake_skew", M_set_fake_skew, METH_VARARGS,
+     "set_fake_skew(offset_ns, drift, origin_ns): clock() and the recorder's times run off (tests)"},
     {"use_null", M_use_null, METH_O, "use_null(NULL): the null object Python code passes (read without conversion)"},
     {NULL}};
 

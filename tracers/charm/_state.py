@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
 from tracers.charm.identity import MAIN_COLL, Registry
 from tracers.charm.rowbuf import MSG_PE_SHIFT, Strings, make_recorder
+from tracers.clock import ENV_FAKE_SKEW
 
-clock = time.monotonic_ns
-"""One clock for every PE on a host (CLOCK_MONOTONIC is system-wide), so times line up."""
+SKEWED: list = [time.monotonic_ns]
+"""The clock when ENV_FAKE_SKEW is set: lifecycle.open_writer puts tracers.clock.skewed there once
+the PE is known (and the native recorder's clock runs off the same way)."""
 
-__all__ = ["MSG_PE_SHIFT", "ST", "State", "clock"]
+if ENV_FAKE_SKEW in os.environ:  # tests of the clock alignment: the hooks bind `clock` at import
+    def clock() -> int:
+        """This PE's clock with the injected skew (SKEWED)."""
+        return SKEWED[0]()
+else:
+    clock = time.monotonic_ns
+    """One clock for every PE on a host (CLOCK_MONOTONIC is system-wide), so times line up."""
+
+__all__ = ["SKEWED", "MSG_PE_SHIFT", "ST", "State", "clock"]
 
 
 class State:
@@ -40,7 +51,12 @@ class State:
         self.failing = False
         self.abort_reason = ""
         self.open: dict[int, list] = {}  # coroutine execs paused and not finished yet
-        self.clock_meta: dict[str, Any] = {"method": "host-monotonic", "offset_ns": 0, "residual_ns": None}
+        self.clock_meta: dict[str, Any] = {"method": "host-monotonic", "residual_ns": 0}  # set by clockping
+        self.clock_offsets: dict[str, dict[str, int | None]] = {}  # this PE's offsets to PE 0 (tracers.clock)
+        self.clock_shared = True  # the PEs read one clock from the launcher's origin (clockping.setup)
+        self.clock_measured = False  # the PEs measure their offsets (clockping.decide)
+        self.clock_pending = 0  # on PE 0: PEs whose start measurement main waits for (clockping.wait_start)
+        self.clock_waiter: Any = None  # on PE 0: main's greenlet while it waits
         self.orig: dict[str, Any] = {}  # original charm4py callables we wrapped
         self.mapper: Any = None  # hints.runtime.charm_map.MappingConsumer when --hints is given
         self.entry_name: str | None = None

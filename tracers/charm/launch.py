@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -71,6 +72,7 @@ def launch(
         env["PARADISE_HINTS"] = str(Path(hints_dir).resolve())
     env["PARADISE_TRACE_ORIGIN_NS"] = str(time.monotonic_ns())
     env["PARADISE_TRACE_ORIGIN_UNIX_NS"] = str(time.time_ns())
+    env["PARADISE_TRACE_ORIGIN_HOST"] = socket.gethostname()  # CLOCK_MONOTONIC is per host
     use_bootstrap = bootstrap if bootstrap is not None else (trace_dir is not None or hints_dir is not None)
     cmd = charm_command(app, app_args, pes, bootstrap=use_bootstrap)
     pipe = subprocess.PIPE if capture else None

@@ -18,9 +18,11 @@ import time
 
 from charm4py import Chare, Reducer
 
+from tracers.charm import clockping
 from tracers.charm._state import MSG_PE_SHIFT, ST, clock
 from tracers.charm.hooks import write_unfinished
 from tracers.charm.rowbuf import say_recorder
+from tracers.clock import END_TIMEOUT_S
 
 FLUSH_TICK_S = 1.0
 """A quiet PE flushes its rows this often, so a killed quiet PE (a hang) loses at most ~1 s of events."""
@@ -31,8 +33,8 @@ BUSY_FLUSH_S = 2.0
 """A busy PE writes at least this often, so a killed busy PE loses at most ~2 s of events (as before the native recorder)."""
 ABORT_GRACE_S = 3.0
 """How long an aborting PE waits for the others to close their files before aborting anyway."""
-PING_ROUNDS = 3
-"""Clock-offset ping rounds at exit; the round with the shortest round trip is kept."""
+ORIGIN_HOST = "PARADISE_TRACE_ORIGIN_HOST"
+"""Host of the launcher that set PARADISE_TRACE_ORIGIN_NS (tracers.charm.launch)."""
 
 
 def _charm():
@@ -49,12 +51,17 @@ def open_writer() -> None:
     ST.pe, ST.pes = charm.myPe(), charm.numPes()
     ST.msg_base = ST.pe << MSG_PE_SHIFT
     env_origin = os.environ.get("PARADISE_TRACE_ORIGIN_NS")
+    host = socket.gethostname()
     if env_origin:
         ST.origin = int(env_origin)
         ST.origin_unix = int(os.environ.get("PARADISE_TRACE_ORIGIN_UNIX_NS", "0")) or None
+        if ST.origin_unix and os.environ.get(ORIGIN_HOST, host) != host:
+            # the launcher's CLOCK_MONOTONIC is not this host's: its origin placed here by the wall
+            # clocks (the measured offsets correct what those disagree by)
+            ST.origin = time.monotonic_ns() - (time.time_ns() - ST.origin_unix)
     else:
-        ST.origin, ST.origin_unix = clock(), time.time_ns()
-        ST.clock_meta["method"] = "per-PE start (no launcher origin)"
+        ST.origin, ST.origin_unix = time.monotonic_ns(), time.time_ns()
+    clockping.setup(launcher_origin=bool(env_origin))
     ST.writer = PackedWriter(
         ST.trace_dir,
         ST.pe,
@@ -63,7 +70,7 @@ def open_writer() -> None:
         source="charm4py",
         program=ST.program,
         pes=ST.pes,
-        hosts={str(ST.pe): socket.gethostname()},
+        hosts={str(ST.pe): host},
         clock=dict(ST.clock_meta),
         origin_ns=ST.origin_unix,
         names={"coll": "chare class + '#' + creation ordinal", "msg": "(src_pe << 40) | seq"},
@@ -119,7 +126,11 @@ class _TracerGroup(Chare):
     def __init__(self):
         ST.group = self.thisProxy
         _charm().scheduleCallableAfter(_tick, FLUSH_TICK_S)
-        self.code, self.round, self.waiting, self.best = None, 0, 0, {}
+        self.code, self.waiting, self.finished, self.pings = None, 0, False, clockping.Pings()
+        if clockping.decide(_charm()):
+            if ST.pe == 0:  # main waits for the start measurements, not forever
+                _charm().scheduleCallableAfter(clockping.started, END_TIMEOUT_S, [True])
+            self._clock_begin("start")
 
     def _send(self, fn, *args):
         ST.mute[0] += 1
@@ -128,38 +139,61 @@ class _TracerGroup(Chare):
         finally:
             ST.mute[0] -= 1
 
+    # clock offsets (clockping): PE p > 0 pings PE 0, one round trip at a time
+    def _clock_begin(self, when):
+        if ST.pe == 0:
+            return clockping.record(when, 0, 0)
+        self.pings.begin(when)
+        self._clock_ping()
+
+    def _clock_ping(self):
+        self.pings.t1 = clockping.now()
+        self._send(self.thisProxy[0].clock_ping, ST.pe)
+
+    def clock_ping(self, pe):
+        t2 = clockping.now()
+        self._send(self.thisProxy[pe].clock_pong, t2, clockping.now())
+
+    def clock_pong(self, t2, t3):
+        if self.pings.answered(t2, t3, clockping.now()):
+            return self._clock_ping()
+        if self.pings.finish() == "end":
+            return self._send(self.thisProxy[0].clock_done)
+        self._send(self.thisProxy[0].clock_started)
+        if self.pings.end_wanted:
+            self._clock_begin("end")
+
+    def clock_started(self):
+        clockping.started()
+
+    def clock_end(self):
+        """Every PE: the end measurement (after the start one, if that still runs)."""
+        if self.pings.when is not None:
+            self.pings.end_wanted = True
+        else:
+            self._clock_begin("end")
+
+    def clock_done(self):
+        self.waiting -= 1
+        if self.waiting <= 0:
+            self._finish_all()
+
+    # the end
     def begin_finish(self, code):
-        """On PE 0: a few ping rounds to measure clock offsets, then every PE closes."""
+        """On PE 0: the end clock measurement (when the PEs measure offsets), then every PE closes."""
         if self.code is not None:
             return
         self.code = code
-        self._ping_all()
+        if not ST.clock_measured:
+            return self._finish_all()
+        self.waiting = _charm().numPes() - 1
+        self._send(self.thisProxy.clock_end)
+        _charm().scheduleCallableAfter(self._finish_all, END_TIMEOUT_S)  # a PE that cannot answer
 
-    def _ping_all(self):
-        self.waiting = _charm().numPes()
-        self._send(self.thisProxy.ping, clock())
-
-    def ping(self, t_send):
-        self._send(self.thisProxy[0].pong, ST.pe, t_send, clock())
-
-    def pong(self, pe, t_send, t_remote):
-        t_recv = clock()
-        rtt = t_recv - t_send
-        if pe not in self.best or rtt < self.best[pe][1] * 2:
-            self.best[pe] = (t_remote - (t_send + t_recv) // 2, rtt // 2)
-        self.waiting -= 1
-        if self.waiting:
-            return
-        self.round += 1
-        if self.round < PING_ROUNDS:
-            return self._ping_all()
-        for q, (offset, residual) in self.best.items():
-            self._send(self.thisProxy[q].set_clock, offset, residual)
-        self._send(self.thisProxy.finish, self.code)
-
-    def set_clock(self, offset_ns, residual_ns):
-        ST.clock_meta.update(offset_ns=int(offset_ns), residual_ns=int(residual_ns),
-                             method="host-monotonic; offset to PE 0 measured by ping at exit, not applied")
+    def _finish_all(self):
+        if not self.finished:
+            self.finished = True
+            self._send(self.thisProxy.finish, self.code)
 
     def learn(self, kind, rid, name, cat):
         (ST.reg.arrays if kind == 0 else ST.reg.groups).setdefault(rid, (name, cat))
@@ -195,7 +229,7 @@ def install_lifecycle(charm, program: str) -> type:
         if hasattr(entry, "mro"):
             ST.main_coll = f"{entry.__name__}#0"
         charm.dynamic_register = sys.modules["__main__"].__dict__
-        return orig["start"](entry, classes, modules, interactive)
+        return orig["start"](clockping.after_start(entry), classes, modules, interactive)
 
     def registerMainModule():
         orig["registerMainModule"]()

@@ -386,7 +386,7 @@ def measure_clock(tr: Tracer, when: str, group: Any, timeout_s: float | None = N
     result = clock.exchange(tr.now, tr.rank, dist.get_world_size(), group, _orig["isend"], _orig["irecv"],
                             timeout_s=timeout_s)
     if result is not None:
-        tr.set_clock_offset(when, result[0], result[1], tr.now())
+        tr.set_clock_offset(when, *result)
 
 
 def align_and_place(tr: Tracer) -> None:

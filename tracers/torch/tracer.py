@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from paradise.format import COLUMN_NAMES
-from tracers.torch.clock import METHOD as CLOCK_METHOD
+from tracers.clock import record_offset
 from tracers.torch.clock import fake_skew, wall_clock
 from tracers.torch.steprows import StepRowWriter
 from tracers.writer import FLUSH_ROWS, pe_file_stem
@@ -160,12 +160,7 @@ class Tracer:
 
     def set_clock_offset(self, when: str, offset_ns: int, error_ns: int, at: int) -> None:
         """Records this rank's offset to rank 0 measured at trace time `at` (`when`: start or end)."""
-        entry = self.clock_offsets.setdefault(str(self.rank), {"t_start": at, "start_ns": offset_ns, "t_end": None,
-                                                               "end_ns": None, "error_ns": error_ns})
-        if when == "end":
-            entry.update(t_end=at, end_ns=offset_ns, error_ns=max(error_ns, entry["error_ns"] or 0))
-        self.writer.set_metadata(clock={"method": CLOCK_METHOD, "residual_ns": entry["error_ns"],
-                                        "offsets": self.clock_offsets})
+        self.writer.set_metadata(clock=record_offset(self.clock_offsets, self.rank, when, offset_ns, error_ns, at))
 
     # rows
     def new_row(self, kind: str, name: str | None, t0: int, t1: int | None) -> list[Any]:

@@ -1,0 +1,42 @@
+"""The tracers' clock-offset estimator (tracers/clock.py), on round trips built here with known
+offsets and delays."""
+
+from __future__ import annotations
+
+from tracers.clock import BEST_ROUNDS, MORE_ROUNDS_S, PING_ROUNDS, SLOW_RTT_NS, best_offset, enough, sample
+
+OFFSET = 5_000  # PE 0's clock reads 5 us ahead of this PE's
+
+
+def _ping(t1: int, out_ns: int, back_ns: int, hold_ns: int = 1_000) -> tuple[int, int, int]:
+    """One round: out_ns to PE 0, hold_ns there, back_ns back (true delays)."""
+    t2 = t1 + out_ns + OFFSET
+    t3 = t2 + hold_ns
+    t4 = t3 - OFFSET + back_ns
+    return sample(t1, t2, t3, t4)
+
+
+def test_a_symmetric_round_gives_the_offset_and_its_round_trip():
+    rtt, offset, when = _ping(1_000_000, 7_000, 7_000)
+    assert (rtt, offset) == (14_000, OFFSET)
+    assert when == 1_000_000 + (7_000 + 1_000 + 7_000) // 2
+
+
+def test_median_of_the_fastest_rounds_bounded_by_half_the_slowest_of_them():
+    # lopsided slow rounds (queued one way) and 9 fast ones with small asymmetries
+    slow = [_ping(10_000_000 * k, 40_000 + 1_000 * k, 8_000) for k in range(30)]
+    fast = [_ping(500_000_000 + 10_000_000 * k, 8_000 + 200 * k, 8_000) for k in range(BEST_ROUNDS)]
+    offset, error, when = best_offset(slow + fast)
+    assert abs(offset - OFFSET) <= error
+    assert error == (16_000 + 200 * (BEST_ROUNDS - 1) + 1) // 2  # half the slowest of the fastest 9
+    assert when in {r[2] for r in fast}
+
+
+def test_enough_waits_for_fast_round_trips_up_to_a_time_limit():
+    slow = [(20_000_000, OFFSET, k) for k in range(PING_ROUNDS)]  # a crowded host: every round waited
+    assert not enough(slow[:-1], 0)
+    assert not enough(slow, 1_000_000_000)  # all within 2x of each other, but slow: go on
+    assert enough(slow, int(MORE_ROUNDS_S * 1e9))  # ... until the time is spent
+    fast = [(SLOW_RTT_NS // 50, OFFSET, k) for k in range(BEST_ROUNDS)]
+    assert enough(slow + fast, 1_000_000_000)
+    assert not enough(slow + fast[:-1], 1_000_000_000)
