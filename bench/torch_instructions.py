@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -72,6 +73,7 @@ def child(root: str, steps: int) -> None:
         if block == "traced":
             hooks.uninstall()
     tr.close(complete=True)
+    shutil.rmtree(tr.writer.directory, ignore_errors=True)
     dist.destroy_process_group()
 
 
