@@ -11,9 +11,9 @@ and the whole charmrun wall time.
 
 `--micro` first prices the hooks alone, in-process and without charmrun: a fake charm4py
 (packMsg, CkArraySend, recvArrayMsg, EntryMethod._run as cheap stand-ins) bounces one local
-array message HOPS times through the real hooks, in fresh interpreters: not hooked, hooked with
-the pure-Python recorder (PARADISE_NATIVE_RECORDER=0) and hooked with the native one; it prints
-the minimum over many short repetitions (the least-disturbed one on a busy machine). The
+array message MICRO_HOPS times through the real hooks, in fresh interpreters: not hooked, hooked
+with the pure-Python recorder (PARADISE_NATIVE_RECORDER=0) and hooked with the native one; it
+prints the minimum over MICRO_REPS short repetitions (the least-disturbed one on a busy machine). The
 difference is the tracer's CPU cost per message (one send row + one exec row + dispatch).
 `--before DIR` adds the tracer of another source tree (e.g. `git archive main | tar -x -C DIR`)
 to both measurements, run in the same rounds (PYTHONPATH=DIR for its traced runs).
@@ -116,8 +116,10 @@ def bench(path: Path, args: list[str], pes: int, reps: int, tracers: dict[str, P
     return row
 
 
-MICRO_HOPS = 20_000
-MICRO_REPS = 60
+MICRO_HOPS = 500
+MICRO_REPS = 2000
+"""Many short repetitions (~0.5 ms each, under a scheduler time slice): on a loaded machine some
+run undisturbed, and the minimum is theirs (60 x 20 000 hops moved by 2x at load 10)."""
 
 
 def _micro_child(traced: bool) -> float:

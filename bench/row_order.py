@@ -3,7 +3,8 @@ faster? The same synth charm trace twice: as written (in time order) and with ea
 shuffled; on each, side by side, each command in a fresh process:
   * window:   the per-PE window every exact exec graph needs (bench/scale.py's floor, first query:
               each exec's predecessor on its PE, `lag() OVER (PARTITION BY pe ORDER BY t0, t1)`),
-  * pe_time:  overview_pe_time (the busy/idle sweeps per PE, ordered by t0), on the DuckDB engine,
+  * pe_time:  paradise.engines.busy.pe_time (the busy/idle sweeps per PE: in row order, sorted when a
+              trace's rows are not in the format's order), on the DuckDB engine,
   * timeline: the report's timeline window (report_window_execs) over the middle 1 % of the run:
               with rows in time order, row groups outside the window are skipped by their t0/t1
               statistics (both copies have the same row-group size),
@@ -55,8 +56,9 @@ def window_cmd(path: Path) -> list[str]:
 
 
 def pe_time_cmd(path: Path) -> list[str]:
-    code = ("from paradise.engines.duckdb_engine import DuckDBEngine; from paradise.store import open_trace\n"
-            f"with DuckDBEngine(open_trace({str(path)!r})) as e: e.query('overview_pe_time')")
+    code = ("from paradise.engines.busy import pe_time; from paradise.engines.duckdb_engine import DuckDBEngine; "
+            "from paradise.store import open_trace\n"
+            f"with DuckDBEngine(open_trace({str(path)!r})) as e: pe_time(e)")
     return [sys.executable, "-c", code]
 
 

@@ -12,7 +12,9 @@ torch trace (`--torch`, default 10^8 rows), each command runs once as a subproce
             (a window per PE in (t0, t1) order) and each exec's send (a hash join on msg), on the
             fewest columns, counted rather than kept: the least an exact exec graph does,
 and prints wall and CPU seconds (the process tree's, from wait4) and peak RSS sampled every
-0.1 s (the whole process tree; for Dask the client process and its largest worker apart). A
+0.1 s (the whole process tree; for Dask the client process and its largest worker apart, and the
+CPU seconds of its two busiest worker processes with each one's share of their sum, sampled the
+same way). A
 command whose tree passes --rss-cap is killed (so the bench cannot take the machine down) and
 reported as such. Each full run is checked against the trace's ground truth (synth-truth.json).
 Then the ratios: CPU of full / scan per size and time per row growth from 10^7 to 10^8 rows.
@@ -75,6 +77,7 @@ class Run:
     rss_mib: float = 0.0  # the whole process tree at its peak
     client_mib: float = 0.0  # the command's own process
     worker_mib: float = 0.0  # its largest descendant (a Dask worker)
+    worker_cpu_s: list[float] = field(default_factory=list)  # each descendant's CPU, most first
     killed: bool = False
     out: bytes = b""
     err: str = ""
@@ -98,11 +101,15 @@ def run(cmd: list[str], cap_bytes: int) -> Run:
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, start_new_session=True)
         ps = psutil.Process(proc.pid)
         status = None
+        kid_cpu: dict[int, float] = {}
         while status is None:
             try:
                 kids = ps.children(recursive=True)
                 own = ps.memory_info().rss
                 other = [k.memory_info().rss for k in kids if k.is_running()]
+                for k in kids:
+                    c = k.cpu_times()
+                    kid_cpu[k.pid] = max(kid_cpu.get(k.pid, 0.0), c.user + c.system)
             except psutil.Error:
                 own, other = 0, []
             r.client_mib = max(r.client_mib, own / 2**20)
@@ -118,6 +125,7 @@ def run(cmd: list[str], cap_bytes: int) -> Run:
             else:
                 time.sleep(0.1)
         r.wall_s = time.perf_counter() - t
+        r.worker_cpu_s = sorted(kid_cpu.values(), reverse=True)
         try:
             os.killpg(proc.pid, signal.SIGKILL)  # leftovers of the session (a Dask nanny)
         except ProcessLookupError:
@@ -231,6 +239,10 @@ def one_size(kind: str, rows: int, pes: int, base: Path, cap: int, keep: bool,
             extra = ""
             if label == "dask" and not r.killed and not r.err:
                 extra = f"   client {r.client_mib:,.0f} MiB, largest worker {r.worker_mib:,.0f} MiB"
+                two = r.worker_cpu_s[:2]
+                if sum(two) > 0:
+                    extra += ("; worker CPU s " + ", ".join(f"{c:.1f}" for c in two) + " (shares "
+                              + ", ".join(f"{100 * c / sum(two):.0f} %" for c in two) + ")")
             print(f"  {label:5s} wall/cpu s, peak RSS MiB: {r.cell()}{extra}", flush=True)
             if label in ("full", "dask") and r.out:
                 print(f"        vs truth: {check(json.loads(r.out), truth)}", flush=True)

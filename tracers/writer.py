@@ -24,7 +24,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from paradise.format import COLUMN_NAMES, SCHEMA, make_metadata
-from paradise.format.order import time_ordered
 
 FLUSH_ROWS = 50_000
 """Rows buffered before a flush: ~2 MB of Arrow, well under a tracer's memory budget."""
@@ -146,6 +145,9 @@ class TraceWriter:
         """Flushes, then compacts the parts into one file marked complete (or not)."""
         if self._closed:
             return self.directory / f"{self.stem}.parquet"
+        # imports pyarrow.compute (~0.1 s): only when compacting
+        from paradise.format.order import time_ordered
+
         self.flush()
         self.metadata["complete"] = complete
         schema = SCHEMA.with_metadata(make_metadata(**self.metadata))

@@ -102,6 +102,12 @@ def _receiver_class() -> type:
 _ACTIVE: list = [None]  # the CombineConsumer of this process
 
 
+def _own(em: Any) -> bool:
+    """An entry method of the combiner itself (`deliver`, `learn_array`): never combined, since a
+    batch sent on a combined stream would be buffered into that stream again, without end."""
+    return getattr(em.C, "__module__", None) == __name__
+
+
 class CombineConsumer:
     """Loads comm.json on every PE once charm4py knows the PE (registerMainModule) and, when its
     streams check out, wraps the send and dispatch callables of the `charm` instance."""
@@ -149,7 +155,7 @@ class CombineConsumer:
 
     def _load(self, charm: Any) -> None:
         self.pe, pes = charm.myPe(), charm.numPes()
-        names = {em.name for em in charm.entryMethods.values()}
+        names = {em.name for em in charm.entryMethods.values() if not _own(em)}
         try:
             self.streams = parse_streams(self.path, self.program, pes, names)
         except HintError as exc:
@@ -166,7 +172,8 @@ class CombineConsumer:
         """Fills the send table with this PE's streams (by entry-method id)."""
         by_name: dict[str, list[int]] = {}
         for ep, em in charm.entryMethods.items():
-            by_name.setdefault(em.name, []).append(ep)
+            if not _own(em):
+                by_name.setdefault(em.name, []).append(ep)
         for s in self.streams:
             if s["src_pe"] != self.pe or s["dst_pe"] == self.pe:
                 continue

@@ -115,9 +115,13 @@ def sizes(hist: pd.DataFrame, q: dict[str, Any]) -> Characteristic:
 
 
 def streams(edges: pd.DataFrame, p2p_only: bool = False) -> list[dict[str, Any]]:
-    """Messages per (src_pe, dst_pe, entry) stream; with p2p_only, broadcast deliveries left out
-    (a combiner only combines point-to-point sends)."""
+    """Messages per (src_pe, dst_pe, entry) stream; with p2p_only, the streams a combiner can take:
+    broadcast deliveries left out (it combines point-to-point sends only), and messages to runtime
+    machinery (the combiner's own batches, on a run that already combines: combining those would
+    feed each batch back into its own stream)."""
     e = edges[edges["dst_pe"].notna()].astype({"dst_pe": "int64", "src_pe": "int64"})
+    if p2p_only and "dst_cat" in e:
+        e = e[e["dst_cat"].ne("runtime") | e["dst_cat"].isna()]
     if p2p_only and "bcast_msgs" in e:
         e = e.assign(msgs=e["msgs"] - e["bcast_msgs"].fillna(0).astype("int64"))
         e = e[e["msgs"] > 0]

@@ -1,6 +1,6 @@
-"""The one accounting of PE time as the analyses read it (the session's `pe_time`, from
-paradise/sql/overview_pe_time.sql): whether busy time is known, and the run's one load_imbalance,
-which the overview reports and placement reads for its mapping hint."""
+"""The one accounting of PE time as the analyses read it (the session's `pe_time`: paradise.engines.busy
+over the rows of paradise/sql/overview_pe_time.sql): whether busy time is known, and the run's one
+load_imbalance, which the overview reports and placement reads for its mapping hint."""
 
 from __future__ import annotations
 

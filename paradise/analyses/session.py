@@ -24,7 +24,9 @@ def _overview_groups(s: Session) -> Any:
 
 def _pe_time(s: Session) -> Any:
     """Each PE's span, busy, idle and other time (overview_pe_time): the one accounting every view reads."""
-    return s.engine.query("overview_pe_time")
+    from paradise.engines.busy import pe_time
+
+    return pe_time(s.engine, s.get("overview_groups"))
 
 
 def _communication_edges(s: Session) -> Any:

@@ -29,7 +29,7 @@ MEASURE = {"stencil2d": ("max_err=\\S+", "elapsed_s=([0-9.]+)"),
 """(--check, --time-regex) per example: the result lines a hinted run must reproduce, and the
 program's own measured region."""
 DEMO_TUNE = {"rounds": 4, "confidence": 0.95, "iterations": 2, "budget_min": 5.0}
-"""A small budget: 4 rounds reach p = 1/70 at best, enough for 95 % with up to 3 candidates."""
+"""A small budget: 4 paired rounds (3 degrees of freedom for the t-test), at 95 % confidence."""
 
 
 def example_program(example: str) -> Path:

@@ -30,6 +30,24 @@ class Engine(Protocol):
         arrays of their own and should not hold the whole table as well."""
         ...
 
+    def run_steps(self, fn: Any, items: list[dict[str, Any]], files: list[list[str]] | None = None) -> list[Any]:
+        """fn(duckdb connection, **item) for every item (the event layer's range and bucket steps,
+        paradise.events.partitions): in the engine's own connection one after another (DuckDB), or
+        as tasks each in a connection over its `files` (Dask); results in order."""
+        ...
+
+    def scratch_dir(self, prefix: str) -> str:
+        """A new directory for the event layer's partition files (every worker sees it), removed on close."""
+        ...
+
+    def step_memory(self) -> int:
+        """Bytes one step of run_steps may use (the partitions are sized from it)."""
+        ...
+
+    def execute(self, statement: str) -> None:
+        """A statement of the event layer's own (the view over its partition files)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -51,3 +69,4 @@ def get_engine(trace: TraceHandle, engine: str = "duckdb", scheduler: str | None
 
         return DaskEngine(trace, scheduler=scheduler, **options)
     raise ValueError(f"unknown engine {engine!r} (choose duckdb or dask)")
+

@@ -65,6 +65,26 @@ def run_group(files: list[str], text: str, params: dict[str, Any],
         con.close()
 
 
+def run_step(item: tuple[dict[str, Any], list[str]], step: Any,
+             corrections: dict[str, tuple[int, int, float]] | None = None) -> Any:
+    """One task: a step of the event layer (paradise.events.partitions), step(connection, **kwargs),
+    in a fresh DuckDB connection whose `events` view spans the item's files (none: no view)."""
+    import duckdb
+
+    from paradise.engines.duckdb_engine import events_view_sql
+
+    kwargs, files = item
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute("SET threads = 1")
+        _task_memory(con)
+        if files:
+            con.execute(events_view_sql(files, corrections))
+        return step(con, **kwargs)
+    finally:
+        con.close()
+
+
 def _task_memory(con: Any) -> None:
     """Bounds a task's DuckDB by its worker's memory limit, spilling into the worker's directory."""
     try:
@@ -158,6 +178,7 @@ class DaskEngine:
         self._cluster = None
         self._own_client = client is None
         self._events: Any = None
+        self._scratch: str | None = None
         self.client = client if client is not None else self._connect(scheduler, workers, worker_memory)
 
     def _connect(self, scheduler: str | None, workers: int, worker_memory: int | None) -> Any:
@@ -218,6 +239,38 @@ class DaskEngine:
         finally:
             self.client.cancel([f for f in futures if not f.done()])
 
+    def step_memory(self) -> int:
+        """Bytes one event-layer step (a task) may use: TASK_DUCKDB_SHARE of the smallest worker's limit."""
+        try:
+            limits = [w.get("memory_limit") or 0 for w in self.client.scheduler_info().get("workers", {}).values()]
+        except Exception:  # the scheduler went away: run_steps says so
+            limits = []
+        limit = min([x for x in limits if x] or [2 << 30])
+        return int(limit * TASK_DUCKDB_SHARE)
+
+    def scratch_dir(self, prefix: str) -> str:
+        """A new directory for the event layer's partition files, on this machine's temporary
+        directory (the workers of a LocalCluster see it; a remote cluster's workers must see the same
+        path), removed on close."""
+        import tempfile
+
+        from paradise.engines.duckdb_engine import SPILL_PREFIX
+
+        if self._scratch is None:
+            self._scratch = tempfile.mkdtemp(prefix=SPILL_PREFIX)
+        return tempfile.mkdtemp(prefix=prefix, dir=self._scratch)
+
+    def run_steps(self, fn: Any, items: list[dict[str, Any]], files: list[list[str]] | None = None) -> list[Any]:
+        """fn(connection, **item) for every item as cluster tasks (run_step), each over its own files
+        (None: all the trace's), results in order."""
+        every = [str(f) for f in self.trace.files]
+        return self.run_tasks(run_step, [(item, files[i] if files is not None else every) for i, item in enumerate(items)],
+                              step=fn, corrections=self.trace.corrections)
+
+    def execute(self, statement: str) -> None:
+        """A statement of the event layer's own (a view over its partition files), in the event tables' DuckDB."""
+        self._event_tables().execute(statement)
+
     def query(self, name: str, **params: Any) -> pa.Table:
         """Runs the stage-1 query <name> per group of files and merges by its `-- merge:` rule."""
         text = load_sql(name)
@@ -255,6 +308,11 @@ class DaskEngine:
                 self._events.close()
         finally:
             self._events = None
+            if self._scratch is not None:
+                import shutil
+
+                shutil.rmtree(self._scratch, ignore_errors=True)
+                self._scratch = None
             if self._own_client and self.client is not None:
                 self.client.close()
             if self._cluster is not None:

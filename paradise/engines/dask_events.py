@@ -41,6 +41,9 @@ class EventTables:
     def materialize(self, table: str, name: str, append: bool, params: dict[str, Any]) -> None:
         self.engine.materialize(table, name, append=append, **params)
 
+    def execute(self, statement: str) -> None:
+        self.engine.execute(statement)
+
     def open_batches(self, name: str, batch_rows: int, params: dict[str, Any]) -> pa.Schema:
         self.reader = self.engine.batches(name, batch_rows=batch_rows, **params)
         return self.reader.schema
@@ -126,6 +129,9 @@ class RemoteEvents:
 
     def materialize(self, table: str, name: str, *, append: bool = False, **params: Any) -> None:
         self._call("materialize", f"building {table}", table, name, append, params)
+
+    def execute(self, statement: str) -> None:
+        self._call("execute", "a statement", statement)
 
     def batches(self, name: str, batch_rows: int = 1 << 20, **params: Any) -> pa.RecordBatchReader:
         schema = self._call("open_batches", name, name, batch_rows, params)

@@ -7,6 +7,7 @@ removed on close; a query that cannot finish even so raises OutOfMemory with wha
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 import threading
@@ -71,34 +72,64 @@ CLOCKED_COLUMNS = ("t0", "t1", "exec_t0")
 
 def _corrected_rows(files: list[str], corrections: dict[str, tuple[int, int, float]]) -> str:
     """The files' rows with each file's clock correction (paradise.store.clock) added to its times:
-    t + offset + drift * (t - t_start), joined by file name from a table of the corrected files."""
-    values = ", ".join(
-        f"('{f.replace(chr(39), chr(39) * 2)}', {int(ts)}::BIGINT, {int(a)}::BIGINT, {float(d)!r}::DOUBLE)"
-        for f, (ts, a, d) in corrections.items()
-    )
+    t + offset + drift * (t - t_start), looked up by the row's file index in lists of the files'
+    corrections (null for a file without one). No join, so the rows keep the files' order."""
+    def column(i: int, sql_type: str) -> str:
+        values = [corrections.get(f) for f in files]
+        return "([" + ", ".join("NULL" if v is None else repr(v[i]) for v in values) + f"]::{sql_type}[])"
+
+    ts, a, d = column(0, "BIGINT"), column(1, "BIGINT"), column(2, "DOUBLE")
     shift = ", ".join(
-        f"r.{c} + coalesce(c.a + CAST(round(c.d * (r.{c} - c.ts)) AS BIGINT), 0) AS {c}" for c in CLOCKED_COLUMNS
+        f"r.{c} + coalesce({a}[r._file + 1] + CAST(round({d}[r._file + 1] * (r.{c} - {ts}[r._file + 1])) AS BIGINT), 0)"
+        f" AS {c}" for c in CLOCKED_COLUMNS
     )
     return (
-        f"SELECT r.* EXCLUDE (filename) REPLACE ({shift}) FROM ("
-        f"SELECT * FROM read_parquet({_file_list(files)}, union_by_name = true, filename = true)"
-        + _added_columns() + f") r LEFT JOIN (VALUES {values}) c(f, ts, a, d) ON r.filename = c.f"
+        f"SELECT r.* EXCLUDE (_file) REPLACE ({shift}) FROM ("
+        f"SELECT *, file_index::BIGINT AS _file FROM read_parquet({_file_list(files)}, union_by_name = true)"
+        + _added_columns() + ") r"
     )
 
 
-def events_view_sql(files: list[str], corrections: dict[str, tuple[int, int, float]] | None = None) -> str:
-    """The one place file paths enter SQL text; everything else is bound parameters. Two views:
-    `events` (the trace's rows, per-PE clock corrections applied: the only place they are) and
-    `running` (each PE's running intervals, events_running.sql)."""
+def _may_hold_pieces(files: list[str]) -> bool:
+    import pyarrow.parquet as pq
+
+    from paradise.store import may_hold_pieces
+
+    return any(may_hold_pieces(pq.ParquetFile(f)) for f in files)
+
+
+def events_view_sql(files: list[str], corrections: dict[str, tuple[int, int, float]] | None = None,
+                    pieces: bool | None = None) -> str:
+    """The one place file paths enter SQL text; everything else is bound parameters. The views:
+    `events` (the trace's rows, per-PE clock corrections applied: the only place they are),
+    `pieced` (the executions that ran in pieces, events_pieced.sql: empty when `pieces` is false, as
+    the files' footers tell when not given), `intervals` (each PE's running intervals and idle rows,
+    events_running.sql: in the trace's row order when there are no pieces), `running` (its rows
+    other than idle), `intervals_by_time` (it in (pe, t0) order) and `training_rows`
+    (events_training.sql)."""
     mine = {f: c for f, c in (corrections or {}).items() if f in set(files)}
     rows = (
         _corrected_rows(files, mine) if mine
         else f"SELECT * FROM read_parquet({_file_list(files)}, union_by_name = true)" + _added_columns()
     )
+    if pieces is None:
+        pieces = _may_hold_pieces(files)
+    pieced = load_sql("events_pieced")
+    if not pieces:
+        pieced = f"SELECT * FROM ({pieced}) WHERE false"
     return (
         f"CREATE OR REPLACE VIEW events AS {rows};\n"
-        "CREATE OR REPLACE VIEW running AS " + load_sql("events_running")
+        f"CREATE OR REPLACE VIEW pieced AS {pieced};\n"
+        "CREATE OR REPLACE VIEW intervals AS " + load_sql("events_running") + ";\n"
+        "CREATE OR REPLACE VIEW running AS SELECT * FROM intervals WHERE kind <> 'idle';\n"
+        "CREATE OR REPLACE VIEW intervals_by_time AS SELECT * FROM intervals ORDER BY pe, t0;\n"
+        "CREATE OR REPLACE VIEW training_rows AS " + load_sql("events_training")
     )
+
+
+KEPT_VIEWS = {"training_rows": "events_training"}
+"""Views the DuckDB engine replaces by a table of their rows the first time a query reads them: a
+small part of the trace that several queries read (each would scan the files again)."""
 
 
 class DuckDBEngine:
@@ -117,15 +148,22 @@ class DuckDBEngine:
         before the first query and removed on close."""
         self._own_spill = spill_dir is None
         self._spill_set = False
+        self._scratch: list[str] = []
         self.con = duckdb.connect(":memory:")
         self.con.execute("SET enable_progress_bar = false")
         self.con.execute("SET memory_limit = $m", {"m": f"{int(self.memory_limit * DUCKDB_SHARE)}B"})
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
-        self.con.execute(events_view_sql(files if files is not None else trace.sql_files(), trace.corrections))
+        files = files if files is not None else trace.sql_files()
+        pieces = trace.may_hold_pieces if files == trace.sql_files() else None
+        self.con.execute(events_view_sql(files, trace.corrections, pieces))
         self._owner = threading.get_ident()
         self._cursors: dict[int, duckdb.DuckDBPyConnection] = {}
         self._lock = threading.Lock()
+        self._kept: set[str] = set()
+        self._keep_lock = threading.Lock()
+        self.native_steps = True
+        """The event layer may keep a one-bucket exec graph as tables of this database (no Parquet round trip)."""
         self.thread_safe = True
         """paradise.analyses.runner may run analyses on this engine from several threads."""
 
@@ -180,7 +218,18 @@ class DuckDBEngine:
             f"even spilling to disk ({first}); try `paradise analyze --only overview` for the first "
             "report, a larger --memory-limit, or --engine dask on a cluster")
 
+    def _keep_views(self, text: str) -> None:
+        """Replaces each of KEPT_VIEWS that `text` reads, on first use, by a table of its rows."""
+        for view, name in KEPT_VIEWS.items():
+            if view not in self._kept and re.search(rf"\b(FROM|JOIN) {view}\b", text):
+                with self._keep_lock:
+                    if view not in self._kept:
+                        with self._guard():
+                            self._con().execute(f"DROP VIEW {view}; CREATE TABLE {view} AS {load_sql(name)}")
+                        self._kept.add(view)
+
     def sql(self, text: str, **params: Any) -> pa.Table:
+        self._keep_views(text)
         with self._guard():
             return self._con().sql(text, params=params or None).to_arrow_table()
 
@@ -193,13 +242,40 @@ class DuckDBEngine:
         if not table.isidentifier():
             raise ValueError(f"not a table name: {table!r}")
         verb = f"INSERT INTO {table}" if append else f"CREATE OR REPLACE TABLE {table} AS"
+        self._keep_views(load_sql(name))
         with self._guard():
             self._con().execute(f"{verb} {load_sql(name)}", params or None)
+
+    def execute(self, statement: str) -> None:
+        """A statement of the event layer's own (a view over its partition files), in this database."""
+        with self._guard():
+            self._con().execute(statement)
+
+    def step_memory(self) -> int:
+        """Bytes one step of the event layer may use: DuckDB's share of the budget."""
+        return int(self.memory_limit * DUCKDB_SHARE)
+
+    def scratch_dir(self, prefix: str) -> str:
+        """A new directory under the spill directory for the event layer's partition files, removed on close."""
+        self._spill()
+        Path(str(self.spill_dir)).mkdir(parents=True, exist_ok=True)
+        path = tempfile.mkdtemp(prefix=prefix, dir=self.spill_dir)
+        self._scratch.append(path)
+        return path
+
+    def run_steps(self, fn: Any, items: list[dict[str, Any]], files: list[list[str]] | None = None) -> list[Any]:
+        """fn(connection, **item) for every item, one after another in this engine's connection (each
+        step uses every thread); `files` (the rows each step needs, for engines that open one
+        connection per step) is not needed here, where `events` spans the trace."""
+        with self._guard():
+            con = self._con()
+            return [fn(con, **item) for item in items]
 
     def batches(self, name: str, batch_rows: int = 1 << 20, **params: Any) -> pa.RecordBatchReader:
         """A stage-1 query's result streamed in record batches of up to `batch_rows` rows, for
         consumers that copy it into arrays of their own (or a file) and should not hold the whole
         Arrow table as well."""
+        self._keep_views(load_sql(name))
         with self._guard():
             reader = self._con().sql(load_sql(name), params=params or None).to_arrow_reader(batch_size=batch_rows)
         return pa.RecordBatchReader.from_batches(reader.schema, self._guarded(reader))
@@ -215,6 +291,9 @@ class DuckDBEngine:
                 cur.close()
             self._cursors.clear()
         self.con.close()
+        for path in self._scratch:
+            shutil.rmtree(path, ignore_errors=True)
+        self._scratch.clear()
         if self._own_spill and self.spill_dir is not None:
             shutil.rmtree(self.spill_dir, ignore_errors=True)
             self.spill_dir = None

@@ -3,15 +3,23 @@ its sending exec and its critical predecessor (paradise/sql/scheduling_exec_grap
 
 It is built once per run (`materialize`) and read by SQL (critical path, waits, the message
 cost fit) and, for traces small enough to replay, by the what-if replay as numpy arrays. The
-client never holds it otherwise: DuckDB keeps it within its memory limit, spilling if needed.
+client never holds it otherwise: its rows live in Parquet files under the engine's spill directory.
 The per-PE work (numbering the execs, finding each send's sending exec) runs a range of PEs at a
-time, so that its sorts work on one range's rows; only the final send -> exec join spans every PE.
+time and writes its rows into `msg`-hash buckets; the send -> exec join then runs a bucket at a time
+(paradise.events.partitions), and `exec_graph` is a view over the buckets' Parquet files.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from paradise.events import partitions
 
 LATENCY_FIT_QUANTILE = 0.9
 """Gaps above this quantile are dropped before fitting (queueing noise, clock jitter)."""
@@ -48,7 +56,7 @@ EXACT_QUANTILE_MAX_EXECS = 4_000_000
 exact quantile in memory, unspillable: 8 bytes each); above, t-digest approximations."""
 
 TABLE = "exec_graph"
-"""The engine table that holds the graph."""
+"""The engine view that holds the graph."""
 
 
 @dataclass(frozen=True)
@@ -75,16 +83,7 @@ class ExecGraphInfo:
         return int(max(stated or 0, self.max_pe + 1 if self.execs else 1))
 
 
-CHUNK_EXECS = 2_000_000
-"""About this many execs per range of PEs (a PE is never split). At 10^8 synth rows (5*10^7 execs,
-`--memory-limit 2GiB`: 32 ranges) the graph took 202 CPU s in such ranges and 299 s in one
-statement; the ranges' numbering spilled nothing, the one statement's sorts 79 GB."""
-
-PARTS = ("exec_graph_pes", "exec_graph_multi", "exec_graph_execs", "exec_graph_sends")
-"""The tables the graph is built from (events_exec_*.sql), dropped once it is built."""
-
-
-def pe_ranges(pe_execs: list[tuple[int, int]], chunk_execs: int = CHUNK_EXECS) -> list[tuple[int, int]]:
+def pe_ranges(pe_execs: list[tuple[int, int]], chunk_execs: int) -> list[tuple[int, int]]:
     """Inclusive ranges of PE numbers, each holding whole PEs of about `chunk_execs` execs or one
     larger PE. `pe_execs` is (pe, execs) in PE order. Together the ranges cover every int32, so a
     PE that only sent messages (no exec) falls in one too."""
@@ -99,29 +98,44 @@ def pe_ranges(pe_execs: list[tuple[int, int]], chunk_execs: int = CHUNK_EXECS) -
     return ranges or [(-(2**31), 2**31 - 1)]
 
 
-def build_parts(engine: Any, chunk_execs: int = CHUNK_EXECS) -> None:
-    """Builds the tables the graph is joined from (PARTS): the PEs' exec counts, the messages with
-    several send rows, then the execs and the sends a range of PEs at a time."""
-    engine.materialize("exec_graph_pes", "events_exec_pes")
-    engine.materialize("exec_graph_multi", "events_exec_multisends")
-    pes = engine.query("events_exec_pe_counts")
+def _pe_table(engine: Any) -> pa.Table:
+    """Each PE's exec count, first id and first start (events_exec_pe_stats), in PE order."""
+    t = engine.query("events_exec_pe_stats").sort_by("pe")
+    execs = t.column("execs").to_numpy().astype(np.int64)
+    off = np.concatenate([[0], np.cumsum(execs)[:-1]]).astype(np.int64)
+    return pa.table({"pe": t.column("pe"), "execs": pa.array(execs), "off": pa.array(off),
+                     "pe_t0": t.column("pe_t0").cast(pa.int64())})
+
+
+def _range_files(trace: Any, lo: int, hi: int) -> list[str]:
+    """The trace's files that may hold rows of PEs lo..hi (a file without a stated PE: every range)."""
+    return [str(f) for f, meta in zip(trace.files, trace.file_metadata)
+            if meta.get("pe") is None or lo <= int(meta["pe"]) <= hi]
+
+
+def materialize(engine: Any, chunk_execs: int | None = None, buckets: int | None = None) -> ExecGraphInfo:
+    """Builds the graph in partitions (paradise.events.partitions: range steps, then bucket steps,
+    sized from the engine's memory per step unless given), makes `exec_graph` the view of its bucket
+    files, and returns its summary. One bucket on an engine that keeps tables in memory
+    (`native_steps`: DuckDB) skips the files: `exec_graph` is then a table, at in-memory speed."""
+    pes = _pe_table(engine)
     pe_execs = list(zip(pes.column("pe").to_pylist(), pes.column("execs").to_pylist()))
-    for i, (lo, hi) in enumerate(pe_ranges(pe_execs, chunk_execs)):
-        engine.materialize("exec_graph_execs", "events_exec_rows", append=i > 0, lo=lo, hi=hi)
-        engine.materialize("exec_graph_sends", "events_exec_sends", append=i > 0, lo=lo, hi=hi)
-
-
-def drop_parts(engine: Any) -> None:
-    """Drops the part tables (the graph table holds all they did)."""
-    for table in PARTS:
-        engine.sql(f"DROP TABLE IF EXISTS {table}")
-
-
-def materialize(engine: Any, chunk_execs: int = CHUNK_EXECS) -> ExecGraphInfo:
-    """Builds the graph table in the engine and returns its summary."""
-    build_parts(engine, chunk_execs)
-    engine.materialize(TABLE, "scheduling_exec_graph")
-    drop_parts(engine)
+    chunk, n_buckets = partitions.sizes(sum(n for _, n in pe_execs), engine.step_memory())
+    chunk, n_buckets = chunk_execs or chunk, buckets or n_buckets
+    root = engine.scratch_dir("execgraph-")
+    pq.write_table(pes, partitions.pes_file(root))
+    ranges = pe_ranges(pe_execs, chunk)
+    run_t0 = int(pc.min(pes.column("pe_t0")).as_py() or 0) if len(pes) else 0
+    native = n_buckets == 1 and getattr(engine, "native_steps", False)
+    engine.run_steps(partitions.range_step, [{"root": root, "i": i, "lo": lo, "hi": hi, "buckets": n_buckets,
+                                              "native": native} for i, (lo, hi) in enumerate(ranges)],
+                     files=[_range_files(engine.trace, lo, hi) for lo, hi in ranges])
+    if native:
+        engine.run_steps(partitions.native_graph, [{"table": TABLE, "run_t0": run_t0}], files=[[]])
+    else:
+        engine.run_steps(partitions.bucket_step, [{"root": root, "b": b, "run_t0": run_t0} for b in range(n_buckets)],
+                         files=[[] for _ in range(n_buckets)])
+        engine.execute(partitions.graph_view_sql(TABLE, [partitions.graph_file(root, b) for b in range(n_buckets)]))
     row = engine.query("events_exec_summary").to_pylist()[0]
     n = int(row["execs"] or 0)
     return ExecGraphInfo(execs=n, t_min=int(row["t_min"] or 0), t_max=int(row["t_max"] or 0),

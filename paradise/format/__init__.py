@@ -11,6 +11,7 @@ from enum import Enum
 from typing import Any
 
 import pyarrow as pa
+from pyarrow._compute import CastOptions, call_function
 
 FORMAT_VERSION = "1.1"
 """Major.minor. Readers accept every minor of the majors they know."""
@@ -155,7 +156,7 @@ def conform(table: pa.Table) -> pa.Table:
         if name in table.column_names:
             col = table.column(name)
             if col.type != typ:
-                col = col.cast(typ)
+                col = call_function("cast", [col], CastOptions.safe(typ))
         else:
             col = pa.nulls(table.num_rows, typ)
         cols.append(col)

@@ -3,19 +3,25 @@ the order they were written (docs/trace-format.md, "Row order").
 
 Writers whose rows arrive in another order (a tracer appends an execution when it ends, after the
 sends it made; Kineto lists events thread by thread and stream by stream) put one PE's rows in
-this order once, here, in bounded memory: the rows go to an Arrow IPC file that is memory-mapped
-back, so only its t0 column and the sort order (16 bytes a row) are held, and each output batch
-touches only the pages of its own rows. Needs only pyarrow, like the rest of the format.
+this order once, here, in bounded memory: the rows go to an Arrow IPC stream file that is
+memory-mapped back, so only its t0 column and the sort order (16 bytes a row) are held, each
+output batch touches only the pages and batches of its own rows, and the pages it read are let go
+before the next. The stream format lets each batch keep its own
+dictionaries, so dictionary columns are never decoded and encoded again. Needs only pyarrow and numpy,
+like the rest of the format; compute functions are called through pyarrow's C entry point, as
+importing pyarrow.compute costs a tenth of importing a small trace.
 """
 
 from __future__ import annotations
 
+import mmap
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+from pyarrow._compute import call_function
 
 OUT_ROWS = 1 << 17
 """Rows per table handed back: bounds the copy each output step makes."""
@@ -25,14 +31,7 @@ def in_time_order(t0: pa.Array | pa.ChunkedArray) -> bool:
     """Whether t0 never decreases."""
     if len(t0) < 2:
         return True
-    return bool(pc.all(pc.greater_equal(t0[1:], t0[:-1])).as_py())
-
-
-def _plain(schema: pa.Schema) -> pa.Schema:
-    """The schema with dictionary columns as their value type (an IPC file cannot change a
-    column's dictionary from one batch to the next; parts each have their own)."""
-    return pa.schema([pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type) else f.type, f.nullable)
-                      for f in schema], metadata=schema.metadata)
+    return bool(call_function("all", [call_function("greater_equal", [t0[1:], t0[:-1]])]).as_py())
 
 
 def time_ordered(tables: Iterable[pa.Table], schema: pa.Schema, scratch: str | os.PathLike,
@@ -40,21 +39,72 @@ def time_ordered(tables: Iterable[pa.Table], schema: pa.Schema, scratch: str | o
     """The rows of `tables` (each castable to `schema`) as tables of `schema` in time order, a
     stable sort by t0: one PE's rows, or several PEs' (in one time order, each PE's is too). `scratch` is a file path for the spilled rows, removed at the end;
     rows already in order come back as they were, without the sort."""
-    plain = _plain(schema)
     scratch = Path(scratch)
     try:
         starts: list[pa.ChunkedArray] = []
-        with pa.OSFile(str(scratch), "wb") as sink, pa.ipc.new_file(sink, plain) as writer:
+        filled: set[str] = set()  # columns holding a value somewhere: only these are sorted
+        with pa.OSFile(str(scratch), "wb") as sink, pa.ipc.new_stream(sink, schema) as writer:
             for t in tables:
-                t = t.cast(plain)
+                if not t.schema.equals(schema):
+                    t = t.cast(schema)
                 writer.write_table(t)
                 starts.append(t.column("t0"))
+                filled.update(c for c, col in zip(t.column_names, t.columns) if col.null_count < len(col))
         t0 = pa.chunked_array([c for s in starts for c in s.chunks], pa.int64())
-        order = None if in_time_order(t0) else pc.sort_indices(t0)  # sort_indices is stable
-        with pa.memory_map(str(scratch)) as source:
-            rows = pa.ipc.open_file(source).read_all()
+        order = None if in_time_order(t0) else call_function("sort_indices", [t0])  # a stable sort
+        mapped = _map(scratch)
+        batches = list(pa.ipc.open_stream(pa.BufferReader(pa.py_buffer(mapped))))
+        if order is None:
+            rows = pa.Table.from_batches(batches, schema)
             for i in range(0, rows.num_rows, batch_rows):
-                part = rows.slice(i, batch_rows) if order is None else rows.take(order.slice(i, batch_rows))
-                yield part.cast(schema)
+                yield rows.slice(i, batch_rows)
+                _release(mapped)
+            return
+        idx = np.frombuffer(order.buffers()[1], dtype=np.int64, count=len(order))
+        offsets = np.cumsum([0] + [b.num_rows for b in batches])
+        live = [c for c in schema.names if c in filled or c == "t0"]
+        sorted_schema = pa.schema([schema.field(c) for c in live])
+        for i in range(0, idx.size, batch_rows):
+            part = _gather([b.select(live) for b in batches], offsets, idx[i:i + batch_rows], sorted_schema)
+            _release(mapped)
+            yield pa.Table.from_arrays([part.column(f.name) if f.name in filled or f.name == "t0"
+                                        else pa.nulls(part.num_rows, f.type) for f in schema], schema=schema)
     finally:
         scratch.unlink(missing_ok=True)
+
+
+def _map(path: Path) -> mmap.mmap:
+    """The spilled rows, memory-mapped read-only (closed when the last Arrow buffer over it goes)."""
+    with open(path, "rb") as f:
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def _release(mapped: mmap.mmap) -> None:
+    """Drops the mapped pages a slice read from this process's memory (they stay in the file and the
+    page cache, and are read again if a later slice needs them): the sort's resident memory is the
+    slice's rows, not the whole spill."""
+    if hasattr(mmap, "MADV_DONTNEED"):
+        mapped.madvise(mmap.MADV_DONTNEED)
+
+
+def _gather(batches: list[pa.RecordBatch], offsets: np.ndarray, idx: np.ndarray, schema: pa.Schema) -> pa.Table:
+    """The rows at global positions idx, taken from only the batches they lie in.
+
+    Why: a take over the whole chunked table concatenates every batch on each call, so sorting
+    n rows in slices costs n^2; here each slice costs its own rows (one take per batch it touches,
+    then one that interleaves them)."""
+    which = np.searchsorted(offsets, idx, side="right") - 1
+    grouped = np.argsort(which, kind="stable")  # slice positions, batch by batch
+    bounds = np.searchsorted(which[grouped], np.arange(len(batches) + 1))
+    pieces = []
+    for b in np.flatnonzero(np.diff(bounds)):
+        local = idx[grouped[bounds[b]:bounds[b + 1]]] - offsets[b]
+        pieces.append(call_function("take", [batches[b], _int64(local)]))
+    back = np.empty_like(grouped)
+    back[grouped] = np.arange(grouped.size)  # slice position -> row of the concatenated pieces
+    return call_function("take", [pa.Table.from_batches(pieces, schema), _int64(back)])
+
+
+def _int64(values: np.ndarray) -> pa.Array:
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), values.size, [None, pa.py_buffer(values)])

@@ -36,6 +36,7 @@ from paradise.importers.nsys_tables import (
     NVTX_ROWS,
     NVTX_THREAD_NAME,
     PID_SHIFT,
+    ROW_SCHEMA,
     Context,
     all_rows,
 )
@@ -71,6 +72,8 @@ class _File:
     devices: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     domains: dict[int, str] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
+    device_pairs: dict[str, list[tuple]] = field(default_factory=dict)
+    """Per device table: its distinct (pid, deviceId) pairs, found by the survey."""
 
 
 def _pid_sql(col: str) -> str:
@@ -78,21 +81,32 @@ def _pid_sql(col: str) -> str:
 
 
 def _survey(f: _File) -> None:
-    """Traced pids, row counts, first time, session start, names, devices of one export."""
+    """Traced pids, row counts, first time, session start, names, devices of one export.
+
+    Two scans a table at most (SQLite's cost is per value read): counts, first start and missing
+    times in one, the distinct pids (with their devices, for device tables) in the other. A time that
+    is there but not an integer is refused when the rows are read."""
     exp = f.exp
     pids: set[int] = set()
     starts = []
     for table in exp.tables:
-        col = "globalPid" if table in DEVICE_TABLES else "globalTid"
+        device = table in DEVICE_TABLES
         where = f" WHERE eventType IN {NVTX_ROWS}" if table == "NVTX_EVENTS" else ""
-        pids |= {int(r[0]) for r in exp.query(f"SELECT DISTINCT {_pid_sql(col)} FROM {table}{where}")
-                 if r[0] is not None}
-        ends = "('integer', 'null')" if table == "NVTX_EVENTS" else "('integer')"  # marks have no end
-        n, lo, bad = exp.query(f"SELECT count(*), min(start), count(*) FILTER (WHERE typeof(start) != 'integer' "
-                               f"OR typeof(end) NOT IN {ends}) FROM {table}{where}")[0]
+        if device:
+            pairs = exp.query(f"SELECT DISTINCT {_pid_sql('globalPid')}, deviceId FROM {table}")
+            pids |= {int(pid) for pid, _ in pairs if pid is not None}
+            f.device_pairs[table] = pairs
+        else:
+            pids |= {int(r[0]) for r in exp.query(f"SELECT DISTINCT {_pid_sql('globalTid')} FROM {table}{where}")
+                     if r[0] is not None}
+        no_end = "" if table == "NVTX_EVENTS" else " OR end IS NULL"  # marks have no end
+        n, lo, bad = exp.query(f"SELECT count(*), min(start), count(*) FILTER (WHERE start IS NULL{no_end}) "
+                               f"FROM {table}{where}")[0]
         if bad:
             raise ImportFormatError(f"{f.path}: table {table} has {bad} row(s) whose start or end is not an "
                                     "integer time in ns")
+        if lo is not None and not isinstance(lo, int):
+            raise ImportFormatError(f"{f.path}: table {table} holds a start that is not an integer time in ns")
         f.counts[table] = int(n)
         if lo is not None:
             starts.append(int(lo))
@@ -118,11 +132,10 @@ def _names(f: _File, tables: set[str]) -> None:
     if "ThreadNames" in tables:
         rows += exp.query("SELECT t.globalTid, s.value FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId")
     if exp.has("NVTX_EVENTS"):
-        rows += exp.query(f"SELECT globalTid, text FROM NVTX_EVENTS WHERE eventType = {NVTX_THREAD_NAME} "
-                          "AND text IS NOT NULL")
-        f.domains = {int(d): str(t) for d, t in exp.query(
-            f"SELECT domainId, text FROM NVTX_EVENTS WHERE eventType = {NVTX_DOMAIN_CREATE} AND domainId IS NOT NULL "
-            "AND text IS NOT NULL")}
+        named = exp.query(f"SELECT eventType, globalTid, domainId, text FROM NVTX_EVENTS WHERE eventType IN "
+                          f"({NVTX_THREAD_NAME}, {NVTX_DOMAIN_CREATE}) AND text IS NOT NULL")  # one scan for both
+        rows += [(gid, text) for etype, gid, _, text in named if etype == NVTX_THREAD_NAME]
+        f.domains = {int(d): str(text) for etype, _, d, text in named if etype == NVTX_DOMAIN_CREATE and d is not None}
         f.skipped = {f"nvtx_event_type_{t}": int(n) for t, n in exp.query(
             f"SELECT eventType, count(*) FROM NVTX_EVENTS WHERE eventType NOT IN {NVTX_ROWS} GROUP BY eventType")}
     for gid, name in rows:
@@ -148,7 +161,7 @@ def _devices(f: _File, tables: set[str]) -> None:
                 gpus[int(d["id"])] = d
     for table in DEVICE_TABLES:
         if f.exp.has(table):
-            for pid, dev in f.exp.query(f"SELECT DISTINCT {_pid_sql('globalPid')}, deviceId FROM {table}"):
+            for pid, dev in f.device_pairs[table]:
                 if pid is not None and dev is not None:
                     lst = f.devices.setdefault(int(pid), [])
                     entry = gpus.get(int(dev), {"id": int(dev)})
@@ -286,6 +299,13 @@ def _checked(f: _File, ctx: Context) -> Iterator[pa.Table]:
                                 f"({str(exc).splitlines()[0][:80]})") from None
 
 
+def _full(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Rows of ROW_SCHEMA with the format's other columns added, null."""
+    n = table.num_rows
+    return pa.Table.from_arrays([table.column(f.name) if f.name in ROW_SCHEMA.names else pa.nulls(n, f.type)
+                                 for f in schema], schema=schema)
+
+
 def _write(files: list[_File], shift: dict[Path, int], step_re: re.Pattern, meta: dict[bytes, bytes],
            final_tmp: Path, total: int, on_progress: ProgressCallback | None) -> None:
     """Every file's rows through one ParquetWriter, in row groups of about OUT_ROW_GROUP rows."""
@@ -299,8 +319,8 @@ def _write(files: list[_File], shift: dict[Path, int], step_re: re.Pattern, meta
             ctx = Context(exp=f.exp, pids=pids, ranks=np.array([f.ranks[p] for p in pids], dtype=np.int64),
                           shift=shift[f.path], step_re=step_re, domains=f.domains)
             # the export's rows table by table, put in time order (each rank's rows then are too)
-            for table in time_ordered(_checked(f, ctx), schema, final_tmp.with_name(f"order-{i}.arrow")):
-                pending.append(table)
+            for table in time_ordered(_checked(f, ctx), ROW_SCHEMA, final_tmp.with_name(f"order-{i}.arrow")):
+                pending.append(_full(table, schema))
                 rows += table.num_rows
                 done += table.num_rows
                 if on_progress is not None:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
-from pyarrow._compute import call_function
+from pyarrow._compute import CastOptions, call_function
 
 from paradise.importers.kineto_arrow import from_numpy, strings, to_numpy, validity
 
@@ -24,6 +24,20 @@ def dictionary(values: list, inv: np.ndarray) -> pa.DictionaryArray:
                                           strings([v or "" for v in values]))
 
 
+def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct values in first-seen order, each row's position among them): np.unique's pair from
+    Arrow's hash table, in one pass instead of a sort."""
+    enc = call_function("dictionary_encode", [from_numpy(values.astype(np.int64))])
+    return to_numpy(enc.dictionary, np.int64), to_numpy(enc.indices, np.int32)
+
+
+def choose(labels: list[str], codes: np.ndarray) -> pa.DictionaryArray:
+    """A dictionary column whose row i holds labels[codes[i]] (codes: ints or bools)."""
+    distinct = list(dict.fromkeys(labels))
+    remap = np.array([distinct.index(label) for label in labels], dtype=np.int32)
+    return pa.DictionaryArray.from_arrays(from_numpy(remap[codes.astype(np.intp)]), strings(distinct))
+
+
 def per_value(arr: pa.DictionaryArray, fn: Callable, dtype=object, null=None) -> np.ndarray:
     """fn of each distinct value, spread to the rows."""
     table = np.array([fn(v) for v in arr.dictionary.to_pylist()] + [null], dtype=dtype)
@@ -31,31 +45,43 @@ def per_value(arr: pa.DictionaryArray, fn: Callable, dtype=object, null=None) ->
     return table[idx]
 
 
-def lit(text: str, n: int) -> pa.Array:
-    """n rows of one text."""
-    return call_function("take", [strings([text]), from_numpy(np.zeros(n, dtype=np.int32))])
+def lit(text: str) -> pa.Scalar:
+    """One text as an Arrow scalar (taken from an array: pa.scalar would import pandas)."""
+    return strings([text])[0]
 
 
 def concat(*parts: pa.Array | str) -> pa.Array:
     """Row-wise concatenation of string columns and texts (a null part makes the row null)."""
-    n = next(len(p) for p in parts if not isinstance(p, str))
-    arrays = [lit(p, n) if isinstance(p, str) else p for p in parts]
-    return call_function("binary_join_element_wise", [*arrays, lit("", n)])
+    return call_function("binary_join_element_wise", [*(lit(p) if isinstance(p, str) else p for p in parts),
+                                                      lit("")])
 
 
 def json_args(parts: list[tuple[str, pa.Array]]) -> pa.Array:
     """`{"k": v, ...}` per row from columns already holding JSON literals (null -> null)."""
-    n = len(parts[0][1])
     pieces: list = []
     for i, (key, arr) in enumerate(parts):
         pieces.append(("{" if i == 0 else ",") + json.dumps(key) + ":")
-        pieces.append(call_function("coalesce", [arr, lit("null", n)]) if arr.null_count else arr)
+        pieces.append(call_function("coalesce", [arr, lit("null")]) if arr.null_count else arr)
     pieces.append("}")
     return concat(*pieces)
 
 
+def cast(arr: pa.Array, typ: pa.DataType) -> pa.Array:
+    return call_function("cast", [arr], CastOptions.safe(typ))
+
+
+def decode(arr: pa.DictionaryArray) -> pa.Array:
+    """A dictionary column as plain strings."""
+    return call_function("take", [arr.dictionary, arr.indices])
+
+
+def encode(arr: pa.Array) -> pa.DictionaryArray:
+    """A string column dictionary-encoded."""
+    return call_function("dictionary_encode", [arr])
+
+
 def json_int(values: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
-    return from_numpy(values.astype(np.int64), valid).cast(pa.string())
+    return cast(from_numpy(values.astype(np.int64), valid), pa.string())
 
 
 def json_str(arr: pa.DictionaryArray) -> pa.Array:

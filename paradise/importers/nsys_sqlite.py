@@ -11,19 +11,19 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import subprocess
-import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
+import adbc_driver_manager as adbc
+import adbc_driver_sqlite
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-from pyarrow._compute import call_function
+from pyarrow._compute import CastOptions, call_function
 
 from paradise.errors import ImportFormatError, SchemaVersionError, TruncatedTrace
-from paradise.importers.kineto_arrow import from_numpy, strings
+from paradise.importers.kineto_arrow import from_numpy, to_numpy
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 KNOWN_MAJORS = (2, 3)
@@ -31,10 +31,8 @@ KNOWN_MAJORS = (2, 3)
 META_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")
 """Where the export writes its product and schema version (3.x name first, then 2.x)."""
 REPORT_SUFFIXES = (".nsys-rep", ".qdrep")
-TEXT_SEP = "\x1f"
-"""Joins a batch's texts (ASCII unit separator); a batch whose texts hold it is read row by row."""
 BATCH_ROWS = 65_536
-"""Rows fetched from SQLite at a time: one batch of Python tuples is all that ever exists."""
+"""Rows per Arrow record batch the ADBC driver hands over: the most of a table held at once."""
 
 EVENT_TABLES: dict[str, tuple[str, ...]] = {
     "CUPTI_ACTIVITY_KIND_KERNEL": ("start", "end", "deviceId", "streamId", "correlationId", "globalPid",
@@ -64,7 +62,10 @@ class Export:
     con: sqlite3.Connection
     version: str
     product: str
+    uri: str = ""
+    """The read-only SQLite URI both connections open (sqlite3 for small queries, ADBC for the rows)."""
     tables: dict[str, set[str]] = field(default_factory=dict)
+    _adbc: tuple[adbc.AdbcDatabase, adbc.AdbcConnection] | None = None
 
     def has(self, table: str) -> bool:
         return table in self.tables
@@ -77,58 +78,82 @@ class Export:
             raise _damaged(self.path, exc) from None
 
     def int_columns(self, table: str, exprs: list[str], where: str = "") -> Iterator[list[np.ndarray]]:
-        """Integer columns of a table, BATCH_ROWS rowids at a time, without a Python object per value.
+        """Integer columns of a table in rowid order, BATCH_ROWS rows at a time (NULL reads as -1).
 
-        Why: building one tuple per row is most of the cost of fetchmany; SQLite's group_concat
-        joins a batch's values of each column into one text in C, and numpy parses it in C. The
-        aggregates of one query see the rows in the same order, so the columns stay aligned.
-        NULL reads as -1; a value that is not an integer is refused, naming the table.
+        Read through the ADBC SQLite driver: SQLite's rows become Arrow record batches in C, streamed,
+        so no Python object is made per value. A value that is not an integer is refused, naming the table.
         """
-        for _, _, cols, _ in self._concat(table, exprs, None, where):
+        for cols, _ in self._batches(table, exprs, None, where):
             yield cols
 
     def text_columns(self, table: str, exprs: list[str], text: str,
                      where: str = "") -> Iterator[tuple[list[np.ndarray], pa.Array]]:
-        """int_columns plus one text column (Arrow strings, NULL kept), joined in SQLite, split in Arrow."""
-        for first, last, cols, joined in self._concat(table, [*exprs, f"({text}) IS NULL"], text, where):
-            n = cols[0].size
-            texts = call_function("split_pattern", [strings([joined or ""])],
-                                  pc.SplitPatternOptions(TEXT_SEP)).flatten()
-            if len(texts) != n:  # a text holding the separator: this batch row by row
-                sql = f"SELECT {text} FROM {table} WHERE rowid BETWEEN ? AND ?{_and(where)} ORDER BY rowid"
-                texts = strings([r[0] if isinstance(r[0], str) else None for r in self.query(sql, (first, last))])
-            null = from_numpy(cols[-1].astype(np.bool_))
-            yield cols[:-1], call_function("if_else", [null, pa.nulls(n, pa.string()), texts])
+        """int_columns plus one text column (Arrow strings, NULL kept)."""
+        yield from self._batches(table, exprs, text, where)  # type: ignore[misc]
 
-    def _concat(self, table: str, exprs: list[str], text: str | None,
-                where: str) -> Iterator[tuple[int, int, list[np.ndarray], str | None]]:
-        """(first rowid, last rowid, int columns, joined text) per batch of rowids."""
-        lo, hi = self.query(f"SELECT min(rowid), max(rowid) FROM {table}")[0]
-        if lo is None:
-            return
-        agg = [f"group_concat(ifnull({e}, -1))" for e in exprs]
+    def _batches(self, table: str, exprs: list[str], text: str | None,
+                 where: str) -> Iterator[tuple[list[np.ndarray], pa.Array | None]]:
+        sel = [f"ifnull({e}, -1)" for e in exprs]
         if text is not None:
-            agg.append(f"group_concat(ifnull(CAST({text} AS TEXT), ''), char({ord(TEXT_SEP)}))")
-        sql = f"SELECT count(*), {', '.join(agg)} FROM {table} WHERE rowid BETWEEN ? AND ?{_and(where)}"
-        for first in range(int(lo), int(hi) + 1, BATCH_ROWS):
-            last = first + BATCH_ROWS - 1
-            row = self.query(sql, (first, last))[0]
-            if not row[0]:
+            # a column of texts that opens with NULLs would be typed int64 by the driver: never NULL here
+            sel += [f"({text}) IS NULL", f"ifnull(CAST({text} AS TEXT), '')"]
+        sql = f"SELECT {', '.join(sel)} FROM {table}{_where(where)} ORDER BY rowid"
+        n_int = len(sel) - (1 if text is not None else 0)
+        for batch in self._stream(table, sql):
+            if any(batch.schema.types[i] != pa.int64() for i in range(n_int)):
+                raise self._not_integer(table)
+            cols = [to_numpy(batch.column(i), np.int64) for i in range(n_int)]
+            if text is None:
+                yield cols, None
                 continue
-            with warnings.catch_warnings():  # numpy warns (and stops) at text that is not an integer
-                warnings.simplefilter("ignore")
-                cols = [np.fromstring(t, dtype=np.int64, sep=",") for t in row[1:1 + len(exprs)]]
-            if any(c.size != row[0] for c in cols):
-                raise ImportFormatError(f"{self.path}: table {table} holds a value that is not an integer "
-                                        f"(in rowids {first} to {last})")
-            yield first, last, cols, (row[-1] if text is not None else None)
+            texts = batch.column(n_int)
+            if texts.type != pa.string():
+                texts = call_function("cast", [texts], CastOptions.safe(pa.string()))
+            null = from_numpy(cols[-1].astype(np.bool_))
+            yield cols[:-1], call_function("if_else", [null, pa.nulls(len(texts), pa.string()), texts])
+
+    def _stream(self, table: str, sql: str) -> Iterator[pa.RecordBatch]:
+        """The query's record batches from the ADBC driver; its errors refused in one line naming the table."""
+        stmt = adbc.AdbcStatement(self._adbc_connection())
+        try:
+            stmt.set_options(**{"adbc.sqlite.query.batch_rows": str(BATCH_ROWS)})
+            stmt.set_sql_query(sql)
+            handle, _ = stmt.execute_query()
+            reader = pa.RecordBatchReader._import_from_c(handle.address)
+            while True:
+                try:
+                    batch = reader.read_next_batch()
+                except StopIteration:
+                    break
+                if batch.num_rows:
+                    yield batch
+        except (adbc.Error, OSError, pa.ArrowException) as exc:
+            text = str(exc)
+            if "Type mismatch" in text:
+                raise self._not_integer(table) from None
+            raise _damaged(self.path, exc) from None
+        finally:
+            stmt.close()
+
+    def _not_integer(self, table: str) -> ImportFormatError:
+        return ImportFormatError(f"{self.path}: table {table} holds a value that is not an integer")
+
+    def _adbc_connection(self) -> adbc.AdbcConnection:
+        if self._adbc is None:
+            db = adbc_driver_sqlite.connect(self.uri)
+            self._adbc = (db, adbc.AdbcConnection(db))
+        return self._adbc[1]
 
     def close(self) -> None:
         self.con.close()
+        if self._adbc is not None:
+            self._adbc[1].close()
+            self._adbc[0].close()
+            self._adbc = None
 
 
-def _and(where: str) -> str:
-    return f" AND ({where})" if where else ""
+def _where(where: str) -> str:
+    return f" WHERE {where}" if where else ""
 
 
 def _damaged(path: Path, exc: Exception) -> ImportFormatError:
@@ -165,7 +190,7 @@ def open_export(src: Path, path: Path | None = None) -> Export:
         names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     except sqlite3.DatabaseError as exc:
         raise _damaged(path, exc) from None
-    exp = Export(path=path, con=con, version="", product="")
+    exp = Export(path=path, con=con, version="", product="", uri=uri)
     try:
         _check_version(exp, names)
         if "StringIds" not in names:

@@ -16,16 +16,21 @@ import numpy as np
 import pyarrow as pa
 from pyarrow._compute import call_function
 
-from paradise.format import conform
+from paradise.format import SCHEMA
 from paradise.importers.kineto_arrow import from_numpy, strings
 from paradise.importers.nsys_arrow import (
+    cast,
+    choose,
     concat,
+    decode,
     dictionary,
+    encode,
     int32_stream,
     json_args,
     json_int,
     json_str,
     per_value,
+    unique_inverse,
 )
 from paradise.importers.nsys_sqlite import Export
 
@@ -57,6 +62,11 @@ MPI_DOMAIN = "MPI"
 OP_RE = re.compile(r"^([A-Za-z_][\w.]*::[\w.]+)(?:, (?:seq|op_id|sizes|input_op_ids) = .*)?$")
 """PyTorch `emit_nvtx` op ranges (`aten::mm, seq = 12, sizes = [...]`): CPU ops named by their op."""
 
+ROW_SCHEMA = pa.schema([f for f in SCHEMA if f.name in ("kind", "pe", "t0", "t1", "tid", "cat", "name", "msg",
+                                                         "peer_pe", "bytes", "step", "stream", "args")])
+"""The columns Nsight rows fill, in the format's types and order: what is sorted and spilled (the
+format's other columns are null in every row and are added when the rows are written)."""
+
 MPI_ARG_COLUMNS = ("size", "recvSize", "remoteRank", "rootRank", "tag", "commHandle", "requestHandle")
 
 
@@ -87,7 +97,7 @@ class Context:
 
     def names(self, ids: np.ndarray) -> pa.DictionaryArray:
         """StringIds values for the ids (-1: null), fetched once per distinct id."""
-        uniq, inv = np.unique(ids, return_inverse=True)
+        uniq, inv = unique_inverse(ids)
         missing = [int(u) for u in uniq if int(u) not in self._names]
         for i in range(0, len(missing), 500):
             chunk = missing[i:i + 500]
@@ -98,7 +108,7 @@ class Context:
         return dictionary(values, inv)
 
 
-def build(ctx: Context, n: int, *, kind: str | np.ndarray, pe: np.ndarray, start: np.ndarray, end: np.ndarray,
+def build(ctx: Context, n: int, *, kind: str | pa.Array, pe: np.ndarray, start: np.ndarray, end: np.ndarray,
           end_ok: np.ndarray | None = None, cat: pa.Array | str, name: pa.Array, tid: np.ndarray | None = None,
           corr: np.ndarray | None = None, nbytes: np.ndarray | None = None, stream: np.ndarray | None = None,
           step: tuple[np.ndarray, np.ndarray] | None = None, args: pa.Array | None = None,
@@ -123,15 +133,17 @@ def build(ctx: Context, n: int, *, kind: str | np.ndarray, pe: np.ndarray, start
         cols["args"] = args
     if peer is not None:
         cols["peer_pe"] = from_numpy(peer.astype(np.int32), peer >= 0)
-    return conform(pa.Table.from_pydict(cols))
+    return pa.Table.from_arrays([_typed(cols[f.name], f.type) if f.name in cols else pa.nulls(n, f.type)
+                                 for f in ROW_SCHEMA], schema=ROW_SCHEMA)
 
 
-def _const_or(value: str | np.ndarray | pa.Array, n: int) -> pa.Array:
+def _typed(col: pa.Array, typ: pa.DataType) -> pa.Array:
+    return col if col.type == typ else cast(col, typ)
+
+
+def _const_or(value: str | pa.Array, n: int) -> pa.Array:
     if isinstance(value, str):
         return pa.DictionaryArray.from_arrays(from_numpy(np.zeros(n, dtype=np.int32)), strings([value]))
-    if isinstance(value, np.ndarray):  # per-row texts from a small set
-        uniq, inv = np.unique(value, return_inverse=True)
-        return dictionary(list(uniq), inv)
     return value
 
 
@@ -202,12 +214,18 @@ def _step_number(step_re: re.Pattern, name: str | None) -> int:
     return int(digits) if len(digits) <= 10 and int(digits) < 2**31 else -1
 
 
+def _op_name(name: str | None) -> str:
+    """The op a PyTorch `emit_nvtx` range is of (`aten::mm, seq = 12, ...` -> aten::mm), else ""."""
+    m = OP_RE.match(name) if name else None
+    return m.group(1) if m else ""
+
+
 def nvtx_names(ctx: Context, text: pa.Array, text_id: np.ndarray) -> pa.Array:
     """NVTX texts: the row's own text, else its registered string (StringIds via textId)."""
     registered = ctx.names(text_id)
     if text.null_count == len(text):
         return registered
-    return call_function("coalesce", [text, registered.dictionary_decode()]).dictionary_encode()
+    return encode(call_function("coalesce", [text, decode(registered)]))
 
 
 # --- tables ------------------------------------------------------------------------------------------------
@@ -227,11 +245,11 @@ def runtime_rows(ctx: Context) -> Iterator[pa.Table]:
             keep = link > 0
             ctx.launch_msg.append(msg[keep])
             ctx.launch_step.append(np.where(step[1], step[0], -1)[keep])
-        cat = np.array([API_CATS.get(int(c), "cuda_api") for c in np.unique(cls)], dtype=object)[
-            np.unique(cls, return_inverse=True)[1]]
-        cat = np.where(backtrace, "cuda_backtrace", cat).astype(str)
+        classes, inv = unique_inverse(cls)
+        cat = choose([API_CATS.get(int(c), "cuda_api") for c in classes] + ["cuda_backtrace"],
+                     np.where(backtrace, classes.size, inv))
         args = json_args([("correlation", json_int(corr, corr > 0)), ("return", json_int(rv))])
-        yield build(ctx, n, kind=np.where(backtrace, "mark", "exec").astype(str), pe=pe, start=start, end=end,
+        yield build(ctx, n, kind=choose(["exec", "mark"], backtrace), pe=pe, start=start, end=end,
                     cat=cat, name=ctx.names(name_id), tid=gid & ID_MASK, corr=link, step=step, args=args)
 
 
@@ -253,7 +271,7 @@ def kernel_rows(ctx: Context) -> Iterator[pa.Table]:
                           ("short_name", json_str(ctx.names(c[7])))])
         s = int32_stream(stream)
         msg = pe.astype(np.int64) * MSG_RANK_SHIFT + corr
-        yield build(ctx, n, kind=np.where(coll, "collective", "exec").astype(str), pe=pe, start=start, end=end,
+        yield build(ctx, n, kind=choose(["exec", "collective"], coll), pe=pe, start=start, end=end,
                     cat="kernel", name=name, tid=s.astype(np.int64), corr=corr, stream=s,
                     step=device_steps(ctx, msg, corr > 0), args=args)
 
@@ -268,7 +286,7 @@ def memcpy_rows(ctx: Context) -> Iterator[pa.Table]:
     for start, end, dev, stream, corr, gpid, nbytes, kind, sk, dk in ctx.exp.int_columns(
             "CUPTI_ACTIVITY_KIND_MEMCPY", exprs):
         key = kind * 10_000 + sk * 100 + dk
-        uniq, inv = np.unique(key, return_inverse=True)
+        uniq, inv = unique_inverse(key)
         names = [f"Memcpy {COPY_KINDS.get(int(k) // 10_000, 'Unknown')} "
                  f"({MEMORY_KINDS.get(int(k) // 100 % 100, 'Unknown')} -> {MEMORY_KINDS.get(int(k) % 100, 'Unknown')})"
                  for k in uniq]
@@ -281,7 +299,7 @@ def memset_rows(ctx: Context) -> Iterator[pa.Table]:
     mk = "ifnull(memKind, 7)" if "memKind" in ctx.exp.tables["CUPTI_ACTIVITY_KIND_MEMSET"] else "7"
     exprs = ["start", "end", "deviceId", "streamId", "ifnull(correlationId, 0)", "globalPid", "bytes", mk]
     for start, end, dev, stream, corr, gpid, nbytes, kind in ctx.exp.int_columns("CUPTI_ACTIVITY_KIND_MEMSET", exprs):
-        uniq, inv = np.unique(kind, return_inverse=True)
+        uniq, inv = unique_inverse(kind)
         names = [f"Memset ({MEMORY_KINDS.get(int(k), 'Unknown')})" for k in uniq]
         yield _device_copy(ctx, start, end, dev, stream, corr, gpid, nbytes, "gpu_memset", dictionary(names, inv),
                            [])
@@ -302,7 +320,7 @@ def sync_rows(ctx: Context) -> Iterator[pa.Table]:
     exprs = ["start", "end", "deviceId", "streamId", "ifnull(correlationId, 0)", "globalPid", "syncType"]
     for start, end, dev, stream, corr, gpid, kind in ctx.exp.int_columns("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", exprs):
         pe = ctx.rank(gpid)
-        uniq, inv = np.unique(kind, return_inverse=True)
+        uniq, inv = unique_inverse(kind)
         name = dictionary([SYNC_NAMES.get(int(k), "Unknown Sync") for k in uniq], inv)
         s = int32_stream(stream)
         args = json_args([("correlation", json_int(corr, corr > 0)), ("device", json_int(dev))])
@@ -322,28 +340,29 @@ def nvtx_rows(ctx: Context) -> Iterator[pa.Table]:
         mark = np.isin(etype, NVTX_MARKS)
         step_no = per_value(name, lambda v: _step_number(ctx.step_re, v), dtype=np.int64, null=-1)
         is_step = (step_no >= 0) & ~mark & has_end
-        op = per_value(name, lambda v: OP_RE.match(v).group(1) if v and OP_RE.match(v) else "", null="")
+        ops = [_op_name(v) for v in name.dictionary.to_pylist()]  # per distinct name, not per row
+        op = per_value(name, lambda v: bool(_op_name(v)), dtype=np.bool_, null=False)
         mpi = np.isin(dom, [d for d, t in ctx.domains.items() if t == MPI_DOMAIN])
-        cat = np.where(mark, "nvtx_mark", np.where(mpi, "mpi", np.where(op != "", "cpu_op", "user_annotation")))
-        kind = np.where(mark, "mark", np.where(is_step, "step", "exec"))
+        cat = choose(["user_annotation", "cpu_op", "mpi", "nvtx_mark"], np.select([mark, mpi, op], [3, 2, 1], 0))
+        kind = choose(["exec", "step", "mark"], np.select([mark, is_step], [2, 1], 0))
         own = cpu_steps(ctx, pe, start)
         step = (np.where(is_step, step_no, own[0]), is_step | own[1])
         args = None
-        is_op = from_numpy(op != "")
-        if (op != "").any():
-            full = name.dictionary_decode()
-            name = call_function("if_else", [is_op, strings(list(op)), full]).dictionary_encode()
-            args = call_function("if_else", [is_op, json_args([("nvtx", json_str(full.dictionary_encode()))]),
+        is_op = from_numpy(op)
+        if op.any():
+            full = decode(name)
+            name = encode(call_function("if_else", [is_op, call_function("take", [strings(ops), name.indices]), full]))
+            args = call_function("if_else", [is_op, json_args([("nvtx", json_str(encode(full)))]),
                                              pa.nulls(n, pa.string())])
-        uniq, inv = np.unique(dom, return_inverse=True)
+        uniq, inv = unique_inverse(dom)
         domain = [ctx.domains.get(int(d)) for d in uniq]
         if any(domain):
             known = from_numpy(np.array([d is not None for d in domain], dtype=np.bool_)[inv])
             dom_arg = call_function("if_else", [known, json_args([("domain", json_str(dictionary(domain, inv)))]),
                                                 pa.nulls(n, pa.string())])
             args = dom_arg if args is None else call_function("coalesce", [args, dom_arg])
-        yield build(ctx, n, kind=kind.astype(str), pe=pe, start=start, end=np.where(mark, start, end),
-                    end_ok=has_end & ~mark, cat=cat.astype(str), name=name, tid=gid & ID_MASK, step=step, args=args)
+        yield build(ctx, n, kind=kind, pe=pe, start=start, end=np.where(mark, start, end),
+                    end_ok=has_end & ~mark, cat=cat, name=name, tid=gid & ID_MASK, step=step, args=args)
 
 
 def osrt_rows(ctx: Context) -> Iterator[pa.Table]:

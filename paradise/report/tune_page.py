@@ -32,14 +32,14 @@ def _times(data: dict[str, Any]) -> Any:
 def _predictions(data: dict[str, Any]) -> Any:
     import plotly.graph_objects as go
 
-    pts = [(k, r["prediction_s"], r["outcome"]["seconds"]) for k, r in data["runs"].items()
-           if r.get("prediction_s") is not None and r["outcome"].get("ok")]
+    pts = [(r["key"], r["predicted_s"], r["measured_s"]) for e in data.get("iterations", []) for t in e["trials"]
+           for c in t["candidates"] for r in c["runs"] if r.get("predicted_s") is not None]
     fig = go.Figure(go.Scatter(x=[p[1] for p in pts], y=[p[2] for p in pts], text=[p[0] for p in pts],
                                mode="markers", name="runs"))
     if pts:
         lo, hi = min(min(p[1], p[2]) for p in pts), max(max(p[1], p[2]) for p in pts)
         fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="exact"))
-    fig.update_layout(title="What-if: predicted vs measured per hinted run (calibrated on the runs before it)",
+    fig.update_layout(title="What-if: predicted vs measured per hinted run (calibrated ratio x its round's baseline run)",
                       xaxis_title="predicted s", yaxis_title="measured s", height=380)
     return fig
 
@@ -82,7 +82,7 @@ def build(data: dict[str, Any], plotly_js: str = "") -> str:
             + (f", {data['speedup']:.2f}x" if data.get("speedup") else "")
             + f" · stopped: {escape(str(data.get('stopped')))} · {data.get('runs_measured')} runs</p>"
             f"<p class=note>what-if median abs error per hinted run: {_pct(w.get('median_abs_error_uncalibrated'))} "
-            f"as replayed, {_pct(w.get('median_abs_error_calibrated'))} after calibration. Test: one-sided Mann-Whitney U, "
+            f"as replayed, {_pct(w.get('median_abs_error_calibrated'))} after calibration. Test: one-sided paired t-test on per-round log ratios, "
             f"confidence {cmd.get('confidence')} per iteration (docs/tune.md).</p>")
     return ("<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'

@@ -7,6 +7,8 @@
 --   dst_coll, dst_obj, dst_index  (receiving object: the exec the message caused, else the send's peer_*)
 --   dst_pe                        (PE of the receiving exec, else the send's peer_pe)
 --   entry                         (entry method executed on receipt, else the send's name)
+--   dst_cat                       (category of the receiving exec: 'runtime' for runtime machinery
+--                                  such as the message combiner's `deliver`; null without an exec)
 --   msgs                          (count of deliveries; a broadcast counts once per receiver)
 --   bytes                         (bytes, sum of payload sizes over deliveries)
 --   min_bytes, max_bytes          (bytes, smallest and largest payload)
@@ -32,13 +34,14 @@ s AS (
     FROM sr SEMI JOIN multi USING (msg) GROUP BY msg
 ),
 x AS NOT MATERIALIZED (
-    SELECT msg, pe, coll, obj, index, name FROM events WHERE kind = 'exec' AND msg IS NOT NULL
+    SELECT msg, pe, coll, obj, index, name, cat FROM events WHERE kind = 'exec' AND msg IS NOT NULL
 ),
 fan AS (SELECT msg FROM x GROUP BY msg HAVING count(*) > 1)
 SELECT s.coll AS src_coll, s.obj AS src_obj, s.index AS src_index, s.pe AS src_pe,
        coalesce(x.coll, s.peer_coll) AS dst_coll, coalesce(x.obj, s.peer_obj) AS dst_obj,
        x.index AS dst_index, coalesce(x.pe, s.peer_pe) AS dst_pe,
        coalesce(x.name, s.name) AS entry,
+       x.cat AS dst_cat,
        count(*) AS msgs,
        CAST(sum(coalesce(s.bytes, 0)) AS BIGINT) AS bytes,
        min(s.bytes) AS min_bytes,

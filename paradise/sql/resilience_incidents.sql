@@ -14,10 +14,10 @@
 -- note: a rank's step rows must be in the same task as its events; per-PE files keep this.
 WITH ev AS (
     SELECT CAST(kind AS VARCHAR) AS kind, coalesce(CAST(name AS VARCHAR), '') AS name, pe, t0, t1, step, args
-    FROM events
+    FROM training_rows
     WHERE kind IN ('failure', 'restart', 'restore')
 ), st AS (
-    SELECT pe, t0, step FROM events WHERE kind = 'step'
+    SELECT pe, t0, step FROM training_rows WHERE kind = 'step'
 )
 SELECT ev.kind, ev.name, ev.pe, ev.t0, any_value(ev.t1) AS t1, any_value(ev.step) AS step,
        any_value(ev.args) AS args,

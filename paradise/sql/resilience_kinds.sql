@@ -26,7 +26,7 @@ SELECT CAST(kind AS VARCHAR) AS kind,
        max(coalesce(t1, t0)) AS t_last,
        min(step) AS step_min,
        max(step) AS step_max
-FROM events
+FROM training_rows
 WHERE kind IN ('step', 'checkpoint', 'restore', 'failure', 'restart')
 GROUP BY ALL
 ORDER BY kind, name, pe

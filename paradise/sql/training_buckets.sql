@@ -20,7 +20,7 @@ SELECT pe, step,
        CAST(sum(t1 - t0) AS BIGINT) AS dur_ns,
        min(t1 - t0) AS min_ns,
        arg_min(bytes, t1 - t0) AS min_ns_bytes
-FROM events
+FROM training_rows
 WHERE kind = 'collective' AND cat = 'ddp_bucket' AND t1 IS NOT NULL AND step IS NOT NULL
 GROUP BY pe, step
 ORDER BY pe, step

@@ -15,7 +15,7 @@
 WITH calls AS (
     SELECT name, coalesce("group", '') AS grp, pe, t0,
            row_number() OVER (PARTITION BY name, coalesce("group", ''), pe ORDER BY t0, t1) AS k
-    FROM events
+    FROM training_rows
     WHERE kind = 'collective' AND t0 IS NOT NULL
 ),
 met AS (

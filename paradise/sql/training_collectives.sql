@@ -27,7 +27,7 @@ SELECT
     min(t1 - t0) AS min_ns,
     max(t1 - t0) AS max_ns,
     CAST(max(pe) + 1 AS INTEGER) AS ranks_max
-FROM events
+FROM training_rows
 WHERE kind = 'collective' AND t1 IS NOT NULL
 GROUP BY ALL
 ORDER BY dur_ns DESC, name

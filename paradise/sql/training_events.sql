@@ -17,7 +17,7 @@ SELECT pe, kind, coalesce(name, '?') AS name, count(*) AS count,
        CAST(sum(bytes) AS BIGINT) AS bytes,
        min(t0) AS first_ns,
        arg_min(step, t0) AS first_step
-FROM events
+FROM training_rows
 WHERE kind IN ('failure', 'checkpoint', 'restore', 'restart')
 GROUP BY pe, kind, name
 ORDER BY pe, kind, name

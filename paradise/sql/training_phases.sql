@@ -11,7 +11,7 @@
 SELECT pe, name, count(*) AS calls,
        CAST(sum(t1 - t0) AS BIGINT) AS dur_ns,
        max(t1 - t0) AS max_ns
-FROM events
+FROM training_rows
 WHERE kind = 'phase' AND t1 IS NOT NULL
 GROUP BY pe, name
 ORDER BY pe, name

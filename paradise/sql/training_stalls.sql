@@ -13,7 +13,7 @@
 WITH step_rows AS (
     SELECT pe, step, t0, t1,
            row_number() OVER (PARTITION BY pe, step ORDER BY t0 DESC) AS rn
-    FROM events
+    FROM training_rows
     WHERE kind = 'step' AND step IS NOT NULL AND t1 > t0
 ),
 w AS (
@@ -28,13 +28,13 @@ gaps AS (
 ),
 io AS (
     SELECT g.pe, g.step, sum(least(e.t1, g.g1) - greatest(e.t0, g.g0)) AS io_ns
-    FROM gaps g JOIN events e
+    FROM gaps g JOIN training_rows e
       ON e.pe = g.pe AND e.kind IN ('checkpoint', 'restore') AND e.t1 IS NOT NULL
      AND e.t0 < g.g1 AND e.t1 > g.g0
     GROUP BY g.pe, g.step
 ),
 restarts AS (
-    SELECT g.pe, g.step FROM gaps g JOIN events e
+    SELECT g.pe, g.step FROM gaps g JOIN training_rows e
       ON e.pe = g.pe AND e.kind = 'restart' AND e.t0 >= g.g0 AND e.t0 <= g.g1
 )
 SELECT g.pe, g.step,

@@ -63,6 +63,27 @@ class TraceHandle:
     def sql_files(self) -> list[str]:
         return [str(f) for f in self.files]
 
+    @property
+    def may_hold_pieces(self) -> bool:
+        """Whether any file may hold `piece` rows (format 1.1), by its footer (may_hold_pieces)."""
+        return any(m.get("_pieces", True) for m in self.file_metadata)
+
+
+def may_hold_pieces(pf: pq.ParquetFile) -> bool:
+    """Whether a file may hold `piece` rows, from its footer alone: only a piece has an exec_t0, so
+    a file without the column, or whose row-group statistics count every exec_t0 null, holds none
+    (a file without statistics may)."""
+    if "exec_t0" not in pf.schema_arrow.names:
+        return False
+    col = pf.schema_arrow.get_field_index("exec_t0")
+    meta = pf.metadata
+    for i in range(meta.num_row_groups):
+        chunk = meta.row_group(i)
+        stats = chunk.column(col).statistics
+        if stats is None or not stats.has_null_count or stats.null_count != chunk.num_rows:
+            return True
+    return False
+
 
 def _trace_files(path: Path) -> list[Path]:
     """Event files of a directory: final per-PE files, plus parts of PEs that never closed."""
@@ -112,6 +133,7 @@ def _check_file(f: Path) -> tuple[dict[str, Any], int]:
     check_columns(f, schema)
     check_values(f, pf, meta)
     meta["_rows"] = pf.metadata.num_rows
+    meta["_pieces"] = may_hold_pieces(pf)
     return meta, pf.metadata.num_rows
 
 
@@ -166,6 +188,7 @@ def open_trace(path: str | Path) -> TraceHandle:
     _check_pes_unique(files, metas)
     merged = dict(metas[0])
     merged.pop("_rows", None)
+    merged.pop("_pieces", None)
     merged.pop("pe", None)
     parts_left = any(_PART_RE.match(f.name) for f in files)
     merged["complete"] = all(bool(m.get("complete")) for m in metas) and not parts_left

@@ -62,6 +62,19 @@ def useful(kind: str, doc: dict[str, Any], payload: Any) -> str | None:
     return None
 
 
+def same_hint(kind: str, a: Path, b: Path, program: str | None = None, pes: int | None = None) -> bool:
+    """Whether two files of `kind` ask the next run for the same thing (their validated payloads
+    are equal): a proposal equal to the file already kept changes nothing. False when either is
+    missing or unreadable."""
+    from hints.format import HintError
+    from hints.kinds import KINDS
+
+    try:
+        return KINDS[kind].read(a, program=program, pes=pes)[1] == KINDS[kind].read(b, program=program, pes=pes)[1]
+    except (HintError, OSError, ValueError, KeyError):
+        return False
+
+
 class CliAdvisor:
     """The real analyses, through the `paradise` commands."""
 

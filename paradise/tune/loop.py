@@ -5,6 +5,7 @@ the hinted program until nothing helps, or the iterations or the budget are spen
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import statistics
 import time
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from paradise.tune import calibrate, stats
-from paradise.tune.advisor import AdviceFailed, Advisor
+from paradise.tune.advisor import AdviceFailed, Advisor, same_hint
 from paradise.tune.record import Record
 from paradise.tune.runner import Outcome, Runner
 
@@ -44,6 +45,10 @@ def _median(xs: list[float]) -> float | None:
     return statistics.median(xs) if xs else None
 
 
+def _f3(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
 class Tune:
     """One tune into `out`; `runner` and `advisor` are the real program and analyses, or a test's."""
 
@@ -71,7 +76,8 @@ class Tune:
         o = self.runner.run(key, hints, trace, self.hang_limit() if hints is not None else None)
         self.rec.runs[key] = {"hints": sorted(p.name for p in hints.iterdir()) if hints else [],
                               "hints_dir": str(hints) if hints else None, "traced": trace is not None,
-                              "command": self.runner.command(hints, trace), "outcome": o.to_dict(), **extra}
+                              "command": self.runner.command(hints, trace), "outcome": o.to_dict(),
+                              "load": round(os.getloadavg()[0], 2), **extra}
         self.rec.save()
         return o
 
@@ -139,11 +145,15 @@ class Tune:
             prop = self.step(f"it{it}/propose", lambda: self.advisor.propose(trace, self.out / f"it{it}" / "hints"))
         except AdviceFailed as exc:
             return f"analysis of iteration {it} failed: {exc}"
+        prop = {**prop, "information": dict(prop.get("information", {}))}  # the recorded step stays as proposed
         entry["proposed"] = prop
         from hints.kinds import KINDS
 
         cands = {k: prop["candidates"][k] for k in KINDS  # registry order, on resume too
                  if k in prop["candidates"] and (self.s.kinds is None or k in self.s.kinds)}
+        for k in [k for k, v in cands.items() if self.kept_already(it, v["file"], k)]:
+            del cands[k]
+            prop.setdefault("information", {})[k] = f"{KINDS[k].file} proposed as kept already: nothing to try"
         for k, v in cands.items():
             self.echo(f"  proposed {k}: {v['summary']}")
         for k, v in prop.get("information", {}).items():
@@ -155,12 +165,12 @@ class Tune:
         kept = [c for c in singles["candidates"] if c["verdict"]["kept"]]
         if not kept:
             return self.budget_hit or f"iteration {it}: no candidate is faster at {self.s.confidence:.0%} confidence"
-        choice = min(kept, key=lambda c: c["median_s"])
+        choice = min(kept, key=lambda c: c["measured_ratio"])
         if len(kept) > 1:
             together = self.trial(it, "together", [[k for c in kept for k in c["kinds"]]], base, trace)
             entry["trials"].append(together)
             both = together["candidates"][0]
-            if both["verdict"]["kept"] and both["median_s"] <= choice["median_s"]:
+            if both["verdict"]["kept"] and both["measured_ratio"] <= choice["measured_ratio"]:
                 choice = both
             else:
                 both["verdict"]["kept"] = False
@@ -171,10 +181,15 @@ class Tune:
             if k not in self.best_kinds:
                 self.best_kinds.append(k)
         entry["chosen"] = choice["kinds"]
-        self.echo(f"  kept {'+'.join(choice['kinds'])}: median {choice['median_s']:.3f} s against "
-                  f"{choice['baseline_median_s']:.3f} s")
+        self.echo(f"  kept {'+'.join(choice['kinds'])}: {choice['measured_ratio']:.3f} x the baseline "
+                  f"(medians {choice['median_s']:.3f} s against {choice['baseline_median_s']:.3f} s)")
         self.rec.save()
         return self.budget_hit
+
+    def kept_already(self, it: int, file: str, kind: str) -> bool:
+        """A proposal equal to the file of its kind already kept (a run that already combines
+        streams is traced with them, and the analyses propose them again)."""
+        return file in self.best and same_hint(kind, self.out / f"it{it}" / "hints" / file, self.best[file])
 
     def trial(self, it: int, stage: str, kinds: list[list[str]], base: Path | None, trace: Path) -> dict[str, Any]:
         """Interleaved rounds of the current best and each candidate (kinds over the current best)."""
@@ -194,10 +209,7 @@ class Tune:
                           f"replayed gain realised so far {self.cal.factor:.2f}, from {len(self.cal.factors)} run(s))")
             cands.append({"kinds": ks, "name": name, "hints": folder, "prediction": pred, "times": [],
                           "predicted_ratio": ahead, "calibrated": self.cal.fitted,
-                          "runs": [], "dropped": None})
-        if stats.smallest_p(self.s.rounds) > alpha:
-            self.echo(f"  note: {self.s.rounds} rounds cannot reach p <= {alpha:.4g} "
-                      f"({len(kinds)} candidate(s) at {self.s.confidence:.0%}): nothing can be kept")
+                          "pairs": [], "runs": [], "dropped": None})
         base_times: list[float] = []
         for r in range(1, self.s.rounds + 1):
             if all(c["dropped"] for c in cands):
@@ -221,57 +233,88 @@ class Tune:
 
     def round(self, at: str, stage: str, r: int, base: Path | None, cands: list[dict[str, Any]],
               base_times: list[float]) -> None:
-        b = self.measure(f"{at}/{stage}/r{r}/baseline", base, None)
-        ref = self.step("reference_check", lambda: b.check) if b.ok else self.reference_check()
-        b_s = b.seconds if b.ok else None
-        if b.ok:
-            base_times.append(b.seconds)
-        elif at == "it1" and r == 1:
-            raise BaselineFailed(f"the baseline run failed: {b.error}")
-        line = [f"  {stage} round {r}/{self.s.rounds}: baseline {b_s:.3f} s" if b_s else
-                f"  {stage} round {r}/{self.s.rounds}: baseline failed"]
+        """The current best and every live candidate once, back to back, in an order that rotates
+        from round to round, the baseline included (round 1 starts with it: its check lines are the
+        reference), so load that drifts favours no one. A hinted run pairs with its round's baseline
+        run: the test compares the rounds' ratios, and what-if predicts it as the calibrated ratio
+        (fixed before the round) x that baseline run. A round the budget cuts keeps what it ran."""
         live = [c for c in cands if c["dropped"] is None]
-        shift = r % len(live) if live else 0
-        for c in live[shift:] + live[:shift]:  # a rotating order: no candidate always runs first
-            ratio = (c["prediction"] or {}).get("ratio")
-            b_ref = _median(base_times)  # the machine now: the trial's baseline runs so far, this round's included
-            pred = self.cal.predict(b_ref, ratio)
-            raw = b_ref * ratio if b_ref and ratio else None
-            o = self.measure(f"{at}/{stage}/r{r}/{c['name']}", c["hints"], None, prediction_s=pred,
-                             calibration_factor=self.cal.factor)
-            if not o.ok:
-                c["dropped"] = f"run failed: {o.error}"
-            elif ref is not None and o.check != ref:
-                c["dropped"] = f"check differs from the baseline's: {o.check!r} (baseline {ref!r})"
-            if c["dropped"]:
-                line.append(f"{c['name']} dropped ({c['dropped'][:120]})")
-                continue
-            c["times"].append(o.seconds)
-            run = {"key": f"{at}/{stage}/r{r}/{c['name']}", "predicted_s": pred, "measured_s": o.seconds,
-                   "error": calibrate.error(pred, o.seconds), "raw_error": calibrate.error(raw, o.seconds),
-                   "calibrated": self.cal.fitted}
-            c["runs"].append(run)
-            self.predictions.append(run)
-            self.cal.learn(o.seconds, b_ref, ratio)
-            said = f"predicted {pred:.3f} s, " if pred is not None else ""
-            line.append(f"{c['name']} {said}measured {o.seconds:.3f} s")
+        seq: list[dict[str, Any] | None] = [None, *live]
+        shift = (r - 1) % len(seq)
+        stated = {c["name"]: self.cal.ratio(x) if (x := (c["prediction"] or {}).get("ratio")) else None for c in live}
+        factor, fitted = self.cal.factor, self.cal.fitted
+        done: dict[str, Outcome] = {}
+        b: Outcome | None = None
+        spent: BudgetSpent | None = None
+        try:
+            for c in seq[shift:] + seq[:shift]:
+                if c is not None:
+                    done[c["name"]] = self.measure(f"{at}/{stage}/r{r}/{c['name']}", c["hints"], None,
+                                                   predicted_ratio=stated[c["name"]], calibration_factor=factor)
+                    continue
+                b = self.measure(f"{at}/{stage}/r{r}/baseline", base, None)
+                if b.ok:
+                    self.step("reference_check", lambda b=b: b.check)
+                elif at == "it1" and r == 1:
+                    raise BaselineFailed(f"the baseline run failed: {b.error}")
+        except BudgetSpent as exc:
+            if b is None and not done:
+                raise
+            spent = exc
+        b_s = b.seconds if b is not None and b.ok else None
+        if b_s is not None:
+            base_times.append(b_s)
+        line = [f"  {stage} round {r}/{self.s.rounds}: baseline " + (f"{b_s:.3f} s" if b_s else "failed")]
+        for c in live:
+            if c["name"] in done:
+                line.append(self.account(c, f"{at}/{stage}/r{r}/{c['name']}", done[c["name"]], b_s,
+                                         stated[c["name"]], fitted))
         keys = [f"{at}/{stage}/r{r}/{n}" for n in ["baseline", *(c["name"] for c in live)]]
-        self.echo(" | ".join(line) + (" (from tune.json)" if all(k in self.recorded for k in keys) else ""))
+        loads = [self.rec.runs[k]["load"] for k in keys if k in self.rec.runs and "load" in self.rec.runs[k]]
+        self.echo(" | ".join(line) + (f" (load {max(loads):.2f})" if loads else "")
+                  + (" (from tune.json)" if all(k in self.recorded for k in keys) else ""))
+        if spent is not None:
+            raise spent
+
+    def account(self, c: dict[str, Any], key: str, o: Outcome, b_s: float | None, cal: float | None,
+                fitted: bool) -> str:
+        """A hinted run into its candidate: dropped (failed, or its check differs), or its time, its
+        pair with the round's baseline, its prediction and what the calibration learns from it."""
+        ref = self.reference_check()
+        if not o.ok:
+            c["dropped"] = f"run failed: {o.error}"
+        elif ref is not None and o.check != ref:
+            c["dropped"] = f"check differs from the baseline's: {o.check!r} (baseline {ref!r})"
+        if c["dropped"]:
+            return f"{c['name']} dropped ({c['dropped'][:120]})"
+        c["times"].append(o.seconds)
+        if b_s is not None:
+            c["pairs"].append([b_s, o.seconds])
+        ratio = (c["prediction"] or {}).get("ratio")
+        pred = b_s * cal if b_s and cal else None
+        raw = b_s * ratio if b_s and ratio else None
+        run = {"key": key, "predicted_s": pred, "measured_s": o.seconds, "error": calibrate.error(pred, o.seconds),
+               "raw_error": calibrate.error(raw, o.seconds), "calibrated": fitted}
+        c["runs"].append(run)
+        self.predictions.append(run)
+        self.cal.learn(o.seconds, b_s, ratio)
+        said = f"predicted {cal:.3f} x baseline = {pred:.3f} s, " if pred is not None else ""
+        return f"{c['name']} {said}measured {o.seconds:.3f} s"
 
     def judge(self, c: dict[str, Any], base_times: list[float], alpha: float) -> dict[str, Any]:
-        test = stats.faster(c["times"], base_times)
+        test = stats.faster(c["pairs"])
         med, bmed = _median(c["times"]), _median(base_times)
-        kept = c["dropped"] is None and test.p_value <= alpha and med is not None and bmed is not None and med < bmed
+        kept = c["dropped"] is None and test.p_value <= alpha and test.ratio is not None and test.ratio < 1.0
         reason = c["dropped"] or (None if kept else f"p = {test.p_value:.4g} > {alpha:.4g}" if test.p_value > alpha
-                                  else "median not lower than the baseline's")
+                                  else "not faster than the baseline")
         pred = c["prediction"] or {}
-        measured_ratio = med / bmed if med and bmed else None
-        self.echo(f"  {c['name']}: median {med if med is None else round(med, 3)} s vs baseline "
-                  f"{bmed if bmed is None else round(bmed, 3)} s, U = {test.u:g}, p = {test.p_value:.4g} "
+        measured_ratio = test.ratio
+        self.echo(f"  {c['name']}: {_f3(measured_ratio)} x the baseline over {test.rounds} paired round(s) "
+                  f"(medians {_f3(med)} s vs {_f3(bmed)} s), t = {test.t:.3g}, p = {test.p_value:.4g} "
                   f"(kept when <= {alpha:.4g}): {'KEPT' if kept else 'not kept'}"
                   + (f" ({reason})" if reason and not kept else ""))
         return {"kinds": c["kinds"], "name": c["name"], "hints_dir": str(c["hints"]), "times": c["times"],
-                "median_s": med, "baseline_median_s": bmed, "measured_ratio": measured_ratio,
+                "pairs": c["pairs"], "median_s": med, "baseline_median_s": bmed, "measured_ratio": measured_ratio,
                 "replay_ratio": pred.get("ratio"), "predicted_ratio": c["predicted_ratio"],
                 "calibrated": c["calibrated"], "ratio_error": calibrate.error(c["predicted_ratio"], measured_ratio),
                 "raw_ratio_error": calibrate.error(pred.get("ratio"), measured_ratio), "runs": c["runs"],
@@ -283,7 +326,7 @@ class Tune:
         self.echo(f"confirming: the plain program against {'+'.join(self.best_kinds)}")
         best = self.folder(self.out / "final" / "best", self.best)
         cand = {"kinds": list(self.best_kinds), "name": "best", "hints": best, "prediction": None, "times": [],
-                "runs": [], "dropped": None, "predicted_ratio": None, "calibrated": False}
+                "pairs": [], "runs": [], "dropped": None, "predicted_ratio": None, "calibrated": False}
         base_times: list[float] = []
         for r in range(1, self.s.rounds + 1):
             self.round("final", "confirm", r, None, [cand], base_times)
@@ -306,15 +349,16 @@ class Tune:
 
 
 def speedup(iterations: list[dict[str, Any]], confirm: dict[str, Any] | None = None) -> float | None:
-    """Baseline / best: measured directly when a confirmation ran, else the product over iterations of each kept choice's baseline median / its median
-    (each iteration measures its choice against the previous best); None when nothing was kept."""
-    if confirm and confirm.get("median_s"):
-        return confirm["baseline_median_s"] / confirm["median_s"]
+    """Baseline / best: 1 / the confirmation's paired ratio when one ran, else the product over
+    iterations of 1 / each kept choice's paired ratio (each iteration measures its choice against
+    the previous best); None when nothing was kept."""
+    if confirm and confirm.get("measured_ratio"):
+        return 1.0 / confirm["measured_ratio"]
     total, any_kept = 1.0, False
     for entry in iterations:
         for trial in entry["trials"]:
             for c in trial["candidates"]:
                 if c["verdict"]["kept"] and c["kinds"] == entry.get("chosen"):
-                    total *= c["baseline_median_s"] / c["median_s"]
+                    total /= c["measured_ratio"]
                     any_kept = True
     return total if any_kept else None

@@ -29,7 +29,7 @@ def _f(v: float | None, fmt: str) -> str:
 
 def table(data: dict[str, Any]) -> str:
     """The terminal summary."""
-    head = f"{'it':>5}  {'stage':<8} {'candidate':<16}{'n':>3}{'median s':>10}{'base s':>9}{'ratio':>7}" \
+    head = f"{'it':>5}  {'stage':<8} {'candidate':<16}{'n':>3}{'median s':>10}{'base s':>9}{'paired':>7}" \
            f"{'what-if':>8}{'p':>9}  verdict"
     lines = [head, "-" * len(head)]
     for r in rows(data):
@@ -37,23 +37,24 @@ def table(data: dict[str, Any]) -> str:
         lines.append(f"{str(r['iteration']):>5}  {r['stage']:<8} {r['candidate']:<16}{r['rounds']:>3}"
                      f"{_f(r['median_s'], '.3f'):>10}{_f(r['baseline_median_s'], '.3f'):>9}"
                      f"{_f(r['measured_ratio'], '.3f'):>7}{_f(r['predicted_ratio'], '.3f'):>8}"
-                     f"{_f(r['p_value'], '.4f'):>9}  {verdict[:90]}")
+                     f"{_f(r['p_value'], '.3g'):>9}  {verdict[:90]}")
     best = data.get("best", {})
     sp = data.get("speedup")
     w = data.get("whatif") or {}
     lines.append(f"best: {'+'.join(best.get('kinds') or []) or 'no hint (the default run)'}"
                  + (f", {sp:.2f}x faster than the plain program ("
-                    + ("measured against it in the final rounds" if data.get("confirm") else "ratio of the kept trial's medians")
+                    + ("measured against it in the final rounds" if data.get("confirm") else "the kept trial's paired ratio")
                     + ")" if sp else "")
                  + f"; hint files in {best.get('folder')}")
     if w.get("predicted_trials"):
-        lines.append(f"what-if error per trial (predicted ratio before its rounds vs ratio of the measured medians): "
+        lines.append(f"what-if error per trial (predicted ratio before its rounds vs the rounds' paired ratio): "
                      f"{_f(w.get('trial_abs_error_uncalibrated'), '.1%')} as replayed, "
                      f"{_f(w.get('trial_abs_error_calibrated'), '.1%')} after calibration "
                      f"({w.get('calibrated_trials')} trial(s))")
     if w.get("predicted_runs"):
         cal = w.get("median_abs_error_calibrated")
-        lines.append(f"what-if error per hinted run (median |predicted - measured| / measured): "
+        lines.append(f"what-if error per hinted run (median |predicted - measured| / measured; predicted = "
+                     f"ratio x its round's baseline run): "
                      f"{_f(w.get('median_abs_error_uncalibrated'), '.1%')} as replayed, "
                      f"{_f(cal, '.1%')} after calibration ({w.get('calibrated_runs')} run(s))")
     lines.append(f"stopped: {data.get('stopped')}; {data.get('runs_measured')} run(s) measured"

@@ -121,3 +121,50 @@ def test_parse_streams_refuses_bad_entries(tmp_path):
                      ({**good, "entry": "b"}, "no entry method 'b'"), ({"src_pe": 0}, r"dst_pe .*not None")]:
         with pytest.raises(HintError, match=msg):
             parse_streams(_comm_file(tmp_path, [bad]), "prog", 2, {"a"})
+
+
+def _comm_hints(d: Path, program: str, streams: list[dict]) -> Path:
+    doc = make_hint("comm", {"combine": streams, "threshold": {"min_msgs": 64, "max_bytes": 4096, "batch": BATCH}},
+                    provenance=provenance(trace_fingerprint="test", program=program, pes=2, source="charm4py"),
+                    justified_by=[])
+    write_hint(d, doc, force=True)
+    return d
+
+
+def test_a_combined_run_is_analysed_into_no_stream_on_the_combiners_own_batches(tmp_path):
+    """Issue 27's spin: tune's second iteration traced particles with comm.json, the analysis proposed
+    the combiner's `deliver` batches as streams to combine, and that run buffered each batch into its
+    own stream for ever. The analysis of a combined run proposes the program's streams only, and a
+    comm.json that names `deliver` anyway is refused in one line: the run ends, uncombined."""
+    from paradise.analyses import communication
+    from paradise.analyses.session import Session
+    from paradise.engines.duckdb_engine import DuckDBEngine
+    from paradise.store import open_trace
+
+    arrive = [{"src_pe": s, "dst_pe": 1 - s, "entry": "arrive", "batch": BATCH} for s in (0, 1)]
+    from hints.generators.comm import COMBINE_MIN_MSGS
+
+    proc = trace_charm(tmp_path / "t", ROOT / "examples" / "particles.py", "--particles", "2000", "--steps", "4",
+                       "--check", hints=_comm_hints(tmp_path / "h1", "particles", arrive))
+    require_ok(proc)
+    con = events(tmp_path / "t")
+    batches = rows(con, """SELECT s.pe, count(*) FROM ev s JOIN ev x ON x.kind='exec' AND x.msg=s.msg AND x.pe<>s.pe
+                           WHERE s.kind='send' AND s.name='deliver' AND x.cat='runtime' GROUP BY s.pe""")
+    # the combiner's batches cross PEs often enough to be proposed as streams of their own
+    assert len(batches) == 2 and min(n for _, n in batches) >= COMBINE_MIN_MSGS
+    trace = open_trace(tmp_path / "t")
+    with DuckDBEngine(trace) as eng:
+        (doc,) = communication.analyze(Session(eng, trace)).hints
+    proposed = {(s["src_pe"], s["dst_pe"], s["entry"]) for s in doc["combine"]}
+    assert proposed == {(0, 1, "arrive"), (1, 0, "arrive")}
+
+    spin = _comm_hints(tmp_path / "h2", "particles",
+                       [*arrive, *({**s, "entry": "deliver"} for s in arrive)])
+    cmd = [sys.executable, "-m", "charmrun.start", "+p2", sys.executable, "-m", "paradise.boot.charm",
+           str(ROOT / "examples" / "particles.py"), "--particles", "600", "--steps", "4", "--check"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env={**os.environ, "PARADISE_HINTS": str(spin)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    refused = [ln for ln in (proc.stdout + proc.stderr).splitlines() if "comm.json refused" in ln]
+    assert len(refused) == 1 and "no entry method 'deliver'" in refused[0]
+    assert "check=ok" in proc.stdout and "out_of_order=0" in proc.stdout

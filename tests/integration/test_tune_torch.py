@@ -38,7 +38,7 @@ def test_bucket_size_hint_is_tried_and_its_verdict_recorded(tmp_path):
     doc = json.loads((out / "it1" / "hints" / "comm.json").read_text())
     assert doc["ddp"]["verdict"] == "too_large" and 0 < doc["ddp"]["bucket_cap_mb"] < 25
     (cand,) = check_record(out, data, "ddp_train", 2)
-    assert cand["name"] == "ddp" and cand["verdict"]["test"].startswith("mann-whitney-u one-sided")
+    assert cand["name"] == "ddp" and cand["verdict"]["test"].startswith("paired t-test one-sided")
     assert cand["replay_ratio"] is None  # no replay models DDP buckets: no prediction is made up
     hinted = [r for k, r in data["runs"].items() if k.endswith("/ddp")]
     assert len(hinted) == 2 and all(r["hints"] == ["comm.json"] for r in hinted)

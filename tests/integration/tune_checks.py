@@ -2,23 +2,39 @@
 
 from __future__ import annotations
 
-import itertools
 import json
-import statistics
+import math
 from pathlib import Path
+
+import numpy as np
 
 from hints.kinds import KINDS
 
 
-def one_sided_p(h: list[float], b: list[float]) -> float:
-    """P(U <= observed) over every split of the pooled times: the test docs/tune.md names."""
-    def u_of(xs, ys):
-        return sum((x > y) + 0.5 * (x == y) for x in xs for y in ys)
+def paired_p(pairs: list[tuple[float, float]]) -> float:
+    """One-sided paired t-test on log(hinted / baseline) per round, the test docs/tune.md names: p by
+    integrating Student's density numerically (an oracle independent of paradise.tune.stats)."""
+    d = np.log([h / b for b, h in pairs])
+    n = len(d)
+    if n < 2:
+        return 1.0
+    t = d.mean() / (d.std(ddof=1) / math.sqrt(n))
+    nu = n - 1
+    # x = sqrt(nu) tan(u): the density times dx is c sqrt(nu) cos(u)^(nu - 1) du on (-pi/2, atan(t / sqrt(nu)))
+    u = np.linspace(-math.pi / 2, math.atan(t / math.sqrt(nu)), 1_000_001)
+    f = np.cos(u) ** (nu - 1) * math.gamma((nu + 1) / 2) / (math.sqrt(math.pi) * math.gamma(nu / 2))
+    return float(np.sum((f[1:] + f[:-1]) / 2 * np.diff(u)))
 
-    pooled, u = h + b, u_of(h, b)
-    splits = list(itertools.combinations(range(len(pooled)), len(h)))
-    return sum(u_of([pooled[i] for i in s], [pooled[i] for i in range(len(pooled)) if i not in s]) <= u
-               for s in splits) / len(splits)
+
+def round_pairs(runs: dict, prefix: str, name: str) -> list[tuple[float, float]]:
+    """(baseline, hinted) seconds of each round under `prefix` where both ran and succeeded."""
+    out, r = [], 1
+    while f"{prefix}r{r}/baseline" in runs or f"{prefix}r{r}/{name}" in runs:
+        b, h = runs.get(f"{prefix}r{r}/baseline"), runs.get(f"{prefix}r{r}/{name}")
+        if b and h and b["outcome"]["ok"] and h["outcome"]["ok"]:
+            out.append((b["outcome"]["seconds"], h["outcome"]["seconds"]))
+        r += 1
+    return out
 
 
 def check_record(out: Path, data: dict, program: str, procs: int) -> list[dict]:
@@ -41,16 +57,16 @@ def check_record(out: Path, data: dict, program: str, procs: int) -> list[dict]:
                     assert not c["verdict"]["kept"]
                     continue
                 assert c["times"] == times and len(times) == len(base)
-                p = one_sided_p(times, base)
-                assert abs(c["verdict"]["p_value"] - p) < 1e-6
-                assert c["verdict"]["kept"] == (p <= t["alpha"] and statistics.median(times) < statistics.median(base)
+                pairs = round_pairs(data["runs"], f"it{e['index']}/{t['stage']}/", c["name"])
+                p = paired_p(pairs)
+                assert abs(c["verdict"]["p_value"] - p) < 1e-4
+                ratio = math.exp(float(np.mean(np.log([h / b for b, h in pairs])))) if pairs else None
+                assert c["verdict"]["kept"] == (p <= t["alpha"] and ratio is not None and ratio < 1
                                                  and (t["stage"] == "alone" or c["kinds"] == e.get("chosen")))
     if "confirm" in data:  # the best against the plain program, in rounds of its own
-        runs = {k: r["outcome"]["seconds"] for k, r in data["runs"].items() if k.startswith("final/") and r["outcome"]["ok"]}
-        base = [t for k, t in runs.items() if k.endswith("/baseline")]
-        best = [t for k, t in runs.items() if k.endswith("/best")]
-        assert abs(data["confirm"]["verdict"]["p_value"] - one_sided_p(best, base)) < 1e-6
-        assert abs(data["speedup"] - statistics.median(base) / statistics.median(best)) < 1e-9
+        pairs = round_pairs(data["runs"], "final/confirm/", "best")
+        assert abs(data["confirm"]["verdict"]["p_value"] - paired_p(pairs)) < 1e-4
+        assert abs(data["speedup"] - 1 / math.exp(float(np.mean(np.log([h / b for b, h in pairs]))))) < 1e-9
     kept_files = {KINDS[k].file for k in data["best"]["kinds"]}
     assert {p.name for p in (out / "best").iterdir()} == kept_files
     for k in data["best"]["kinds"]:

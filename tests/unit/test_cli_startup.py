@@ -74,3 +74,17 @@ def test_help_lists_every_command(cli):
     assert code == 0
     for option in ("--out", "--rank", "--program", "--force", "one per rank"):
         assert option in out
+
+
+def test_nsys_import_loads_no_pandas_duckdb_rich_or_pyarrow_compute(real_data, tmp_path):
+    # start-up is most of a small export's import: pandas (Array.to_numpy), pyarrow.compute (Array.cast,
+    # Table.take) and the analysis libraries stay unloaded, from the CLI and from the API.
+    f = real_data / "pipit" / "pipit" / "tests" / "data" / "cloverleaf-nsys" / "perlmutter-cloverleaf-cuda.sqlite"
+    for call in (f"from paradise.cli.main import app\napp(['import', 'nsys', {str(f)!r}, '-o', "
+                 f"{str(tmp_path / 'c.parquet')!r}], standalone_mode=False)",
+                 f"from paradise.importers.nsys import import_trace\nimport_trace([{str(f)!r}], "
+                 f"{str(tmp_path / 'a.parquet')!r})"):
+        loaded = _modules_after(f"import sys\n{call}\nprint(' '.join(sys.modules))\n")
+        assert {"pyarrow.parquet", "adbc_driver_sqlite"} <= loaded
+        assert not loaded & {"pandas", "pyarrow.compute", "duckdb", "networkx", "rich", "torch", "dask"}
+    assert (tmp_path / "c.parquet").is_file() and (tmp_path / "a.parquet").is_file()

@@ -1,5 +1,6 @@
-"""The exec graph built a range of PEs at a time (paradise.events.execgraph) equals the same graph
-written as a plain Python walk over the events (tests/oracles/exec_graph_rows.py), whatever the ranges."""
+"""The exec graph built a range of PEs at a time, then a msg-hash bucket at a time
+(paradise.events.execgraph, paradise.events.partitions), equals the same graph written as a plain
+Python walk over the events (tests/oracles/exec_graph_rows.py), whatever the ranges and buckets."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from builders import TraceBuilder
 
 from paradise.engines.duckdb_engine import DuckDBEngine
-from paradise.events import execgraph
+from paradise.events import execgraph, partitions
 from paradise.store import open_trace
 from tests.oracles.exec_graph_rows import COLUMNS, EVENTS_SQL, GRAPH_SQL, exec_graph_rows
 from tests.unit.graph_programs import PROGS, program_trace
@@ -38,27 +39,39 @@ def awkward_trace(tmp_path: Path):
     return open_trace(b.write(tmp_path / "awkward"))
 
 
-def _same_as_oracle(trace, chunk_execs: int) -> int:
-    """Builds the graph in ranges of `chunk_execs` and returns its row count, asserting it holds
-    exactly the oracle's rows and that no part table is left behind."""
+def _same_as_oracle(trace, chunk_execs: int | None, buckets: int | None = None) -> int:
+    """Builds the graph in ranges of `chunk_execs` and `buckets` buckets (None: sized from the
+    budget) and returns its row count, asserting it holds exactly the oracle's rows, that no table
+    is left behind and that the partition directory holds only the graph's files."""
     with DuckDBEngine(trace) as eng:
-        info = execgraph.materialize(eng, chunk_execs)
+        info = execgraph.materialize(eng, chunk_execs, buckets)
         want = exec_graph_rows(eng.sql(EVENTS_SQL).to_pylist())
         got = eng.sql(GRAPH_SQL).to_pylist()
         got = [tuple(r[c] for c in COLUMNS) for r in got]
         bad = [(g, w) for g, w in zip(got, want) if g != w]
         assert len(got) == len(want) == info.execs and not bad, f"first differing rows (graph, oracle): {bad[:3]}"
-        tables = set(eng.sql("SELECT table_name FROM duckdb_tables()").column("table_name").to_pylist())
-        assert tables == {execgraph.TABLE}
+        tables = eng.sql("SELECT table_name FROM duckdb_tables()").column("table_name").to_pylist()
+        views = eng.sql("SELECT view_name FROM duckdb_views() WHERE NOT internal AND view_name NOT IN "
+                        "('events', 'running')").column("view_name").to_pylist()
+        (root,) = eng._scratch
+        left = sorted(str(p.relative_to(root)) for p in Path(root).rglob("*.parquet"))
+        if tables:  # one bucket, kept in the engine (native_steps): no partition files but the PEs'
+            assert tables == [execgraph.TABLE] and views == [] and left == ["pes.parquet"]
+            assert (buckets or 1) == 1
+        else:
+            assert views == [execgraph.TABLE]
+            n = buckets or len(left) - 3
+            assert left == sorted(["execs.parquet", "pes.parquet", "sends.parquet",
+                                   *(f"graph/b{b}.parquet" for b in range(n))])
         return info.execs
 
 
-@pytest.mark.parametrize("chunk_execs", [1, 3, execgraph.CHUNK_EXECS])
-def test_awkward_trace_in_any_ranges(tmp_path, chunk_execs):
+@pytest.mark.parametrize(("chunk_execs", "buckets"), [(1, 1), (3, 1), (3, 2), (1, 5), (None, None), (None, 3)])
+def test_awkward_trace_in_any_ranges_and_buckets(tmp_path, chunk_execs, buckets):
     trace = awkward_trace(tmp_path)
-    assert _same_as_oracle(trace, chunk_execs) == 7
+    assert _same_as_oracle(trace, chunk_execs, buckets) == 7
     with DuckDBEngine(trace) as eng:
-        execgraph.materialize(eng, chunk_execs)
+        execgraph.materialize(eng, chunk_execs, buckets)
         g = {r["name"]: r for r in eng.sql("SELECT g.*, x.name AS src_name FROM exec_graph g "
                                            "LEFT JOIN exec_graph x ON g.src_id = x.id").to_pylist()}
     assert g["B.recv1"]["src_name"] == "A.run"                 # the sender object's exec, not the nested one
@@ -70,8 +83,17 @@ def test_awkward_trace_in_any_ranges(tmp_path, chunk_execs):
 
 
 @pytest.mark.parametrize("name", [*PROGS, "charm_like_parts"])
-def test_programs_in_one_exec_ranges_equal_the_oracle(tmp_path, name):
-    assert _same_as_oracle(program_trace(tmp_path, name), 1) > 0
+@pytest.mark.parametrize("buckets", [1, 4])
+def test_programs_in_one_exec_ranges_and_buckets_equal_the_oracle(tmp_path, name, buckets):
+    assert _same_as_oracle(program_trace(tmp_path, name), 1, buckets) > 0
+
+
+def test_partition_sizes_follow_the_budget():
+    from paradise.events.partitions import sizes
+
+    small, big = sizes(50_000_000, 1 << 30), sizes(50_000_000, 12 << 30)
+    assert small[1] > big[1] >= 1 and small[0] < big[0]
+    assert sizes(0, 1 << 30)[1] == 1
 
 
 def test_pe_ranges_cover_every_pe_once():
@@ -87,3 +109,29 @@ def test_pe_ranges_cover_every_pe_once():
             inside = [n for pe, n in counts if lo <= pe <= hi]
             assert inside, (lo, hi)
             assert sum(inside) <= chunk or len(inside) == 1
+
+
+def test_a_step_run_again_gives_the_same_graph(tmp_path):
+    """A Dask task whose worker died runs again: a range step rewrites its own files, a bucket step
+    whose graph file is written does nothing (its inputs are gone by then)."""
+    trace = program_trace(tmp_path, "charm_like_parts")
+    with DuckDBEngine(trace) as eng:
+        execgraph.materialize(eng, 1, 3)
+        want = eng.sql(GRAPH_SQL).to_pylist()
+        (root,) = eng._scratch
+        pes = execgraph._pe_table(eng)
+        again = str(tmp_path / "again")
+        Path(again).mkdir()
+        import pyarrow.parquet as pq
+
+        pq.write_table(pes, partitions.pes_file(again))
+        pe_execs = list(zip(pes.column("pe").to_pylist(), pes.column("execs").to_pylist()))
+        for i, (lo, hi) in enumerate(execgraph.pe_ranges(pe_execs, 1)):
+            for _ in range(2):
+                partitions.range_step(eng.con, again, i, lo, hi, 3)
+        run_t0 = min(pes.column("pe_t0").to_pylist())
+        for b in range(3):
+            for _ in range(2):
+                partitions.bucket_step(eng.con, again, b, run_t0)
+        eng.execute(partitions.graph_view_sql("again", [partitions.graph_file(again, b) for b in range(3)]))
+        assert eng.sql(GRAPH_SQL.replace("exec_graph", "again")).to_pylist() == want

@@ -182,3 +182,38 @@ def test_a_bad_export_of_a_report_names_the_report(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     with pytest.raises(SchemaVersionError, match=r"^\S*run\.nsys-rep: Nsight export schema version 9\.1\.0"):
         import_trace(tmp_path / "run.nsys-rep", tmp_path / "t.parquet")
+
+
+@pytest.mark.parametrize("batch_rows", [2, 65_536])
+@pytest.mark.parametrize("statement", [
+    "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = 'soon' WHERE rowid = 3",
+    "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET gridX = 'x' WHERE rowid = 4",
+    "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET correlationId = 2.5 WHERE rowid = 5",
+])
+def test_a_value_of_another_type_in_any_batch_is_refused_naming_its_table(tmp_path, monkeypatch, batch_rows,
+                                                                           statement):
+    # the ADBC driver types each column from its first batch: a later batch's text is refused too
+    from paradise.importers import nsys_sqlite
+
+    monkeypatch.setattr(nsys_sqlite, "BATCH_ROWS", batch_rows)
+    src = write_export(tmp_path / "x.sqlite", steps=40)
+    con = sqlite3.connect(src)
+    con.execute(statement)
+    con.commit()
+    con.close()
+    table = statement.split()[1]
+    with pytest.raises(ImportFormatError, match=f"x.sqlite: table {table} holds a value that is not an integer"):
+        import_trace(src, tmp_path / "t.parquet")
+    assert not (tmp_path / "t.parquet").exists()
+
+
+def test_rows_are_the_same_whatever_the_batch_size(tmp_path, monkeypatch):
+    from paradise.importers import nsys_sqlite
+
+    src = write_export(tmp_path / "x.sqlite", steps=40)
+    import_trace(src, tmp_path / "big.parquet")
+    monkeypatch.setattr(nsys_sqlite, "BATCH_ROWS", 3)
+    import_trace(src, tmp_path / "small.parquet")
+    rows = [_q(tmp_path / f"{n}.parquet", "SELECT * EXCLUDE (name, kind, cat), name::VARCHAR, kind::VARCHAR, "
+               "cat::VARCHAR FROM events") for n in ("big", "small")]
+    assert rows[0] == rows[1] and len(rows[0]) > 100

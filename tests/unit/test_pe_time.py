@@ -5,11 +5,19 @@ kind, the golden cases, and the real third-party traces in ../shared/data/real."
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import warnings
 
+import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from accounting import check_accounting as check
+from builders import TraceBuilder, charm_like
 
+from paradise.engines import busy
+from paradise.engines.duckdb_engine import DuckDBEngine
+from paradise.store import open_trace
 from paradise.synth import charm as synth_charm
 from paradise.synth import synth
 from tests.golden import cases
@@ -34,3 +42,76 @@ def test_golden_and_real_traces(tmp_path, case, request):
         warnings.simplefilter("ignore")
         path = cases.make(case, tmp_path, real)
     check(path)
+
+
+def _in_order(path) -> bool:
+    """Whether the sweep takes the rows of the trace as written (in the format's order)."""
+    trace = open_trace(path)
+    with DuckDBEngine(trace) as eng:
+        try:
+            busy._swept(eng, "intervals")
+        except busy.Unordered:
+            return False
+    return True
+
+
+def _shuffle_rows(path) -> None:
+    """Rewrites every file of the trace with its rows in a random order (metadata kept): a trace
+    that breaks the format's row order, as a foreign writer might."""
+    for i, f in enumerate(sorted(path.glob("*.parquet"))):
+        t = pq.read_table(f)
+        pq.write_table(t.take(np.random.default_rng(i).permutation(t.num_rows)), f)
+
+
+def test_rows_out_of_order_are_swept_sorted(tmp_path):
+    path = tmp_path / "t"
+    synth(path, kind="charm", events=3000, pes=3, jobs=1)
+    assert _in_order(path)  # in the format's order: swept as read
+    want = check(path)
+    _shuffle_rows(path)
+    assert not _in_order(path)  # the sweep sees the broken order ...
+    assert check(path) == want  # ... and sweeps the sorted rows instead
+
+
+def test_part_files_of_a_crashed_run(tmp_path):
+    # A PE left as several part files: each PE's rows span files; every sweep gives the oracle's numbers.
+    b = charm_like(pes=3, steps=4, seed=1)
+    check(b.write(tmp_path / "t", parts_per_pe=3, complete=False))
+
+
+def test_pieces_read_from_the_footers(tmp_path):
+    b = TraceBuilder(1)
+    b.exec(0, 0, 100, "main", active=30)
+    b.add(0, "piece", 0, 10, name="main", exec_t0=0)
+    b.add(0, "piece", 80, 100, name="main", exec_t0=0)
+    with_pieces = open_trace(b.write(tmp_path / "p"))
+    b = TraceBuilder(1)
+    b.exec(0, 0, 100, "main")
+    without = open_trace(b.write(tmp_path / "n"))
+    assert with_pieces.may_hold_pieces and not without.may_hold_pieces
+    check(tmp_path / "p")
+    check(tmp_path / "n")
+
+
+def _round(x: float) -> int:
+    """SQL's round: halves away from zero."""
+    return int(math.copysign(math.floor(abs(x) + 0.5), x))
+
+
+def test_clock_corrected_rows_keep_their_order(tmp_path):
+    # Per-file clock corrections (a multi-rank torch run) are applied without a join, so the rows
+    # stay in the files' order and the sweep takes them as read; each time moves by its file's
+    # offset and drift, as computed here from the raw rows.
+    path = tmp_path / "t"
+    synth(path, kind="torch", events=3000, pes=3, jobs=1)
+    trace = open_trace(path)
+    corr = {str(f): (1_000 * i, 7_000 * i, 1e-4 * i) for i, f in enumerate(trace.files) if i}
+    moved = dataclasses.replace(trace, corrections=corr)
+    with DuckDBEngine(moved) as eng:
+        busy._swept(eng, "intervals")  # raises Unordered if the rows came out of order
+        got = eng.sql("SELECT t0 FROM events").column("t0").to_pylist()
+    want = []
+    for f in trace.files:
+        ts, a, d = corr.get(str(f), (0, 0, 0.0))
+        want += [t + a + _round(d * (t - ts)) for t in pq.read_table(f, columns=["t0"]).column("t0").to_pylist()]
+    assert got == want

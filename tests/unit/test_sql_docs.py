@@ -66,7 +66,6 @@ def test_every_sql_file_is_used_by_a_module(path):
 
 EVENT_TABLES = {
     "exec_graph": execgraph.materialize,
-    **{part: execgraph.build_parts for part in execgraph.PARTS},
     "object_steps": lambda eng: eng.materialize("object_steps", "events_object_steps"),
 }
 """The event layer's engine tables, and what builds each."""

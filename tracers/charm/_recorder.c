@@ -34,9 +34,10 @@ typedef struct {
     Py_ssize_t n, cap;     /* rows used, rows allocated */
     long long origin, pe;
     long long depth, last; /* nested dispatches; time of the last return to the scheduler */
+    long long end_t;       /* end of the last execution recorded (exec row) ... */
+    Py_ssize_t end_n;      /* ... and the row count just after it; -1: none in this dispatch yet */
     long long seq, msg_base; /* message ids: msg_base + per-PE sequence */
-    PyObject *pend_tuple;    /* borrowed, compared by identity only: the last pend tuple hook_pack made */
-    long long pend_mid, pend_size, pend_t;
+    PyObject *pend_spare;  /* the Pend hook_pack fills (a new one when something else still holds it) */
     Py_ssize_t flush_rows;
     PyObject *on_full;     /* called at a return to the scheduler once n >= flush_rows */
 } Recorder;
@@ -111,6 +112,29 @@ static int put_ident(int64_t *row, PyObject *ident) {
     return 0;
 }
 
+/* The fixed part of an exec row (L_PEER_COLL.. , 11 fields) or a send row (L_KIND.., 7 fields) from
+ * the identity record's pre-packed tail (identity.XTAIL / STAIL, rowbuf.tails: the same bytes the
+ * Python recorder appends); put_ident's field-by-field path when a record has none. */
+enum { I_XTAIL = 7, I_STAIL = 8 };
+static inline int put_tail(int64_t *row, PyObject *ident, int send) {
+    Py_ssize_t slot = send ? I_STAIL : I_XTAIL, first = send ? L_KIND : L_PEER_COLL, nbytes = (NF - first) * 8;
+    if (PyList_Check(ident) && PyList_GET_SIZE(ident) > slot) {
+        PyObject *tail = PyList_GET_ITEM(ident, slot);
+        if (PyBytes_Check(tail) && PyBytes_GET_SIZE(tail) == nbytes) {
+            memcpy(row + first, PyBytes_AS_STRING(tail), nbytes);
+            return 0;
+        }
+    }
+    if (send) {
+        row[L_EXEC_T0] = NUL;
+        row[L_KIND] = K_SEND;
+    } else {
+        row[L_PEER_COLL] = row[L_PEER_OBJ] = row[L_BYTES] = row[L_ARGS] = row[L_EXEC_T0] = NUL;
+        row[L_KIND] = K_EXEC;
+    }
+    return put_ident(row, ident);
+}
+
 static int args_ll(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, long long *out, const char *fn) {
     if (nargs != want) {
         PyErr_Format(PyExc_TypeError, "%s() takes %zd arguments (%zd given)", fn, want, nargs);
@@ -135,9 +159,9 @@ static PyObject *R_exec(Recorder *r, PyObject *const *args, Py_ssize_t nargs) {
     row[L_PEER_PE] = a[3] == NUL ? NUL : (a[3] >> MSG_PE_SHIFT);
     row[L_T1] = a[1] - r->origin;
     row[L_ACTIVE] = a[2];
-    row[L_PEER_COLL] = row[L_PEER_OBJ] = row[L_BYTES] = row[L_ARGS] = row[L_EXEC_T0] = NUL;
-    row[L_KIND] = K_EXEC;
-    if (put_ident(row, args[5]) < 0) { r->n--; return NULL; }
+    if (put_tail(row, args[5], 0) < 0) { r->n--; return NULL; }
+    r->end_t = a[1];
+    r->end_n = r->n;
     Py_RETURN_NONE;
 }
 
@@ -153,13 +177,12 @@ static PyObject *R_send(Recorder *r, PyObject *const *args, Py_ssize_t nargs) {
     row[L_NAME] = a[2];
     row[L_PE] = r->pe;
     row[L_PEER_PE] = a[3];
-    row[L_T1] = row[L_ACTIVE] = row[L_EXEC_T0] = NUL;
+    row[L_T1] = row[L_ACTIVE] = NUL;
     row[L_PEER_COLL] = a[4];
     row[L_PEER_OBJ] = a[5];
     row[L_BYTES] = a[6];
     row[L_ARGS] = a[7];
-    row[L_KIND] = K_SEND;
-    if (put_ident(row, args[8]) < 0) { r->n--; return NULL; }
+    if (put_tail(row, args[8], 1) < 0) { r->n--; return NULL; }
     Py_RETURN_NONE;
 }
 
@@ -200,6 +223,7 @@ static PyObject *R_take(Recorder *r, PyObject *Py_UNUSED(ignored)) {
     PyObject *out = r->buf;
     Py_ssize_t n = r->n, cap = r->cap;
     r->buf = NULL;
+    r->end_n = -1;
     if (_PyBytes_Resize(&out, n * NF * 8) < 0) {
         alloc_buf(r, cap);
         return NULL;
@@ -214,6 +238,7 @@ static PyObject *R_take(Recorder *r, PyObject *Py_UNUSED(ignored)) {
 /* clear(): drops the rows recorded so far. */
 static PyObject *R_clear(Recorder *r, PyObject *Py_UNUSED(ignored)) {
     r->n = 0;
+    r->end_n = -1;
     Py_RETURN_NONE;
 }
 
@@ -224,8 +249,8 @@ static int R_init(Recorder *r, PyObject *args, PyObject *kwds) {
     Py_ssize_t cap = 65536, flush = 50000;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "|nn", kw, &cap, &flush)) return -1;
     if (cap < 1) cap = 1;
-    r->origin = r->pe = r->depth = r->last = r->seq = r->msg_base = 0;
-    r->pend_tuple = NULL;
+    r->origin = r->pe = r->depth = r->last = r->seq = r->msg_base = r->end_t = 0;
+    r->end_n = -1;
     r->flush_rows = flush;
     Py_INCREF(Py_None);
     Py_XSETREF(r->on_full, Py_None);
@@ -245,6 +270,7 @@ static int R_clear_refs(Recorder *r) {
 static void R_dealloc(Recorder *r) {
     PyObject_GC_UnTrack(r);
     Py_CLEAR(r->buf);
+    Py_CLEAR(r->pend_spare);
     Py_CLEAR(r->on_full);
     Py_TYPE(r)->tp_free((PyObject *)r);
 }
@@ -308,10 +334,12 @@ static PyObject *D_vectorcall(Dispatch *d, PyObject *const *args, size_t nargsf,
         }
     }
     r->depth = depth + 1;
+    if (depth == 0) r->end_n = -1;
     PyObject *res = PyObject_Vectorcall(d->fn, args, nargsf, kwnames);
     r->depth = depth;
     if (depth == 0) {
-        r->last = now_ns();
+        /* an execution that ended with nothing recorded after it: its end is the return (one clock read) */
+        r->last = r->end_n == r->n ? r->end_t : now_ns();
         if (r->n >= r->flush_rows && r->on_full != Py_None && res != NULL) {
             PyObject *ok = PyObject_CallNoArgs(r->on_full);
             if (ok == NULL) {
@@ -373,10 +401,94 @@ static PyTypeObject DispatchType = {
 };
 
 
+/* ---- Pend: the last packed message (ST.pend[0]) as the Python hooks read it: p[0..3] =
+ * (message bytes, msg id, bytes or NULL, time). hook_pack reuses one while nothing else holds it,
+ * so a message costs no tuple and no int objects; Python code reading p gets ints made on demand. */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *m0;
+    long long mid, size, t;
+} Pend;
+
+static PyObject *P_item(Pend *p, Py_ssize_t i) {
+    switch (i) {
+    case 0: {
+        PyObject *m0 = p->m0 != NULL ? p->m0 : Py_None;
+        Py_INCREF(m0);
+        return m0;
+    }
+    case 1: return PyLong_FromLongLong(p->mid);
+    case 2: if (p->size == NUL) { Py_INCREF(s_null); return s_null; } return PyLong_FromLongLong(p->size);
+    case 3: return PyLong_FromLongLong(p->t);
+    default: PyErr_SetString(PyExc_IndexError, "Pend index out of range"); return NULL;
+    }
+}
+
+static Py_ssize_t P_len(Pend *p) { return 4; }
+
+static void P_dealloc(Pend *p) {
+    Py_CLEAR(p->m0);
+    Py_TYPE(p)->tp_free((PyObject *)p);
+}
+
+static PySequenceMethods P_seq = {.sq_length = (lenfunc)P_len, .sq_item = (ssizeargfunc)P_item};
+
+static PyTypeObject PendType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tracers.charm._recorder.Pend",
+    .tp_basicsize = sizeof(Pend),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The last packed message: p[0..3] = (message bytes, msg id, bytes or NULL, time).",
+    .tp_dealloc = (destructor)P_dealloc,
+    .tp_as_sequence = &P_seq,
+};
+
 /* ---- Hot hooks in compiled code: an entry method's execution, packMsg, CkArraySend ----
  * Each mirrors the Python hook of tracers/charm/hooks.py that it replaces on the fast path and
  * hands every case it does not handle (first message of an object, special or coroutine entry
  * methods, names not cached yet) to that Python hook, so both write the same rows. */
+
+#define ID_SLOTS 64 /* direct-mapped caches keyed by object identity (a program has a few dozen entry methods) */
+
+/* Values of objects that never change them (entry methods' name codes, codes of ep and aid ints), by
+ * identity; the keys are held, so no other object can take a cached key's address. */
+typedef struct {
+    PyObject *key[ID_SLOTS], *val[ID_SLOTS];
+} IdCache;
+
+static inline size_t id_slot(PyObject *k) {
+    uintptr_t p = (uintptr_t)k;
+    return ((p >> 4) ^ (p >> 10)) % ID_SLOTS;
+}
+
+/* borrowed value, or NULL (no error set) */
+static inline PyObject *id_get(IdCache *c, PyObject *k) {
+    size_t s = id_slot(k);
+    return c->key[s] == k ? c->val[s] : NULL;
+}
+
+static inline void id_put(IdCache *c, PyObject *k, PyObject *v) {
+    size_t s = id_slot(k);
+    Py_INCREF(k);
+    Py_INCREF(v);
+    Py_XSETREF(c->key[s], k);
+    Py_XSETREF(c->val[s], v);
+}
+
+static int id_traverse(IdCache *c, visitproc visit, void *arg) {
+    for (int i = 0; i < ID_SLOTS; i++) {
+        Py_VISIT(c->key[i]);
+        Py_VISIT(c->val[i]);
+    }
+    return 0;
+}
+
+static void id_clear(IdCache *c) {
+    for (int i = 0; i < ID_SLOTS; i++) {
+        Py_CLEAR(c->key[i]);
+        Py_CLEAR(c->val[i]);
+    }
+}
 
 typedef struct {
     PyObject_HEAD
@@ -388,15 +500,18 @@ typedef struct {
     PyObject *cur;     /* ST.cur: [record of the running execution] */
     PyObject *pend;    /* ST.pend: [(msg bytes, msg id, bytes, t) of the last packed message] */
     PyObject *mute;    /* ST.mute */
-    PyObject *state;   /* ST (pending_create, msg_base, seq) */
+    PyObject *state;   /* ST.__dict__ (pending_create), a dict look-up cheaper than the attribute's */
     PyObject *acodes;  /* aid -> collection code */
     PyObject *epcodes; /* ep -> name code */
     PyObject *no_object;
     PyObject *spare;   /* exec: the last execution record, reused when nothing else holds it */
+    IdCache em_names; /* exec: name codes (em._pt[0]) of the entry methods on the fast path */
+    IdCache colls, names; /* array_send: acodes and epcodes as looked up so far */
     long long bcast, combined, index_bits;
 } Hook;
 
 enum { H_EXEC, H_PACK, H_ASEND };
+enum { HEADER_MSG_KEY = 0, HEADER_CREATE_KEY = 1 }; /* rowbuf.MSG_KEY, CREATE_KEY: header keys of msg id, creation */
 static PyObject *s_pt_key, *s_pc_key, *s_dcopy_key, *s_pt_attr, *s_ptid_attr, *s_pending_create, *s_zero;
 
 static inline PyObject *ll_obj(long long v) { return PyLong_FromLongLong(v); }
@@ -425,17 +540,23 @@ static inline int list_get_ll(PyObject *list, Py_ssize_t i, long long *out) {
 static PyObject *hook_exec(Hook *h, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (nargs < 4 || PyList_GET_ITEM(h->cur, 0) != Py_None) return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
-    PyObject *em = args[0], *obj = args[1], *header = args[2];
-    PyObject *pt = PyObject_GetAttr(em, s_pt_attr);
-    if (pt == NULL) return NULL;
-    if (!PyTuple_Check(pt) || PyTuple_GET_SIZE(pt) != 3 || PyTuple_GET_ITEM(pt, 2) != Py_False ||
-        !PyLong_Check(PyTuple_GET_ITEM(pt, 1)) || PyLong_AsLong(PyTuple_GET_ITEM(pt, 1)) != 0) {
+    PyObject *em = args[0], *obj = args[1], *header = args[2], *name;
+    name = id_get(&h->em_names, em);
+    if (name != NULL)
+        Py_INCREF(name);
+    else { /* em._pt = (name code, flag, is coroutine): the fast path takes plain ones (flag 0) */
+        PyObject *pt = PyObject_GetAttr(em, s_pt_attr);
+        if (pt == NULL) return NULL;
+        if (!PyTuple_Check(pt) || PyTuple_GET_SIZE(pt) != 3 || PyTuple_GET_ITEM(pt, 2) != Py_False ||
+            !PyLong_Check(PyTuple_GET_ITEM(pt, 1)) || PyLong_AsLong(PyTuple_GET_ITEM(pt, 1)) != 0) {
+            Py_DECREF(pt);
+            return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
+        }
+        name = PyTuple_GET_ITEM(pt, 0);
+        Py_INCREF(name);
         Py_DECREF(pt);
-        return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
+        id_put(&h->em_names, em, name);
     }
-    PyObject *name = PyTuple_GET_ITEM(pt, 0);
-    Py_INCREF(name);
-    Py_DECREF(pt);
     PyObject *ident = PyObject_GetAttr(obj, s_ptid_attr);
     if (ident == NULL) {
         Py_DECREF(name);
@@ -516,9 +637,11 @@ static PyObject *hook_exec(Hook *h, PyObject *const *args, size_t nargsf, PyObje
             row[L_PEER_PE] = mid_v == NUL ? NUL : (mid_v >> MSG_PE_SHIFT);
             row[L_T1] = t1 - r->origin;
             row[L_ACTIVE] = r1 + t1 - r0;
-            row[L_PEER_COLL] = row[L_PEER_OBJ] = row[L_BYTES] = row[L_ARGS] = row[L_EXEC_T0] = NUL;
-            row[L_KIND] = K_EXEC;
-            if (put_ident(row, ident) < 0) { r->n--; bad = 1; }
+            if (put_tail(row, ident, 0) < 0) { r->n--; bad = 1; }
+            else {
+                r->end_t = t1;
+                r->end_n = r->n;
+            }
         }
     }
     if (Py_REFCNT(rec) == 1 && h->spare == NULL && PyList_GET_SIZE(rec) == 7)
@@ -559,17 +682,11 @@ static PyObject *hook_pack(Hook *h, PyObject *const *args, size_t nargsf, PyObje
         Py_XDECREF(mido);
         return NULL;
     }
-    PyObject *pc = PyObject_GetAttr(h->state, s_pending_create);
-    if (pc == NULL) {
+    PyObject *pc = PyDict_GetItemWithError(h->state, s_pending_create); /* borrowed */
+    if ((pc == NULL && PyErr_Occurred()) || (pc != NULL && pc != Py_None && PyDict_SetItem(header, s_pc_key, pc) < 0)) {
         Py_DECREF(mido);
         return NULL;
     }
-    if (pc != Py_None && PyDict_SetItem(header, s_pc_key, pc) < 0) {
-        Py_DECREF(pc);
-        Py_DECREF(mido);
-        return NULL;
-    }
-    Py_DECREF(pc);
     PyObject *msg = PyObject_Vectorcall(h->orig, args, nargs, NULL);
     if (msg == NULL) {
         Py_DECREF(mido);
@@ -602,22 +719,20 @@ static PyObject *hook_pack(Hook *h, PyObject *const *args, size_t nargsf, PyObje
             if (PyErr_Occurred()) goto fail_m0;
         }
     }
-    PyObject *p = PyTuple_New(4), *sizeo = size == NUL ? (Py_INCREF(s_null), s_null) : ll_obj(size), *to = ll_obj(t);
-    if (p == NULL || sizeo == NULL || to == NULL) {
-        Py_XDECREF(p);
-        Py_XDECREF(sizeo);
-        Py_XDECREF(to);
-        goto fail_m0;
+    Pend *p = (Pend *)r->pend_spare;
+    if (p == NULL || Py_REFCNT(p) != 1) { /* held elsewhere (pend[0] not taken, a Python hook's local) */
+        p = PyObject_New(Pend, &PendType);
+        if (p == NULL) goto fail_m0;
+        p->m0 = NULL;
+        Py_XSETREF(r->pend_spare, (PyObject *)p);
     }
-    PyTuple_SET_ITEM(p, 0, m0);
-    PyTuple_SET_ITEM(p, 1, mido);
-    PyTuple_SET_ITEM(p, 2, sizeo);
-    PyTuple_SET_ITEM(p, 3, to);
-    r->pend_tuple = p;
-    r->pend_mid = mid;
-    r->pend_size = size;
-    r->pend_t = t;
-    PyList_SetItem(h->pend, 0, p);
+    Py_XSETREF(p->m0, m0);
+    p->mid = mid;
+    p->size = size;
+    p->t = t;
+    Py_DECREF(mido);
+    Py_INCREF(p);
+    PyList_SetItem(h->pend, 0, (PyObject *)p);
     return msg;
 fail_m0:
     Py_DECREF(m0);
@@ -632,10 +747,17 @@ static PyObject *hook_asend(Hook *h, PyObject *const *args, size_t nargsf, PyObj
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (kwnames != NULL || nargs != 4) return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
     PyObject *aid = args[0], *index = args[1], *ep = args[2], *msg = args[3];
-    PyObject *coll = PyDict_GetItemWithError(h->acodes, aid);
-    if (coll == NULL && PyErr_Occurred()) return NULL;
-    PyObject *name = PyDict_GetItemWithError(h->epcodes, ep);
-    if (name == NULL && PyErr_Occurred()) return NULL;
+    PyObject *coll = id_get(&h->colls, aid), *name = id_get(&h->names, ep);
+    if (coll == NULL) {
+        coll = PyDict_GetItemWithError(h->acodes, aid);
+        if (coll == NULL && PyErr_Occurred()) return NULL;
+        if (coll != NULL) id_put(&h->colls, aid, coll);
+    }
+    if (name == NULL) {
+        name = PyDict_GetItemWithError(h->epcodes, ep);
+        if (name == NULL && PyErr_Occurred()) return NULL;
+        if (name != NULL) id_put(&h->names, ep, name);
+    }
     if (coll == NULL || name == NULL || !PyTuple_Check(index) || PyTuple_GET_SIZE(index) > 2)
         return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
     PyObject *p = PyList_GET_ITEM(h->pend, 0);
@@ -648,20 +770,23 @@ static PyObject *hook_asend(Hook *h, PyObject *const *args, size_t nargsf, PyObj
     int is_batched = PyObject_IsTrue(batched);
     Py_DECREF(batched);
     if (is_batched < 0) goto fail;
-    if (p == Py_None || !PyTuple_Check(p) || PyTuple_GET_SIZE(p) != 4) goto done;
+    int is_pend = Py_TYPE(p) == &PendType;
+    if (!is_pend && (!PyTuple_Check(p) || PyTuple_GET_SIZE(p) != 4)) goto done;
     PyObject *m0 = PySequence_GetItem(msg, 0);
     if (m0 == NULL) goto fail;
     Py_DECREF(m0); /* identity test only */
-    if (PyTuple_GET_ITEM(p, 0) != m0) goto done;
+    if ((is_pend ? ((Pend *)p)->m0 : PyTuple_GET_ITEM(p, 0)) != m0) goto done;
     Py_INCREF(Py_None);
     PyList_SetItem(h->pend, 0, Py_None);
     long long coll_v, name_v, mid, nbytes, t, peer = NUL, argsv = NUL, i0, i1;
     Recorder *r = h->rec;
     if (get_ll(coll, &coll_v) < 0 || get_ll(name, &name_v) < 0) goto fail;
-    if (p == r->pend_tuple) { /* made by hook_pack (p is alive: the same object) */
-        mid = r->pend_mid;
-        nbytes = r->pend_size;
-        t = r->pend_t;
+    if (is_pend) { /* made by hook_pack */
+        Pend *pp = (Pend *)p;
+        mid = pp->mid;
+        nbytes = pp->size;
+        t = pp->t;
+        Py_CLEAR(pp->m0); /* the message's bytes are not kept alive */
     } else if (get_ll(PyTuple_GET_ITEM(p, 1), &mid) < 0 || get_ll(PyTuple_GET_ITEM(p, 2), &nbytes) < 0 ||
                get_ll(PyTuple_GET_ITEM(p, 3), &t) < 0) {
         goto fail;
@@ -694,13 +819,12 @@ static PyObject *hook_asend(Hook *h, PyObject *const *args, size_t nargsf, PyObj
     row[L_MSG] = mid;
     row[L_NAME] = name_v;
     row[L_PE] = r->pe;
-    row[L_PEER_PE] = row[L_T1] = row[L_ACTIVE] = row[L_EXEC_T0] = NUL;
+    row[L_PEER_PE] = row[L_T1] = row[L_ACTIVE] = NUL;
     row[L_PEER_COLL] = coll_v;
     row[L_PEER_OBJ] = peer;
     row[L_BYTES] = nbytes;
     row[L_ARGS] = argsv;
-    row[L_KIND] = K_SEND;
-    if (put_ident(row, ident) < 0) {
+    if (put_tail(row, ident, 1) < 0) {
         r->n--;
         goto fail;
     }
@@ -731,17 +855,27 @@ static PyObject *H_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     else return PyErr_Format(PyExc_ValueError, "unknown hook kind %s", kind);
     if (PyList_GET_SIZE(cur) < 1 || PyList_GET_SIZE(pend) < 1 || PyList_GET_SIZE(mute) < 1)
         return PyErr_Format(PyExc_ValueError, "cur, pend and mute must hold one item");
+    PyObject *state_dict = PyObject_GenericGetDict(state, NULL);
+    if (state_dict == NULL) return NULL;
+    if (!PyDict_Check(state_dict)) {
+        Py_DECREF(state_dict);
+        return PyErr_Format(PyExc_TypeError, "state must have a __dict__");
+    }
     Hook *h = (Hook *)type->tp_alloc(type, 0);
-    if (h == NULL) return NULL;
+    if (h == NULL) {
+        Py_DECREF(state_dict);
+        return NULL;
+    }
     h->kind = k;
     h->vectorcall = fn;
     PyObject **slots[] = {&h->orig, &h->slow, (PyObject **)&h->rec, &h->cur, &h->pend, &h->mute, &h->state,
                           &h->acodes, &h->epcodes, &h->no_object};
-    PyObject *vals[] = {orig, slow, rec, cur, pend, mute, state, acodes, epcodes, no_object};
+    PyObject *vals[] = {orig, slow, rec, cur, pend, mute, state_dict, acodes, epcodes, no_object};
     for (int i = 0; i < 10; i++) {
         Py_INCREF(vals[i]);
         *slots[i] = vals[i];
     }
+    Py_DECREF(state_dict);
     h->bcast = bcast;
     h->combined = combined;
     h->index_bits = index_bits;
@@ -760,7 +894,9 @@ static int H_traverse(Hook *h, visitproc visit, void *arg) {
     Py_VISIT(h->epcodes);
     Py_VISIT(h->no_object);
     Py_VISIT(h->spare);
-    return 0;
+    int err = id_traverse(&h->em_names, visit, arg);
+    if (!err) err = id_traverse(&h->colls, visit, arg);
+    return err ? err : id_traverse(&h->names, visit, arg);
 }
 
 static int H_clear(Hook *h) {
@@ -775,6 +911,9 @@ static int H_clear(Hook *h) {
     Py_CLEAR(h->epcodes);
     Py_CLEAR(h->no_object);
     Py_CLEAR(h->spare);
+    id_clear(&h->em_names);
+    id_clear(&h->colls);
+    id_clear(&h->names);
     return 0;
 }
 
@@ -841,9 +980,10 @@ static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, .m_name = "_record
                                        .m_doc = "Native event recorder.", .m_size = -1, .m_methods = M_methods};
 
 PyMODINIT_FUNC PyInit__recorder(void) {
-    if (PyType_Ready(&RecorderType) < 0 || PyType_Ready(&DispatchType) < 0 || PyType_Ready(&HookType) < 0)
+    if (PyType_Ready(&RecorderType) < 0 || PyType_Ready(&DispatchType) < 0 || PyType_Ready(&HookType) < 0 ||
+        PyType_Ready(&PendType) < 0)
         return NULL;
-    if (!(s_pt_key = PyBytes_FromString("_pt")) || !(s_pc_key = PyBytes_FromString("_pc")) ||
+    if (!(s_pt_key = PyLong_FromLong(HEADER_MSG_KEY)) || !(s_pc_key = PyLong_FromLong(HEADER_CREATE_KEY)) ||
         !(s_dcopy_key = PyBytes_FromString("dcopy")) || !(s_pt_attr = PyUnicode_InternFromString("_pt")) ||
         !(s_ptid_attr = PyUnicode_InternFromString("_pt_id")) ||
         !(s_pending_create = PyUnicode_InternFromString("pending_create")) || !(s_zero = PyLong_FromLong(0)) ||
@@ -860,7 +1000,8 @@ PyMODINIT_FUNC PyInit__recorder(void) {
         Py_DECREF(m);
         return NULL;
     }
-    if (PyModule_AddIntConstant(m, "ROW_FIELDS", NF) < 0) {
+    if (PyModule_AddIntConstant(m, "ROW_FIELDS", NF) < 0 || PyModule_AddIntConstant(m, "MSG_KEY", HEADER_MSG_KEY) < 0 ||
+        PyModule_AddIntConstant(m, "CREATE_KEY", HEADER_CREATE_KEY) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -28,7 +28,7 @@ from tracers.charm.identity import (
     SYNCS,
     set_step,
 )
-from tracers.charm.rowbuf import NULL, PyRecorder
+from tracers.charm.rowbuf import CREATE_KEY, MSG_KEY, NULL, PyRecorder
 
 MASK2 = (1 << INDEX_BITS) - 1  # 2-D indices packed inline, as pack_index does
 
@@ -92,7 +92,7 @@ def install_exec_hooks(entry_method_mod) -> None:
         except AttributeError:
             ident = reg.identify(obj, header)
             obj._pt_id = ident
-        mid = header.get(b"_pt", NULL) if header else NULL
+        mid = header.get(MSG_KEY, NULL) if header else NULL
         t0 = clock()
         parent = cur[0]
         if parent is not None:  # nested: the parent's piece so far ends here
@@ -187,9 +187,9 @@ def install_send_hooks(charm) -> None:
             return orig_pack(destObj, msgArgs, header)
         t = clock()
         seq[0] = n = seq[0] + 1
-        header[b"_pt"] = mid = P.msg_base + n
+        header[MSG_KEY] = mid = P.msg_base + n
         if P.pending_create is not None:
-            header[b"_pc"] = P.pending_create
+            header[CREATE_KEY] = P.pending_create
         msg = orig_pack(destObj, msgArgs, header)
         if destObj is None:
             m0 = msg[0]

@@ -78,7 +78,7 @@ class Registry:
             code = self.strings.code
             return record(code(coll), pack_index(index), code(index_text(index)), code(cat), step, explicit, syncs)
         proxy = obj.thisProxy
-        created = header.get(b"_pc") if header else None
+        created = header.get(rowbuf.CREATE_KEY) if header else None
         if hasattr(proxy, "aid"):
             aid = proxy.aid
             ent = self.arrays.get(aid)

@@ -86,6 +86,10 @@ XTAIL, STAIL = 7, 8
 """Fields of an identity record (tracers.charm.identity) holding its packed exec / send row tails."""
 MSG_PE_SHIFT = 40
 """msg ids are (src_pe << 40) | per-PE sequence: unique over the run, PE recoverable."""
+MSG_KEY, CREATE_KEY = 0, 1
+"""Keys of the message header entries the tracer adds (msg id; collection name and category of a
+creation): int keys, which charm4py's own (bytes) never equal, and which pickle and unpickle
+~40 ns cheaper per message than a bytes key (no memo entry, no bytes object made)."""
 FLUSH_ROWS = FLUSH_BYTES // ROW.size
 ENV_SWITCH = "PARADISE_NATIVE_RECORDER"
 """Set to 0 to run the pure-Python recorder although the native one is built."""
@@ -99,6 +103,7 @@ class PyRecorder:
         self.origin = self.pe = self.depth = self.last = 0
         self.flush_rows = FLUSH_ROWS
         self.on_full = None
+        self.end_t, self.end_len = 0, -1  # end of the last exec row and len(buf) just after it (-1: none)
 
     def __len__(self) -> int:
         return len(self.buf) // ROW.size
@@ -107,6 +112,7 @@ class PyRecorder:
         o = self.origin
         self.buf += EXEC_HEAD(t0 - o, mid, name, self.pe, NULL if mid == NULL else mid >> MSG_PE_SHIFT, t1 - o, active)
         self.buf += ident[XTAIL]
+        self.end_t, self.end_len = t1, len(self.buf)
 
     def send(self, t: int, mid: int, name: int, peer_pe: int, peer_coll: int, peer_obj: int, nbytes: int,
              args: int, ident: list) -> None:
@@ -131,10 +137,12 @@ class PyRecorder:
         """The rows so far; recording goes on in the same (emptied) buffer."""
         data = bytes(self.buf)
         del self.buf[:]
+        self.end_len = -1
         return data
 
     def clear(self) -> None:
         del self.buf[:]
+        self.end_len = -1
 
 
 def make_recorder() -> tuple[PyRecorder, str]:
@@ -142,10 +150,12 @@ def make_recorder() -> tuple[PyRecorder, str]:
     if os.environ.get(ENV_SWITCH, "1").strip() in ("0", "false", "no", "off"):
         return PyRecorder(), f"python ({ENV_SWITCH}=0)"
     try:
+        from tracers.charm._recorder import CREATE_KEY as C_CREATE_KEY
+        from tracers.charm._recorder import MSG_KEY as C_MSG_KEY
         from tracers.charm._recorder import ROW_FIELDS, Recorder, use_null
     except ImportError:
         return PyRecorder(), "python (native recorder not built)"
-    assert ROW_FIELDS == len(LAYOUT)
+    assert ROW_FIELDS == len(LAYOUT) and (C_MSG_KEY, C_CREATE_KEY) == (MSG_KEY, CREATE_KEY)
     use_null(NULL)
     return Recorder(FLUSH_ROWS + FLUSH_ROWS // 8, FLUSH_ROWS), "native"
 

@@ -1,0 +1,107 @@
+"""Each PE's time accounting (overview_pe_time): the unions of its running intervals and of its
+running and idle intervals, swept with numpy over the rows in the order the engine streams them
+(the format's row order, no sort), and its span from overview_pe's rows. paradise/sql/
+overview_pe_time.sql states the definitions; tests/accounting.py is the oracle."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+QUERY = "overview_pe_time"
+NONE = np.iinfo(np.int64).min
+"""The running maximum end before a PE's first interval."""
+SCHEMA = pa.schema([("pe", pa.int32()), ("t_first", pa.int64()), ("t_last", pa.int64()), ("span_ns", pa.int64()),
+                    ("busy_ns", pa.int64()), ("idle_ns", pa.int64()), ("other_ns", pa.int64()),
+                    ("busy_rows", pa.int64()), ("idle_rows", pa.int64())])
+
+
+class Unordered(Exception):
+    """The rows came out of (pe, t0) order."""
+
+
+class _Sweep:
+    """The running state over one stream of rows: per PE, busy and covered (busy ∪ idle) time."""
+
+    def __init__(self) -> None:
+        self.last = (None, NONE)  # (pe, t0) of the last row seen
+        self.max_busy = self.max_any = NONE  # running maximum ends on the current PE
+        self.totals: dict[int, list[int]] = {}  # pe -> [busy_ns, covered_ns, busy_rows, idle_rows]
+
+    def batch(self, pe: np.ndarray, t0: np.ndarray, t1: np.ndarray, busy: np.ndarray) -> None:
+        if not len(pe):
+            return
+        self._check_order(pe, t0)
+        cuts = np.flatnonzero(pe[1:] != pe[:-1]) + 1
+        for s, e in zip(np.r_[0, cuts], np.r_[cuts, len(pe)]):
+            self._segment(int(pe[s]), t0[s:e], t1[s:e], busy[s:e])
+        self.last = (int(pe[-1]), int(t0[-1]))
+
+    def _check_order(self, pe: np.ndarray, t0: np.ndarray) -> None:
+        """Raises Unordered unless (pe, t0) never decreases, from the last row of the previous batch on."""
+        lp, lt = self.last
+        if lp is not None and (pe[0] < lp or (pe[0] == lp and t0[0] < lt)):
+            raise Unordered
+        dp, dt = np.diff(pe), np.diff(t0)
+        if (dp < 0).any() or ((dp == 0) & (dt < 0)).any():
+            raise Unordered
+
+    def _segment(self, pe: int, t0: np.ndarray, t1: np.ndarray, busy: np.ndarray) -> None:
+        """Rows of one PE: each adds the part of it that ends after its PE's earlier intervals."""
+        if pe != self.last[0]:
+            self.max_busy = self.max_any = NONE
+            self.last = (pe, NONE)
+        before = np.maximum.accumulate(np.concatenate(([self.max_any], t1[:-1])))
+        covered = np.maximum(0, t1 - np.maximum(t0, before))
+        n_busy = int(np.count_nonzero(busy))
+        if n_busy == len(busy) and self.max_busy == self.max_any:  # no idle row yet: one sweep is both
+            added = covered
+            self.max_any = self.max_busy = max(self.max_any, int(t1.max()))
+        else:
+            ends = np.where(busy, t1, NONE)
+            before_busy = np.maximum.accumulate(np.concatenate(([self.max_busy], ends[:-1])))
+            added = np.where(busy, np.maximum(0, t1 - np.maximum(t0, before_busy)), 0)
+            self.max_any = max(self.max_any, int(t1.max()))
+            self.max_busy = max(self.max_busy, int(ends.max()))
+        tot = self.totals.setdefault(pe, [0, 0, 0, 0])
+        tot[0] += int(added.sum())
+        tot[1] += int(covered.sum())
+        tot[2] += n_busy
+        tot[3] += len(busy) - n_busy
+
+
+def _swept(engine: Any, intervals: str) -> dict[int, list[int]]:
+    sweep = _Sweep()
+    for b in engine.batches(QUERY, intervals=intervals):
+        if b.column(0).null_count:  # a row without a PE belongs to no PE's accounting
+            b = b.filter(pc.is_valid(b.column(0)))
+        sweep.batch(*(np.asarray(b.column(i).to_numpy(zero_copy_only=False)) for i in range(4)))
+    return sweep.totals
+
+
+def spans(groups: pa.Table) -> pa.Table:
+    """Per PE its first start and last end, from overview_pe's rows (t_first, t_last per group)."""
+    g = groups.filter(pc.is_valid(groups.column("pe")))
+    return g.group_by("pe").aggregate([("t_first", "min"), ("t_last", "max")]).rename_columns(
+        ["pe", "t_first", "t_last"]).sort_by("pe")
+
+
+def pe_time(engine: Any, groups: pa.Table | None = None) -> pa.Table:
+    """One row per PE with any row: span, busy, idle and other time and the interval counts.
+    `groups` is overview_pe's result (queried here when not given). The sweep reads the rows in the
+    trace's row order; when they are not in the format's order it reads them again sorted."""
+    try:
+        totals = _swept(engine, "intervals")
+    except Unordered:
+        totals = _swept(engine, "intervals_by_time")
+    s = spans(groups if groups is not None else engine.query("overview_pe"))
+    pes = s.column("pe").to_numpy()
+    first = s.column("t_first").to_numpy().astype(np.int64)
+    last = s.column("t_last").to_numpy().astype(np.int64)
+    t = np.array([totals.get(int(p), [0, 0, 0, 0]) for p in pes], np.int64).reshape(len(pes), 4)
+    busy, covered = t[:, 0], t[:, 1]
+    return pa.table([pa.array(pes, pa.int32()), first, last, last - first, busy, covered - busy,
+                     last - first - covered, t[:, 2], t[:, 3]], schema=SCHEMA)

@@ -1,0 +1,14 @@
+-- events_pieced: the executions that ran in pieces (trace format 1.1, `piece` rows), as the keys
+-- their exec rows have: events_running.sql leaves these exec rows out of the running intervals
+-- (their pieces are the intervals). The engines expose it as the view `pieced`; on a trace whose
+-- files' footers show no piece row (paradise.store.may_hold_pieces) the view is empty and the
+-- optimizer drops the anti join against it, so `intervals` stays one scan in row order.
+-- grain: one row per execution with pieces: (pe, exec_t0, name, coll, obj, msg), as its pieces
+-- copy them from their exec row (on a clock of microseconds (pe, exec_t0) alone may name two).
+-- columns:
+--   kind        string       'exec' (the kind of the rows it names)
+--   pe          int32        PE
+--   exec_t0     int64 ns     t0 of the execution
+--   name, coll, obj, msg     as on the exec row
+-- merge: client (read by events_running.sql beside the rows of the same files)
+SELECT DISTINCT 'exec' AS kind, pe, exec_t0, name, coll, obj, msg FROM events WHERE kind = 'piece'

@@ -1,0 +1,123 @@
+"""`paradise tune` replayed on the stencil2d tunes recorded in docs/benchmarks.md (four runs of
+bench/tune_examples.py on a loaded machine, times as printed): the paired rounds keep the mapping
+hint the unpaired U test missed while the load fell, and what-if's error after calibration, each
+hinted run predicted from its own round's baseline run, falls from the 32-69 % the running-median
+reference printed to 2.7 % (load 2.6) and 8.9 % (load 3.9); at load 9.6 it stays 30.8 %, the rounds
+themselves disagreeing. Expected figures are computed here from the raw times."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from paradise.tune.loop import Settings, Tune
+from paradise.tune.record import Record
+from paradise.tune.runner import Outcome
+
+# (load average at the start, replay ratio what-if stated, baseline times per round, mapping times per round)
+RECORDED = {
+    "run1": (9.60, 0.684, [35.053, 13.860, 14.450, 6.603, 5.872], [19.648, 8.888, 5.994, 4.442, 7.969]),
+    "run2": (3.86, 0.660, [23.115, 21.840, 20.677, 9.459, 10.313], [17.112, 16.503, 11.565, 6.936, 6.560]),
+    "run3": (2.57, 0.697, [8.449, 9.285, 8.124, 4.676, 4.645], [6.143, 6.718, 5.733, 3.298, 3.205]),
+    # run 4 ran with the paired rounds (order rotating: the hinted run first in rounds 2 and 4)
+    "run4": (9.91, 0.648, [37.072, 31.994, 33.778, 22.460, 21.205], [27.164, 23.632, 18.437, 20.118, 14.808]),
+}
+PRINTED = {"run1": 0.323, "run2": 0.692, "run3": 0.438}
+"""Per-run error after calibration that docs/benchmarks.md printed for runs 1-3 (the running-median reference)."""
+PRINTED_PAIRED = {"run4": 0.118}
+"""...and for run 4 (the round's own baseline)."""
+
+
+class Replay:
+    runtime = "charm"
+
+    def __init__(self, base: list[float], mapping: list[float]) -> None:
+        self.times = {f"it1/alone/r{r}/{n}": t for n, ts in (("baseline", base), ("mapping", mapping))
+                      for r, t in enumerate(ts, 1)}
+        self.times["it1/traced"] = base[0]
+
+    def command(self, hints, trace):
+        return ["replay"]
+
+    def run(self, key, hints, trace, timeout_s=None):
+        t = self.times[key]
+        return Outcome(True, t, t, "max_err=0.0e+00")
+
+
+class Mapping:
+    def __init__(self, ratio: float) -> None:
+        self.ratio = ratio
+
+    def propose(self, trace: Path, out: Path):
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "mapping.json").write_text("{}")
+        return {"candidates": {"mapping": {"file": "mapping.json", "summary": "refine"}}, "information": {}}
+
+    def predict(self, trace, hints):
+        return {"ratio": self.ratio}
+
+
+def replayed(tmp_path: Path, name: str) -> dict:
+    _, ratio, base, mapping = RECORDED[name]
+    settings = Settings(rounds=5, iterations=1, confidence=0.99)
+    return Tune(tmp_path, Replay(base, mapping), Mapping(ratio), settings, Record.open(tmp_path, {"replay": name}),
+                echo=lambda s: None).run()
+
+
+def paired_p(base: list[float], hinted: list[float]) -> float:
+    """One-sided paired t-test on log ratios; df = 4, so P(T <= t) = 1/2 + (t/2) (1/sqrt(4 + t^2))(1 + 2/(4 + t^2))."""
+    d = np.log(np.array(hinted) / np.array(base))
+    t = d.mean() / (d.std(ddof=1) / math.sqrt(len(d)))
+    return 0.5 + t / 2 * (1 / math.sqrt(4 + t * t)) * (1 + 2 / (4 + t * t))
+
+
+def errors(base: list[float], hinted: list[float], ratio: float, reference) -> list[float]:
+    """|predicted - measured| / measured of rounds 2.. (calibrated on the rounds before), the
+    prediction scaled from reference(r) and k the median of the earlier rounds' realised share."""
+    out, ks = [], []
+    for r, h in enumerate(hinted):
+        if ks:
+            out.append(abs(reference(r) * (1 - statistics.median(ks) * (1 - ratio)) - h) / h)
+        ks.append((1 - h / reference(r)) / (1 - ratio))
+    return out
+
+
+@pytest.mark.parametrize("name", ["run2", "run3", "run4"])
+def test_the_mapping_the_drifting_load_hid_is_kept(tmp_path, name):
+    _, _, base, mapping = RECORDED[name]
+    data = replayed(tmp_path, name)
+    (c,) = data["iterations"][0]["trials"][0]["candidates"]
+    assert c["verdict"]["kept"] and data["best"]["kinds"] == ["mapping"]
+    assert c["verdict"]["p_value"] == pytest.approx(paired_p(base, mapping), abs=1e-6) and paired_p(base, mapping) <= 0.01
+    gm = math.exp(statistics.mean(math.log(h / b) for b, h in zip(base, mapping)))
+    assert c["measured_ratio"] == pytest.approx(gm) and data["speedup"] == pytest.approx(1 / gm) and 1 / gm > 1.39
+
+
+def test_at_load_9_6_the_rounds_disagree_and_nothing_is_kept(tmp_path):
+    _, _, base, mapping = RECORDED["run1"]
+    data = replayed(tmp_path, "run1")
+    (c,) = data["iterations"][0]["trials"][0]["candidates"]
+    assert not c["verdict"]["kept"] and c["verdict"]["p_value"] == pytest.approx(paired_p(base, mapping), abs=1e-6)
+    assert mapping[4] > base[4]  # the last round measured the hint slower: the test says unknown, not faster
+
+
+@pytest.mark.parametrize("name", ["run1", "run2", "run3", "run4"])
+def test_calibrated_error_is_measured_against_the_rounds_own_baseline(tmp_path, name):
+    load, ratio, base, mapping = RECORDED[name]
+    w = replayed(tmp_path, name)["whatif"]
+    paired = errors(base, mapping, ratio, lambda r: base[r])
+    lagging = errors(base, mapping, ratio, lambda r: statistics.median(base[: r + 1]))  # the reference before
+    assert w["calibrated_runs"] == 4 and w["median_abs_error_calibrated"] == pytest.approx(statistics.median(paired))
+    if name in PRINTED:  # the old reference reproduces what the tune printed then
+        assert statistics.median(lagging) == pytest.approx(PRINTED[name], abs=1e-3)
+    else:
+        assert statistics.median(paired) == pytest.approx(PRINTED_PAIRED[name], abs=1e-3)
+    assert statistics.median(paired) < statistics.median(lagging)
+    if load < 3:
+        assert statistics.median(paired) <= 0.10  # issue 27's goal: 10 % quiet, 20 % loaded
+    elif load < 5:
+        assert statistics.median(paired) <= 0.20
