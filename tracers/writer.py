@@ -30,6 +30,11 @@ FLUSH_ROWS = 50_000
 FLUSH_INTERVAL_S = 2.0
 """Longest time rows wait in memory (checked on append), bounding what a crash can lose."""
 
+PART_WRITE = {"compression": "none", "write_statistics": False}
+"""Part files are temporary (close() compacts them into one zstd file; only a killed run keeps
+them), so they are written uncompressed and without column statistics: zstd and statistics were
+about half of a part's fixed Parquet cost (~1.3 of ~2.5 ms CPU for a 2,000-row part of 24 columns)."""
+
 PART_RE = re.compile(r"^(?P<stem>.+?)\.part-(?P<seq>\d+)\.parquet$")
 
 
@@ -117,17 +122,24 @@ class TraceWriter:
         assert len(arrays) == width
         return pa.Table.from_arrays(arrays, schema=SCHEMA.with_metadata(make_metadata(**self.metadata)))
 
+    def _pending_table(self) -> pa.Table | None:
+        """The buffered rows as one table, taken out of the buffer (None when there are none)."""
+        if not self._rows:
+            return None
+        rows, self._rows = self._rows, []
+        return self._table(rows)
+
     def flush(self) -> None:
         """Writes the buffered rows as one complete part file."""
         self._last_flush = time.monotonic_ns()
-        if not self._rows:
+        table = self._pending_table()
+        if table is None:
             return
-        rows, self._rows = self._rows, []
         part = self.directory / f"{self.stem}.part-{len(self._parts):06d}.parquet"
         with _exclusive_tmp(self.directory, part) as fh:
-            pq.write_table(self._table(rows), fh, compression="zstd")
+            pq.write_table(table, fh, **PART_WRITE)
         self._parts.append(part)
-        self.rows_written += len(rows)
+        self.rows_written += table.num_rows
 
     def close(self, complete: bool = True) -> Path:
         """Flushes, then compacts the parts into one file marked complete (or not)."""

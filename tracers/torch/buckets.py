@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracers.torch.tracer import BYTES, CAT, COLL, DTYPE, GROUP, GSIZE, OBJ, Tracer
+from tracers.torch.tracer import Tracer
 
 MAX_TRIES = 4
 """Forwards after which a module whose buckets were never rebuilt stops being asked (no rows)."""
@@ -89,19 +89,12 @@ class BucketWatch:
 
     def emit(self, t_end: int) -> None:
         """Buffers a row per bucket launched in the backward that ended at t_end."""
-        launch, tr = self.launch, self.tr
+        launch, record = self.launch, self.tr.bucket
+        group, size = self.group_info
         for k, t0 in enumerate(launch):
-            if t0 is None:
-                continue
-            launch[k] = None
-            row = tr.new_row("collective", "allreduce", t0, t_end)
-            row[CAT] = "ddp_bucket"
-            row[COLL] = "ddp"
-            row[OBJ] = k
-            row[BYTES] = self.sizes[k]
-            row[DTYPE] = self.dtypes[k]
-            row[GROUP], row[GSIZE] = self.group_info
-            tr.buffer(row)
+            if t0 is not None:
+                launch[k] = None
+                record(t0, t_end, k, self.sizes[k], self.dtypes[k], group, size)
 
     def remove(self) -> None:
         for h in self.handles:

@@ -294,7 +294,7 @@ def _install_optimizer(tr: Tracer) -> None:
         tr.compute("optimizer", t0, t1)
         if not tr._explicit:
             tr.end_step(n, None, t1)
-        if not tr.dcp_installed:
+        if not tr.dcp_installed and DCP_MODULE in sys.modules:
             install_dcp(tr)
 
     orig_load = torch.optim.Optimizer.load_state_dict
@@ -358,11 +358,14 @@ def _dcp_target(args: Any, kwargs: Any) -> Any:
     return kwargs.get("checkpoint_id") or (args[1] if len(args) > 1 else None)
 
 
+DCP_MODULE = "torch.distributed.checkpoint"
+
+
 def install_dcp(tr: Tracer) -> bool:
     """Wraps torch.distributed.checkpoint save/load once the program has imported it."""
-    if tr.dcp_installed or "torch.distributed.checkpoint" not in sys.modules:
+    if tr.dcp_installed or DCP_MODULE not in sys.modules:
         return tr.dcp_installed
-    dcp = sys.modules["torch.distributed.checkpoint"]
+    dcp = sys.modules[DCP_MODULE]
     for attr, kind in (("save", "checkpoint"), ("async_save", "checkpoint"), ("load", "restore")):
         orig = getattr(dcp, attr, None)
         if orig is not None and not hasattr(orig, "__wrapped__"):

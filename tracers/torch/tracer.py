@@ -23,7 +23,8 @@ from typing import Any
 from paradise.format import COLUMN_NAMES
 from tracers.clock import record_offset
 from tracers.torch.clock import fake_skew, wall_clock
-from tracers.writer import TraceWriter, pe_file_stem
+from tracers.torch.steprows import StepRowWriter
+from tracers.writer import FLUSH_ROWS, pe_file_stem
 
 COL = {name: i for i, name in enumerate(COLUMN_NAMES)}
 WIDTH = len(COLUMN_NAMES)
@@ -47,25 +48,13 @@ K, PE, T0, T1, CAT, COLL, OBJ, NAME, BYTES, STEP, GROUP, GSIZE, DTYPE, ARGS = (
     )
 )
 
-# The writer takes rows as tuples in COLUMN_NAMES order with a missing tail meaning null; the two
-# rows of every step are built as literal tuples (cheapest), for this column order:
-assert (K, PE, T0, T1, CAT, NAME, STEP) == (0, 1, 2, 3, 6, 10, 16), "update _phase_tuple/_step_tuple"
-
-
-def _phase_tuple(pe: int, t0: int, t1: int, name: str, step: int | None) -> tuple:
-    """A compute `phase` row (cat=compute)."""
-    return ("phase", pe, t0, t1, None, None, "compute", None, None, None, name, None, None, None, None, None, step)  # fmt: skip
-
-
-def _step_tuple(pe: int, t0: int, t1: int, step: int) -> tuple:
-    """A `step` row."""
-    return ("step", pe, t0, t1, None, None, None, None, None, None, "step", None, None, None, None, None, step)  # fmt: skip
-
-
 FAILURE_DEDUP_NS = 10_000_000_000
 """A failure within 10 s of one already recorded on the rank is the same incident seen twice
 (an exception recorded by the backward hook, then logged by the checkpoint manager or escaping
 the script): it is not written again."""
+FLUSH_PHASE_VALUES = 3 * FLUSH_ROWS // 2
+"""Phase values (3 a row) after which a step flushes even before the interval: with the step and
+bucket rows beside them, about TraceWriter's FLUSH_ROWS rows."""
 BUFFER_MAX_ROWS = 10_000
 """Rows held for a step that never ends (a loop without optimizer.step) before writing them untagged."""
 
@@ -109,7 +98,7 @@ class Tracer:
         self.clock_offsets: dict[str, dict[str, int | None]] = {}  # this rank's offsets to rank 0
         self.clock_group: Any = None  # the process group of the clock pings (None: the default group)
         self.host = socket.gethostname()
-        self.writer = TraceWriter(
+        self.writer = StepRowWriter(
             Path(directory),
             rank,
             flush_interval_s=flush_interval_s,
@@ -133,6 +122,7 @@ class Tracer:
         self._counter = 0  # steps completed in this process (fallback numbering)
         self._buffer: list[list[Any]] = []  # rows of the step in progress
         self._phases: list[Any] = []  # compute phases of the step in progress: name, t0, t1, name, ...
+        self._buckets: list[Any] = []  # DDP bucket rows of the step in progress (steprows.BUCKET_WIDTH values each)
         self._inflight: list[list[Any]] = []  # async collectives not yet completed at their step's end
         self._auto_io: list[list[Any]] = []  # torch.save/dcp rows, dropped when record_event covers them
         self._explicit = False  # the program marks steps itself with tracers.torch.step()
@@ -192,6 +182,14 @@ class Tracer:
         ph.append(t0)
         ph.append(t1)
         if len(ph) > 3 * BUFFER_MAX_ROWS and not self.closed:
+            self._emit_buffer(None, None)
+
+    def bucket(self, t0: int, t1: int, obj: int, nbytes: int, dtype: str | None, group: str | None,
+               group_size: int | None) -> None:
+        """Records a DDP bucket all-reduce of the step in progress (a `collective` row, cat ddp_bucket)."""
+        b = self._buckets
+        b.extend((t0, t1, obj, nbytes, dtype, group, group_size))
+        if len(b) > 7 * BUFFER_MAX_ROWS and not self.closed:
             self._emit_buffer(None, None)
 
     def buffer(self, row: list[Any]) -> None:
@@ -273,7 +271,7 @@ class Tracer:
         if start is None:
             start = min([r[T0] for r in self._buffer if r[K] == "phase"] + self._phases[1::3], default=t1)
         if not self.closed:
-            self.writer.append(_step_tuple(self.rank, start, t1, n))
+            self.writer.step_row(start, t1, n)
         self._emit_buffer(n, start)
         self._counter += 1
         self.step = n + 1
@@ -283,7 +281,8 @@ class Tracer:
         self._prev_end = t1
         for cb in self.step_callbacks:
             cb()
-        if time.monotonic_ns() - self.writer._last_flush > self.flush_interval_ns and (
+        w = self.writer
+        if (time.monotonic_ns() - w._last_flush > self.flush_interval_ns or len(w.phases) > FLUSH_PHASE_VALUES) and (
             self._warmup is None or not self._warmup.is_alive()
         ):
             self.flush()
@@ -297,15 +296,15 @@ class Tracer:
         if self.closed:
             self._buffer.clear()
             self._phases.clear()
+            self._buckets.clear()
             return
         append = self.writer.append
-        ph = self._phases
-        if ph:
-            pe = self.rank
-            for i in range(0, len(ph), 3):
-                t0 = ph[i + 1]
-                append(_phase_tuple(pe, t0, ph[i + 2], ph[i], n if n is not None and t0 >= start else None))
-            ph.clear()
+        if self._phases:
+            self.writer.add_phases(self._phases, n, start)
+            self._phases.clear()
+        if self._buckets:
+            self.writer.add_buckets(self._buckets, n, start)
+            self._buckets.clear()
         for row in self._buffer:
             if n is not None and row[T0] >= start:
                 row[STEP] = n

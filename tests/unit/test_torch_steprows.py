@@ -1,0 +1,61 @@
+"""The torch tracer's per-step rows (step, compute phases, DDP buckets), kept as value lists and
+turned into columns at the flush, read back as the rows the tracer was given (no torch needed)."""
+
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+
+from paradise.engines.duckdb_engine import DuckDBEngine
+from paradise.store import open_trace
+
+COLS = ("kind", "pe", "t0", "t1", "cat", "coll", "obj", "name", "bytes", "step", "group", "group_size", "dtype")
+
+
+def _row(kind, t0, t1, name, *, cat=None, coll=None, obj=None, nbytes=None, step=None, group=None, gsize=None,
+         dtype=None):
+    return dict(zip(COLS, (kind, 2, t0, t1, cat, coll, obj, name, nbytes, step, group, gsize, dtype)))
+
+
+def test_step_rows_read_back_as_recorded_across_parts(tmp_path):
+    from tracers.torch.tracer import Tracer
+
+    tr = Tracer(tmp_path, rank=2, world_size=4, origin_ns=10**18)
+    expected = []
+    t = 1_000
+    tr.compute("forward", 500, 600)  # before the first step's start: written without a step
+    expected.append(_row("phase", 500, 600, "forward", cat="compute"))
+    for n in range(5):
+        start = t
+        for name in ("forward", "loss", "backward"):
+            tr.compute(name, t, t + 10)
+            expected.append(_row("phase", t, t + 10, name, cat="compute", step=n))
+            t += 20
+        for k, size in enumerate((4096, 1 << 40)):  # one bucket larger than 2**32 bytes
+            tr.bucket(t, t + 5, k, size, "bfloat16" if k else "float32", "pg0" if n % 2 else None, 4)
+            expected.append(_row("collective", t, t + 5, "allreduce", cat="ddp_bucket", coll="ddp", obj=k,
+                                 nbytes=size, step=n, group="pg0" if n % 2 else None, gsize=4,
+                                 dtype="bfloat16" if k else "float32"))
+            t += 10
+        tr.compute("optimizer", t, t + 10)
+        expected.append(_row("phase", t, t + 10, "optimizer", cat="compute", step=n))
+        t += 20
+        tr.step_start = start
+        tr.end_step(n, None, t)
+        expected.append(_row("step", start, t, "step", step=n))
+        if n in (1, 3):
+            tr.flush()  # rows spread over several part files
+    tr.compute("forward", t, t + 10)  # a step that never ends: written at close, untagged
+    expected.append(_row("phase", t, t + 10, "forward", cat="compute"))
+    tr.close(complete=True)
+
+    trace = open_trace(tmp_path)
+    with DuckDBEngine(trace) as eng:
+        select = ", ".join(f'"{c}"' for c in COLS)
+        rows = eng.sql(f"SELECT {select} FROM events WHERE kind <> 'mark' ORDER BY t0, kind DESC").to_pylist()
+    by_kind_desc = sorted(expected, key=lambda r: r["kind"], reverse=True)  # step, phase, collective
+    assert rows == sorted(by_kind_desc, key=lambda r: r["t0"])
+    # A step row and its first forward phase share t0: the step row comes first in the file.
+    table = pq.read_table(next(tmp_path.glob("*.parquet")), columns=["kind", "t0"]).to_pylist()
+    first = next(i for i, r in enumerate(table) if r["kind"] == "step")
+    assert table[first + 1] == {"kind": "phase", "t0": table[first]["t0"]}
+
