@@ -108,7 +108,9 @@ def pe_time(engine: Any, groups: pa.Table | None = None) -> pa.Table:
     trace's row order; when they are not in the format's order it reads them again sorted."""
     try:
         totals = _swept(engine, "intervals")
-    except Unordered:
+    except Unordered:  # read again sorted, once the first stream (held by the traceback) is gone
+        totals = None
+    if totals is None:
         totals = _swept(engine, "intervals_by_time")
     pes, first, last = spans(groups if groups is not None else engine.query("overview_pe"))
     t = np.array([totals.get(int(p), [0, 0, 0, 0]) for p in pes], np.int64).reshape(len(pes), 4)

@@ -276,14 +276,19 @@ class DuckDBEngine:
         consumers that copy it into arrays of their own (or a file) and should not hold the whole
         Arrow table as well."""
         self._keep_views(load_sql(name))
+        cur = self.con.cursor()  # the stream's own: an open result blocks its cursor for other queries
         with self._guard():
-            reader = self._con().sql(load_sql(name), params=params or None).to_arrow_reader(batch_size=batch_rows)
-        return pa.RecordBatchReader.from_batches(reader.schema, self._guarded(reader))
+            reader = cur.sql(load_sql(name), params=params or None).to_arrow_reader(batch_size=batch_rows)
+        return pa.RecordBatchReader.from_batches(reader.schema, self._guarded(reader, cur))
 
-    def _guarded(self, reader: pa.RecordBatchReader) -> Iterator[pa.RecordBatch]:
-        """The reader's batches, its errors while streaming turned into one line as a query's are."""
-        with self._guard():
-            yield from reader
+    def _guarded(self, reader: pa.RecordBatchReader, cur: duckdb.DuckDBPyConnection) -> Iterator[pa.RecordBatch]:
+        """The reader's batches, its errors while streaming turned into one line as a query's are;
+        the stream's cursor is closed at its end."""
+        try:
+            with self._guard():
+                yield from reader
+        finally:
+            cur.close()
 
     def close(self) -> None:
         with self._lock:
