@@ -52,6 +52,15 @@ class InvalidOption(ParadiseError):
     """A command-line value outside its allowed range; the message names the option and the value."""
 
 
+DISK_FULL_MARKS = ("No space left", "File too large", "Disk quota exceeded")
+"""The OS's words (ENOSPC, EFBIG, EDQUOT) in a write error: the disk refused the file."""
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether a write failed because the disk (or a file size limit) refused it."""
+    return any(mark in str(exc) for mark in DISK_FULL_MARKS)
+
+
 def visible(text: str) -> str:
     """Untrusted text in a message (a file or entry name) with control characters shown as
     escapes (`\\x1b`), so that a message can neither drive the terminal nor span lines."""

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from paradise.engines import load_sql
 from paradise.engines.memory import DUCKDB_SHARE, default_memory_limit
-from paradise.errors import OutOfMemory, TruncatedTrace
+from paradise.errors import OutOfMemory, TruncatedTrace, disk_full
 from paradise.format import ADDED_COLUMNS, SCHEMA
 from paradise.store import TraceHandle
 from paradise.units import binary_size
@@ -198,9 +198,17 @@ class DuckDBEngine:
             raise self._out_of_memory(exc) from None
         except duckdb.Error as exc:
             bad = damaged_file_error(exc, self.trace.files)
+            if bad is exc and isinstance(exc, duckdb.IOException) and disk_full(exc):
+                raise self.scratch_unwritable(exc) from None
             if bad is exc and isinstance(exc, duckdb.IOException) and not self._own_spill:
                 raise OSError(f"spilling to {self.spill_dir} failed: {str(exc).splitlines()[0][:120]}") from None
             raise bad from None
+
+    def scratch_unwritable(self, exc: BaseException) -> OutOfMemory:
+        """The one line for a spill or partition file the disk refused (full, or over a file size limit)."""
+        first = (str(exc).strip().splitlines() or [""])[0][:160]
+        return OutOfMemory(f"{self.trace.path}: could not write under the spill directory {self.spill_dir} ({first}); "
+                           "set TMPDIR to a directory on a disk with more free space")
 
     def _out_of_memory(self, exc: duckdb.OutOfMemoryException) -> OutOfMemory:
         """The one line for a query that failed after spilling: a full spill disk (DuckDB could not

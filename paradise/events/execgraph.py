@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from paradise.errors import disk_full
 from paradise.events import partitions
 
 LATENCY_FIT_QUANTILE = 0.9
@@ -122,13 +123,20 @@ def materialize(engine: Any, chunk_execs: int | None = None, buckets: int | None
     pe_execs = list(zip(pes.column("pe").to_pylist(), pes.column("execs").to_pylist()))
     chunk, n_buckets = partitions.sizes(sum(n for _, n in pe_execs), engine.step_memory())
     chunk, n_buckets = chunk_execs or chunk, buckets or n_buckets
-    root = engine.scratch_dir("execgraph-")
-    pq.write_table(pes, partitions.pes_file(root))
     ranges = pe_ranges(pe_execs, chunk)
     run_t0 = int(pc.min(pes.column("pe_t0")).as_py() or 0) if len(pes) else 0
     native = n_buckets == 1 and getattr(engine, "native_steps", False)
+    root = "" if native else engine.scratch_dir("execgraph-")
+    if not native:
+        try:
+            pq.write_table(pes, partitions.pes_file(root))
+        except OSError as exc:
+            if hasattr(engine, "scratch_unwritable") and disk_full(exc):
+                raise engine.scratch_unwritable(exc) from None
+            raise
     engine.run_steps(partitions.range_step, [{"root": root, "i": i, "lo": lo, "hi": hi, "buckets": n_buckets,
-                                              "native": native} for i, (lo, hi) in enumerate(ranges)],
+                                              "native": native, "pes": pes if native else None}
+                                             for i, (lo, hi) in enumerate(ranges)],
                      files=[_range_files(engine.trace, lo, hi) for lo, hi in ranges])
     if native:
         engine.run_steps(partitions.native_graph, [{"table": TABLE, "run_t0": run_t0}], files=[[]])

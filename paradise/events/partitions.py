@@ -54,15 +54,23 @@ def pes_file(root: str) -> str:
     return os.path.join(root, "pes.parquet")
 
 
-def range_step(con: Any, root: str, i: int, lo: int, hi: int, buckets: int, native: bool = False) -> None:
+def range_step(con: Any, root: str, i: int, lo: int, hi: int, buckets: int, native: bool = False,
+               pes: Any = None) -> None:
     """Range step I: numbers the execs of PEs lo..hi (events_exec_rows), finds each of their send
     rows' sending exec (events_exec_sends) and writes both, by bucket, under `root`; `native`
-    (one bucket in the embedded engine's memory): appends them to its tables NATIVE instead."""
+    (one bucket in the embedded engine's memory): appends them to its tables NATIVE instead, with
+    the PEs' table `pes` (Arrow) given in-process rather than read from pes.parquet, so that such a
+    build writes no file."""
     params = {"lo": int(lo), "hi": int(hi), "buckets": int(buckets)}
-    con.execute(f"CREATE OR REPLACE TEMP TABLE exec_graph_pes AS SELECT * FROM read_parquet({_quoted(pes_file(root))})")
     if native:
+        con.register("exec_graph_pes_arrow", pes)
+        try:
+            con.execute("CREATE OR REPLACE TEMP TABLE exec_graph_pes AS SELECT * FROM exec_graph_pes_arrow")
+        finally:
+            con.unregister("exec_graph_pes_arrow")
         _native_range(con, i, params)
         return
+    con.execute(f"CREATE OR REPLACE TEMP TABLE exec_graph_pes AS SELECT * FROM read_parquet({_quoted(pes_file(root))})")
     con.execute("CREATE OR REPLACE TEMP TABLE part_execs AS " + load_sql("events_exec_rows"), params)
     con.execute("CREATE OR REPLACE TEMP TABLE part_sends AS " + load_sql("events_exec_sends"), params)
     try:

@@ -54,12 +54,13 @@ def _same_as_oracle(trace, chunk_execs: int | None, buckets: int | None = None) 
         assert len(got) == len(want) == info.execs and not bad, f"first differing rows (graph, oracle): {bad[:3]}"
         tables = eng.sql("SELECT table_name FROM duckdb_tables()").column("table_name").to_pylist()
         views = [v for v in eng.sql(views_sql).column("view_name").to_pylist() if v not in engine_views]
-        (root,) = eng._scratch
-        left = sorted(str(p.relative_to(root)) for p in Path(root).rglob("*.parquet"))
-        if tables:  # one bucket, kept in the engine (native_steps): no partition files but the PEs'
-            assert tables == [execgraph.TABLE] and views == [] and left == ["pes.parquet"]
+        scratch = list(eng._scratch)
+        if tables:  # one bucket, kept in the engine (native_steps): no partition file at all
+            assert tables == [execgraph.TABLE] and views == [] and scratch == []
             assert (buckets or 1) == 1
         else:
+            (root,) = scratch
+            left = sorted(str(p.relative_to(root)) for p in Path(root).rglob("*.parquet"))
             assert views == [execgraph.TABLE]
             n = buckets or len(left) - 3
             assert left == sorted(["execs.parquet", "pes.parquet", "sends.parquet",
@@ -136,3 +137,33 @@ def test_a_step_run_again_gives_the_same_graph(tmp_path):
                 partitions.bucket_step(eng.con, again, b, run_t0)
         eng.execute(partitions.graph_view_sql("again", [partitions.graph_file(again, b) for b in range(3)]))
         assert eng.sql(GRAPH_SQL.replace("exec_graph", "again")).to_pylist() == want
+
+
+def test_a_disk_that_refuses_the_partition_files_is_one_line(tmp_path):
+    """A full spill disk (here a file size limit) while the graph is built in buckets: OutOfMemory
+    naming the spill directory and what to do, not an analysis failure."""
+    trace = program_trace(tmp_path, "charm_like_parts")
+    code = (
+        "import resource, sys\n"
+        "from paradise.engines.duckdb_engine import DuckDBEngine\n"
+        "from paradise.errors import OutOfMemory\n"
+        "from paradise.events import execgraph\n"
+        "from paradise.store import open_trace\n"
+        f"eng = DuckDBEngine(open_trace({str(trace.path)!r}))\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (16, 16))\n"
+        "try:\n"
+        "    execgraph.materialize(eng, 1, 3)\n"
+        "except OutOfMemory as exc:\n"
+        "    print('ONE-LINE', exc)\n"
+        "finally:\n"
+        "    eng.close()\n"
+    )
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          preexec_fn=lambda: signal.signal(signal.SIGXFSZ, signal.SIG_IGN))
+    lines = [x for x in proc.stdout.splitlines() if x.startswith("ONE-LINE")]
+    assert len(lines) == 1, proc.stdout + proc.stderr
+    assert "could not write under the spill directory" in lines[0] and "TMPDIR" in lines[0]
