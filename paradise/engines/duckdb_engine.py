@@ -284,7 +284,8 @@ class DuckDBEngine:
         consumers that copy it into arrays of their own (or a file) and should not hold the whole
         Arrow table as well."""
         self._keep_views(load_sql(name))
-        cur = self.con.cursor()  # the stream's own: an open result blocks its cursor for other queries
+        with self._lock:  # the stream's own cursor: an open result blocks its cursor for other queries
+            cur = self.con.cursor()
         with self._guard():
             reader = cur.sql(load_sql(name), params=params or None).to_arrow_reader(batch_size=batch_rows)
         return pa.RecordBatchReader.from_batches(reader.schema, self._guarded(reader, cur))
