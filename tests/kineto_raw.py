@@ -29,16 +29,6 @@ def _intervals(events, keep):
     return [(_ns(e["ts"]), _ns(e["ts"]) + _ns(e.get("dur", 0))) for e in events if e.get("ph") == "X" and keep(e)]
 
 
-def _union(iv):
-    total, end = 0, None
-    for a, b in sorted(iv):
-        if end is None or a > end:
-            total += b - a
-            end = b
-        elif b > end:
-            total += b - end
-            end = b
-    return total
 
 
 def _clip(iv, w0, w1):

@@ -13,6 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from accounting import union_length
 from consistency import views as V
 
 from paradise.units import duration as fmt_ns
@@ -180,7 +181,7 @@ def chrome(t: Trace) -> None:
     rows = V.per_pe(t.doc)
     for pe, r in rows.items():
         sl = t.chrome.get(pe, [])
-        assert close(V.union_ns(sl), r["busy_ns"], VIEWS_REL), f"{t.name} PE {pe}: chrome union vs busy {r['busy_ns']}"
+        assert close(union_length(sl), r["busy_ns"], VIEWS_REL), f"{t.name} PE {pe}: chrome union vs busy {r['busy_ns']}"
         if t.charm_style:
             total = sum(b - a for a, b in sl)
             assert close(total, r["busy_ns"], VIEWS_REL), f"{t.name} PE {pe}: chrome slices sum {total:.0f} vs busy"

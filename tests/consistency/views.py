@@ -111,17 +111,6 @@ RUNNING_KINDS = ("exec", "piece", "phase")
 """The kinds of the running intervals (paradise/sql/events_running.sql)."""
 
 
-def union_ns(intervals: list[tuple[float, float]]) -> float:
-    """Length of the union of intervals (a plain sweep, independent of paradise's SQL)."""
-    total, end = 0.0, None
-    for a, b in sorted(intervals):
-        if end is None or a > end:
-            total += b - a
-            end = b
-        elif b > end:
-            total += b - end
-            end = b
-    return total
 
 
 def chrome_slices(trace: Path, out: Path) -> dict[int, list[tuple[float, float]]]:

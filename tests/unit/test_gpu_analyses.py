@@ -7,7 +7,8 @@ import collections
 import importlib
 
 import pytest
-from kineto_raw import HTA, NCCL, WORK, _intervals, _ns, _raw, _union
+from accounting import union_length
+from kineto_raw import HTA, NCCL, WORK, _intervals, _ns, _raw
 
 from paradise.analyses import gpu_launches
 from paradise.analyses.base import AnalysisConfig
@@ -48,11 +49,11 @@ def test_kernel_types_follow_the_raw_unions(results, raw):
     r = results["gpu_kernels"]["ranks"][0]
     span = max(b for _, b in everything) - min(a for a, _ in everything)
     assert r["span_ns"] == span
-    assert r["idle_ns"] == span - _union(everything)
-    assert r["computation_ns"] == _union(by["computation"])
-    assert r["communication_ns"] == _union(by["communication"])
+    assert r["idle_ns"] == span - union_length(everything)
+    assert r["computation_ns"] == union_length(by["computation"])
+    assert r["communication_ns"] == union_length(by["communication"])
     # overlap of communication with computation: |comp| + |comm| - |comp ∪ comm|
-    both = _union(by["computation"]) + _union(by["communication"]) - _union(by["computation"] + by["communication"])
+    both = union_length(by["computation"]) + union_length(by["communication"]) - union_length(by["computation"] + by["communication"])
     assert r["comm_comp_overlap_ns"] == both
 
 
@@ -117,5 +118,5 @@ def test_per_step_types_follow_the_launching_step(results, raw):
                 if _type(e) == "communication" and step_of(e) == row["step"]]
         # computation alone + computation with others = |comp|; overlap of the two = |comp|+|comm|-|union|
         with_comp = sum(v for k, v in row.items() if k.endswith("_ns") and "computation" in k)
-        assert with_comp == _union(comp)
-        assert row["computation+communication_ns"] == _union(comp) + _union(comm) - _union(comp + comm)
+        assert with_comp == union_length(comp)
+        assert row["computation+communication_ns"] == union_length(comp) + union_length(comm) - union_length(comp + comm)

@@ -4,7 +4,8 @@ JSON: device time counts kernels, copies and sets only, and each collective is c
 from __future__ import annotations
 
 import pytest
-from kineto_raw import AMD, HTA, NCCL, NS, WORK, _clip, _intervals, _raw, _union
+from accounting import union_length
+from kineto_raw import AMD, HTA, NCCL, NS, WORK, _clip, _intervals, _raw
 
 from paradise.analyses import training
 from paradise.analyses.base import AnalysisConfig
@@ -37,9 +38,9 @@ def test_device_time_is_kernels_copies_and_sets_only(real_data, imported, rel):
     dev = next(s for s in _training(imported[rel]).sections["streams"] if s["stream"] == -1)
     assert dev["kernels"] == len(work)
     assert dev["kernel_ns"] == sum(b - a for a, b in work)
-    assert dev["busy_ns"] == _union(work)
+    assert dev["busy_ns"] == union_length(work)
     span = max(b for _, b in work) - min(a for a, _ in work)
-    assert dev["idle_ns"] == span - _union(work)
+    assert dev["idle_ns"] == span - union_length(work)
 
 
 def test_step_breakdown_counts_no_annotation_as_compute(real_data, imported):
@@ -54,8 +55,8 @@ def test_step_breakdown_counts_no_annotation_as_compute(real_data, imported):
     c_tot = m_tot = s_tot = 0
     for row, (w0, w1) in zip(steps, windows):
         assert row["step_ns"] == w1 - w0
-        assert row["compute_all_ns"] == _union(_clip(comp, w0, w1))
-        assert row["comm_all_ns"] == _union(_clip(comm, w0, w1))
+        assert row["compute_all_ns"] == union_length(_clip(comp, w0, w1))
+        assert row["comm_all_ns"] == union_length(_clip(comm, w0, w1))
         c_tot, m_tot, s_tot = c_tot + row["compute_all_ns"], m_tot + row["comm_all_ns"], s_tot + w1 - w0
     assert c_tot / s_tot < 0.25  # was 58.9 % with the GPU annotations counted as kernels
 
@@ -94,7 +95,7 @@ def test_short_trace_stragglers_rank_by_collective_time(real_data, tmp_path):
         events = _raw(real_data, rel)
         comm = _intervals(events, lambda e: e.get("cat") == "kernel" and e["name"].lower().startswith("nccl"))
         windows = _intervals(events, lambda e: e["name"].startswith("ProfilerStep#"))
-        per[rank] = sum(_union(_clip(comm, w0, w1)) for w0, w1 in windows)
+        per[rank] = sum(union_length(_clip(comm, w0, w1)) for w0, w1 in windows)
     out = import_trace([real_data.joinpath(*HTA, r) for r in rels], tmp_path / "two.parquet")
     res = _training(out)
     w = res.sections["stragglers_by_waiting"]

@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 import duckdb
 import numpy as np
 import pytest
+from accounting import union_length
 
 from paradise.analyses import gpu_idle, gpu_kernels, gpu_launches, gpu_queue
 from paradise.analyses.base import AnalysisConfig
@@ -147,14 +148,6 @@ def _device(con, origin):
     return out
 
 
-def _union(iv) -> int:
-    total, end = 0, None
-    for a, b in sorted(iv):
-        if end is None or a > end:
-            total, end = total + b - a, b
-        elif b > end:
-            total, end = total + b - end, b
-    return total
 
 
 def _analyze(path, mod):
@@ -168,10 +161,10 @@ def test_kernel_types(real_data, imported, rel):
     con = _sql(real_data, rel)
     dev = _device(con, _origin(con))
     span = max(d[1] for d in dev) - min(d[0] for d in dev)
-    comp = _union([(d[0], d[1]) for d in dev if d[5] == 1])
+    comp = union_length([(d[0], d[1]) for d in dev if d[5] == 1])
     rank = _analyze(imported[rel], gpu_kernels).sections["ranks"][0]
     assert rank["span_ns"] == span
-    assert rank["idle_ns"] == span - _union([(d[0], d[1]) for d in dev])
+    assert rank["idle_ns"] == span - union_length([(d[0], d[1]) for d in dev])
     assert rank["computation_ns"] == comp
     types = {t["type"]: t for t in _analyze(imported[rel], gpu_kernels).sections["types"]}
     assert types["memory"]["kernels"] == sum(1 for d in dev if d[5] == 4)

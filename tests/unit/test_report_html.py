@@ -9,6 +9,7 @@ from collections import defaultdict
 
 import pyarrow.parquet as pq
 import pytest
+from accounting import union_length
 from report_traces import HOSTILE, hostile_charm, write_both
 
 from paradise.cli.report import build_report
@@ -38,15 +39,6 @@ def _rows(path, *kinds):
     return [r for r in t if r["kind"] in kinds and r["t1"] is not None and r["t1"] > r["t0"]]
 
 
-def _union(intervals):
-    """Length of the union of (t0, t1) intervals: a plain sweep, the test's own oracle."""
-    total, end = 0, None
-    for a, b in sorted(intervals):
-        if end is None or a > end:
-            total, end = total + b - a, b
-        elif b > end:
-            total, end = total + b - end, b
-    return total
 
 
 @pytest.mark.parametrize("which", ["charm", "torch"])
@@ -61,8 +53,8 @@ def test_bins_add_up_to_the_traces_running_and_idle_time(traces, which):
         run[r["pe"]].append((r["t0"], r["t1"]))
     for r in _rows(path, "idle"):
         idle[r["pe"]].append((r["t0"], r["t1"]))
-    want_busy = {pe: _union(iv) for pe, iv in run.items()}
-    want_idle = {pe: _union(iv + run[pe]) - want_busy.get(pe, 0) for pe, iv in idle.items()}
+    want_busy = {pe: union_length(iv) for pe, iv in run.items()}
+    want_idle = {pe: union_length(iv + run[pe]) - want_busy.get(pe, 0) for pe, iv in idle.items()}
     times = pq.read_table(sorted(path.glob("*.parquet")), columns=["t0", "t1"]).to_pylist()
     t_first = min(r["t0"] for r in times)
     t_end = max(r["t1"] or r["t0"] for r in times) + 1
