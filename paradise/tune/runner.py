@@ -96,6 +96,11 @@ class ProgramRunner:
     def _paradise(self) -> list[str]:
         return [sys.executable, "-P", "-m", "paradise.cli.main"]
 
+    def _traced(self, procs_flag: str, hints: Path | None, trace: Path) -> list[str]:
+        """`paradise trace RUNTIME` of the program into `trace` (overwritten: the tune owns it)."""
+        return [*self._paradise(), "trace", self.runtime, procs_flag, str(self.procs), "--force", "-o", str(trace),
+                *(["--hints", str(hints)] if hints is not None else []), str(self.program), *self.args]
+
     def env(self, hints: Path | None) -> dict[str, str]:
         env = dict(os.environ)
         for k in ("PARADISE_TRACE", "PARADISE_HINTS"):
@@ -133,8 +138,7 @@ class CharmRunner(ProgramRunner):
 
     def command(self, hints: Path | None, trace: Path | None) -> list[str]:
         if trace is not None:
-            return [*self._paradise(), "trace", "charm", "--pes", str(self.procs), "--force", "-o", str(trace),
-                    *(["--hints", str(hints)] if hints is not None else []), str(self.program), *self.args]
+            return self._traced("--pes", hints, trace)
         from tracers.charm.launch import charm_command
 
         return charm_command(self.program, self.args, self.procs, bootstrap=True)
@@ -148,8 +152,7 @@ class TorchRunner(ProgramRunner):
 
     def command(self, hints: Path | None, trace: Path | None) -> list[str]:
         if trace is not None:
-            return [*self._paradise(), "trace", "torch", "--nproc", str(self.procs), "--force", "-o", str(trace),
-                    *(["--hints", str(hints)] if hints is not None else []), str(self.program), *self.args]
+            return self._traced("--nproc", hints, trace)
         return [sys.executable, "-P", "-m", "torch.distributed.run", "--standalone",
                 "--nproc-per-node", str(self.procs), "--no-python", sys.executable, "-P", "-u", "-m",
                 "paradise.boot.torch", str(self.program), *self.args]
