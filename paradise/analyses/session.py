@@ -46,10 +46,10 @@ def _exec_graph(s: Session) -> Any:
 
 
 def _latency_fit(s: Session) -> Any:
-    """The message cost as fitted on the exec graph (events_latency_fit), before any calibration."""
+    """The message cost as fitted on the exec graph (execgraph.latency_samples), before any calibration."""
     from paradise.events.execgraph import fit_latency
 
-    return fit_latency(s.engine, s.get("exec_graph").execs)
+    return fit_latency(s.engine, s.get("exec_graph"))
 
 
 def _replayer(s: Session) -> Any:

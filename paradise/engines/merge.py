@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -176,3 +177,16 @@ def merge_partials(partials: list[pa.Table], rule: MergeRule, name: str = "<sql>
     finally:
         con.close()
     return merged.cast(table.schema)
+
+
+def query_tables(tables: dict[str, pa.Table], text: str, **params: Any) -> pa.Table:
+    """SQL `text` over small Arrow tables (named by `tables`) in a DuckDB of its own: the last
+    step of a merge that is more than a rule's sums (the critical path's entries over the rows the
+    exec graph's buckets gave)."""
+    con = duckdb.connect(":memory:")
+    try:
+        for name, table in tables.items():
+            con.register(name, table)
+        return con.sql(text, params=params or None).to_arrow_table()
+    finally:
+        con.close()

@@ -64,8 +64,15 @@ def test_every_sql_file_is_used_by_a_module(path):
     assert users, f"{path.name}: no module under paradise/ or hints/ queries {path.stem!r}; delete it or use it"
 
 
+def _graph_part(eng) -> None:
+    """The exec graph, and the view its reader steps read (one bucket: the whole graph)."""
+    execgraph.materialize(eng)
+    eng.execute(f"CREATE OR REPLACE VIEW graph_part AS SELECT * FROM {execgraph.TABLE}")
+
+
 EVENT_TABLES = {
     "exec_graph": execgraph.materialize,
+    "graph_part": _graph_part,
     "object_steps": lambda eng: eng.materialize("object_steps", "events_object_steps"),
 }
 """The event layer's engine tables, and what builds each."""
