@@ -138,6 +138,22 @@ def test_exec_graph_readers_run_as_tasks_and_merge_to_the_embedded_figures(trace
     assert got == want and want[2].lo
 
 
+def test_object_steps_from_the_workers_parts_equal_the_embedded_ones(traces, scheduler):
+    import numpy as np
+
+    from paradise.events.objloads import object_steps
+
+    trace = open_trace(traces["grid"])
+    with DuckDBEngine(trace) as duck:
+        want = object_steps(duck)
+    with DaskEngine(trace, scheduler=scheduler, files_per_task=1) as eng:
+        got = object_steps(eng)
+        assert eng._events is None  # no worker holds event tables for them
+    assert len(want.objects) > 0 and want.stepped == got.stepped
+    assert np.array_equal(got.steps, want.steps) and np.array_equal(got.matrix, want.matrix, equal_nan=True)
+    assert got.objects.equals(want.objects)
+
+
 def test_message_edges_in_buckets_on_the_workers_equal_the_embedded_query(traces, scheduler):
     from paradise.events.msgedges import message_edges
 
@@ -147,6 +163,7 @@ def test_message_edges_in_buckets_on_the_workers_equal_the_embedded_query(traces
             want = message_edges(duck)  # the whole query in the embedded engine
         with DaskEngine(trace, scheduler=scheduler, files_per_task=1) as eng:
             got = message_edges(eng)
+            assert eng._events is None  # no worker holds event tables for them
         assert len(want) > 0 and got.schema == want.schema
         key = [(c, "ascending") for c in want.column_names]
         assert got.sort_by(key).to_pylist() == want.sort_by(key).to_pylist(), name

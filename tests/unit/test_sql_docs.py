@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from builders import charm_like, torch_like
 
+from paradise.engines import load_sql
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.engines.merge import merge_text, parse_merge_rule
 from paradise.events import execgraph
@@ -73,7 +74,11 @@ def _graph_part(eng) -> None:
 EVENT_TABLES = {
     "exec_graph": execgraph.materialize,
     "graph_part": _graph_part,
-    "object_steps": lambda eng: eng.materialize("object_steps", "events_object_steps"),
+    "object_step_parts": lambda eng: eng.execute("CREATE OR REPLACE VIEW object_step_parts AS "
+                                                 + load_sql("events_object_step_parts")),
+    "object_steps": lambda eng: (eng.execute("CREATE OR REPLACE VIEW object_step_parts AS "
+                                             + load_sql("events_object_step_parts")),
+                                 eng.materialize("object_steps", "events_object_steps")),
 }
 """The event layer's engine tables, and what builds each."""
 
