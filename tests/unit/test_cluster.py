@@ -132,6 +132,7 @@ def test_exec_graph_readers_run_as_tasks_and_merge_to_the_embedded_figures(trace
         per_bucket = graphread.read(eng, info.parts, "events_exec_summary")
         got = (graphread.merged(eng, info.parts, "events_waits").to_pylist(), execgraph.fit_latency(eng, info),
                critpath.critical_path(eng, info))
+        assert eng._events is None  # built and read by tasks: no worker holds event tables
     assert len(info.parts) == len(per_bucket) == 3
     assert sum(t.column("execs")[0].as_py() for t in per_bucket) == want_info.execs
     assert dataclasses.replace(info, parts=()) == want_info
@@ -173,6 +174,7 @@ def test_losing_the_event_tables_worker_is_one_line(traces, scheduler):
     trace = open_trace(traces["grid"])
     with DaskEngine(trace, scheduler=scheduler) as eng:
         execgraph.materialize(eng)
+        assert eng.sql("SELECT count(*) AS n FROM exec_graph").column("n")[0].as_py() > 0  # starts the event tables
         pid = eng.client.run(os.getpid)[eng._events.worker]
         os.kill(pid, signal.SIGKILL)  # the worker process holding the event tables
         with pytest.raises(EngineUnavailable) as err:
