@@ -9,6 +9,7 @@ whose join spills under its memory limit.
 Layout of the partition directory (on a path every worker sees):
   sends/bucket=B/gI_0.parquet, execs/bucket=B/gI_0.parquet   group I's rows of bucket B
   sends.parquet, execs.parquet                             no rows: the schemas, for a bucket without files
+  edges/bB.parquet                                         bucket B's edges (its input files are then removed)
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import os
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from paradise.engines import load_sql
 from paradise.engines.merge import merge_partials, parse_merge_rule
@@ -48,16 +50,28 @@ def split_step(con: Any, root: str, i: int, buckets: int) -> None:
 
 
 def bucket_step(con: Any, root: str, b: int) -> pa.Table:
-    """Bucket step B: communication_edges over the bucket's rows (a temp view `events` of them)."""
+    """Bucket step B: communication_edges over the bucket's rows (a temp view `events` of them),
+    kept as edges/bB.parquet (written whole, then renamed) before the bucket's input files are
+    removed, so that the directory holds about one copy of the rows; a step run again (its worker
+    died) returns that file's edges."""
+    out = os.path.join(root, "edges", f"b{int(b)}.parquet")
+    if os.path.exists(out):
+        return pq.read_table(out)
     sends, execs = (partitions.bucket_files(root, part, b) for part in ("sends", "execs"))
     con.execute("CREATE OR REPLACE TEMP VIEW events AS "
                 f"SELECT 'send' AS kind, * FROM read_parquet({partitions._files(sends)}, hive_partitioning = false) "
                 f"UNION ALL BY NAME SELECT 'exec' AS kind, * FROM read_parquet({partitions._files(execs)}, "
                 "hive_partitioning = false)")
     try:
-        return con.sql(load_sql(QUERY)).to_arrow_table()
+        edges = con.sql(load_sql(QUERY)).to_arrow_table()
     finally:
         con.execute("DROP VIEW IF EXISTS events")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    pq.write_table(edges, out + ".tmp")
+    os.replace(out + ".tmp", out)
+    for f in sends[:-1] + execs[:-1]:
+        os.remove(f)
+    return edges
 
 
 def message_edges(engine: Any) -> pa.Table:
