@@ -207,6 +207,10 @@ class LocalTables:
 
         self.con.execute(f"CREATE OR REPLACE TABLE {table} AS {load_sql(name)}", params or None)
 
+    def release(self, name: str) -> None:
+        """Forgets the table registered as `name` (its memory goes once no one else holds it)."""
+        self.con.unregister(name)
+
     def sql(self, text: str, **params: Any) -> pa.Table:
         return self.con.sql(text, params=params or None).to_arrow_table()
 

@@ -57,19 +57,21 @@ def object_steps(engine: Any) -> ObjectSteps:
     if getattr(engine, "native_steps", False):
         engine.execute(f"CREATE OR REPLACE VIEW {PARTS} AS {load_sql(PARTS_QUERY)}")
         try:
-            return _read(engine)
+            engine.materialize(TABLE, "events_object_steps")
         finally:
             engine.execute(f"DROP VIEW IF EXISTS {PARTS}")
+        return _read(engine)
     tables = LocalTables({PARTS: engine.query(PARTS_QUERY)})
     try:
+        tables.materialize(TABLE, "events_object_steps")
+        tables.release(PARTS)  # the merged parts are in the table now
         return _read(tables)
     finally:
         tables.close()
 
 
 def _read(engine: Any) -> ObjectSteps:
-    """The object steps from the relation PARTS of `engine` (an engine, or LocalTables)."""
-    engine.materialize(TABLE, "events_object_steps")
+    """The object steps from the table TABLE of `engine` (an engine, or LocalTables), dropped after."""
     try:
         objects = engine.query("events_object_summary").to_pandas()
         stepped = bool(engine.query("events_object_stepped").column("stepped")[0].as_py())
