@@ -160,11 +160,13 @@ def latency_samples(engine: Any, info: ExecGraphInfo) -> dict[str, Any]:
     """The numbers the fit needs (cross_n, any_cross_n, any_cross_q10_ns, cross_q90_ns, kept_n,
     kept_bytes_span, slope_ns_per_byte, intercept_ns, kept_median_ns, local_median_ns,
     busy_gap_median_ns, busy_gap_mean_ns), from the graph's buckets: counts per value
-    (events_latency_samples, exact up to EXACT_QUANTILE_MAX_EXECS executions, rounded to
-    graphread.ROUND_BITS significant bits above), then the kept deliveries' moments
+    (events_latency_samples, exact up to EXACT_QUANTILE_MAX_EXECS executions, above rounded to
+    graphread.ROUND_BITS significant bits in buckets of more than graphread.EXACT_VALUES_MAX
+    distinct values), then the kept deliveries' moments
     (events_latency_kept) under the 90th percentile."""
     bits = 0 if info.execs <= EXACT_QUANTILE_MAX_EXECS else graphread.ROUND_BITS
-    counts = graphread.value_counts(graphread.read(engine, info.parts, "events_latency_samples", bits=bits))
+    counts = graphread.value_counts(graphread.read(engine, info.parts, "events_latency_samples", bits=bits,
+                                                   cap=graphread.EXACT_VALUES_MAX))
     empty = (np.zeros(0), np.zeros(0, np.int64), 0)
     any_cross, cross, local, busy = (counts.get(k, empty) for k in ("any_cross", "cross", "local", "busy_gap"))
     cross_n = int(cross[1].sum())

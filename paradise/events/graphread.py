@@ -5,8 +5,9 @@ Parquet file, or the engine's table of a one-bucket graph) and returns a small A
 engine runs the steps (DuckDB: one after another; Dask: as tasks over its workers, so that no
 process reads the whole graph), and the client merges them: by the SQL's `-- merge:` rule (sums,
 counts, extremes), as a union of rows, or, for the message cost fit, quantiles from merged counts
-per value (exact; above EXACT_QUANTILE_MAX_EXECS from values rounded to ROUND_BITS significant bits,
-a relative error of at most 2^-ROUND_BITS) and least-squares moments merged pairwise.
+per value (exact; above EXACT_QUANTILE_MAX_EXECS, in a bucket of more than EXACT_VALUES_MAX distinct
+values, from values rounded to ROUND_BITS significant bits, a relative error of at most
+2^-ROUND_BITS) and least-squares moments merged pairwise.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ WHOLE = "exec_graph"
 ROUND_BITS = 12
 """Significant bits the fit's samples keep above EXACT_QUANTILE_MAX_EXECS: quantiles within a
 relative 2^-12 (0.025 %) of the exact ones, in at most 2^12 distinct values per octave."""
+EXACT_VALUES_MAX = 1 << 16
+"""...unless a bucket's samples have at most this many distinct values: then they stay exact."""
 
 
 def reader_step(con: Any, name: str, files: list[str] | None, params: dict[str, Any]) -> pa.Table:

@@ -8,9 +8,10 @@
 --   local      delays of deliveries on one PE whose receiver was idle, delay >= 0
 --   busy_gap   gaps (t0 - pe_prev_t1, at least 0) before execs whose PE was busy: the exec's
 --              message (or none) was there before the previous exec ended
--- params: $bits (0: values exact; else each value rounded to $bits significant bits, a relative
---         error of at most 2^-$bits, so that a bucket has few distinct values: graphs above
---         execgraph.EXACT_QUANTILE_MAX_EXECS)
+-- params: $bits (0: values exact; else, in a bucket whose samples have more than $cap distinct
+--         values, each value rounded to $bits significant bits, a relative error of at most
+--         2^-$bits, so that a bucket has few distinct values: graphs above
+--         execgraph.EXACT_QUANTILE_MAX_EXECS), $cap
 -- grain: one row per sample x value (in a bucket); merged: the run's counts per value.
 -- columns:
 --   sample  (any_cross, cross, local or busy_gap)
@@ -30,10 +31,12 @@ s AS (
     UNION ALL SELECT 'busy_gap', greatest(t0 - pe_prev_t1, 0) FROM graph_part
               WHERE pe_prev IS NOT NULL AND (src_id IS NULL OR send_t0 IS NULL OR send_t0 < 0
                                              OR send_t0 < pe_prev_end)
-)
+),
+exact AS MATERIALIZED (SELECT sample, v, count(*) AS n, sum(v) AS total FROM s GROUP BY ALL),
+rounded AS (SELECT $bits > 0 AND (SELECT count(*) FROM exact) > $cap AS yes)
 SELECT sample,
-       CASE WHEN $bits = 0 OR v < (1::BIGINT << $bits) THEN v::DOUBLE
+       CASE WHEN NOT rounded.yes OR v < (1::BIGINT << $bits) THEN v::DOUBLE
             ELSE round(v / pow(2, floor(log2(v)) - $bits + 1)) * pow(2, floor(log2(v)) - $bits + 1) END AS value,
-       count(*) AS n, sum(v)::BIGINT AS total
-FROM s
+       sum(n)::BIGINT AS n, sum(total)::BIGINT AS total
+FROM exact, rounded
 GROUP BY ALL

@@ -53,14 +53,20 @@ def test_latency_fit_in_sql_is_the_numpy_fit(tmp_path, name, buckets):
 
 @pytest.mark.parametrize("name", ["ping_filler", "master_worker", "grid_periodic"])
 def test_latency_fit_above_the_exact_quantile_limit_is_close(tmp_path, monkeypatch, name):
-    # above EXACT_QUANTILE_MAX_EXECS the samples are rounded to ROUND_BITS significant bits (few
-    # distinct values to merge): each quantile is the exact one's within a relative 2^-ROUND_BITS
+    # above EXACT_QUANTILE_MAX_EXECS the samples of a bucket with more than EXACT_VALUES_MAX distinct
+    # values are rounded to ROUND_BITS significant bits (few distinct values to merge): each
+    # quantile is the exact one's within a relative 2^-ROUND_BITS
     trace = program_trace(tmp_path, name)
     with DuckDBEngine(trace) as eng:
         info = execgraph.materialize(eng, buckets=2)
         exact = execgraph.latency_samples(eng, info)
         monkeypatch.setattr(execgraph, "EXACT_QUANTILE_MAX_EXECS", 0)
         monkeypatch.setattr(graphread, "ROUND_BITS", 3)  # coarse: these small delays do get rounded
+        monkeypatch.setattr(graphread, "EXACT_VALUES_MAX", 0)  # in every bucket
+        assert execgraph.latency_samples(eng, info) != exact
+        monkeypatch.setattr(graphread, "EXACT_VALUES_MAX", 10**6)  # few distinct values: exact still
+        assert execgraph.latency_samples(eng, info) == exact
+        monkeypatch.setattr(graphread, "EXACT_VALUES_MAX", 0)
         approx = execgraph.latency_samples(eng, info)
         fitted = execgraph.fit_latency(eng, info)
     quantiles = ("any_cross_q10_ns", "cross_q90_ns", "local_median_ns", "kept_median_ns", "busy_gap_median_ns")
