@@ -28,8 +28,7 @@ LATENCY_FIT_QUANTILE = 0.9
 MIN_FIT_SAMPLES = 5
 """Fewer cross-PE messages that found their receiver idle than this: no least-squares fit."""
 FEW_SAMPLES_QUANTILE = 0.1
-"""...then the latency is this quantile of all cross-PE send -> exec delays (fast deliveries).
-"""
+"""...then the latency is this quantile of all cross-PE send -> exec delays (fast deliveries)."""
 
 
 @dataclass(frozen=True)
@@ -55,7 +54,8 @@ class LatencyModel:
 
 EXACT_QUANTILE_MAX_EXECS = 4_000_000
 """Up to this many executions the fit's quantiles are exact (the client merges a count per distinct
-value, up to one per sample); above, from values rounded to graphread.ROUND_BITS significant bits."""
+value, up to one per sample); above, from values rounded to graphread.ROUND_BITS significant bits
+in buckets of more than graphread.EXACT_VALUES_MAX distinct values."""
 
 TABLE = "exec_graph"
 """The engine view that holds the graph."""
