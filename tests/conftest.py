@@ -44,6 +44,14 @@ def traced_run(tmp_path_factory):
     return run_cache(tmp_path_factory.mktemp)
 
 
+@pytest.fixture(scope="session")
+def analyzed_json():
+    """analyzed_json(trace) -> the finished `paradise analyze TRACE --json` of a shared traced run, run once."""
+    from tests.shared_runs import analyze_cache
+
+    return analyze_cache()
+
+
 @pytest.fixture
 def cli():
     """Runs the installed `paradise` CLI as a subprocess (as a user would) and returns (exit_code, stdout, stderr)."""

@@ -62,3 +62,18 @@ def run_cache(mktemp: Callable[[str], Path]) -> Callable[..., tuple[Path, subpro
         return done[key]
 
     return run
+
+
+def analyze_cache() -> Callable[[Path], subprocess.CompletedProcess]:
+    """analyze(trace) -> the finished `paradise analyze TRACE --json` (cwd: the repository), each run once."""
+    from tests.conftest import bin_path
+
+    done: dict[str, subprocess.CompletedProcess] = {}
+
+    def analyze(trace: Path) -> subprocess.CompletedProcess:
+        if str(trace) not in done:
+            done[str(trace)] = subprocess.run([bin_path("paradise"), "analyze", str(trace), "--json"],
+                                              capture_output=True, text=True, timeout=RUN_TIMEOUT_S, cwd=ROOT)
+        return done[str(trace)]
+
+    return analyze

@@ -6,14 +6,13 @@ computed from the raw rows (tests/accounting.py)."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 from accounting import check_accounting, trace_rows
 
 from tests import shared_runs
-from tests.conftest import ROOT, bin_path
+from tests.conftest import ROOT
 from tests.integration.charm_helpers import require_ok, trace_charm
 
 
@@ -84,14 +83,15 @@ def test_stencil2d_pe0_busy_below_its_span(tmp_path):
     assert acct[0]["busy_ns"] < 0.99 * acct[0]["span_ns"]
 
 
-def test_torch_run_without_profiler_has_busy_time(traced_run):
+def test_torch_run_without_profiler_has_busy_time(traced_run, analyzed_json):
     pytest.importorskip("torch")
     out, proc = traced_run(*shared_runs.DDP_STRAGGLER)  # shared with test_torch_trace
     assert proc.returncode == 0, proc.stderr[-3000:]
     acct = check_accounting(out)
     assert all(a["busy_ns"] > 0 for a in acct.values())
-    doc = json.loads(subprocess.run([bin_path("paradise"), "analyze", str(out), "--json"], capture_output=True,
-                                    text=True, timeout=300, cwd=ROOT).stdout)
+    an = analyzed_json(out)  # shared with test_torch_trace
+    assert an.returncode == 0, an.stderr[-3000:]
+    doc = json.loads(an.stdout)
     ov = doc["analyses"]["overview"]
     assert ov["summary"]["busy_known"] and ov["summary"]["busy_ns"] > 0
     imb = next(c for c in doc["characteristics"] if c["name"] == "load_imbalance")

@@ -104,7 +104,7 @@ def test_metadata_has_placement_and_clock(traced):
         assert m["clock"] == {"method": "shared_host_clock", "residual_ns": 0}  # one host: nothing to correct
 
 
-def test_analyze_breakdown_sums_and_finds_the_straggler(traced):
+def test_analyze_breakdown_sums_and_finds_the_straggler(traced, analyzed_json):
     out, _ = traced
     with DuckDBEngine(open_trace(out)) as eng:
         steps = eng.query("training_breakdown").to_pylist()
@@ -113,7 +113,7 @@ def test_analyze_breakdown_sums_and_finds_the_straggler(traced):
         parts = r["compute_ns"] + r["comm_ns"] + r["overlap_ns"] + r["idle_ns"]
         assert min(r["compute_ns"], r["comm_ns"], r["overlap_ns"], r["idle_ns"]) >= 0
         assert abs(parts - r["step_ns"]) <= 0.02 * r["step_ns"]
-    proc = _paradise("analyze", "--json", out)
+    proc = analyzed_json(out)  # shared with test_time_accounting
     assert proc.returncode == 0, proc.stderr
     training = json.loads(proc.stdout)["analyses"]["training"]
     found = training["stragglers"]
