@@ -21,7 +21,6 @@ from paradise.importers.kineto_arrow import from_numpy, strings
 from paradise.importers.nsys_arrow import (
     cast,
     choose,
-    concat,
     decode,
     dictionary,
     encode,
@@ -248,7 +247,7 @@ def runtime_rows(ctx: Context) -> Iterator[pa.Table]:
         classes, inv = unique_inverse(cls)
         cat = choose([API_CATS.get(int(c), "cuda_api") for c in classes] + ["cuda_backtrace"],
                      np.where(backtrace, classes.size, inv))
-        args = json_args([("correlation", json_int(corr, corr > 0)), ("return", json_int(rv))])
+        args = json_args([("correlation", json_int(corr, corr > 0))], tail=[("return", [rv])])
         yield build(ctx, n, kind=choose(["exec", "mark"], backtrace), pe=pe, start=start, end=end,
                     cat=cat, name=ctx.names(name_id), tid=gid & ID_MASK, corr=link, step=step, args=args)
 
@@ -264,11 +263,9 @@ def kernel_rows(ctx: Context) -> Iterator[pa.Table]:
         name = ctx.names(c[6])
         coll = per_value(name, lambda v: bool(v) and v.lower().startswith(("nccl", "rccl")), dtype=np.bool_,
                          null=False)
-        grid = concat("[", json_int(c[8]), ",", json_int(c[9]), ",", json_int(c[10]), "]")
-        block = concat("[", json_int(c[11]), ",", json_int(c[12]), ",", json_int(c[13]), "]")
-        args = json_args([("correlation", json_int(corr, corr > 0)), ("device", json_int(dev)), ("grid", grid),
-                          ("block", block), ("registers", json_int(c[14])), ("shared_memory", json_int(c[15])),
-                          ("short_name", json_str(ctx.names(c[7])))])
+        args = json_args([("correlation", json_int(corr, corr > 0))],
+                         tail=[("device", [dev]), ("grid", c[8:11]), ("block", c[11:14]), ("registers", [c[14]]),
+                               ("shared_memory", [c[15]]), ("short_name", [ctx.names(c[7])])])
         s = int32_stream(stream)
         msg = pe.astype(np.int64) * MSG_RANK_SHIFT + corr
         yield build(ctx, n, kind=choose(["exec", "collective"], coll), pe=pe, start=start, end=end,
@@ -291,7 +288,7 @@ def memcpy_rows(ctx: Context) -> Iterator[pa.Table]:
                  f"({MEMORY_KINDS.get(int(k) // 100 % 100, 'Unknown')} -> {MEMORY_KINDS.get(int(k) % 100, 'Unknown')})"
                  for k in uniq]
         yield _device_copy(ctx, start, end, dev, stream, corr, gpid, nbytes, "gpu_memcpy", dictionary(names, inv),
-                           [("copy_kind", json_int(kind))])
+                           [("copy_kind", [kind])])
 
 
 def memset_rows(ctx: Context) -> Iterator[pa.Table]:
@@ -309,7 +306,7 @@ def _device_copy(ctx: Context, start, end, dev, stream, corr, gpid, nbytes, cat:
                  extra: list) -> pa.Table:
     pe = ctx.rank(gpid)
     s = int32_stream(stream)
-    args = json_args([("correlation", json_int(corr, corr > 0)), ("device", json_int(dev)), *extra])
+    args = json_args([("correlation", json_int(corr, corr > 0))], tail=[("device", [dev]), *extra])
     msg = pe.astype(np.int64) * MSG_RANK_SHIFT + corr
     return build(ctx, start.size, kind="exec", pe=pe, start=start, end=end, cat=cat, name=name, tid=s.astype(np.int64),
                  corr=corr, nbytes=nbytes, stream=s, step=device_steps(ctx, msg, corr > 0), args=args)
@@ -323,7 +320,7 @@ def sync_rows(ctx: Context) -> Iterator[pa.Table]:
         uniq, inv = unique_inverse(kind)
         name = dictionary([SYNC_NAMES.get(int(k), "Unknown Sync") for k in uniq], inv)
         s = int32_stream(stream)
-        args = json_args([("correlation", json_int(corr, corr > 0)), ("device", json_int(dev))])
+        args = json_args([("correlation", json_int(corr, corr > 0))], tail=[("device", [dev])])
         msg = pe.astype(np.int64) * MSG_RANK_SHIFT + corr
         yield build(ctx, start.size, kind="mark", pe=pe, start=start, end=end, cat="cuda_sync", name=name,
                     tid=s.astype(np.int64), corr=corr, stream=s, step=device_steps(ctx, msg, corr > 0), args=args)
@@ -373,7 +370,7 @@ def osrt_rows(ctx: Context) -> Iterator[pa.Table]:
         pe = ctx.rank(gid)
         yield build(ctx, start.size, kind="mark", pe=pe, start=start, end=end, cat="os_runtime",
                     name=ctx.names(name_id), tid=gid & ID_MASK, step=cpu_steps(ctx, pe, start),
-                    args=json_args([("return", json_int(rv))]))
+                    args=json_args([], tail=[("return", [rv])]))
 
 
 def mpi_rows(ctx: Context, table: str) -> Iterator[pa.Table]:
