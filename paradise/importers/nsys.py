@@ -8,6 +8,7 @@ is docs/importers.md ("Nsight Systems").
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import warnings
@@ -22,7 +23,7 @@ import pyarrow.parquet as pq
 
 from paradise.errors import ImportFormatError, OutputUnwritable
 from paradise.format import SCHEMA, make_metadata
-from paradise.format.order import time_ordered
+from paradise.format.order import NotInTimeOrder, merge_time_ordered, time_ordered
 from paradise.importers import ProgressCallback, Sources, regular_file, source_paths
 from paradise.importers.nsys_sqlite import (
     REPORT_SUFFIXES,
@@ -38,7 +39,8 @@ from paradise.importers.nsys_tables import (
     PID_SHIFT,
     ROW_SCHEMA,
     Context,
-    all_rows,
+    collect_steps,
+    table_readers,
 )
 from paradise.store.output import check_output, disk_full, scratch_dir
 
@@ -290,13 +292,17 @@ def _import_into(paths: list[Path], out: Path, tmpdir: Path, rank: int | None, p
             f.exp.close()
 
 
-def _checked(f: _File, ctx: Context) -> Iterator[pa.Table]:
-    """all_rows, with a value of the wrong type (text in an id column) refused naming its table."""
+def _checked(f: _File, table: str, rows: Iterator[pa.Table]) -> Iterator[pa.Table]:
+    """rows, with a value of the wrong type (text in an id column) refused naming its table."""
     try:
-        yield from all_rows(ctx)
+        yield from rows
     except (TypeError, ValueError, OverflowError) as exc:
-        raise ImportFormatError(f"{f.path}: table {ctx.table} holds a value of the wrong type "
-                                f"({str(exc).splitlines()[0][:80]})") from None
+        raise _wrong_type(f, table, exc) from None
+
+
+def _wrong_type(f: _File, table: str, exc: Exception) -> ImportFormatError:
+    return ImportFormatError(f"{f.path}: table {table} holds a value of the wrong type "
+                             f"({str(exc).splitlines()[0][:80]})")
 
 
 def _full(table: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -306,8 +312,34 @@ def _full(table: pa.Table, schema: pa.Schema) -> pa.Table:
                                  for f in schema], schema=schema)
 
 
+def _time_ordered_rows(f: _File, ctx: Context, merge: bool, scratch: Path) -> Iterator[pa.Table]:
+    """The file's rows in time order. Nsight writes each table in start order, so the tables are
+    merged as they are read (merge_time_ordered); the format's spill sort takes the file when a
+    table is not (merge=False after NotInTimeOrder), or when device rows take the steps of their
+    launches, which must all be read first."""
+    try:
+        collect_steps(ctx)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise _wrong_type(f, "NVTX_EVENTS", exc) from None
+    streams = [_checked(f, table, reader(ctx)) for table, reader in table_readers(ctx)]  # lazy: none read yet
+    if merge and not ctx.steps:
+        yield from merge_time_ordered(streams, ROW_SCHEMA)
+    else:
+        yield from time_ordered(itertools.chain.from_iterable(streams), ROW_SCHEMA, scratch)
+
+
 def _write(files: list[_File], shift: dict[Path, int], step_re: re.Pattern, meta: dict[bytes, bytes],
            final_tmp: Path, total: int, on_progress: ProgressCallback | None) -> None:
+    """Every file's rows through one ParquetWriter; written again through the spill sort when a
+    table turns out not to be in start order."""
+    try:
+        _write_rows(files, shift, step_re, meta, final_tmp, total, on_progress, merge=True)
+    except NotInTimeOrder:
+        _write_rows(files, shift, step_re, meta, final_tmp, total, on_progress, merge=False)
+
+
+def _write_rows(files: list[_File], shift: dict[Path, int], step_re: re.Pattern, meta: dict[bytes, bytes],
+                final_tmp: Path, total: int, on_progress: ProgressCallback | None, merge: bool) -> None:
     """Every file's rows through one ParquetWriter, in row groups of about OUT_ROW_GROUP rows."""
     schema = SCHEMA.with_metadata(meta)
     done = 0
@@ -318,8 +350,8 @@ def _write(files: list[_File], shift: dict[Path, int], step_re: re.Pattern, meta
             pids = np.array(sorted(f.ranks), dtype=np.int64)
             ctx = Context(exp=f.exp, pids=pids, ranks=np.array([f.ranks[p] for p in pids], dtype=np.int64),
                           shift=shift[f.path], step_re=step_re, domains=f.domains)
-            # the export's rows table by table, put in time order (each rank's rows then are too)
-            for table in time_ordered(_checked(f, ctx), ROW_SCHEMA, final_tmp.with_name(f"order-{i}.arrow")):
+            # each rank's rows are in time order when the file's are
+            for table in _time_ordered_rows(f, ctx, merge, final_tmp.with_name(f"order-{i}.arrow")):
                 pending.append(_full(table, schema))
                 rows += table.num_rows
                 done += table.num_rows
@@ -330,4 +362,3 @@ def _write(files: list[_File], shift: dict[Path, int], step_re: re.Pattern, meta
                     pending, rows = [], 0
         if pending:
             writer.write_table(pa.concat_tables(pending).replace_schema_metadata(meta))
-

@@ -84,8 +84,6 @@ class Context:
     launch_msg: list[np.ndarray] = field(default_factory=list)
     launch_step: list[np.ndarray] = field(default_factory=list)
     domains: dict[int, str] = field(default_factory=dict)
-    table: str = ""
-    """The table being read (named when one of its values is not what the schema says)."""
     _names: dict[int, str | None] = field(default_factory=dict)
 
     def rank(self, gid: np.ndarray) -> np.ndarray:
@@ -392,14 +390,11 @@ DEVICE_READERS = (("CUPTI_ACTIVITY_KIND_KERNEL", kernel_rows), ("CUPTI_ACTIVITY_
 MPI_TABLES = ("MPI_P2P_EVENTS", "MPI_COLLECTIVES_EVENTS", "MPI_START_WAIT_EVENTS", "MPI_OTHER_EVENTS")
 
 
-def all_rows(ctx: Context) -> Iterator[pa.Table]:
-    """Every table of the file in the order steps need: NVTX, runtime calls, device rows, the rest."""
-    ctx.table = "NVTX_EVENTS"
-    collect_steps(ctx)
+def table_readers(ctx: Context) -> list[tuple[str, Callable[[Context], Iterator[pa.Table]]]]:
+    """The readers of the tables the export has, in the order steps need: NVTX, runtime calls,
+    device rows, the rest (also the order of rows with equal starts)."""
     readers: list[tuple[str, Callable[[Context], Iterator[pa.Table]]]] = [
         ("NVTX_EVENTS", nvtx_rows), ("CUPTI_ACTIVITY_KIND_RUNTIME", runtime_rows), *DEVICE_READERS,
         ("OSRT_API", osrt_rows), *((t, lambda c, t=t: mpi_rows(c, t)) for t in MPI_TABLES)]
-    for table, reader in readers:
-        if ctx.exp.has(table):
-            ctx.table = table
-            yield from reader(ctx)
+    return [(table, reader) for table, reader in readers if ctx.exp.has(table)]
+

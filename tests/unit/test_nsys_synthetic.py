@@ -11,6 +11,7 @@ import duckdb
 import pytest
 
 from paradise.errors import ImportFormatError, SchemaVersionError, TruncatedTrace
+from paradise.format.order import time_ordered
 from paradise.importers.nsys import import_trace
 from paradise.importers.nsys_tables import MSG_RANK_SHIFT
 from paradise.store import open_trace
@@ -217,3 +218,50 @@ def test_rows_are_the_same_whatever_the_batch_size(tmp_path, monkeypatch):
     rows = [_q(tmp_path / f"{n}.parquet", "SELECT * EXCLUDE (name, kind, cat), name::VARCHAR, kind::VARCHAR, "
                "cat::VARCHAR FROM events") for n in ("big", "small")]
     assert rows[0] == rows[1] and len(rows[0]) > 100
+
+
+def _all_rows(path):
+    return _q(path, "SELECT * EXCLUDE (name, kind, cat), name::VARCHAR, kind::VARCHAR, cat::VARCHAR FROM events")
+
+
+@pytest.mark.parametrize("batch_rows", [3, 65_536])
+def test_tables_merged_as_read_give_the_rows_of_the_spill_sort(tmp_path, monkeypatch, batch_rows):
+    # no step ranges (the pattern matches none), so the tables are merged as they are read; the
+    # oracle is the same import through the format's spill sort
+    from paradise.format.order import NotInTimeOrder
+    from paradise.importers import nsys, nsys_sqlite
+
+    src = write_export(tmp_path / "x.sqlite", pids=(100, 200), steps=30)
+    monkeypatch.setattr(nsys_sqlite, "BATCH_ROWS", batch_rows)
+    merged = import_trace(src, tmp_path / "merged.parquet", step_pattern=r"NoSuchStep(\d+)")
+
+    def refuse(*_a, **_k):
+        raise NotInTimeOrder
+        yield
+
+    monkeypatch.setattr(nsys, "merge_time_ordered", refuse)
+    spilled = import_trace(src, tmp_path / "spilled.parquet", step_pattern=r"NoSuchStep(\d+)")
+    rows = _all_rows(merged)
+    assert rows == _all_rows(spilled) and len(rows) > 300
+
+
+def test_a_table_out_of_start_order_is_sorted(tmp_path, monkeypatch):
+    from paradise.importers import nsys
+
+    sorts = []
+    monkeypatch.setattr(nsys, "time_ordered", lambda *a, **k: sorts.append(1) or time_ordered(*a, **k))
+    src = write_export(tmp_path / "x.sqlite", steps=20)
+    con = sqlite3.connect(src)  # the runtime calls again, latest first
+    con.execute("CREATE TABLE r AS SELECT * FROM CUPTI_ACTIVITY_KIND_RUNTIME ORDER BY start DESC")
+    con.execute("DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME")
+    con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME SELECT * FROM r")
+    con.execute("DROP TABLE r")
+    con.commit()
+    con.close()
+    out = import_trace(src, tmp_path / "t.parquet", step_pattern=r"NoSuchStep(\d+)")
+    t0 = [r[0] for r in _q(out, "SELECT t0 FROM events")]  # file order (one rank)
+    assert t0 == sorted(t0) and len(t0) > 100 and sorts == [1]  # the merge gave way to the spill sort
+    runtime = _q(out, "SELECT count(*), sum(t1 - t0) FROM events WHERE cat = 'cuda_runtime'")
+    con = sqlite3.connect(src)
+    assert runtime == con.execute("SELECT count(*), sum(end - start) FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchall()
+    assert runtime[0][0] >= 40  # two calls a step
