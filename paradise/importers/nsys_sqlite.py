@@ -23,7 +23,7 @@ import pyarrow as pa
 from pyarrow._compute import CastOptions, call_function
 
 from paradise.errors import ImportFormatError, SchemaVersionError, TruncatedTrace
-from paradise.importers.kineto_arrow import from_numpy, to_numpy
+from paradise.importers.kineto_arrow import from_numpy, to_numpy, validity
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 KNOWN_MAJORS = (2, 3)
@@ -93,7 +93,7 @@ class Export:
 
     def _batches(self, table: str, exprs: list[str], text: str | None,
                  where: str) -> Iterator[tuple[list[np.ndarray], pa.Array | None]]:
-        sel = [f"ifnull({e}, -1)" for e in exprs]
+        sel = list(exprs)  # NULL -> -1 in numpy (an ifnull per value costs SQLite 6% of the read)
         if text is not None:
             # a column of texts that opens with NULLs would be typed int64 by the driver: never NULL here
             sel += [f"({text}) IS NULL", f"ifnull(CAST({text} AS TEXT), '')"]
@@ -102,7 +102,7 @@ class Export:
         for batch in self._stream(table, sql):
             if any(batch.schema.types[i] != pa.int64() for i in range(n_int)):
                 raise self._not_integer(table)
-            cols = [to_numpy(batch.column(i), np.int64) for i in range(n_int)]
+            cols = [_ints(batch.column(i)) for i in range(n_int)]
             if text is None:
                 yield cols, None
                 continue
@@ -150,6 +150,12 @@ class Export:
             self._adbc[1].close()
             self._adbc[0].close()
             self._adbc = None
+
+
+def _ints(col: pa.Array) -> np.ndarray:
+    """An int64 column as numpy, NULL read as -1."""
+    values = to_numpy(col, np.int64)
+    return np.where(validity(col), values, -1) if col.null_count else values
 
 
 def _where(where: str) -> str:
