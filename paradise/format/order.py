@@ -139,22 +139,27 @@ def merge_time_ordered(streams: list[Iterable[pa.Table]], schema: pa.Schema,
             return
         done[i] = True
 
-    for i in range(len(its)):
-        pull(i)
-    ready: list[tuple[pa.Table, np.ndarray]] = []  # final rows (those of one round all before the next's)
-    while True:
-        active = [i for i in range(len(its)) if not done[i]]
-        # every row still to come is at or after the smallest last t0 read: rows before it are final
-        cut = min((last[i] for i in active), default=None)
-        ready += [p for i in range(len(its)) for p in _before(pending[i], cut)]
-        if ready and (not active or sum(t0.size for _, t0 in ready) >= batch_rows):
-            yield _interleave(ready, schema)
-            ready = []
-        if not active:
-            return
-        for i in active:
-            if last[i] == cut:
-                pull(i)
+    try:
+        for i in range(len(its)):
+            pull(i)
+        ready: list[tuple[pa.Table, np.ndarray]] = []  # final rows (one round's all before the next's)
+        while True:
+            active = [i for i in range(len(its)) if not done[i]]
+            # every row still to come is at or after the smallest last t0 read: rows before it are final
+            cut = min((last[i] for i in active), default=None)
+            ready += [p for i in range(len(its)) for p in _before(pending[i], cut)]
+            if ready and (not active or sum(t0.size for _, t0 in ready) >= batch_rows):
+                yield _interleave(ready, schema)
+                ready = []
+            if not active:
+                return
+            for i in active:
+                if last[i] == cut:
+                    pull(i)
+    finally:  # a stream left open (NotInTimeOrder, an error, a consumer that stopped) is closed now
+        for it in its:
+            if hasattr(it, "close"):
+                it.close()
 
 
 def _t0(t: pa.Table) -> np.ndarray:

@@ -88,12 +88,13 @@ def _pid_sql(col: str) -> str:
     return f"({col} >> {PID_SHIFT}) & {ID_MASK}"
 
 
-def _survey(f: _File) -> None:
+def _survey(f: _File, exact: bool) -> None:
     """Traced pids, row counts, first time, session start, names, devices of one export.
 
-    Two scans a table at most (SQLite's cost is per value read): counts, first start and missing
-    times in one, the distinct pids (with their devices, for device tables) in the other. A time that
-    is there but not an integer is refused when the rows are read."""
+    The distinct pids (with their devices, for device tables) take a scan of each table. The first
+    start is the first row's (`exact=False`: Nsight writes each table in start order, which the
+    import then checks row by row, NotInTimeOrder otherwise) or min(start) (`exact`, a second scan
+    that also counts rows missing a time; the rows' reader refuses those too)."""
     exp = f.exp
     pids: set[int] = set()
     starts = []
@@ -107,9 +108,13 @@ def _survey(f: _File) -> None:
         else:
             pids |= {int(r[0]) for r in exp.query(f"SELECT DISTINCT {_pid_sql('globalTid')} FROM {table}{where}")
                      if r[0] is not None}
-        no_end = "" if table == "NVTX_EVENTS" else " OR end IS NULL"  # marks have no end
-        n, lo, bad = exp.query(f"SELECT count(*), min(start), count(*) FILTER (WHERE start IS NULL{no_end}) "
-                               f"FROM {table}{where}")[0]
+        if exact:
+            no_end = "" if table == "NVTX_EVENTS" else " OR end IS NULL"  # marks have no end
+            n, lo, bad = exp.query(f"SELECT count(*), min(start), count(*) FILTER (WHERE start IS NULL{no_end}) "
+                                   f"FROM {table}{where}")[0]
+        else:
+            n, bad = exp.query(f"SELECT count(*) FROM {table}{where}")[0][0], 0
+            lo = next(iter(exp.query(f"SELECT start FROM {table}{where} ORDER BY rowid LIMIT 1")), (None,))[0]
         if bad:
             raise ImportFormatError(f"{f.path}: table {table} has {bad} row(s) whose start or end is not an "
                                     "integer time in ns")
@@ -279,19 +284,29 @@ def import_trace(
 
 def _import_into(paths: list[Path], out: Path, tmpdir: Path, rank: int | None, program: str, step_re: re.Pattern,
                  on_progress: ProgressCallback | None) -> None:
+    """Trusts each table's start order (its first row is its first start, its rows merge as read);
+    where one is out of order, imports again from an exact survey through the spill sort."""
+    srcs = [export_report(p, tmpdir / f"{i}") if p.name.endswith(REPORT_SUFFIXES) else p for i, p in enumerate(paths)]
+    try:
+        _import_files(paths, srcs, out, tmpdir, rank, program, step_re, on_progress, in_order=True)
+    except NotInTimeOrder:
+        _import_files(paths, srcs, out, tmpdir, rank, program, step_re, on_progress, in_order=False)
+
+
+def _import_files(paths: list[Path], srcs: list[Path], out: Path, tmpdir: Path, rank: int | None, program: str,
+                  step_re: re.Pattern, on_progress: ProgressCallback | None, in_order: bool) -> None:
     files: list[_File] = []
     try:
-        for i, p in enumerate(paths):
-            src = export_report(p, tmpdir / f"{i}") if p.name.endswith(REPORT_SUFFIXES) else p
+        for p, src in zip(paths, srcs):
             f = _File(path=p, exp=open_export(src, p))
             files.append(f)
-            _survey(f)
+            _survey(f, exact=not in_order)
         _assign_ranks(files, rank)
         method, origin, shift = _clock(files)
         meta = _metadata(files, method, origin, program)
         total = sum(sum(f.counts.values()) for f in files)
         final_tmp = tmpdir / "out.parquet"
-        _write(files, shift, step_re, meta, final_tmp, total, on_progress)
+        _write(files, shift, step_re, meta, final_tmp, total, on_progress, in_order)
         os.replace(final_tmp, out)
     finally:
         for f in files:
@@ -318,34 +333,27 @@ def _full(table: pa.Table, schema: pa.Schema) -> pa.Table:
                                  for f in schema], schema=schema)
 
 
-def _time_ordered_rows(f: _File, ctx: Context, merge: bool, scratch: Path) -> Iterator[pa.Table]:
-    """The file's rows in time order. Nsight writes each table in start order, so the tables are
-    merged as they are read (merge_time_ordered); the format's spill sort takes the file when a
-    table is not (merge=False after NotInTimeOrder), or when device rows take the steps of their
-    launches, which must all be read first."""
+def _time_ordered_rows(f: _File, ctx: Context, in_order: bool, scratch: Path) -> Iterator[pa.Table]:
+    """The file's rows in time order. With `in_order` (tables trusted to be in start order) they
+    are merged as they are read (merge_time_ordered, NotInTimeOrder where a table is not); the
+    format's spill sort takes them otherwise, and where device rows take the steps of their
+    launches, which must all be read first (NotInTimeOrder, after the rows, where a start came
+    before the file's first start as surveyed)."""
     try:
         collect_steps(ctx)
     except (TypeError, ValueError, OverflowError) as exc:
         raise _wrong_type(f, "NVTX_EVENTS", exc) from None
     streams = [_checked(f, table, reader(ctx)) for table, reader in table_readers(ctx)]  # lazy: none read yet
-    if merge and not ctx.steps:
+    if in_order and not ctx.steps:
         yield from merge_time_ordered(streams, ROW_SCHEMA)
-    else:
-        yield from time_ordered(itertools.chain.from_iterable(streams), ROW_SCHEMA, scratch)
+        return
+    yield from time_ordered(itertools.chain.from_iterable(streams), ROW_SCHEMA, scratch)
+    if in_order and ctx.first_start is not None and ctx.first_start < (f.ts_min or 0):
+        raise NotInTimeOrder
 
 
 def _write(files: list[_File], shift: dict[Path, int], step_re: re.Pattern, meta: dict[bytes, bytes],
-           final_tmp: Path, total: int, on_progress: ProgressCallback | None) -> None:
-    """Every file's rows through one ParquetWriter; written again through the spill sort when a
-    table turns out not to be in start order."""
-    try:
-        _write_rows(files, shift, step_re, meta, final_tmp, total, on_progress, merge=True)
-    except NotInTimeOrder:
-        _write_rows(files, shift, step_re, meta, final_tmp, total, on_progress, merge=False)
-
-
-def _write_rows(files: list[_File], shift: dict[Path, int], step_re: re.Pattern, meta: dict[bytes, bytes],
-                final_tmp: Path, total: int, on_progress: ProgressCallback | None, merge: bool) -> None:
+           final_tmp: Path, total: int, on_progress: ProgressCallback | None, in_order: bool) -> None:
     """Every file's rows through one ParquetWriter, in row groups of about OUT_ROW_GROUP rows."""
     schema = SCHEMA.with_metadata(meta)
     done = 0
@@ -360,7 +368,7 @@ def _write_rows(files: list[_File], shift: dict[Path, int], step_re: re.Pattern,
             ctx = Context(exp=f.exp, pids=pids, ranks=np.array([f.ranks[p] for p in pids], dtype=np.int64),
                           shift=shift[f.path], step_re=step_re, domains=f.domains)
             # each rank's rows are in time order when the file's are
-            for table in _time_ordered_rows(f, ctx, merge, final_tmp.with_name(f"order-{i}.arrow")):
+            for table in _time_ordered_rows(f, ctx, in_order, final_tmp.with_name(f"order-{i}.arrow")):
                 pending.append(_full(table, schema))
                 rows += table.num_rows
                 done += table.num_rows

@@ -84,6 +84,8 @@ class Context:
     launch_msg: list[np.ndarray] = field(default_factory=list)
     launch_step: list[np.ndarray] = field(default_factory=list)
     domains: dict[int, str] = field(default_factory=dict)
+    first_start: int | None = None
+    """The earliest start of the rows built (on the export's clock)."""
     _names: dict[int, str | None] = field(default_factory=dict)
 
     def rank(self, gid: np.ndarray) -> np.ndarray:
@@ -111,6 +113,8 @@ def build(ctx: Context, n: int, *, kind: str | pa.Array, pe: np.ndarray, start: 
           step: tuple[np.ndarray, np.ndarray] | None = None, args: pa.Array | None = None,
           peer: np.ndarray | None = None) -> pa.Table:
     """One batch of paradise rows; t0/t1 shifted onto the trace clock, msg packed with the rank."""
+    low = int(start.min(initial=np.iinfo(np.int64).max))
+    ctx.first_start = low if ctx.first_start is None else min(ctx.first_start, low)
     cols: dict[str, pa.Array] = {
         "kind": _const_or(kind, n), "pe": from_numpy(pe), "t0": from_numpy(start + ctx.shift),
         "t1": from_numpy(end + ctx.shift, end_ok), "cat": _const_or(cat, n), "name": name,
@@ -328,7 +332,7 @@ def nvtx_rows(ctx: Context) -> Iterator[pa.Table]:
     """NVTX_EVENTS ranges and marks: annotations, steps, CPU ops (emit_nvtx) and MPI calls."""
     exprs = ["start", "end", "eventType", "globalTid", "textId", "domainId", "end IS NOT NULL"]
     for (start, end, etype, gid, text_id, dom, has_end), text in ctx.exp.text_columns(
-            "NVTX_EVENTS", exprs, "text", f"eventType IN {NVTX_ROWS}"):
+            "NVTX_EVENTS", exprs, "text", f"eventType IN {NVTX_ROWS}", times=1):  # marks have no end
         has_end = has_end.astype(np.bool_)
         name = nvtx_names(ctx, text, text_id)
         pe, n = ctx.rank(gid), start.size

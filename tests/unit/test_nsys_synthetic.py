@@ -265,3 +265,26 @@ def test_a_table_out_of_start_order_is_sorted(tmp_path, monkeypatch):
     con = sqlite3.connect(src)
     assert runtime == con.execute("SELECT count(*), sum(end - start) FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchall()
     assert runtime[0][0] >= 40  # two calls a step
+
+
+@pytest.mark.parametrize("table", ["NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_RUNTIME"])
+def test_the_first_start_is_found_when_a_table_is_out_of_start_order(tmp_path, table):
+    # the survey takes each table's first row as its first start; a table written latest first
+    # (here with step ranges, so through the spill sort) is found and the file surveyed again
+    src = write_export(tmp_path / "x.sqlite", steps=20)
+    con = sqlite3.connect(src)
+    con.execute(f"UPDATE {table} SET start = start - 500000, end = end - 500000 WHERE rowid = 1")  # the earliest row
+    con.execute(f"CREATE TABLE r AS SELECT * FROM {table} ORDER BY start DESC")
+    con.execute(f"DELETE FROM {table}")
+    con.execute(f"INSERT INTO {table} SELECT * FROM r")
+    con.execute("DROP TABLE r")
+    con.commit()
+    tables = [t for (t,) in con.execute("SELECT name FROM sqlite_master WHERE name LIKE 'CUPTI%' OR "
+                                        "name LIKE 'MPI%' OR name = 'NVTX_EVENTS'")]
+    first = min(con.execute(f"SELECT min(start) FROM {t}").fetchone()[0] or 1 << 62 for t in tables)
+    con.close()
+    out = import_trace(src, tmp_path / "t.parquet")
+    t0 = [r[0] for r in _q(out, "SELECT t0 FROM events")]
+    assert t0[0] == 0 and t0 == sorted(t0)
+    assert open_trace(out).metadata["origin_ns"] == SESSION_NS + first
+    assert _q(out, "SELECT count(*) FROM events WHERE kind = 'step'") == [(20,)]
