@@ -39,6 +39,7 @@ from paradise.importers.nsys_tables import (
     PID_SHIFT,
     ROW_SCHEMA,
     Context,
+    collect_launch_steps,
     collect_steps,
     table_readers,
 )
@@ -336,20 +337,17 @@ def _full(table: pa.Table, schema: pa.Schema) -> pa.Table:
 def _time_ordered_rows(f: _File, ctx: Context, in_order: bool, scratch: Path) -> Iterator[pa.Table]:
     """The file's rows in time order. With `in_order` (tables trusted to be in start order) they
     are merged as they are read (merge_time_ordered, NotInTimeOrder where a table is not); the
-    format's spill sort takes them otherwise, and where device rows take the steps of their
-    launches, which must all be read first (NotInTimeOrder, after the rows, where a start came
-    before the file's first start as surveyed)."""
-    try:
-        collect_steps(ctx)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise _wrong_type(f, "NVTX_EVENTS", exc) from None
+    format's spill sort takes them otherwise. Steps and each launch's step are read first."""
+    for table, collect in (("NVTX_EVENTS", collect_steps), ("CUPTI_ACTIVITY_KIND_RUNTIME", collect_launch_steps)):
+        try:
+            collect(ctx)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise _wrong_type(f, table, exc) from None
     streams = [_checked(f, table, reader(ctx)) for table, reader in table_readers(ctx)]  # lazy: none read yet
-    if in_order and not ctx.steps:
+    if in_order:
         yield from merge_time_ordered(streams, ROW_SCHEMA)
         return
     yield from time_ordered(itertools.chain.from_iterable(streams), ROW_SCHEMA, scratch)
-    if in_order and ctx.first_start is not None and ctx.first_start < (f.ts_min or 0):
-        raise NotInTimeOrder
 
 
 def _write(files: list[_File], shift: dict[Path, int], step_re: re.Pattern, meta: dict[bytes, bytes],

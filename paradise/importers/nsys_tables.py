@@ -81,11 +81,10 @@ class Context:
     step_re: re.Pattern
     steps: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
     """Per rank: step starts, ends, numbers (on the export's clock), sorted by start."""
-    launch_msg: list[np.ndarray] = field(default_factory=list)
-    launch_step: list[np.ndarray] = field(default_factory=list)
+    launch_msg: np.ndarray | None = None
+    """The msg of every launch (runtime call with a correlation id), sorted; launch_step: its step."""
+    launch_step: np.ndarray | None = None
     domains: dict[int, str] = field(default_factory=dict)
-    first_start: int | None = None
-    """The earliest start of the rows built (on the export's clock)."""
     _names: dict[int, str | None] = field(default_factory=dict)
 
     def rank(self, gid: np.ndarray) -> np.ndarray:
@@ -113,8 +112,6 @@ def build(ctx: Context, n: int, *, kind: str | pa.Array, pe: np.ndarray, start: 
           step: tuple[np.ndarray, np.ndarray] | None = None, args: pa.Array | None = None,
           peer: np.ndarray | None = None) -> pa.Table:
     """One batch of paradise rows; t0/t1 shifted onto the trace clock, msg packed with the rank."""
-    low = int(start.min(initial=np.iinfo(np.int64).max))
-    ctx.first_start = low if ctx.first_start is None else min(ctx.first_start, low)
     cols: dict[str, pa.Array] = {
         "kind": _const_or(kind, n), "pe": from_numpy(pe), "t0": from_numpy(start + ctx.shift),
         "t1": from_numpy(end + ctx.shift, end_ok), "cat": _const_or(cat, n), "name": name,
@@ -170,18 +167,33 @@ def device_steps(ctx: Context, msg: np.ndarray, has: np.ndarray) -> tuple[np.nda
     """Step of each device row: that of the runtime call with the same msg (its launch)."""
     vals = np.zeros(msg.size, dtype=np.int64)
     ok = np.zeros(msg.size, dtype=np.bool_)
-    if not ctx.launch_msg:
+    if ctx.launch_msg is None or ctx.launch_step is None:
         return vals, ok
-    if len(ctx.launch_msg) > 1:
-        m, s = np.concatenate(ctx.launch_msg), np.concatenate(ctx.launch_step)
-        order = np.argsort(m, kind="stable")
-        ctx.launch_msg, ctx.launch_step = [m[order]], [s[order]]
-    m, s = ctx.launch_msg[0], ctx.launch_step[0]
+    m, s = ctx.launch_msg, ctx.launch_step
     pos = np.clip(np.searchsorted(m, msg), 0, max(m.size - 1, 0))
     hit = has & (m.size > 0) & (m[pos] == msg) & (s[pos] >= 0)
     vals[hit] = s[pos][hit]
     ok[hit] = True
     return vals, ok
+
+
+def collect_launch_steps(ctx: Context) -> None:
+    """The step of every launch, read before any row (one scan of the runtime calls' start, class,
+    thread and correlation id), so that device rows, read beside the runtime calls, take theirs."""
+    if not ctx.steps or not ctx.exp.has("CUPTI_ACTIVITY_KIND_RUNTIME"):
+        return
+    msgs, steps = [], []
+    for start, cls, gid, corr in ctx.exp.int_columns(
+            "CUPTI_ACTIVITY_KIND_RUNTIME", ["start", "eventClass", "globalTid", "ifnull(correlationId, 0)"], times=1):
+        pe = ctx.rank(gid)
+        link = np.where(cls == BACKTRACE_CLASS, 0, corr)
+        keep = link > 0
+        step = cpu_steps(ctx, pe[keep], start[keep])
+        msgs.append(pe[keep].astype(np.int64) * MSG_RANK_SHIFT + link[keep])
+        steps.append(np.where(step[1], step[0], -1))
+    m = np.concatenate(msgs) if msgs else np.zeros(0, dtype=np.int64)
+    order = np.argsort(m, kind="stable")
+    ctx.launch_msg, ctx.launch_step = m[order], (np.concatenate(steps) if steps else m)[order]
 
 
 def collect_steps(ctx: Context) -> None:
@@ -241,11 +253,6 @@ def runtime_rows(ctx: Context) -> Iterator[pa.Table]:
         backtrace = cls == BACKTRACE_CLASS
         link = np.where(backtrace, 0, corr)
         step = cpu_steps(ctx, pe, start)
-        msg = pe.astype(np.int64) * MSG_RANK_SHIFT + link
-        if ctx.steps:
-            keep = link > 0
-            ctx.launch_msg.append(msg[keep])
-            ctx.launch_step.append(np.where(step[1], step[0], -1)[keep])
         classes, inv = unique_inverse(cls)
         cat = choose([API_CATS.get(int(c), "cuda_api") for c in classes] + ["cuda_backtrace"],
                      np.where(backtrace, classes.size, inv))

@@ -224,25 +224,46 @@ def _all_rows(path):
     return _q(path, "SELECT * EXCLUDE (name, kind, cat), name::VARCHAR, kind::VARCHAR, cat::VARCHAR FROM events")
 
 
+def _in_start_order(src):
+    """The export with every event table rewritten in start order, as Nsight writes them (the
+    builder writes process by process)."""
+    con = sqlite3.connect(src)
+    for (t,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND (name LIKE 'CUPTI%' OR "
+                            "name LIKE 'MPI%' OR name IN ('NVTX_EVENTS', 'OSRT_API'))").fetchall():
+        con.execute(f"CREATE TABLE r AS SELECT * FROM {t} ORDER BY start, rowid")
+        con.execute(f"DELETE FROM {t}")
+        con.execute(f"INSERT INTO {t} SELECT * FROM r ORDER BY rowid")
+        con.execute("DROP TABLE r")
+    con.commit()
+    con.close()
+    return src
+
+
 @pytest.mark.parametrize("batch_rows", [3, 65_536])
-def test_tables_merged_as_read_give_the_rows_of_the_spill_sort(tmp_path, monkeypatch, batch_rows):
-    # no step ranges (the pattern matches none), so the tables are merged as they are read; the
-    # oracle is the same import through the format's spill sort
+@pytest.mark.parametrize("pattern", [None, r"NoSuchStep(\d+)"])
+def test_tables_merged_as_read_give_the_rows_of_the_spill_sort(tmp_path, monkeypatch, batch_rows, pattern):
+    # tables in start order are merged as they are read (with step ranges too: each launch's step
+    # is read first); the oracle is the same import through the format's spill sort
     from paradise.format.order import NotInTimeOrder
     from paradise.importers import nsys, nsys_sqlite
 
-    src = write_export(tmp_path / "x.sqlite", pids=(100, 200), steps=30)
+    src = _in_start_order(write_export(tmp_path / "x.sqlite", pids=(100, 200), steps=30))
     monkeypatch.setattr(nsys_sqlite, "BATCH_ROWS", batch_rows)
-    merged = import_trace(src, tmp_path / "merged.parquet", step_pattern=r"NoSuchStep(\d+)")
+    sorts = []
+    monkeypatch.setattr(nsys, "time_ordered", lambda *a, **k: sorts.append(1) or time_ordered(*a, **k))
+    merged = import_trace(src, tmp_path / "merged.parquet", step_pattern=pattern)
+    assert sorts == []  # merged, never spilled
 
     def refuse(*_a, **_k):
         raise NotInTimeOrder
         yield
 
     monkeypatch.setattr(nsys, "merge_time_ordered", refuse)
-    spilled = import_trace(src, tmp_path / "spilled.parquet", step_pattern=r"NoSuchStep(\d+)")
+    spilled = import_trace(src, tmp_path / "spilled.parquet", step_pattern=pattern)
     rows = _all_rows(merged)
-    assert rows == _all_rows(spilled) and len(rows) > 300
+    assert sorts == [1] and rows == _all_rows(spilled) and len(rows) > 300
+    steps = _q(merged, "SELECT count(DISTINCT step) FROM events WHERE stream IS NOT NULL")[0][0]
+    assert steps == (0 if pattern else 30)  # device rows took their launch's step
 
 
 def test_a_table_out_of_start_order_is_sorted(tmp_path, monkeypatch):
@@ -288,3 +309,13 @@ def test_the_first_start_is_found_when_a_table_is_out_of_start_order(tmp_path, t
     assert t0[0] == 0 and t0 == sorted(t0)
     assert open_trace(out).metadata["origin_ns"] == SESSION_NS + first
     assert _q(out, "SELECT count(*) FROM events WHERE kind = 'step'") == [(20,)]
+
+
+def test_device_rows_take_their_launch_step_when_processes_interleave(tmp_path):
+    # two processes' runtime calls interleaved in one batch (start order): their msgs are not in
+    # order, and every launched kernel and memset still finds its launch (2 a step, 30 steps)
+    src = _in_start_order(write_export(tmp_path / "x.sqlite", pids=(100, 200), steps=30))
+    out = import_trace(src, tmp_path / "t.parquet")
+    got = _q(out, "SELECT pe, count(step), count(*) FILTER (WHERE msg IS NOT NULL) FROM events "
+                  "WHERE stream IS NOT NULL GROUP BY pe ORDER BY pe")
+    assert got == [(0, 60, 60), (1, 60, 60)]
