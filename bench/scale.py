@@ -293,7 +293,7 @@ def summary(results: dict[tuple[str, int], dict[str, Run]]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="1e6,1e7,1e8", help="charm trace rows, comma-separated")
+    ap.add_argument("--sizes", default="1e6,1e7,1e8", help="charm trace rows, comma-separated (0: none)")
     ap.add_argument("--torch", default="1e8", help="torch trace rows (0: none)")
     ap.add_argument("--pes", type=int, default=64)
     ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "paradise-scale")
@@ -309,7 +309,7 @@ def main() -> None:
         MEMORY_LIMIT[:] = ["--memory-limit", args.memory_limit]
     import duckdb
 
-    sizes = [("charm", int(float(s))) for s in args.sizes.split(",") if s.strip()]
+    sizes = [("charm", int(float(s))) for s in args.sizes.split(",") if s.strip() and float(s) > 0]
     if float(args.torch) > 0:
         sizes.append(("torch", int(float(args.torch))))
     args.dir.mkdir(parents=True, exist_ok=True)
