@@ -77,18 +77,40 @@ def critical_path(engine: Any, info: ExecGraphInfo) -> CriticalPath:
                         t1_last=int(info.last_t1), message_hops=len(segs) - 1)
 
 
+def hop_step(con: Any, files: list[str] | None, narrow: bool) -> Any:
+    """Reader step of events_critical_hops over one bucket (graphread.reader_step): its rows sorted
+    by id, `narrow` (ids below 2^31) packed one per int64 (id in the high half, crit_pred's 32 bits
+    in the low), else as (ids, preds) int64 arrays."""
+    t = graphread.reader_step(con, "events_critical_hops", files, {})
+    ids, pred = t.column("id").to_numpy().astype(np.int64), t.column("crit_pred").to_numpy().astype(np.int64)
+    del t
+    if not narrow:
+        order = np.argsort(ids, kind="stable")
+        return ids[order], pred[order]
+    packed = (ids << 32) | (pred & 0xFFFFFFFF)
+    packed.sort()
+    return packed
+
+
 def _hops(engine: Any, info: ExecGraphInfo) -> tuple[np.ndarray, np.ndarray]:
     """The hop rows' ids and critical predecessors as two numpy arrays ordered by id, 32-bit while
     the ids fit (a hop row per exec at worst: 400 MB for 5*10^7 executions, never a Python object
-    per row), united from the graph's buckets (events_critical_hops)."""
-    kind = np.int32 if info.execs < 2**31 else np.int64
-    ids, pred = [], []
-    for t in graphread.read(engine, info.parts, "events_critical_hops"):
-        ids.append(t.column("id").to_numpy().astype(kind))
-        pred.append(t.column("crit_pred").to_numpy().astype(kind))
-    ids_all, pred_all = np.concatenate(ids), np.concatenate(pred)
-    order = np.argsort(ids_all, kind="stable")
-    return ids_all[order], pred_all[order]
+    per row), from the graph's buckets (events_critical_hops): each bucket's rows come sorted and
+    packed in one int64 (hop_step), the client merges the sorted runs and unpacks them, so it holds
+    at most two such copies (16 bytes per hop row)."""
+    narrow = info.execs < 2**31
+    items = [{"files": [f], "narrow": narrow} for f in info.parts] or [{"files": None, "narrow": narrow}]
+    parts = engine.run_steps(hop_step, items, files=[[] for _ in items])
+    if not narrow:
+        ids_all, pred_all = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+        order = np.argsort(ids_all, kind="stable")
+        return ids_all[order], pred_all[order]
+    packed = np.concatenate(parts)
+    del parts
+    packed.sort(kind="stable")  # a merge of the buckets' sorted runs
+    pred = packed.astype(np.uint32).view(np.int32)  # the low half: crit_pred, -1 kept
+    np.right_shift(packed, 32, out=packed)
+    return packed.astype(np.int32), pred
 
 
 def path_entries(engine: Any, info: ExecGraphInfo, path: CriticalPath, model: LatencyModel) -> Any:

@@ -2,7 +2,7 @@
 (events_object_step_parts, then events_object_steps: objects as integer ids in the text order of
 (coll, index)); the client receives the step matrix, filled from streamed batches, and one row per
 object. No side holds a row per event; the embedded engine keeps the rows per object and step in
-its database, a Dask run on the client (the tasks' merged parts: no worker holds the event layer).
+its database; a Dask run keeps them in object-hash buckets on its workers (paradise.events.objbuckets).
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from paradise.engines import load_sql
-from paradise.engines.merge import LocalTables
+from paradise.events import objbuckets
 
 TABLE = "object_steps"
 """The engine table events_object_steps fills (one row per object and step)."""
@@ -52,8 +53,8 @@ def object_steps(engine: Any) -> ObjectSteps:
     """Rolls the run's execs up per object and step (events_object_step_parts, then the object ids
     of events_object_steps), then reads the step matrix (streamed: a batch of rows at a time) and
     the per-object summary. The embedded engine (native_steps) does it all in its database; on an
-    engine whose steps run apart (Dask) the parts are tasks over the files, merged on the client,
-    where the rest runs over them (one row per object and step, as the matrix holds)."""
+    engine whose steps run apart (Dask) the same queries run per object-hash bucket as its tasks
+    (paradise.events.objbuckets) and the client merges their small results."""
     if getattr(engine, "native_steps", False):
         engine.execute(f"CREATE OR REPLACE VIEW {PARTS} AS {load_sql(PARTS_QUERY)}")
         try:
@@ -61,13 +62,24 @@ def object_steps(engine: Any) -> ObjectSteps:
         finally:
             engine.execute(f"DROP VIEW IF EXISTS {PARTS}")
         return _read(engine)
-    tables = LocalTables({PARTS: engine.query(PARTS_QUERY)})
-    try:
-        tables.materialize(TABLE, "events_object_steps")
-        tables.release(PARTS)  # the merged parts are in the table now
-        return _read(tables)
-    finally:
-        tables.close()
+    return _from_buckets(engine)
+
+
+def _from_buckets(engine: Any) -> ObjectSteps:
+    """The object steps from object-hash buckets run as engine steps (paradise.events.objbuckets):
+    the client keeps the objects, the step matrix and the tied rows, never the parts."""
+    parts, objects = objbuckets.bucketed(engine)
+    stepped = sum(p.step_load for p in parts) > 0  # events_object_stepped over the buckets' sums
+    steps = np.unique(np.concatenate([p.steps for p in parts] + [np.empty(0, np.int64)]))
+    matrix = np.full((len(objects), len(steps)), np.nan)
+    tie = bool(len(objects)) and int(objects["latest_rows"].max()) > 1
+    rows = [p.rows for p in parts if p.rows is not None] if tie else []
+    for i in range(len(parts)):
+        p, parts[i] = parts[i], None  # each bucket's loads go once they are in the matrix
+        matrix[p.oid, np.searchsorted(steps, p.step)] = p.load_ns
+    tied = pa.concat_tables(rows).sort_by([("oid", "ascending"), ("step", "ascending")]).to_pandas().astype("int64") \
+        if rows else None
+    return ObjectSteps(matrix=matrix, steps=steps, objects=objects, stepped=stepped, rows=tied)
 
 
 def _read(engine: Any) -> ObjectSteps:

@@ -139,20 +139,26 @@ def test_exec_graph_readers_run_as_tasks_and_merge_to_the_embedded_figures(trace
     assert got == want and want[2].lo
 
 
-def test_object_steps_from_the_workers_parts_equal_the_embedded_ones(traces, scheduler):
+@pytest.mark.parametrize("row_bytes", [None, 10**6])
+def test_object_steps_from_the_workers_buckets_equal_the_embedded_ones(traces, scheduler, row_bytes, monkeypatch):
     import numpy as np
 
+    from paradise.events import objbuckets
     from paradise.events.objloads import object_steps
 
-    trace = open_trace(traces["grid"])
-    with DuckDBEngine(trace) as duck:
-        want = object_steps(duck)
-    with DaskEngine(trace, scheduler=scheduler, files_per_task=1) as eng:
-        got = object_steps(eng)
-        assert eng._events is None  # no worker holds event tables for them
-    assert len(want.objects) > 0 and want.stepped == got.stepped
-    assert np.array_equal(got.steps, want.steps) and np.array_equal(got.matrix, want.matrix, equal_nan=True)
-    assert got.objects.equals(want.objects)
+    if row_bytes:  # a bucket per few objects: the global ids come from every bucket's objects
+        monkeypatch.setattr(objbuckets, "PART_ROW_BYTES", row_bytes)
+    for name in ("grid", "tree"):
+        trace = open_trace(traces[name])
+        with DuckDBEngine(trace) as duck:
+            want = object_steps(duck)
+        with DaskEngine(trace, scheduler=scheduler, files_per_task=1) as eng:
+            got = object_steps(eng)
+            assert eng._events is None  # no worker holds event tables for them
+        assert len(want.objects) > 0 and want.stepped == got.stepped, name
+        assert np.array_equal(got.steps, want.steps) and np.array_equal(got.matrix, want.matrix, equal_nan=True)
+        assert got.objects.equals(want.objects), name
+        assert (got.rows is None) == (want.rows is None) and (got.rows is None or got.rows.equals(want.rows))
 
 
 def test_message_edges_in_buckets_on_the_workers_equal_the_embedded_query(traces, scheduler):

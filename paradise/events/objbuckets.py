@@ -1,0 +1,150 @@
+"""Object steps on an engine whose steps run in processes of their own (Dask), in object-hash
+buckets, so that no process (the client least) holds every object's rows per step: split steps
+(one per group of the trace's files) write events_object_step_parts by hash of (coll, index);
+a bucket step merges its bucket's parts into events_object_steps' rows with object ids local to
+the bucket and returns its objects; the client ranks the objects of all buckets in (coll, index)
+order (one row per object), and a read step per bucket renumbers its rows with those global ids and
+returns the small results objloads reads (summary, stepped, step numbers, step loads as arrays).
+
+Layout of the partition directory (on a path every worker sees):
+  parts/bucket=B/gI_0.parquet   group I's parts of bucket B (removed once the bucket is merged)
+  parts.parquet                 no rows: the schema, for a bucket without files
+  steps/bB.parquet              bucket B's object steps (events_object_steps, bucket-local oids)
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from paradise.engines import load_sql
+from paradise.events import partitions
+
+PARTS_QUERY, STEPS_QUERY = "events_object_step_parts", "events_object_steps"
+TABLE, PARTS = "object_steps", "object_step_parts"
+"""The relations events_object_steps and its readers name."""
+PART_ROW_BYTES = 32
+"""Memory a bucket step needs per trace row of its bucket (the parts' aggregate; a part row stands
+for several execs, each one of several rows)."""
+SPLIT_COLUMNS = ("coll, index, step, load_ns, execs, CAST(last >> 32 AS BIGINT) AS last_t1, "
+                 "CAST(last & 4294967295 AS BIGINT) AS last_pe")
+"""The parts as written: `last` (a HUGEINT, which Parquet does not keep exactly) as its two halves."""
+RANK_SQL = ("SELECT bucket, local, CAST(dense_rank() OVER (ORDER BY coll, index) - 1 AS BIGINT) AS oid "
+            "FROM objects")
+"""The global object ids: the rank of (coll, index) over every bucket's objects (each is in one)."""
+
+STEP_LOAD_SQL = f"SELECT CAST(coalesce(sum(load_ns) FILTER (WHERE step >= 0), 0) AS BIGINT) FROM {TABLE}"
+"""The bucket's part of events_object_stepped: its sum, which the client adds up and compares to 0."""
+
+
+@dataclass(frozen=True)
+class BucketResult:
+    """What a read step returns: its bucket's share of what objloads reads."""
+
+    objects: pa.Table
+    step_load: int
+    steps: np.ndarray
+    oid: np.ndarray
+    step: np.ndarray
+    load_ns: np.ndarray
+    rows: pa.Table | None
+
+
+def split_step(con: Any, root: str, i: int, buckets: int) -> None:
+    """Split step I: the step's files' object-step parts, by bucket of (coll, index), under `root`."""
+    rows = (f"SELECT {SPLIT_COLUMNS}, CAST(hash(coll, index) % {int(buckets)} AS INTEGER) AS bucket "
+            f"FROM ({load_sql(PARTS_QUERY)})")
+    con.execute(f"COPY ({rows}) TO {partitions._quoted(os.path.join(root, 'parts'))} ({partitions.PARQUET}, "
+                f"PARTITION_BY (bucket), FILENAME_PATTERN 'g{int(i)}_{{i}}', OVERWRITE_OR_IGNORE)")
+    if i == 0:
+        con.execute(f"COPY (SELECT {SPLIT_COLUMNS} FROM ({load_sql(PARTS_QUERY)}) LIMIT 0) TO "
+                    f"{partitions._quoted(os.path.join(root, 'parts.parquet'))} ({partitions.PARQUET})")
+
+
+def _steps_file(root: str, b: int) -> str:
+    return os.path.join(root, "steps", f"b{int(b)}.parquet")
+
+
+def merge_step(con: Any, root: str, b: int) -> pa.Table:
+    """Bucket step B: the bucket's parts merged (events_object_step_parts' merge rule) into
+    events_object_steps (oids local to the bucket), kept as steps/bB.parquet before the parts are
+    removed; returns the bucket's objects (local, coll, index). A step run again returns them from
+    that file."""
+    out = _steps_file(root, b)
+    if not os.path.exists(out):
+        files = partitions.bucket_files(root, "parts", b)
+        con.execute(
+            f"CREATE OR REPLACE TEMP VIEW {PARTS} AS SELECT coll, index, step, CAST(sum(load_ns) AS BIGINT) AS load_ns, "
+            "CAST(sum(execs) AS BIGINT) AS execs, max((CAST(last_t1 AS HUGEINT) << 32) + last_pe) AS last "
+            f"FROM read_parquet({partitions._files(files)}, hive_partitioning = false) GROUP BY coll, index, step")
+        try:
+            os.makedirs(os.path.dirname(out), exist_ok=True)
+            con.execute(f"COPY ({load_sql(STEPS_QUERY)}) TO {partitions._quoted(out + '.tmp')} ({partitions.PARQUET})")
+        finally:
+            con.execute(f"DROP VIEW IF EXISTS {PARTS}")
+        os.replace(out + ".tmp", out)
+        for f in files[:-1]:
+            os.remove(f)
+    return con.sql(f"SELECT DISTINCT oid AS local, coll, index FROM read_parquet({partitions._quoted(out)}) "
+                   "WHERE oid IS NOT NULL ORDER BY local").to_arrow_table()
+
+
+def read_step(con: Any, root: str, b: int, gid: np.ndarray, with_rows: bool) -> BucketResult:
+    """Read step B: the bucket's object steps with global oids (gid[local oid]) as the table
+    TABLE, and objloads' readers over it (the step rows only `with_rows`, or when the bucket has a
+    tie)."""
+    con.register("gid", pa.table({"local": np.arange(len(gid), dtype=np.int64), "oid": gid.astype(np.int64)}))
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {TABLE} AS SELECT g.oid, s.* EXCLUDE (oid) "
+                f"FROM read_parquet({partitions._quoted(_steps_file(root, b))}) s LEFT JOIN gid g ON s.oid = g.local")
+    con.unregister("gid")
+    objects = con.sql(load_sql("events_object_summary")).to_arrow_table()
+    step_load = int(con.sql(STEP_LOAD_SQL).to_arrow_table().column(0)[0].as_py())
+    steps = con.sql(load_sql("events_object_step_numbers")).to_arrow_table().column("step").to_numpy()
+    loads = con.sql(load_sql("events_object_step_loads")).to_arrow_table()
+    rows = None
+    if with_rows or (len(objects) and pc.max(objects.column("latest_rows")).as_py() > 1):
+        rows = con.sql(load_sql("events_object_step_rows")).to_arrow_table()
+    return BucketResult(objects=objects, step_load=step_load, steps=steps.astype(np.int64),
+                        oid=loads.column("oid").to_numpy(), step=loads.column("step").to_numpy().astype(np.int64),
+                        load_ns=loads.column("load_ns").to_numpy(), rows=rows)
+
+
+def bucketed(engine: Any) -> tuple[list[BucketResult], pd.DataFrame]:
+    """Every bucket's read step result, and the objects in oid order (events_object_summary)."""
+    from paradise.engines.merge import query_tables
+
+    groups = getattr(engine, "groups", None) or [[str(f) for f in engine.trace.files]]
+    rows = int(getattr(engine.trace, "num_rows", 0) or 0)
+    buckets = max(len(groups), math.ceil(rows * PART_ROW_BYTES / max(engine.step_memory(), 1)))
+    root = engine.scratch_dir("objsteps-")
+    engine.run_steps(split_step, [{"root": root, "i": i, "buckets": buckets} for i in range(len(groups))],
+                     files=groups)
+    none: list[list[str]] = [[] for _ in range(buckets)]
+    objs = engine.run_steps(merge_step, [{"root": root, "b": b} for b in range(buckets)], files=none)
+    every = pa.concat_tables([t.append_column("bucket", pa.array(np.full(len(t), b, np.int32)))
+                              for b, t in enumerate(objs)])
+    ranked = query_tables({"objects": every}, RANK_SQL)
+    bucket, local, oid = (ranked.column(c).to_numpy() for c in ("bucket", "local", "oid"))
+    gids = []
+    for b, t in enumerate(objs):
+        gid = np.empty(len(t), np.int64)
+        keep = bucket == b
+        gid[local[keep]] = oid[keep]
+        gids.append(gid)
+    del objs, every, ranked, bucket, local, oid
+    items = [{"root": root, "b": b, "gid": gids[b], "with_rows": False} for b in range(buckets)]
+    parts = engine.run_steps(read_step, items, files=none)
+    objects = pa.concat_tables([p.objects for p in parts]).sort_by("oid").to_pandas()
+    if len(objects) and int(objects["latest_rows"].max()) > 1:  # a tie somewhere: every bucket's rows
+        redo = [b for b, p in enumerate(parts) if p.rows is None]
+        again = engine.run_steps(read_step, [{**items[b], "with_rows": True} for b in redo], files=[[] for _ in redo])
+        for b, p in zip(redo, again):
+            parts[b] = p
+    return parts, objects
