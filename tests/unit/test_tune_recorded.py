@@ -188,3 +188,31 @@ def test_particles_calibration_learns_per_kind(tmp_path):
     # comm's second round: mapping's first run (1.145x against a replayed 0.963) no longer makes comm 1.26x
     comm = next(c for t in data["iterations"][0]["trials"] for c in t["candidates"] if c["name"] == "comm")
     assert comm["runs"][1]["predicted_s"] < base[1]
+
+
+# particles' comm.json at load 7 (run 4, batches of 8) and at load 9.7-11.6 (run 6, batches of 372):
+# (replay ratio, baseline times per round, comm times per round)
+PARTICLES_LOADED = {"run4": (0.747, [11.669, 5.404, 3.414, 2.157, 1.837], [5.710, 1.591, 1.379, 1.626, 1.640]),
+                    "run6": (0.739, [0.336, 1.762, 0.870, 6.401, 13.481], [0.291, 0.896, 0.683, 1.496, 3.380])}
+PRINTED_LOADED = {"run4": 0.482, "run6": 1.141}
+"""Per-run error after calibration the two tunes printed (docs/benchmarks.md)."""
+
+
+def hindsight_error(base: list[float], hinted: list[float]) -> float:
+    """The smallest median |c x baseline - hinted| / hinted any one ratio c achieves on rounds 2..,
+    c chosen knowing every measurement: a floor under every calibration of a per-trial ratio."""
+    ratios = [h / b for b, h in zip(base[1:], hinted[1:])]
+    grid = np.linspace(min(ratios), max(ratios), 2001)
+    return min(statistics.median(abs(c / r - 1) for r in ratios) for c in grid)
+
+
+@pytest.mark.parametrize("name", ["run4", "run6"])
+def test_particles_per_run_error_above_7_load_is_beyond_any_one_ratio(name):
+    """Combining's gain grows with the load of the moment (fewer wire messages to wait for), so at
+    load 7-12 the rounds' ratios spread 0.23-0.89 and even the best ratio chosen in hindsight misses
+    the runs by more than the 20 % goal: per run, the calibration cannot meet it there."""
+    ratio, base, hinted = PARTICLES_LOADED[name]
+    assert all(h < b for b, h in zip(base, hinted))  # combining won every round
+    assert hindsight_error(base, hinted) > 0.20
+    calibrated = statistics.median(errors(base, hinted, ratio, lambda r: base[r]))
+    assert calibrated == pytest.approx(PRINTED_LOADED[name], abs=1e-3) and calibrated >= hindsight_error(base, hinted)
