@@ -15,7 +15,7 @@ from __future__ import annotations
 import greenlet
 
 from paradise.format import INDEX_BITS, pack_index
-from tracers.charm import identity
+from tracers.charm import emrun, identity
 from tracers.charm._state import MSG_PE_SHIFT, ST, clock
 from tracers.charm.identity import (
     CAT,
@@ -117,7 +117,7 @@ def install_exec_hooks(entry_method_mod) -> None:
             rexec(t0, t1, rec[1] + t1 - r0, mid, name, ident)  # the step may have changed meanwhile
 
     EM.__init__ = em_init
-    EM._run = _native_hook("exec", orig_run, run)
+    EM._run = _native_hook("exec", orig_run, run, run_globals=emrun.replaces(orig_run))
 
 
 def _special(flag: int, obj, ident: list, mid: int, t: int) -> None:
@@ -272,15 +272,17 @@ def install_send_hooks(charm) -> None:
 
 
 def _native_hook(kind: str, orig, slow, acodes: dict | None = None, ep_codes: dict | None = None, bcast: int = 0,
-                 combined: int = 0):
+                 combined: int = 0, run_globals: dict | None = None):
     """The compiled fast path of a hook (_recorder.Hook) with the native recorder, which hands the
-    cases it does not handle to the Python hook `slow`; `slow` itself with the pure-Python recorder."""
+    cases it does not handle to the Python hook `slow`; `slow` itself with the pure-Python recorder.
+    `run_globals` (exec): the hook does the work of charm4py 1.1's `_run` itself (tracers.charm.emrun)."""
     if isinstance(ST.rec, PyRecorder):
         return slow
     from tracers.charm._recorder import Hook
 
     return Hook(kind, orig, slow, ST.rec, ST.cur, ST.pend, ST.mute, ST, {} if acodes is None else acodes,
-                {} if ep_codes is None else ep_codes, NO_OBJECT, bcast, combined, INDEX_BITS)
+                {} if ep_codes is None else ep_codes, NO_OBJECT, bcast, combined, INDEX_BITS, run_globals,
+                emrun.em_failed, emrun.em_block)
 
 
 def install_multicast_hook(charm) -> None:
