@@ -34,6 +34,7 @@ typedef struct {
     Py_ssize_t n, cap;     /* rows used, rows allocated */
     long long origin, pe;
     long long depth, last; /* nested dispatches; time of the last return to the scheduler */
+    long long exec_t0;     /* start of the execution the exec hook runs now (its record holds None) */
     long long end_t;       /* end of the last execution recorded (exec row) ... */
     Py_ssize_t end_n;      /* ... and the row count just after it; -1: none in this dispatch yet */
     long long seq, msg_base; /* message ids: msg_base + per-PE sequence */
@@ -291,6 +292,7 @@ static PyMemberDef R_members[] = {
     {"depth", T_LONGLONG, offsetof(Recorder, depth), 0, "nested scheduler dispatches now"},
     {"last", T_LONGLONG, offsetof(Recorder, last), 0, "time of the last return to the scheduler"},
     {"seq", T_LONGLONG, offsetof(Recorder, seq), 0, "messages tagged so far"},
+    {"exec_t0", T_LONGLONG, offsetof(Recorder, exec_t0), 0, "start of the execution the exec hook runs now"},
     {"msg_base", T_LONGLONG, offsetof(Recorder, msg_base), 0, "msg id of this PE's message 0"},
     {"flush_rows", T_PYSSIZET, offsetof(Recorder, flush_rows), 0, "rows that make on_full run"},
     {"on_full", T_OBJECT, offsetof(Recorder, on_full), 0, "callable run at a return to the scheduler when full"},
@@ -648,18 +650,17 @@ static PyObject *hook_exec(Hook *h, PyObject *const *args, size_t nargsf, PyObje
     }
     Py_INCREF(parent);
     t0 = now_ns();
-    PyObject *rec = h->spare, *t0o = ll_obj(t0);
+    /* rec[0] and rec[4] (the start) hold None, the start itself is in the recorder (exec_t0): no int
+     * object per execution; hooks.pause puts it in the record if the execution is ever paused */
+    PyObject *rec = h->spare;
     h->spare = NULL;
     if (rec == NULL) rec = PyList_New(7);
-    if (rec == NULL || t0o == NULL) {
-        Py_XDECREF(rec);
-        Py_XDECREF(t0o);
-        goto fail1;
-    }
-    PyObject *items[7] = {t0o, s_zero, parent, ident, t0o, name, mid != NULL ? mid : s_null};
-    for (int i = 1; i < 7; i++) Py_INCREF(items[i]); /* t0o: one reference of its own, one more below */
+    if (rec == NULL) goto fail1;
+    h->rec->exec_t0 = t0;
+    PyObject *items[7] = {Py_None, s_zero, parent, ident, Py_None, name, mid != NULL ? mid : s_null};
     for (int i = 0; i < 7; i++) {
         PyObject *old = PyList_GET_ITEM(rec, i);
+        Py_INCREF(items[i]);
         PyList_SET_ITEM(rec, i, items[i]);
         Py_XDECREF(old);
     }
@@ -675,11 +676,15 @@ static PyObject *hook_exec(Hook *h, PyObject *const *args, size_t nargsf, PyObje
     int bad = 0;
     long long r0 = t0, r1 = 0;
     /* rec[0], rec[1] change only when the execution was paused (greenlet switch, nested execution) */
-    if (PyList_GET_SIZE(rec) == 7 && PyList_GET_ITEM(rec, 0) == t0o && PyList_GET_ITEM(rec, 1) == s_zero)
-        ;
-    else if (list_get_ll(rec, 0, &r0) < 0 || list_get_ll(rec, 1, &r1) < 0)
+    PyObject *first = PyList_GET_SIZE(rec) > 1 ? PyList_GET_ITEM(rec, 0) : NULL;
+    if (first == Py_None && PyList_GET_ITEM(rec, 1) == s_zero)
+        ; /* ran in one piece */
+    else if (first == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "execution record changed while it ran");
         bad = 1;
-    else if (PyList_GET_ITEM(rec, 0) != t0o) { /* it was paused: its last piece, [last resume, t1] */
+    } else if (list_get_ll(rec, 0, &r0) < 0 || list_get_ll(rec, 1, &r1) < 0)
+        bad = 1;
+    else { /* it was paused: its last piece, [last resume, t1] */
         int64_t *row = next_row(h->rec);
         if (row == NULL) bad = 1;
         else {

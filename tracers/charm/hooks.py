@@ -329,7 +329,9 @@ def install_migration_hook(charm) -> None:
 PIECE_END = 7
 """Field of the record of an execution that runs in pieces: when its last paused piece ended
 (None until it is first paused). An execution record is [start of its current piece (its start
-or last resume), active so far, parent record, identity, t0, name code, msg]; a coroutine /
+or last resume), active so far, parent record, identity, t0, name code, msg]; in a record of the
+compiled exec hook that was never paused, the start (fields 0 and 4) is None and the recorder holds
+it (exec_t0: no int object per execution), put into the record by `pause`; a coroutine /
 threaded entry method has PIECE_END from its start, any other execution gets it when it is first
 paused (`pause`: a nested execution starts, or a coroutine is resumed inside it). Plain
 executions that nothing runs inside never have it: they pay nothing."""
@@ -348,6 +350,8 @@ def pause(rec: list, now: int) -> None:
     intervals of a PE never overlap. The caller sets rec[0] when it resumes, so at its end
     `rec[0] is not t0` tells `run` that it ran in pieces. A coroutine paused for the first time
     becomes open (its rows are written at the close if it never ends)."""
+    if rec[0] is None:  # a record of the compiled exec hook, never paused: its start is in the recorder
+        rec[0] = rec[4] = ST.rec.exec_t0
     rec[1] += now - rec[0]
     write_piece(rec, now)
     if len(rec) > PIECE_END:
