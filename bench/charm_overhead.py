@@ -41,6 +41,7 @@ from tracers.charm.launch import launch  # noqa: E402
 PROGRAMS: dict[str, tuple[str, list[str]]] = {
     # name: (path, args) sized to run a few seconds each on a small machine
     "pingpong": ("tests/charm_programs/pingpong.py", ["50000"]),
+    "pingpong-1": ("tests/charm_programs/pingpong.py", ["1"]),  # one hop: wall = start-up + exit alone
     "histsort": ("examples/histsort.py", []),
     "stencil2d": ("examples/stencil2d.py", ["--grid", "8", "8", "--block", "128", "--iters", "100"]),
     "masterworker": ("examples/masterworker.py", []),
