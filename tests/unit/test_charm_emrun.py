@@ -4,6 +4,9 @@ every case gives the same calls to charm4py, the same return and the same except
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
@@ -96,26 +99,51 @@ def _run_all(em_cls, charm: FakeCharm, log: list) -> list:
     return out
 
 
-def test_compiled_run_matches_charm4py_run(monkeypatch, capsys):
+@pytest.fixture
+def hooked(monkeypatch):
+    """charm4py's EntryMethod with the native exec hook installed (undone after the test); its fake charm."""
     EM = entry_method.EntryMethod
     charm = FakeCharm()
     monkeypatch.setattr(entry_method, "charm", charm, raising=False)
-    log: list = []
-    want = _run_all(EM, charm, log)
-    printed = capsys.readouterr().out
-
     monkeypatch.setenv("PARADISE_NATIVE_RECORDER", "1")
     rec, kind = make_recorder()
     if kind != "native":
         pytest.skip(f"native recorder not built ({kind})")
     for attr in ("__init__", "_run"):
         monkeypatch.setattr(EM, attr, getattr(EM, attr))  # restored after the test
-    for attr, value in (("rec", rec), ("cur", [None]), ("orig", {}), ("open", {})):
+    for attr, value in (("rec", rec), ("cur", [None]), ("orig", {}), ("open", {}), ("exec_hook", None)):
         monkeypatch.setattr(ST, attr, value)
-    hooks.install_exec_hooks(entry_method)
-    assert hooks.emrun.replaces(ST.orig["em_run"]) is not None  # the compiled path runs here
+
+    def install():
+        hooks.install_exec_hooks(entry_method)
+        assert hooks.emrun.replaces(ST.orig["em_run"]) is not None  # the compiled path runs here
+
+    return EM, charm, rec, install
+
+
+def test_compiled_run_matches_charm4py_run(hooked, capsys):
+    EM, charm, rec, install = hooked
+    log: list = []
+    want = _run_all(EM, charm, log)
+    printed = capsys.readouterr().out
+    install()
     got = _run_all(EM, charm, log)
     assert got == want
     assert capsys.readouterr().out == printed == "text\n"
     rows = np.frombuffer(rec.take(), dtype="<i8").reshape(-1, len(LAYOUT))
     assert (rows[:, KIND] == hooks.K_EXEC).sum() == len(want)
+
+
+def test_forget_releases_a_chare(hooked):
+    """The hook caches a chare's identity (holding the chare); forget() (a chare migrating away) lets it go."""
+    EM, _charm, _rec, install = hooked
+    install()
+    em, obj = EM(Obj, "add"), Obj()
+    assert em.run(obj, {}, [1, 2], ret_fut=False) is None
+    ref = weakref.ref(obj)
+    del obj
+    gc.collect()
+    assert ref() is not None  # held by the hook's cache
+    ST.exec_hook.forget(ref())
+    gc.collect()
+    assert ref() is None

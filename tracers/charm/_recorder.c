@@ -450,7 +450,7 @@ static PyTypeObject PendType = {
  * hands every case it does not handle (first message of an object, special or coroutine entry
  * methods, names not cached yet) to that Python hook, so both write the same rows. */
 
-#define ID_SLOTS 64 /* direct-mapped caches keyed by object identity (a program has a few dozen entry methods) */
+#define ID_SLOTS 256 /* direct-mapped caches keyed by object identity (entry methods, arrays, a PE's chares) */
 
 /* Values of objects that never change them (entry methods' name codes, codes of ep and aid ints), by
  * identity; the keys are held, so no other object can take a cached key's address. */
@@ -510,6 +510,7 @@ typedef struct {
     IdCache em_names; /* exec: name codes (em._pt[0]) of the entry methods on the fast path */
     IdCache colls, names; /* array_send: acodes and epcodes as looked up so far */
     IdCache em_mnames; /* exec: method names (em.name) of the entry methods run by em_run */
+    IdCache idents;    /* exec: chare -> its identity record (obj._pt_id); forget() drops one that leaves */
     PyObject *run_globals; /* exec: the globals of charm4py 1.1's EntryMethod._run (em_run does its work), or NULL */
     PyObject *em_failed;   /* exec: hooks.em_failed, _run's except clauses */
     PyObject *em_block;    /* exec: hooks.em_block, _run's reply to a blocking call */
@@ -628,12 +629,19 @@ static PyObject *hook_exec(Hook *h, PyObject *const *args, size_t nargsf, PyObje
         Py_DECREF(pt);
         id_put(&h->em_names, em, name);
     }
-    PyObject *ident = PyObject_GetAttr(obj, s_ptid_attr);
-    if (ident == NULL) {
-        Py_DECREF(name);
-        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
-        PyErr_Clear();
-        return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
+    /* obj._pt_id: set once per chare (hooks.run), dropped when it migrates away (forget) */
+    PyObject *ident = id_get(&h->idents, obj);
+    if (ident != NULL)
+        Py_INCREF(ident);
+    else {
+        ident = PyObject_GetAttr(obj, s_ptid_attr);
+        if (ident == NULL) {
+            Py_DECREF(name);
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
+            PyErr_Clear();
+            return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
+        }
+        id_put(&h->idents, obj, ident);
     }
     PyObject *mid = NULL;
     if (PyDict_Check(header) && PyDict_GET_SIZE(header)) mid = PyDict_GetItemWithError(header, s_pt_key);
@@ -987,6 +995,7 @@ static int H_traverse(Hook *h, visitproc visit, void *arg) {
     Py_VISIT(h->em_block);
     int err = id_traverse(&h->em_names, visit, arg);
     if (!err) err = id_traverse(&h->em_mnames, visit, arg);
+    if (!err) err = id_traverse(&h->idents, visit, arg);
     if (!err) err = id_traverse(&h->colls, visit, arg);
     return err ? err : id_traverse(&h->names, visit, arg);
 }
@@ -1008,6 +1017,7 @@ static int H_clear(Hook *h) {
     Py_CLEAR(h->em_block);
     id_clear(&h->em_names);
     id_clear(&h->em_mnames);
+    id_clear(&h->idents);
     id_clear(&h->colls);
     id_clear(&h->names);
     return 0;
@@ -1028,6 +1038,19 @@ static PyObject *H_get(PyObject *self, PyObject *obj, PyObject *type) {
     return PyMethod_New(self, obj);
 }
 
+/* forget(obj): drops what the hook cached about a chare (it leaves this PE, or its identity changes). */
+static PyObject *H_forget(Hook *h, PyObject *obj) {
+    size_t s = id_slot(obj);
+    if (h->idents.key[s] == obj) {
+        Py_CLEAR(h->idents.key[s]);
+        Py_CLEAR(h->idents.val[s]);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef H_methods[] = {
+    {"forget", (PyCFunction)H_forget, METH_O, "forget(obj): drops what the hook cached about a chare"}, {NULL}};
+
 static PyMemberDef H_members[] = {
     {"orig", T_OBJECT, offsetof(Hook, orig), READONLY, "the wrapped callable"},
     {"slow", T_OBJECT, offsetof(Hook, slow), READONLY, "the Python hook of the cases not handled here"},
@@ -1045,6 +1068,7 @@ static PyTypeObject HookType = {
     .tp_call = PyVectorcall_Call,
     .tp_vectorcall_offset = offsetof(Hook, vectorcall),
     .tp_descr_get = H_get,
+    .tp_methods = H_methods,
     .tp_members = H_members,
 };
 

@@ -117,7 +117,7 @@ def install_exec_hooks(entry_method_mod) -> None:
             rexec(t0, t1, rec[1] + t1 - r0, mid, name, ident)  # the step may have changed meanwhile
 
     EM.__init__ = em_init
-    EM._run = _native_hook("exec", orig_run, run, run_globals=emrun.replaces(orig_run))
+    EM._run = ST.exec_hook = _native_hook("exec", orig_run, run, run_globals=emrun.replaces(orig_run))
 
 
 def _special(flag: int, obj, ident: list, mid: int, t: int) -> None:
@@ -315,12 +315,15 @@ def install_migration_hook(charm) -> None:
     """arrayElemLeave runs on the source PE before the element is pickled: note where it was."""
     orig = charm.arrayElemLeave
     ST.orig["arrayElemLeave"] = orig
+    forget = getattr(ST.exec_hook, "forget", None)
 
     def arrayElemLeave(aid, index):
         obj = charm.arrays[aid].get(index)
         if obj is not None:
             obj._pt_from = ST.pe
             ST.reg.carry(obj)
+            if forget is not None:  # the compiled exec hook's cache of the chare's identity
+                forget(obj)
         return orig(aid, index)
 
     charm.arrayElemLeave = arrayElemLeave
