@@ -5,6 +5,8 @@ every case gives the same calls to charm4py, the same return and the same except
 from __future__ import annotations
 
 import gc
+import sys
+import traceback
 import weakref
 
 import numpy as np
@@ -31,7 +33,10 @@ class FakeCharm:
         self.calls.append(("exit", code))
 
     def process_em_exc(self, e, obj, header):
-        self.calls.append(("process_em_exc", type(e).__name__, str(e), obj.tag, sorted(header, key=repr)))
+        handled = sys.exc_info()  # charm4py sends its stack trace to a blocked caller
+        where = traceback.extract_tb(handled[2])[-1].name
+        self.calls.append(("process_em_exc", type(e).__name__, str(e), obj.tag, sorted(header, key=repr),
+                           handled[1] is e, where))
 
     def contribute(self, *args):
         self.calls.append(("contribute", *args[:2], type(args[2]).__name__, args[3].tag, args[4]))

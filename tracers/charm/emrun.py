@@ -26,8 +26,11 @@ def replaces(run: Any) -> dict | None:
 
 
 def em_failed(charm: Any, obj: Any, header: dict, exc: BaseException) -> None:
-    """`_run`'s except clauses: SystemExit exits the program, another exception goes to charm4py."""
-    if isinstance(exc, SystemExit):
+    """`_run`'s except clauses, run while `exc` is being handled as there (charm4py reads
+    sys.exc_info() to send a blocked remote caller the stack trace)."""
+    try:
+        raise exc
+    except SystemExit:
         exit_code = exc.code
         if exit_code is None:
             exit_code = 0
@@ -35,8 +38,8 @@ def em_failed(charm: Any, obj: Any, header: dict, exc: BaseException) -> None:
             print(exit_code)
             exit_code = 1
         charm.exit(exit_code)
-        return
-    charm.process_em_exc(exc, obj, header)
+    except Exception as e:
+        charm.process_em_exc(e, obj, header)
 
 
 def em_block(charm: Any, obj: Any, header: dict, ret: Any) -> None:
