@@ -83,7 +83,7 @@ def _from_buckets(engine: Any) -> ObjectSteps:
 
 
 def _read(engine: Any) -> ObjectSteps:
-    """The object steps from the table TABLE of `engine` (an engine, or LocalTables), dropped after."""
+    """The object steps from the table TABLE of the embedded `engine`, dropped after."""
     try:
         objects = engine.query("events_object_summary").to_pandas()
         stepped = bool(engine.query("events_object_stepped").column("stepped")[0].as_py())
