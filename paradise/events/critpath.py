@@ -82,7 +82,7 @@ def hop_step(con: Any, files: list[str] | None, narrow: bool) -> Any:
     by id, `narrow` (ids below 2^31) packed one per int64 (id in the high half, crit_pred's 32 bits
     in the low), else as (ids, preds) int64 arrays."""
     t = graphread.reader_step(con, "events_critical_hops", files, {})
-    ids, pred = t.column("id").to_numpy().astype(np.int64), t.column("crit_pred").to_numpy().astype(np.int64)
+    ids, pred = (t.column(c).to_numpy().astype(np.int64, copy=False) for c in ("id", "crit_pred"))
     del t
     if not narrow:
         order = np.argsort(ids, kind="stable")
