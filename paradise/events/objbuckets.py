@@ -4,12 +4,14 @@ buckets, so that no process (the client least) holds every object's rows per ste
 a bucket step merges its bucket's parts into events_object_steps' rows with object ids local to
 the bucket and returns its objects; the client ranks the objects of all buckets in (coll, index)
 order (one row per object), and a read step per bucket renumbers its rows with those global ids and
-returns the small results objloads reads (summary, stepped, step numbers, step loads as arrays).
+returns the small results objloads reads (summary, step load sum, step numbers) and writes its step
+loads to a file, which the client reads into the step matrix one bucket at a time.
 
 Layout of the partition directory (on a path every worker sees):
   parts/bucket=B/gI_0.parquet   group I's parts of bucket B (removed once the bucket is merged)
   parts.parquet                 no rows: the schema, for a bucket without files
   steps/bB.parquet              bucket B's object steps (events_object_steps, bucket-local oids)
+  loads/bB.parquet              bucket B's step loads (events_object_step_loads, global oids)
 """
 
 from __future__ import annotations
@@ -51,9 +53,8 @@ class BucketResult:
     objects: pa.Table
     step_load: int
     steps: np.ndarray
-    oid: np.ndarray
-    step: np.ndarray
-    load_ns: np.ndarray
+    loads: str
+    """The file of the bucket's events_object_step_loads rows."""
     rows: pa.Table | None
 
 
@@ -107,13 +108,14 @@ def read_step(con: Any, root: str, b: int, gid: np.ndarray, with_rows: bool) -> 
     objects = con.sql(load_sql("events_object_summary")).to_arrow_table()
     step_load = int(con.sql(STEP_LOAD_SQL).to_arrow_table().column(0)[0].as_py())
     steps = con.sql(load_sql("events_object_step_numbers")).to_arrow_table().column("step").to_numpy()
-    loads = con.sql(load_sql("events_object_step_loads")).to_arrow_table()
+    loads = os.path.join(root, "loads", f"b{int(b)}.parquet")
+    os.makedirs(os.path.dirname(loads), exist_ok=True)
+    con.execute(f"COPY ({load_sql('events_object_step_loads')}) TO {partitions._quoted(loads)} ({partitions.PARQUET})")
     rows = None
     if with_rows or (len(objects) and pc.max(objects.column("latest_rows")).as_py() > 1):
         rows = con.sql(load_sql("events_object_step_rows")).to_arrow_table()
     return BucketResult(objects=objects, step_load=step_load, steps=steps.astype(np.int64),
-                        oid=loads.column("oid").to_numpy(), step=loads.column("step").to_numpy().astype(np.int64),
-                        load_ns=loads.column("load_ns").to_numpy(), rows=rows)
+                        loads=loads, rows=rows)
 
 
 def bucketed(engine: Any) -> tuple[list[BucketResult], pd.DataFrame]:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from paradise.engines import load_sql
 from paradise.events import objbuckets
@@ -67,16 +68,18 @@ def object_steps(engine: Any) -> ObjectSteps:
 
 def _from_buckets(engine: Any) -> ObjectSteps:
     """The object steps from object-hash buckets run as engine steps (paradise.events.objbuckets):
-    the client keeps the objects, the step matrix and the tied rows, never the parts."""
+    the client keeps the objects, the step matrix and the tied rows, never the parts; the step
+    loads come from the buckets' files, a batch at a time."""
     parts, objects = objbuckets.bucketed(engine)
     stepped = sum(p.step_load for p in parts) > 0  # events_object_stepped over the buckets' sums
     steps = np.unique(np.concatenate([p.steps for p in parts] + [np.empty(0, np.int64)]))
     matrix = np.full((len(objects), len(steps)), np.nan)
     tie = bool(len(objects)) and int(objects["latest_rows"].max()) > 1
     rows = [p.rows for p in parts if p.rows is not None] if tie else []
-    for i in range(len(parts)):
-        p, parts[i] = parts[i], None  # each bucket's loads go once they are in the matrix
-        matrix[p.oid, np.searchsorted(steps, p.step)] = p.load_ns
+    for p in parts:  # a bucket's loads at a time
+        for batch in pq.ParquetFile(p.loads).iter_batches(batch_size=BATCH_ROWS):
+            oid = batch.column("oid").to_numpy()
+            matrix[oid, np.searchsorted(steps, batch.column("step").to_numpy())] = batch.column("load_ns").to_numpy()
     tied = pa.concat_tables(rows).sort_by([("oid", "ascending"), ("step", "ascending")]).to_pandas().astype("int64") \
         if rows else None
     return ObjectSteps(matrix=matrix, steps=steps, objects=objects, stepped=stepped, rows=tied)
