@@ -83,12 +83,13 @@ def patch() -> None:
     session.Session._make = lambda self, key, fut: charged("shared " + key, lambda: make(self, key, fut))
     for name in ANALYSES:
         mod = importlib.import_module(f"paradise.analyses.{name}")
-        f = mod.analyze
-        mod.analyze = (lambda f, name: lambda s, c: charged("analysis " + name, lambda: f(s, c)))(f, name)
+        mod.analyze = wrapped("analysis " + name, mod.analyze)
     for step in ("range_step", "bucket_step", "native_graph"):
-        f = getattr(partitions, step)
-        setattr(partitions, step, (lambda f, step: lambda con, **k: charged(
-            "step " + step, lambda: f(con, **k)))(f, step))
+        setattr(partitions, step, wrapped("step " + step, getattr(partitions, step)))
+
+
+def wrapped(label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    return lambda *a, **k: charged(label, lambda: fn(*a, **k))
 
 
 def main() -> None:

@@ -20,11 +20,14 @@ import math
 import os
 from typing import Any
 
+import pyarrow.parquet as pq
+
 from paradise.engines import load_sql
+from paradise.events import rangerows
 
 RANGE_EXEC_BYTES = 512
-"""Memory a range step needs per exec of its range (its window sort and the range's tables): with
-1 GiB, ranges of about 2*10^6 execs, which at 10^8 synth rows spilled nothing."""
+"""Memory a range step needs per exec of its range (its rows and sends as Arrow, numpy's columns and
+the engine's copy as it writes them): with 1 GiB, ranges of about 2*10^6 execs."""
 BUCKET_EXEC_BYTES = 512
 """Memory a bucket step needs per exec of its bucket (the sends' aggregate and the join's hash table)."""
 EXECS, SENDS, GRAPH = "execs", "sends", "graph"
@@ -56,52 +59,36 @@ def pes_file(root: str) -> str:
 
 def range_step(con: Any, root: str, i: int, lo: int, hi: int, buckets: int, native: bool = False,
                pes: Any = None) -> None:
-    """Range step I: numbers the execs of PEs lo..hi (events_exec_rows), finds each of their send
-    rows' sending exec (events_exec_sends) and writes both, by bucket, under `root`; `native`
-    (one bucket in the embedded engine's memory): appends them to its tables NATIVE instead, with
-    the PEs' table `pes` (Arrow) given in-process rather than read from pes.parquet, so that such a
-    build writes no file."""
-    params = {"lo": int(lo), "hi": int(hi), "buckets": int(buckets)}
-    if native:
-        con.register("exec_graph_pes_arrow", pes)
-        try:
-            con.execute("CREATE OR REPLACE TEMP TABLE exec_graph_pes AS SELECT * FROM exec_graph_pes_arrow")
-        finally:
-            con.unregister("exec_graph_pes_arrow")
-        _native_range(con, i, params)
-        return
-    con.execute(f"CREATE OR REPLACE TEMP TABLE exec_graph_pes AS SELECT * FROM read_parquet({_quoted(pes_file(root))})")
-    con.execute("CREATE OR REPLACE TEMP TABLE part_execs AS " + load_sql("events_exec_rows"), params)
-    con.execute("CREATE OR REPLACE TEMP TABLE part_sends AS " + load_sql("events_exec_sends"), params)
+    """Range step I: numbers the execs of PEs lo..hi and finds each of their send rows' sending exec
+    (paradise.events.rangerows, over the files' row order) and writes both, by bucket, under `root`
+    (events_exec_part_execs, events_exec_part_sends); `native` (one bucket in the embedded engine's
+    memory): appends them to its tables NATIVE instead. `pes` (each PE's first id, Arrow) is read
+    from pes.parquet when not given in-process."""
+    pes = pes if pes is not None else pq.read_table(pes_file(root))
+    execs = rangerows.exec_rows(con, lo, hi, pes)
+    sends = rangerows.send_rows(con, lo, hi, execs)
+    params = {"buckets": int(buckets)}
+    con.register("range_execs", execs)
+    con.register("range_sends", sends)
     try:
-        for table, part in (("part_execs", EXECS), ("part_sends", SENDS)):
-            con.execute(f"COPY {table} TO {_quoted(os.path.join(root, part))} ({PARQUET}, PARTITION_BY (bucket), "
-                        f"FILENAME_PATTERN 'r{int(i)}_{{i}}', OVERWRITE_OR_IGNORE)")
+        for name, part, table in (("events_exec_part_execs", EXECS, NATIVE[0]),
+                                  ("events_exec_part_sends", SENDS, NATIVE[1])):
+            if native:
+                verb = f"INSERT INTO {table} " if i else f"CREATE OR REPLACE TABLE {table} AS "
+                con.execute(verb + load_sql(name), params)
+                continue
+            con.execute(f"COPY ({load_sql(name)}) TO {_quoted(os.path.join(root, part))} ({PARQUET}, "
+                        f"PARTITION_BY (bucket), FILENAME_PATTERN 'r{int(i)}_{{i}}', OVERWRITE_OR_IGNORE)", params)
             if i == 0:
-                con.execute(f"COPY (SELECT * EXCLUDE (bucket) FROM {table} LIMIT 0) TO "
-                            f"{_quoted(os.path.join(root, part + '.parquet'))} ({PARQUET})")
+                con.execute(f"COPY (SELECT * EXCLUDE (bucket) FROM ({load_sql(name)}) LIMIT 0) TO "
+                            f"{_quoted(os.path.join(root, part + '.parquet'))} ({PARQUET})", params)
     finally:
-        for table in ("part_execs", "part_sends", "exec_graph_pes"):
-            con.execute(f"DROP TABLE IF EXISTS {table}")
+        con.unregister("range_execs")
+        con.unregister("range_sends")
 
 
 NATIVE = ("exec_graph_execs", "exec_graph_sends")
 """The engine tables of the one-bucket build (`native`): the partitions without the Parquet round trip."""
-
-
-def _native_range(con: Any, i: int, params: dict[str, int]) -> None:
-    """The range's execs and send rows appended to the NATIVE tables (the sends read the range's
-    execs through the temp view part_execs)."""
-    try:
-        for table, name in zip(NATIVE, ("events_exec_rows", "events_exec_sends")):
-            verb = f"INSERT INTO {table} " if i else f"CREATE OR REPLACE TABLE {table} AS "
-            con.execute(verb + load_sql(name), params)
-            if name == "events_exec_rows":
-                con.execute(f"CREATE OR REPLACE TEMP VIEW part_execs AS SELECT * FROM {table} "
-                            f"WHERE pe BETWEEN {int(params['lo'])} AND {int(params['hi'])}")
-    finally:
-        con.execute("DROP VIEW IF EXISTS part_execs")
-        con.execute("DROP TABLE IF EXISTS exec_graph_pes")
 
 
 def native_graph(con: Any, table: str, run_t0: int) -> None:
