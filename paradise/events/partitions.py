@@ -20,10 +20,13 @@ import math
 import os
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from paradise.engines import load_sql
 from paradise.events import rangerows
+from paradise.format.arrays import from_numpy, to_numpy
 
 RANGE_EXEC_BYTES = 512
 """Memory a range step needs per exec of its range (its rows and sends as Arrow, numpy's columns and
@@ -60,31 +63,48 @@ def pes_file(root: str) -> str:
 def range_step(con: Any, root: str, i: int, lo: int, hi: int, buckets: int, native: bool = False,
                pes: Any = None) -> None:
     """Range step I: numbers the execs of PEs lo..hi and finds each of their send rows' sending exec
-    (paradise.events.rangerows, over the files' row order) and writes both, by bucket, under `root`
-    (events_exec_part_execs, events_exec_part_sends); `native` (one bucket in the embedded engine's
-    memory): appends them to its tables NATIVE instead. `pes` (each PE's first id, Arrow) is read
-    from pes.parquet when not given in-process."""
+    (paradise.events.rangerows, over the files' row order) and writes both, by bucket, under `root`;
+    `native` (one bucket in the embedded engine's memory): appends them to its tables NATIVE
+    instead. `pes` (each PE's first id, Arrow) is read from pes.parquet when not given in-process."""
     pes = pes if pes is not None else pq.read_table(pes_file(root))
     execs = rangerows.exec_rows(con, lo, hi, pes)
     sends = rangerows.send_rows(con, lo, hi, execs)
-    params = {"buckets": int(buckets)}
-    con.register("range_execs", execs)
-    con.register("range_sends", sends)
-    try:
-        for name, part, table in (("events_exec_part_execs", EXECS, NATIVE[0]),
-                                  ("events_exec_part_sends", SENDS, NATIVE[1])):
-            if native:
-                verb = f"INSERT INTO {table} " if i else f"CREATE OR REPLACE TABLE {table} AS "
-                con.execute(verb + load_sql(name), params)
-                continue
-            con.execute(f"COPY ({load_sql(name)}) TO {_quoted(os.path.join(root, part))} ({PARQUET}, "
-                        f"PARTITION_BY (bucket), FILENAME_PATTERN 'r{int(i)}_{{i}}', OVERWRITE_OR_IGNORE)", params)
-            if i == 0:
-                con.execute(f"COPY (SELECT * EXCLUDE (bucket) FROM ({load_sql(name)}) LIMIT 0) TO "
-                            f"{_quoted(os.path.join(root, part + '.parquet'))} ({PARQUET})", params)
-    finally:
-        con.unregister("range_execs")
-        con.unregister("range_sends")
+    if native:
+        for table, rows in zip(NATIVE, (execs, sends)):
+            con.register("range_rows", rows)
+            try:
+                con.execute((f"INSERT INTO {table} " if i else f"CREATE OR REPLACE TABLE {table} AS ")
+                            + "SELECT * FROM range_rows")
+            finally:
+                con.unregister("range_rows")
+        return
+    ids = to_numpy(execs.column("id").combine_chunks(), np.int64)
+    for part, rows, bucket in ((EXECS, execs, rangerows.buckets_of(execs.column("msg"), ids, buckets)),
+                               (SENDS, sends, rangerows.buckets_of(sends.column("msg"), None, buckets))):
+        write_buckets(root, part, i, rows, bucket, buckets)
+
+
+def write_buckets(root: str, part: str, i: int, rows: pa.Table, bucket: np.ndarray, buckets: int) -> None:
+    """Range i's rows of `part` into one file per bucket that has any (part/bucket=B/rI_0.parquet),
+    and, from range 0, the part's schema file (no rows)."""
+    order = np.argsort(bucket, kind="stable")
+    bounds = np.searchsorted(bucket[order], np.arange(buckets + 1))
+    rows = rows.take(from_numpy(order.astype(np.int64)))
+    for b in np.flatnonzero(np.diff(bounds)):
+        folder = os.path.join(root, part, f"bucket={int(b)}")
+        os.makedirs(folder, exist_ok=True)
+        pq.write_table(rows.slice(bounds[b], bounds[b + 1] - bounds[b]), os.path.join(folder, f"r{int(i)}_0.parquet"),
+                       **_writer(rows.schema))
+    if i == 0:
+        pq.write_table(rows.schema.empty_table(), os.path.join(root, part + ".parquet"), **_writer(rows.schema))
+
+
+def _writer(schema: pa.Schema) -> dict[str, Any]:
+    """How the partition files are written: uncompressed, integers delta-encoded, strings by
+    dictionary (the size of zstd's for the CPU of a plain write, and read back without decompression)."""
+    strings = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+    return {"compression": "none", "use_dictionary": strings,
+            "column_encoding": {f.name: "DELTA_BINARY_PACKED" for f in schema if pa.types.is_integer(f.type)}}
 
 
 NATIVE = ("exec_graph_execs", "exec_graph_sends")

@@ -24,6 +24,27 @@ import pyarrow.compute as pc
 from paradise.engines import load_sql
 from paradise.format.arrays import from_numpy, to_numpy, validity
 
+EXEC_COLUMNS = ("id", "pe", "t0", "t1", "cost_ns", "coll", "obj", "index", "name", "step", "prio", "msg",
+                "pe_prev", "pe_prev_t1", "pe_prev_end")
+"""The columns of a range's execs (scheduling_exec_graph's part_execs)."""
+SEND_COLUMNS = ("msg", "src_pe", "send_t0", "bytes", "src_id", "send_offset_ns")
+"""The columns of a range's send rows (scheduling_exec_graph's part_sends)."""
+HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
+"""Fibonacci hashing's multiplier (2^64 / the golden ratio): spreads message ids over the buckets."""
+
+
+def buckets_of(msg: pa.ChunkedArray, ids: np.ndarray | None, buckets: int) -> np.ndarray:
+    """The bucket of each row: its message's hash mod `buckets` (the same for a message's execs and
+    sends, whichever range they are in); a row without a message goes by its id, if given (an exec
+    joins no send)."""
+    arr = msg.combine_chunks()
+    h = to_numpy(arr, np.int64).view(np.uint64) * HASH_MULTIPLIER
+    out = ((h >> np.uint64(32)) % np.uint64(buckets)).astype(np.int32)
+    if arr.null_count and ids is not None:
+        nulls = ~validity(arr)
+        out[nulls] = (ids[nulls] % buckets).astype(np.int32)
+    return out
+
 
 def _values(t: pa.Table, name: str, dtype: type) -> np.ndarray:
     return to_numpy(t.column(name).combine_chunks(), dtype)
@@ -59,8 +80,9 @@ def exec_rows(con: Any, lo: int, hi: int, pes: pa.Table) -> pa.Table:
     def prev(values: np.ndarray) -> pa.Array:
         return from_numpy(np.r_[np.zeros(min(n, 1), np.int64), values[:-1]], has_prev)
 
-    return (t.append_column("id", from_numpy(ids)).append_column("pe_prev", prev(ids))
-            .append_column("pe_prev_t1", prev(end)).append_column("pe_prev_end", prev(t1)))
+    t = (t.append_column("id", from_numpy(ids)).append_column("pe_prev", prev(ids))
+         .append_column("pe_prev_t1", prev(end)).append_column("pe_prev_end", prev(t1)))
+    return t.select(EXEC_COLUMNS)
 
 
 def _latest(x_key: np.ndarray, x_t0: np.ndarray, s_key: np.ndarray, s_t0: np.ndarray) -> np.ndarray:
@@ -129,7 +151,7 @@ def send_rows(con: Any, lo: int, hi: int, x: pa.Table) -> pa.Table:
     n = len(s_pe)
     if not len(x):
         nulls = from_numpy(np.zeros(n, np.int64), np.zeros(n, np.bool_))
-        return s.drop_columns(["coll", "obj"]).append_column("src_id", nulls).append_column("send_offset_ns", nulls)
+        return s.append_column("src_id", nulls).append_column("send_offset_ns", nulls).select(SEND_COLUMNS)
     x_t0, x_t1, x_cost = _values(x, "t0", np.int64), _values(x, "t1", np.int64), _values(x, "cost_ns", np.int64)
     x_id = _values(x, "id", np.int64)
     p = _latest(_values(x, "pe", np.int32), x_t0, s_pe, s_t0)  # the PE's latest exec
@@ -147,5 +169,5 @@ def send_rows(con: Any, lo: int, hi: int, x: pa.Table) -> pa.Table:
     running = has_p & (s_t0 <= x_t1[pp])
     src = np.where(in_own, x_id[oo], x_id[pp])
     start = np.where(has_own, x_t0[oo], x_t0[pp])
-    return (s.drop_columns(["coll", "obj"]).append_column("src_id", from_numpy(src, in_own | running))
-            .append_column("send_offset_ns", from_numpy(s_t0 - start, has_own | has_p)))
+    return (s.append_column("src_id", from_numpy(src, in_own | running))
+            .append_column("send_offset_ns", from_numpy(s_t0 - start, has_own | has_p)).select(SEND_COLUMNS))
