@@ -87,7 +87,7 @@ def range_step(con: Any, root: str, i: int, lo: int, hi: int, buckets: int, nati
 def write_buckets(root: str, part: str, i: int, rows: pa.Table, bucket: np.ndarray, buckets: int) -> None:
     """Range i's rows of `part` into one file per bucket that has any (part/bucket=B/rI_0.parquet),
     and, from range 0, the part's schema file (no rows)."""
-    order = np.argsort(bucket, kind="stable")
+    order = np.argsort(bucket.astype(np.int16) if buckets < 2**15 else bucket, kind="stable")  # int16: a radix sort
     bounds = np.searchsorted(bucket[order], np.arange(buckets + 1))
     rows = rows.take(from_numpy(order.astype(np.int64)))
     for b in np.flatnonzero(np.diff(bounds)):

@@ -60,7 +60,7 @@ def exec_rows(con: Any, lo: int, hi: int, pes: pa.Table) -> pa.Table:
     """The execs of PEs lo..hi in (pe, t0, t1) order with id, pe_prev, pe_prev_t1 and pe_prev_end
     appended; `pes` gives each PE's first id (off). Rows out of that order (several files of one PE,
     equal starts written longest first) are put in it by one stable sort of the range."""
-    t = con.sql(load_sql("events_exec_rows"), params={"lo": int(lo), "hi": int(hi)}).to_arrow_table()
+    t = con.sql(load_sql("events_exec_rows"), params={"lo": int(lo), "hi": int(hi)}).to_arrow_table().combine_chunks()
     pe, t0, t1 = _values(t, "pe", np.int32), _values(t, "t0", np.int64), _values(t, "t1", np.int64)
     if len(pe) > 1 and _unordered(pe, t0, t1):
         order = np.lexsort((t1, t0, pe))
@@ -146,7 +146,7 @@ def _valid(t: pa.Table, name: str) -> np.ndarray:
 def send_rows(con: Any, lo: int, hi: int, x: pa.Table) -> pa.Table:
     """The send rows of PEs lo..hi with src_id and send_offset_ns appended, from the range's execs
     `x` (exec_rows)."""
-    s = con.sql(load_sql("events_exec_sends"), params={"lo": int(lo), "hi": int(hi)}).to_arrow_table()
+    s = con.sql(load_sql("events_exec_sends"), params={"lo": int(lo), "hi": int(hi)}).to_arrow_table().combine_chunks()
     s_pe, s_t0 = _values(s, "src_pe", np.int32), _values(s, "send_t0", np.int64)
     n = len(s_pe)
     if not len(x):
@@ -157,8 +157,10 @@ def send_rows(con: Any, lo: int, hi: int, x: pa.Table) -> pa.Table:
     p = _latest(_values(x, "pe", np.int32), x_t0, s_pe, s_t0)  # the PE's latest exec
     has_p, pp = p >= 0, np.maximum(p, 0)
     sender = _valid(s, "coll") & _valid(s, "obj")
-    same_coll = pc.equal(_array(x, "coll").take(from_numpy(pp)), _array(s, "coll")).fill_null(False)
-    same = (has_p & sender & to_numpy(same_coll, np.bool_) & _valid(x, "obj")[pp]
+    x_coll = pc.dictionary_encode(_array(x, "coll"))  # compared as codes in the execs' dictionary
+    s_coll = to_numpy(pc.index_in(_array(s, "coll"), value_set=x_coll.dictionary).fill_null(-1), np.int32)
+    x_code = to_numpy(x_coll.indices.fill_null(-2).cast(pa.int32()), np.int32)
+    same = (has_p & sender & (x_code[pp] == s_coll) & _valid(x, "obj")[pp]
             & (_values(x, "obj", np.int64)[pp] == _values(s, "obj", np.int64)))
     own = np.where(same, p, -1)  # the sender object's latest exec: nearly always the PE's latest
     other = np.flatnonzero(sender & ~same)
