@@ -89,12 +89,12 @@ def write_buckets(root: str, part: str, i: int, rows: pa.Table, bucket: np.ndarr
     and, from range 0, the part's schema file (no rows)."""
     order = np.argsort(bucket.astype(np.int16) if buckets < 2**15 else bucket, kind="stable")  # int16: a radix sort
     bounds = np.searchsorted(bucket[order], np.arange(buckets + 1))
-    rows = rows.take(from_numpy(order.astype(np.int64)))
-    for b in np.flatnonzero(np.diff(bounds)):
+    order = order.astype(np.int64)
+    for b in np.flatnonzero(np.diff(bounds)):  # one bucket's copy of the rows at a time
         folder = os.path.join(root, part, f"bucket={int(b)}")
         os.makedirs(folder, exist_ok=True)
-        pq.write_table(rows.slice(bounds[b], bounds[b + 1] - bounds[b]), os.path.join(folder, f"r{int(i)}_0.parquet"),
-                       **_writer(rows.schema))
+        pq.write_table(rows.take(from_numpy(order[bounds[b]:bounds[b + 1]])),
+                       os.path.join(folder, f"r{int(i)}_0.parquet"), **_writer(rows.schema))
     if i == 0:
         pq.write_table(rows.schema.empty_table(), os.path.join(root, part + ".parquet"), **_writer(rows.schema))
 
