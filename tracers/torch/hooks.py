@@ -16,9 +16,11 @@ Everything is a public hook or a wrapper of a public function; nothing in the pr
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import torch
@@ -64,6 +66,14 @@ _guard = _Guard()
 _orig: dict[str, Any] = {}
 _patches: list[tuple[Any, str, Any]] = []  # (object, attribute, original value), in patch order
 _handles: list[Any] = []  # removable torch hook handles
+_watches: list[BucketWatch] = []  # the DDP modules attached since install()
+
+
+class _State:
+    tracer: Tracer | None = None  # the tracer whose hooks are installed
+
+
+_state = _State()
 
 
 def _patch(obj: Any, attr: str, new: Any) -> None:
@@ -180,6 +190,8 @@ def _wrap_user_hook(tr: Tracer, hook: Any) -> Any:
     name = getattr(hook, "__name__", "comm_hook")
 
     def wrapped(state, bucket):  # noqa: ANN001
+        if _state.tracer is not tr:  # detached (DDP cannot unregister a comm hook): the program's hook alone
+            return hook(state, bucket)
         group = state if isinstance(state, dist.ProcessGroup) else getattr(state, "process_group", None)
         row = _bucket_row(tr, name, _group_info(group), bucket, bucket.buffer())
         _guard.depth += 1
@@ -192,11 +204,8 @@ def _wrap_user_hook(tr: Tracer, hook: Any) -> Any:
     return wrapped
 
 
-def _install_ddp(tr: Tracer) -> None:
-    """Forward hooks on every DDP module; its buckets through BucketWatch (DDP's built-in C++
-    all-reduce stays), or through the program's own Python comm hook, wrapped, when it sets one."""
-    orig_init = DistributedDataParallel.__init__
-    orig_register = DistributedDataParallel.register_comm_hook
+def _forward_hooks(tr: Tracer) -> tuple[Any, Any]:
+    """A DDP module's forward pre/post hooks: the forward phase, and its buckets hooked once rebuilt."""
 
     def fwd_pre(module: Any, args: Any) -> None:
         t = tr.now()
@@ -213,11 +222,37 @@ def _install_ddp(tr: Tracer) -> None:
         if not watch.ready and watch.active and watch.tries < MAX_TRIES:
             watch.try_install()
 
+    return fwd_pre, fwd_post
+
+
+def attach(tr: Tracer, module: DistributedDataParallel) -> BucketWatch:
+    """Hooks one DDP module (its forward and its gradient buckets) until uninstall().
+
+    Modules built while the hooks are installed are attached by DDP's patched __init__; a module
+    built before (or detached by uninstall()) is attached by install(tr, modules=...)."""
+    watch = getattr(module, "_paradise_buckets", None)
+    if watch is not None:
+        return watch
+    watch = module._paradise_buckets = BucketWatch(tr, module, _group_info(module.process_group))
+    if getattr(module, "_comm_hooks", None):  # the program's own comm hook (wrapped) records the buckets
+        watch.active = False
+    fwd_pre, fwd_post = _forward_hooks(tr)
+    watch.module_handles += [module.register_forward_pre_hook(fwd_pre), module.register_forward_hook(fwd_post)]
+    _watches.append(watch)
+    if watch.active and getattr(module, "_has_rebuilt_buckets", False):
+        watch.try_install()  # a module that already trained: its buckets are final
+    return watch
+
+
+def _install_ddp(tr: Tracer) -> None:
+    """Forward hooks on every DDP module; its buckets through BucketWatch (DDP's built-in C++
+    all-reduce stays), or through the program's own Python comm hook, wrapped, when it sets one."""
+    orig_init = DistributedDataParallel.__init__
+    orig_register = DistributedDataParallel.register_comm_hook
+
     def init(self: Any, *args: Any, **kwargs: Any) -> None:
         orig_init(self, *args, **kwargs)
-        self._paradise_buckets = BucketWatch(tr, self, _group_info(self.process_group))
-        self.register_forward_pre_hook(fwd_pre)
-        self.register_forward_hook(fwd_post)
+        attach(tr, self)
 
     def register_comm_hook(self: Any, state: Any, hook: Any) -> None:
         watch = getattr(self, "_paradise_buckets", None)
@@ -466,9 +501,15 @@ def _install_init(tr: Tracer) -> None:
 
 
 def uninstall() -> None:
-    """Restores everything install() patched (DDP modules built meanwhile keep their hooks).
+    """Removes every hook install() and attach() made and restores every patched function.
 
-    For benchmarks that alternate traced and untraced blocks in one process, and for tests."""
+    The DDP modules keep nothing of the tracer (a program's own comm hook, which DDP cannot
+    unregister, stays wrapped but records nothing); install(tr, modules=...) attaches them again.
+    For benchmarks that alternate traced and untraced blocks on one model, and for tests."""
+    _state.tracer = None
+    for watch in _watches:
+        watch.detach()
+    _watches.clear()
     for handle in _handles:
         handle.remove()
     _handles.clear()
@@ -478,8 +519,12 @@ def uninstall() -> None:
     _orig.clear()
 
 
-def install(tr: Tracer) -> None:
-    """Installs every hook; call once per process before the program runs (uninstall() undoes it)."""
+def install(tr: Tracer, modules: Iterable[DistributedDataParallel] = ()) -> None:
+    """Installs every hook, and attaches the given already-built DDP modules; call once per
+    process before the program runs (uninstall() undoes all of it)."""
+    if _state.tracer is not None:
+        raise RuntimeError("tracers.torch.hooks: already installed (uninstall() first)")
+    _state.tracer = tr
     c10d = dist.distributed_c10d
     for name, idx, key in COLLECTIVES:
         orig = getattr(c10d, name, None)
@@ -496,3 +541,15 @@ def install(tr: Tracer) -> None:
     _install_backward(tr)
     _install_optimizer(tr)
     _install_torch_io(tr)
+    for module in modules:
+        attach(tr, module)
+
+
+@contextlib.contextmanager
+def tracing(tr: Tracer, modules: Iterable[DistributedDataParallel] = ()) -> Iterator[Tracer]:
+    """``with tracing(tr, [model]):`` the hooks installed (and the modules attached) inside the block only."""
+    install(tr, modules)
+    try:
+        yield tr
+    finally:
+        uninstall()
