@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from paradise.format.arrays import from_numpy, to_numpy, validity
 
@@ -33,54 +32,78 @@ class _Sweep:
         self.max_busy = self.max_any = NONE  # running maximum ends on the current PE
         self.totals: dict[int, list[int]] = {}  # pe -> [busy_ns, covered_ns, busy_rows, idle_rows]
 
-    def batch(self, pe: np.ndarray, t0: np.ndarray, t1: np.ndarray, busy: np.ndarray) -> None:
+    def batch(self, pe: np.ndarray, t0: np.ndarray, t1: np.ndarray, busy: np.ndarray | None) -> None:
+        """`busy` None: every row is a running interval."""
         if not len(pe):
             return
-        self._check_order(pe, t0)
-        cuts = np.flatnonzero(pe[1:] != pe[:-1]) + 1
-        for s, e in zip(np.r_[0, cuts], np.r_[cuts, len(pe)]):
-            self._segment(int(pe[s]), t0[s:e], t1[s:e], busy[s:e])
-        self.last = (int(pe[-1]), int(t0[-1]))
+        first, last = int(pe[0]), int(pe[-1])
+        lp, lt = self.last
+        if lp is not None and (first < lp or (first == lp and t0[0] < lt)):
+            raise Unordered
+        if first == last and bool((pe == first).all()):  # one PE (the format's files hold one each)
+            if len(t0) > 1 and not bool((t0[1:] >= t0[:-1]).all()):
+                raise Unordered
+            self._segment(first, t0, t1, busy)
+        else:
+            self._check_order(pe, t0)
+            cuts = np.flatnonzero(pe[1:] != pe[:-1]) + 1
+            for s, e in zip(np.r_[0, cuts], np.r_[cuts, len(pe)]):
+                self._segment(int(pe[s]), t0[s:e], t1[s:e], None if busy is None else busy[s:e])
+        self.last = (last, int(t0[-1]))
 
     def _check_order(self, pe: np.ndarray, t0: np.ndarray) -> None:
-        """Raises Unordered unless (pe, t0) never decreases, from the last row of the previous batch on."""
-        lp, lt = self.last
-        if lp is not None and (pe[0] < lp or (pe[0] == lp and t0[0] < lt)):
-            raise Unordered
+        """Raises Unordered unless (pe, t0) never decreases within the batch."""
         dp, dt = np.diff(pe), np.diff(t0)
         if (dp < 0).any() or ((dp == 0) & (dt < 0)).any():
             raise Unordered
 
-    def _segment(self, pe: int, t0: np.ndarray, t1: np.ndarray, busy: np.ndarray) -> None:
+    def _segment(self, pe: int, t0: np.ndarray, t1: np.ndarray, busy: np.ndarray | None) -> None:
         """Rows of one PE: each adds the part of it that ends after its PE's earlier intervals."""
         if pe != self.last[0]:
             self.max_busy = self.max_any = NONE
             self.last = (pe, NONE)
-        before = np.maximum.accumulate(np.concatenate(([self.max_any], t1[:-1])))
-        covered = np.maximum(0, t1 - np.maximum(t0, before))
-        n_busy = int(np.count_nonzero(busy))
-        if n_busy == len(busy) and self.max_busy == self.max_any:  # no idle row yet: one sweep is both
+        n_busy = len(t1) if busy is None else int(np.count_nonzero(busy))
+        covered, top = _added(t0, t1, self.max_any)
+        if n_busy == len(t1) and self.max_busy == self.max_any:  # no idle row yet: one sweep is both
             added = covered
-            self.max_any = self.max_busy = max(self.max_any, int(t1.max()))
-        else:
-            ends = np.where(busy, t1, NONE)
-            before_busy = np.maximum.accumulate(np.concatenate(([self.max_busy], ends[:-1])))
-            added = np.where(busy, np.maximum(0, t1 - np.maximum(t0, before_busy)), 0)
-            self.max_any = max(self.max_any, int(t1.max()))
-            self.max_busy = max(self.max_busy, int(ends.max()))
+            self.max_busy = top
+        else:  # an idle row ends at its start for the busy sweep: it adds nothing and, the rows being
+            # in t0 order, moves no later row's start
+            added, self.max_busy = _added(t0, t1 if busy is None else np.where(busy, t1, t0), self.max_busy)
+        self.max_any = top
         tot = self.totals.setdefault(pe, [0, 0, 0, 0])
-        tot[0] += int(added.sum())
-        tot[1] += int(covered.sum())
+        tot[0] += added
+        tot[1] += covered
         tot[2] += n_busy
-        tot[3] += len(busy) - n_busy
+        tot[3] += len(t1) - n_busy
+
+
+def _added(t0: np.ndarray, t1: np.ndarray, before: int) -> tuple[int, int]:
+    """For rows in t0 order after intervals ending at most at `before`: the sum of each row's part
+    past the running maximum end (max(0, t1 - max(t0, that maximum))), and the new maximum end."""
+    run = np.empty(len(t1), np.int64)
+    run[0] = before
+    run[1:] = t1[:-1]
+    np.maximum.accumulate(run, out=run)
+    top = max(int(run[-1]), int(t1[-1]))
+    np.maximum(run, t0, out=run)
+    np.subtract(t1, run, out=run)
+    np.maximum(run, 0, out=run)
+    return int(run.sum()), top
 
 
 def _swept(engine: Any, intervals: str) -> dict[int, list[int]]:
     sweep = _Sweep()
     for b in engine.batches(QUERY, intervals=intervals):
-        if b.column(0).null_count:  # a row without a PE belongs to no PE's accounting
-            b = b.filter(pc.is_valid(b.column(0)))
-        sweep.batch(*(_values(b.column(i)) for i in range(4)))
+        pe = b.column(0)
+        keep = validity(pe) if pe.null_count else None  # a row without a PE belongs to no PE's accounting
+        cols = [_values(b.column(i)) for i in range(3)]
+        flags = b.column(3)
+        busy = None if flags.null_count == 0 and flags.true_count == len(flags) else _values(flags)
+        if keep is not None:
+            cols = [c[keep] for c in cols]
+            busy = None if busy is None else busy[keep]
+        sweep.batch(*cols, busy)
     return sweep.totals
 
 

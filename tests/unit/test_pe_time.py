@@ -115,3 +115,42 @@ def test_clock_corrected_rows_keep_their_order(tmp_path):
         ts, a, d = corr.get(str(f), (0, 0, 0.0))
         want += [t + a + _round(d * (t - ts)) for t in pq.read_table(f, columns=["t0"]).column("t0").to_pylist()]
     assert got == want
+
+
+def test_sweep_batches_cut_anywhere_match_the_oracle():
+    # Rows of several PEs in (pe, t0) order, cut into batches at random points (a batch holds one
+    # PE, several, or a PE's middle); running and idle rows mixed, or all running (flags None):
+    # every PE's busy and busy ∪ idle are the unions the oracle computes from the same rows.
+    from accounting import union_length
+
+    rng = np.random.default_rng(26)
+    for trial in range(400):
+        n = int(rng.integers(1, 80))
+        pe = rng.integers(0, 4, n).astype(np.int32)
+        t0 = rng.integers(0, 200, n).astype(np.int64)
+        order = np.lexsort((t0, pe))
+        pe, t0 = pe[order], t0[order]
+        t1 = t0 + rng.integers(0, 40, n)
+        running = rng.random(n) < (1.0 if trial % 3 == 0 else 0.7)
+        cuts = sorted({0, n, *rng.integers(0, n, int(rng.integers(0, 5))).tolist()})
+        sweep = busy._Sweep()
+        for s, e in zip(cuts[:-1], cuts[1:]):
+            flags = None if trial % 3 == 0 and trial % 2 == 0 else running[s:e]
+            sweep.batch(pe[s:e], t0[s:e], t1[s:e], flags)
+        for p in np.unique(pe):
+            mine = pe == p
+            runs = list(zip(t0[mine & running].tolist(), t1[mine & running].tolist()))
+            every = list(zip(t0[mine].tolist(), t1[mine].tolist()))
+            want = [union_length(runs), union_length(every), int((mine & running).sum()), int((mine & ~running).sum())]
+            assert sweep.totals[int(p)] == want, (trial, int(p))
+
+
+def test_sweep_refuses_rows_out_of_order():
+    sweep = busy._Sweep()
+    sweep.batch(np.array([0, 0], np.int32), np.array([5, 9], np.int64), np.array([6, 10], np.int64), None)
+    with pytest.raises(busy.Unordered):  # across batches: an earlier start on the same PE
+        sweep.batch(np.array([0], np.int32), np.array([8], np.int64), np.array([9], np.int64), None)
+    with pytest.raises(busy.Unordered):  # within a one-PE batch
+        busy._Sweep().batch(np.array([1, 1], np.int32), np.array([5, 4], np.int64), np.array([6, 6], np.int64), None)
+    with pytest.raises(busy.Unordered):  # a PE number going down
+        busy._Sweep().batch(np.array([2, 1], np.int32), np.array([1, 2], np.int64), np.array([3, 4], np.int64), None)
