@@ -92,3 +92,25 @@ def test_detach_leaves_no_hook_and_reattaching_records_the_same_rows(tmp_path, w
     expected = {("phase", name, 1, None, 1) for name in ("forward", "loss", "backward", "optimizer")}
     expected.add(("collective", "ddp_bucket", len(sizes), param_bytes, len(sizes)))
     assert rows == {s: expected for s in traced_steps}
+
+
+def test_a_programs_own_comm_hook_records_nothing_once_detached(tmp_path, world_of_one):
+    """DDP cannot unregister a comm hook: the wrapped hook of the program stays, passing straight through."""
+    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+
+    from tracers.torch import hooks
+    from tracers.torch.tracer import Tracer
+
+    tr = Tracer(tmp_path / "trace", rank=0, world_size=1)
+    with hooks.tracing(tr):
+        model, opt = _model()
+        model.register_comm_hook(None, allreduce_hook)
+        _steps(model, opt, 3)  # steps 0-2 traced
+    _steps(model, opt, 2)  # steps 3-4 through the wrapped hook, detached
+    tr.close(complete=True)
+    assert model._get_ddp_logging_data().get("comm_hook")  # the program's hook is still DDP's
+    with DuckDBEngine(open_trace(tmp_path / "trace")) as eng:
+        buckets = eng.sql("SELECT DISTINCT step FROM events WHERE cat = 'ddp_bucket' ORDER BY step").to_pylist()
+        steps = eng.sql("SELECT step FROM events WHERE kind = 'step' ORDER BY step").to_pylist()
+    assert [r["step"] for r in steps] == [0, 1, 2]
+    assert [r["step"] for r in buckets] == [0, 1, 2]  # one launch per step through the comm hook, none after
