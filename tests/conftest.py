@@ -35,6 +35,23 @@ def bin_path(name: str) -> str:
     return str(candidate) if candidate.exists() else (shutil.which(name) or name)
 
 
+@pytest.fixture(scope="session")
+def traced_run(tmp_path_factory):
+    """traced_run(kind, program, *args, opts=()) -> (trace folder, finished process) of a real
+    `paradise trace` run, run once per session and shared read-only (tests/shared_runs.py)."""
+    from tests.shared_runs import run_cache
+
+    return run_cache(tmp_path_factory.mktemp)
+
+
+@pytest.fixture(scope="session")
+def analyzed_json():
+    """analyzed_json(trace) -> the finished `paradise analyze TRACE --json` of a shared traced run, run once."""
+    from tests.shared_runs import analyze_cache
+
+    return analyze_cache()
+
+
 @pytest.fixture
 def cli():
     """Runs the installed `paradise` CLI as a subprocess (as a user would) and returns (exit_code, stdout, stderr)."""

@@ -108,3 +108,87 @@ def _gather(batches: list[pa.RecordBatch], offsets: np.ndarray, idx: np.ndarray,
 def _int64(values: np.ndarray) -> pa.Array:
     values = np.ascontiguousarray(values, dtype=np.int64)
     return pa.Array.from_buffers(pa.int64(), values.size, [None, pa.py_buffer(values)])
+
+
+class NotInTimeOrder(Exception):
+    """A stream given to merge_time_ordered is not in time order (the caller sorts it instead)."""
+
+
+def merge_time_ordered(streams: list[Iterable[pa.Table]], schema: pa.Schema,
+                       batch_rows: int = OUT_ROWS) -> Iterator[pa.Table]:
+    """The rows of several streams, each already in time order, as one time-ordered stream of
+    `schema` tables of about batch_rows rows (one chunk each, as time_ordered's: a Parquet writer
+    handed many chunks with their own dictionaries writes them slowly): the order time_ordered
+    gives their concatenation (equal t0: stream order, then row order), without the spill. Held:
+    a batch or so per stream and one output table. Raises NotInTimeOrder when a stream's t0
+    decreases (rows may have been handed back: the caller starts again with time_ordered)."""
+    its = [iter(s) for s in streams]
+    pending: list[list[tuple[pa.Table, np.ndarray]]] = [[] for _ in its]
+    last: list[int | None] = [None] * len(its)
+    done = [False] * len(its)
+
+    def pull(i: int) -> None:
+        for t in its[i]:
+            if t.num_rows == 0:
+                continue
+            t0 = _t0(t)
+            if (last[i] is not None and t0[0] < last[i]) or bool(np.any(t0[1:] < t0[:-1])):
+                raise NotInTimeOrder
+            pending[i].append((t, t0))
+            last[i] = int(t0[-1])
+            return
+        done[i] = True
+
+    try:
+        for i in range(len(its)):
+            pull(i)
+        ready: list[tuple[pa.Table, np.ndarray]] = []  # final rows (one round's all before the next's)
+        while True:
+            active = [i for i in range(len(its)) if not done[i]]
+            # every row still to come is at or after the smallest last t0 read: rows before it are final
+            cut = min((last[i] for i in active), default=None)
+            ready += [p for i in range(len(its)) for p in _before(pending[i], cut)]
+            if ready and (not active or sum(t0.size for _, t0 in ready) >= batch_rows):
+                yield _interleave(ready, schema)
+                ready = []
+            if not active:
+                return
+            for i in active:
+                if last[i] == cut:
+                    pull(i)
+    finally:  # a stream left open (NotInTimeOrder, an error, a consumer that stopped) is closed now
+        for it in its:
+            if hasattr(it, "close"):
+                it.close()
+
+
+def _t0(t: pa.Table) -> np.ndarray:
+    col = t.column("t0")
+    return np.concatenate([_values(c) for c in col.chunks]) if col.num_chunks != 1 else _values(col.chunks[0])
+
+
+def _values(arr: pa.Array) -> np.ndarray:
+    return np.frombuffer(arr.buffers()[1], dtype=np.int64, count=arr.offset + len(arr))[arr.offset:]
+
+
+def _before(pending: list[tuple[pa.Table, np.ndarray]], cut: int | None) -> list[tuple[pa.Table, np.ndarray]]:
+    """The pending rows with t0 < cut (all of them when cut is None), taken off `pending`."""
+    out = []
+    while pending:
+        t, t0 = pending[0]
+        k = t0.size if cut is None else int(np.searchsorted(t0, cut, side="left"))
+        if k == t0.size:
+            out.append(pending.pop(0))
+            continue
+        if k:
+            out.append((t.slice(0, k), t0[:k]))
+            pending[0] = (t.slice(k), t0[k:])
+        break
+    return out
+
+
+def _interleave(pieces: list[tuple[pa.Table, np.ndarray]], schema: pa.Schema) -> pa.Table:
+    """The pieces' rows in t0 order, equal t0 in the pieces' order (a stable sort)."""
+    rows = pa.concat_tables([t.cast(schema) if not t.schema.equals(schema) else t for t, _ in pieces])
+    order = np.argsort(np.concatenate([t0 for _, t0 in pieces]), kind="stable")
+    return call_function("take", [rows, _int64(order)])

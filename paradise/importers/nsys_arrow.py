@@ -56,14 +56,58 @@ def concat(*parts: pa.Array | str) -> pa.Array:
                                                       lit("")])
 
 
-def json_args(parts: list[tuple[str, pa.Array]]) -> pa.Array:
-    """`{"k": v, ...}` per row from columns already holding JSON literals (null -> null)."""
+def json_args(parts: list[tuple[str, pa.Array]], tail: list[tuple[str, list]] | None = None) -> pa.Array:
+    """`{"k": v, ...}` per row from columns already holding JSON literals (null -> null), then the
+    `tail` keys, whose values repeat (see few_valued_json): their text is made once per distinct row."""
+    if not parts:
+        return few_valued_json(tail or [], opening="{")
     pieces: list = []
     for i, (key, arr) in enumerate(parts):
         pieces.append(("{" if i == 0 else ",") + json.dumps(key) + ":")
         pieces.append(call_function("coalesce", [arr, lit("null")]) if arr.null_count else arr)
-    pieces.append("}")
+    pieces.append(few_valued_json(tail, opening=",") if tail else "}")
     return concat(*pieces)
+
+
+def few_valued_json(parts: list[tuple[str, list]], opening: str) -> pa.Array:
+    """`{opening}"k": v, ...}` per row for keys whose values repeat (devices, grids, return codes):
+    each part's value is one column (int64 numpy, or a dictionary column of texts) or several ints
+    written as a JSON list. The rows are coded by their distinct combination (exact, no hash), and
+    each combination's text is made once: a concat per row of each value is most of an import's
+    JSON cost."""
+    cols = [c for _, group in parts for c in group]
+    n = len(cols[0])
+    code, card = np.zeros(n, dtype=np.int64), 1
+    literals = []
+    for col in cols:
+        inv, texts = _literals(col)
+        literals.append((inv, texts))
+        code = code * len(texts) + inv
+        card *= max(len(texts), 1)
+        if card >= 1 << 31:
+            _, code = unique_inverse(code)
+            code, card = code.astype(np.int64), int(code.max(initial=0)) + 1
+    _, inv = unique_inverse(code)
+    first = np.empty(int(inv.max(initial=-1)) + 1, dtype=np.int64)
+    first[inv[::-1]] = np.arange(n - 1, -1, -1)
+    texts = []
+    for row in first:
+        values = iter(t[i[row]] for i, t in literals)
+        items = []
+        for key, group in parts:
+            vals = [next(values) for _ in group]
+            items.append(json.dumps(key) + ":" + (vals[0] if len(group) == 1 else "[" + ",".join(vals) + "]"))
+        texts.append(opening + ",".join(items) + "}")
+    return call_function("take", [strings(texts), from_numpy(inv)])
+
+
+def _literals(col: np.ndarray | pa.DictionaryArray) -> tuple[np.ndarray, list[str]]:
+    """(each row's code, the JSON literal of each code) of an int column or a dictionary of texts."""
+    if isinstance(col, pa.DictionaryArray):
+        idx = np.where(validity(col.indices), to_numpy(col.indices, np.int32), len(col.dictionary))
+        return idx.astype(np.int64), [json.dumps(v) for v in col.dictionary.to_pylist()] + ["null"]
+    uniq, inv = unique_inverse(col)
+    return inv.astype(np.int64), [str(int(v)) for v in uniq]
 
 
 def cast(arr: pa.Array, typ: pa.DataType) -> pa.Array:

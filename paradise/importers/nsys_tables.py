@@ -21,7 +21,6 @@ from paradise.importers.kineto_arrow import from_numpy, strings
 from paradise.importers.nsys_arrow import (
     cast,
     choose,
-    concat,
     decode,
     dictionary,
     encode,
@@ -82,11 +81,10 @@ class Context:
     step_re: re.Pattern
     steps: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
     """Per rank: step starts, ends, numbers (on the export's clock), sorted by start."""
-    launch_msg: list[np.ndarray] = field(default_factory=list)
-    launch_step: list[np.ndarray] = field(default_factory=list)
+    launch_msg: np.ndarray | None = None
+    """The msg of every launch (runtime call with a correlation id), sorted; launch_step: its step."""
+    launch_step: np.ndarray | None = None
     domains: dict[int, str] = field(default_factory=dict)
-    table: str = ""
-    """The table being read (named when one of its values is not what the schema says)."""
     _names: dict[int, str | None] = field(default_factory=dict)
 
     def rank(self, gid: np.ndarray) -> np.ndarray:
@@ -169,18 +167,33 @@ def device_steps(ctx: Context, msg: np.ndarray, has: np.ndarray) -> tuple[np.nda
     """Step of each device row: that of the runtime call with the same msg (its launch)."""
     vals = np.zeros(msg.size, dtype=np.int64)
     ok = np.zeros(msg.size, dtype=np.bool_)
-    if not ctx.launch_msg:
+    if ctx.launch_msg is None or ctx.launch_step is None:
         return vals, ok
-    if len(ctx.launch_msg) > 1:
-        m, s = np.concatenate(ctx.launch_msg), np.concatenate(ctx.launch_step)
-        order = np.argsort(m, kind="stable")
-        ctx.launch_msg, ctx.launch_step = [m[order]], [s[order]]
-    m, s = ctx.launch_msg[0], ctx.launch_step[0]
+    m, s = ctx.launch_msg, ctx.launch_step
     pos = np.clip(np.searchsorted(m, msg), 0, max(m.size - 1, 0))
     hit = has & (m.size > 0) & (m[pos] == msg) & (s[pos] >= 0)
     vals[hit] = s[pos][hit]
     ok[hit] = True
     return vals, ok
+
+
+def collect_launch_steps(ctx: Context) -> None:
+    """The step of every launch, read before any row (one scan of the runtime calls' start, class,
+    thread and correlation id), so that device rows, read beside the runtime calls, take theirs."""
+    if not ctx.steps or not ctx.exp.has("CUPTI_ACTIVITY_KIND_RUNTIME"):
+        return
+    msgs, steps = [], []
+    for start, cls, gid, corr in ctx.exp.int_columns(
+            "CUPTI_ACTIVITY_KIND_RUNTIME", ["start", "eventClass", "globalTid", "ifnull(correlationId, 0)"], times=1):
+        pe = ctx.rank(gid)
+        link = np.where(cls == BACKTRACE_CLASS, 0, corr)
+        keep = link > 0
+        step = cpu_steps(ctx, pe[keep], start[keep])
+        msgs.append(pe[keep].astype(np.int64) * MSG_RANK_SHIFT + link[keep])
+        steps.append(np.where(step[1], step[0], -1))
+    m = np.concatenate(msgs) if msgs else np.zeros(0, dtype=np.int64)
+    order = np.argsort(m, kind="stable")
+    ctx.launch_msg, ctx.launch_step = m[order], (np.concatenate(steps) if steps else m)[order]
 
 
 def collect_steps(ctx: Context) -> None:
@@ -240,15 +253,10 @@ def runtime_rows(ctx: Context) -> Iterator[pa.Table]:
         backtrace = cls == BACKTRACE_CLASS
         link = np.where(backtrace, 0, corr)
         step = cpu_steps(ctx, pe, start)
-        msg = pe.astype(np.int64) * MSG_RANK_SHIFT + link
-        if ctx.steps:
-            keep = link > 0
-            ctx.launch_msg.append(msg[keep])
-            ctx.launch_step.append(np.where(step[1], step[0], -1)[keep])
         classes, inv = unique_inverse(cls)
         cat = choose([API_CATS.get(int(c), "cuda_api") for c in classes] + ["cuda_backtrace"],
                      np.where(backtrace, classes.size, inv))
-        args = json_args([("correlation", json_int(corr, corr > 0)), ("return", json_int(rv))])
+        args = json_args([("correlation", json_int(corr, corr > 0))], tail=[("return", [rv])])
         yield build(ctx, n, kind=choose(["exec", "mark"], backtrace), pe=pe, start=start, end=end,
                     cat=cat, name=ctx.names(name_id), tid=gid & ID_MASK, corr=link, step=step, args=args)
 
@@ -264,11 +272,9 @@ def kernel_rows(ctx: Context) -> Iterator[pa.Table]:
         name = ctx.names(c[6])
         coll = per_value(name, lambda v: bool(v) and v.lower().startswith(("nccl", "rccl")), dtype=np.bool_,
                          null=False)
-        grid = concat("[", json_int(c[8]), ",", json_int(c[9]), ",", json_int(c[10]), "]")
-        block = concat("[", json_int(c[11]), ",", json_int(c[12]), ",", json_int(c[13]), "]")
-        args = json_args([("correlation", json_int(corr, corr > 0)), ("device", json_int(dev)), ("grid", grid),
-                          ("block", block), ("registers", json_int(c[14])), ("shared_memory", json_int(c[15])),
-                          ("short_name", json_str(ctx.names(c[7])))])
+        args = json_args([("correlation", json_int(corr, corr > 0))],
+                         tail=[("device", [dev]), ("grid", c[8:11]), ("block", c[11:14]), ("registers", [c[14]]),
+                               ("shared_memory", [c[15]]), ("short_name", [ctx.names(c[7])])])
         s = int32_stream(stream)
         msg = pe.astype(np.int64) * MSG_RANK_SHIFT + corr
         yield build(ctx, n, kind=choose(["exec", "collective"], coll), pe=pe, start=start, end=end,
@@ -291,7 +297,7 @@ def memcpy_rows(ctx: Context) -> Iterator[pa.Table]:
                  f"({MEMORY_KINDS.get(int(k) // 100 % 100, 'Unknown')} -> {MEMORY_KINDS.get(int(k) % 100, 'Unknown')})"
                  for k in uniq]
         yield _device_copy(ctx, start, end, dev, stream, corr, gpid, nbytes, "gpu_memcpy", dictionary(names, inv),
-                           [("copy_kind", json_int(kind))])
+                           [("copy_kind", [kind])])
 
 
 def memset_rows(ctx: Context) -> Iterator[pa.Table]:
@@ -309,7 +315,7 @@ def _device_copy(ctx: Context, start, end, dev, stream, corr, gpid, nbytes, cat:
                  extra: list) -> pa.Table:
     pe = ctx.rank(gpid)
     s = int32_stream(stream)
-    args = json_args([("correlation", json_int(corr, corr > 0)), ("device", json_int(dev)), *extra])
+    args = json_args([("correlation", json_int(corr, corr > 0))], tail=[("device", [dev]), *extra])
     msg = pe.astype(np.int64) * MSG_RANK_SHIFT + corr
     return build(ctx, start.size, kind="exec", pe=pe, start=start, end=end, cat=cat, name=name, tid=s.astype(np.int64),
                  corr=corr, nbytes=nbytes, stream=s, step=device_steps(ctx, msg, corr > 0), args=args)
@@ -323,7 +329,7 @@ def sync_rows(ctx: Context) -> Iterator[pa.Table]:
         uniq, inv = unique_inverse(kind)
         name = dictionary([SYNC_NAMES.get(int(k), "Unknown Sync") for k in uniq], inv)
         s = int32_stream(stream)
-        args = json_args([("correlation", json_int(corr, corr > 0)), ("device", json_int(dev))])
+        args = json_args([("correlation", json_int(corr, corr > 0))], tail=[("device", [dev])])
         msg = pe.astype(np.int64) * MSG_RANK_SHIFT + corr
         yield build(ctx, start.size, kind="mark", pe=pe, start=start, end=end, cat="cuda_sync", name=name,
                     tid=s.astype(np.int64), corr=corr, stream=s, step=device_steps(ctx, msg, corr > 0), args=args)
@@ -333,7 +339,7 @@ def nvtx_rows(ctx: Context) -> Iterator[pa.Table]:
     """NVTX_EVENTS ranges and marks: annotations, steps, CPU ops (emit_nvtx) and MPI calls."""
     exprs = ["start", "end", "eventType", "globalTid", "textId", "domainId", "end IS NOT NULL"]
     for (start, end, etype, gid, text_id, dom, has_end), text in ctx.exp.text_columns(
-            "NVTX_EVENTS", exprs, "text", f"eventType IN {NVTX_ROWS}"):
+            "NVTX_EVENTS", exprs, "text", f"eventType IN {NVTX_ROWS}", times=1):  # marks have no end
         has_end = has_end.astype(np.bool_)
         name = nvtx_names(ctx, text, text_id)
         pe, n = ctx.rank(gid), start.size
@@ -373,7 +379,7 @@ def osrt_rows(ctx: Context) -> Iterator[pa.Table]:
         pe = ctx.rank(gid)
         yield build(ctx, start.size, kind="mark", pe=pe, start=start, end=end, cat="os_runtime",
                     name=ctx.names(name_id), tid=gid & ID_MASK, step=cpu_steps(ctx, pe, start),
-                    args=json_args([("return", json_int(rv))]))
+                    args=json_args([], tail=[("return", [rv])]))
 
 
 def mpi_rows(ctx: Context, table: str) -> Iterator[pa.Table]:
@@ -395,14 +401,11 @@ DEVICE_READERS = (("CUPTI_ACTIVITY_KIND_KERNEL", kernel_rows), ("CUPTI_ACTIVITY_
 MPI_TABLES = ("MPI_P2P_EVENTS", "MPI_COLLECTIVES_EVENTS", "MPI_START_WAIT_EVENTS", "MPI_OTHER_EVENTS")
 
 
-def all_rows(ctx: Context) -> Iterator[pa.Table]:
-    """Every table of the file in the order steps need: NVTX, runtime calls, device rows, the rest."""
-    ctx.table = "NVTX_EVENTS"
-    collect_steps(ctx)
+def table_readers(ctx: Context) -> list[tuple[str, Callable[[Context], Iterator[pa.Table]]]]:
+    """The readers of the tables the export has, in the order steps need: NVTX, runtime calls,
+    device rows, the rest (also the order of rows with equal starts)."""
     readers: list[tuple[str, Callable[[Context], Iterator[pa.Table]]]] = [
         ("NVTX_EVENTS", nvtx_rows), ("CUPTI_ACTIVITY_KIND_RUNTIME", runtime_rows), *DEVICE_READERS,
         ("OSRT_API", osrt_rows), *((t, lambda c, t=t: mpi_rows(c, t)) for t in MPI_TABLES)]
-    for table, reader in readers:
-        if ctx.exp.has(table):
-            ctx.table = table
-            yield from reader(ctx)
+    return [(table, reader) for table, reader in readers if ctx.exp.has(table)]
+

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import html
 import importlib.util
-import subprocess
 from pathlib import Path
 
 import duckdb
@@ -14,29 +13,18 @@ import pytest
 from consistency import checks
 from consistency import views as V
 
-from tests.conftest import ROOT, bin_path
+from tests import shared_runs
+from tests.conftest import ROOT
 
-TIMEOUT_S = 300
-STENCIL = (ROOT / "examples" / "stencil2d.py", "--grid", "4", "4", "--block", "256", "--iters", "8")
-THREADED = (ROOT / "tests" / "charm_programs" / "threaded.py",)
-DDP = (ROOT / "examples" / "ddp_train.py", "--steps", "6", "--hidden", "64", "--straggler-rank", "1",
-       "--straggler-ms", "20")
+STENCIL = ("charm", ROOT / "examples" / "stencil2d.py", "--grid", "4", "4", "--block", "256", "--iters", "8")
 
-
-def _trace(kind: str, out: Path, program: tuple, *opts: str) -> Path:
-    n = ["--pes", "2"] if kind == "charm" else ["--nproc", "2"]
-    proc = subprocess.run([bin_path("paradise"), "trace", kind, *n, *opts, "-o", str(out), *map(str, program)],
-                          capture_output=True, text=True, timeout=TIMEOUT_S, cwd=ROOT)
-    assert proc.returncode == 0, f"traced run failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
-    return out
-
-
-RUNS = {
-    "stencil2d": (lambda w: _trace("charm", w / "trace", STENCIL), True),
-    "threaded": (lambda w: _trace("charm", w / "trace", THREADED), True),
-    "ddp": (lambda w: _trace("torch", w / "trace", DDP), False),
-    "ddp_profiler": (lambda w: _trace("torch", w / "trace", DDP, "--profiler"), False),
+RUNS = {  # name -> (traced run (tests/shared_runs.py), its `paradise trace` options, charm style)
+    "stencil2d": (STENCIL, (), True),
+    "threaded": (shared_runs.THREADED, (), True),
+    "ddp": (shared_runs.DDP_STRAGGLER, (), False),
+    "ddp_profiler": (shared_runs.DDP_PROFILED, ("--profiler",), False),
 }
+"""Each run traced once per session; threaded, ddp and ddp_profiler are shared with tests/integration."""
 
 
 KNOWN: dict[tuple[str, str], str] = {}
@@ -49,19 +37,25 @@ def _needs(module: str) -> None:
         pytest.skip(f"{module} is not installed")
 
 
-def _get(trace_cache, run: str):
+def _traced(traced_run, run: str) -> Path:
+    command, opts, _ = RUNS[run]
+    out, proc = traced_run(*command, opts=opts)
+    assert proc.returncode == 0, f"traced run failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+    return out
+
+
+def _get(trace_cache, traced_run, run: str):
     if run == "ddp_profiler_kineto":  # the profiler's own trace, imported beside the tracer's
-        parent = _get(trace_cache, "ddp_profiler")
+        parent = _get(trace_cache, traced_run, "ddp_profiler")
         return trace_cache(run, lambda w: parent.path / "kineto" / "profile.parquet", False)
-    build, charm = RUNS[run]
-    return trace_cache(run, build, charm)
+    return trace_cache(run, lambda w: _traced(traced_run, run), RUNS[run][2])
 
 
 @pytest.mark.parametrize("run", [*RUNS, "ddp_profiler_kineto"])
 @pytest.mark.parametrize("check", list(checks.ALL))
-def test_real_run_views_agree(trace_cache, run, check):
+def test_real_run_views_agree(trace_cache, traced_run, run, check):
     _needs("torch" if run.startswith("ddp") else "charm4py")
-    t = _get(trace_cache, run)
+    t = _get(trace_cache, traced_run, run)
     if check not in checks.applicable(t):
         pytest.skip(f"{check} does not apply to {run}")
     if (check, run) in KNOWN:
@@ -77,11 +71,11 @@ def _rows(path: Path, sql: str) -> list[tuple]:
     return con.sql(sql).fetchall()
 
 
-def test_stencil_window_zooms_and_shows_halos_after_main_suspends(trace_cache):
+def test_stencil_window_zooms_and_shows_halos_after_main_suspends(trace_cache, traced_run):
     # After main's first piece ends (main waits on futures), halo executions run on PE 0: a
     # window there shows them, main only as its pieces, every bar inside the window.
     _needs("charm4py")
-    t = _get(trace_cache, "stencil2d")
+    t = _get(trace_cache, traced_run, "stencil2d")
     pieces = _rows(t.path, "SELECT t0, t1 FROM ev WHERE kind = 'piece' AND name = 'main' ORDER BY t0")
     assert len(pieces) >= 2, "main ran in one piece: it never suspended"
     w0 = pieces[0][1]
@@ -106,10 +100,10 @@ def test_stencil_window_zooms_and_shows_halos_after_main_suspends(trace_cache):
     assert 0 < pe0 < 1
 
 
-def test_torch_without_profiler_has_busy_time_and_a_report(trace_cache):
+def test_torch_without_profiler_has_busy_time_and_a_report(trace_cache, traced_run):
     # The README's `paradise trace torch` run: busy time from the phases, a non-empty report.
     _needs("torch")
-    t = _get(trace_cache, "ddp")
+    t = _get(trace_cache, traced_run, "ddp")
     rows = V.per_pe(t.doc)
     assert all(r["busy_ns"] > 0 for r in rows.values())
     tl = V.figure(t.figures, "Timeline")

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.charm_helpers import ROOT, require_ok, trace_charm
+from tests import shared_runs
+from tests.integration.charm_helpers import ROOT, require_ok
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -20,9 +21,9 @@ EXAMPLES = ROOT / "examples"
 HEAVY = {f"[{i},{j}]" for i in range(2) for j in range(2)}  # --heavy 0:2,0:2
 RUNS = {
     # 4x4 blocks on 2 PEs (row blocks: PE 0 holds rows 0-1, so the whole heavy box); 512x512
-    # blocks make compute dominate message delays and preemption on a shared 2-core machine
-    "stencil2d": ("stencil2d.py", "--grid", "4", "4", "--block", "512", "--iters", "24",
-                  "--heavy", "0:2,0:2", "--heavy-factor", "8"),
+    # blocks make compute dominate message delays and preemption on a shared 2-core machine.
+    # Traced once per session: test_compare_charm's unhinted run is the same (tests/shared_runs.py).
+    "stencil2d": (shared_runs.STENCIL_HEAVY[1].name, *shared_runs.STENCIL_HEAVY[2:]),
     "histsort": ("histsort.py",),
     "masterworker": ("masterworker.py",),
     "wavefront": ("wavefront.py",),
@@ -36,7 +37,7 @@ def _analyze(cli, trace: Path, hints: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def analysed(tmp_path_factory):
+def analysed(tmp_path_factory, traced_run):
     """name -> (trace dir, hints dir, analyze --json document); runs each example once."""
     import subprocess
 
@@ -49,12 +50,13 @@ def analysed(tmp_path_factory):
             script, *args = RUNS[name]
             assert (EXAMPLES / script).exists(), f"{EXAMPLES / script}: the example is missing"
             base = tmp_path_factory.mktemp(name)
-            require_ok(trace_charm(base / "trace", EXAMPLES / script, *args, pes=2))
-            proc = subprocess.run([bin_path("paradise"), "analyze", str(base / "trace"), "--json",
+            trace, proc = traced_run("charm", EXAMPLES / script, *args)
+            require_ok(proc)
+            proc = subprocess.run([bin_path("paradise"), "analyze", str(trace), "--json",
                                    "--hints-out", str(base / "hints"), "--advisory"], capture_output=True, text=True,
                                   timeout=300)
             assert proc.returncode == 0, proc.stderr
-            cache[name] = (base / "trace", base / "hints", json.loads(proc.stdout))
+            cache[name] = (trace, base / "hints", json.loads(proc.stdout))
         return cache[name]
 
     return get

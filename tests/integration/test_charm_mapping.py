@@ -10,6 +10,7 @@ import pytest
 
 from hints.format import HintError, make_hint, provenance, schema, write_hint
 from hints.runtime.charm_map import default_pe, parse_mapping
+from tests import shared_runs
 from tests.conftest import bin_path
 from tests.integration.charm_helpers import PROGRAMS, ROOT, events, require_ok, rows, trace_charm
 
@@ -74,10 +75,10 @@ def test_unnamed_elements_fall_back_with_one_warning(tmp_path):
     assert _placement(tmp_path / "trace") == {**DEFAULT, **partial}
 
 
-def test_round_trip_through_analyze(tmp_path):
+def test_round_trip_through_analyze(tmp_path, traced_run):
     """trace -> paradise analyze --hints-out -> rerun with the hints: placement as the file says."""
-    first = tmp_path / "first"
-    require_ok(trace_charm(first, RING, "3"))
+    first, proc = traced_run(*shared_runs.RING)  # ring.py, 3 steps, shared with test_charm_trace
+    require_ok(proc)
     hints = tmp_path / "h"
     an = subprocess.run([bin_path("paradise"), "analyze", str(first), "--hints-out", str(hints)],
                         capture_output=True, text=True, timeout=300, cwd=ROOT)

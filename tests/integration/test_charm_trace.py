@@ -16,17 +16,18 @@ import pytest
 from paradise.store import open_trace
 from tests.conftest import bin_path
 from tests.integration.charm_helpers import PROGRAMS, ROOT, events, require_ok, rows, trace_charm
+from tests.shared_runs import RING, RING_ITERS
 
 pytestmark = pytest.mark.timeout(300)
 
-ITERS = 3
+ITERS = RING_ITERS
 CELLS = 6  # ring.py: 2 x 3 array
 
 
 @pytest.fixture(scope="module")
-def ring(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("ring") / "trace"
-    proc = trace_charm(out, PROGRAMS / "ring.py", str(ITERS))
+def ring(traced_run) -> Path:
+    """ring.py traced once per session per recorder (tests/shared_runs.py); read only."""
+    out, proc = traced_run(*RING)
     require_ok(proc)
     assert "RESULT ok" in proc.stdout
     return out

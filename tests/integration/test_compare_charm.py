@@ -7,6 +7,7 @@ import json
 import pytest
 
 from hints.format import make_hint, provenance, write_hint
+from tests import shared_runs
 from tests.integration.charm_helpers import ROOT, require_ok, trace_charm
 
 pytestmark = pytest.mark.timeout(600)
@@ -18,12 +19,14 @@ STENCIL = ROOT / "examples" / "stencil2d.py"
 # gives 2*8 + 6 = 22 units on each PE. Blocks of 512x512 make a unit ~0.4 ms, so the busy
 # change (~8 ms per step) stands well above the preemption noise of a shared 2-core machine
 # (with 256x256 blocks it was ~1 ms per step and a loaded CI run once called it noise).
-ARGS = ["--grid", "4", "4", "--block", "512", "--iters", "24", "--heavy", "0:2,0:2", "--heavy-factor", "8"]
+# The unhinted run is shared with test_characteristics_examples (tests/shared_runs.py).
+_, _, *ARGS = shared_runs.STENCIL_HEAVY
 SWAP = {"[1,0]": 1, "[1,1]": 1, "[2,0]": 0, "[2,1]": 0}
 
 
-def test_compare_with_and_without_mapping_hint(tmp_path, cli):
-    require_ok(trace_charm(tmp_path / "default", STENCIL, *ARGS))
+def test_compare_with_and_without_mapping_hint(tmp_path, cli, traced_run):
+    default, proc = traced_run(*shared_runs.STENCIL_HEAVY)
+    require_ok(proc)
     hints = tmp_path / "hints"
     doc = make_hint(
         "mapping",
@@ -33,7 +36,7 @@ def test_compare_with_and_without_mapping_hint(tmp_path, cli):
     )
     write_hint(hints, doc)
     require_ok(trace_charm(tmp_path / "hinted", STENCIL, *ARGS, hints=hints))
-    rc, out, err = cli("compare", tmp_path / "default", tmp_path / "hinted", "--json")
+    rc, out, err = cli("compare", default, tmp_path / "hinted", "--json")
     assert rc == 0, err
     perf = json.loads(out)["performance"]
     by = {c["metric"]: c for c in perf["changes"]}
@@ -49,7 +52,7 @@ def test_compare_with_and_without_mapping_hint(tmp_path, cli):
         return by["pe0.busy"][side] / (by["pe0.busy"][side] + by["pe1.busy"][side])
     assert share("candidate") < share("base") - 0.10
     assert perf["steps_base"] >= 16 and perf["steps_candidate"] >= 16
-    rc, out, err = cli("compare", tmp_path / "default", tmp_path / "hinted")
+    rc, out, err = cli("compare", default, tmp_path / "hinted")
     assert rc == 0 and "makespan" in out and "pe0.busy" in out
 
 

@@ -7,19 +7,13 @@ request, every section drawn. Screenshots go to build/screenshots/ for a person 
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 from report_traces import write_both
 
 from paradise.cli.report import build_report
 from tests.conftest import ROOT
 
-CHROMIUM = Path(os.environ.get("PARADISE_CHROMIUM", "/usr/bin/chromium"))
 SHOTS = ROOT / "build" / "screenshots"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
 CHART_SECTIONS = {
     "charm": {"utilization": "Utilization over time", "timeline": "Timeline", "communication": "Load and communication"},
     "torch": {"utilization": "Utilization over time", "timeline": "Timeline", "communication": "Load and communication",
@@ -37,20 +31,6 @@ SECTION_STATE = """() => [...document.querySelectorAll('section')].map(s => ({
         marks: p.querySelectorAll('.main-svg .trace, .main-svg .point, .main-svg image, .main-svg .hm').length,
         title: (p.querySelector('.gtitle') || {}).textContent || ''})),
     rows: s.querySelectorAll('table tbody tr').length}))"""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"{CHROMIUM} missing: `make test` installs Debian's chromium (apt-get install chromium)")
-        pytest.skip(f"{CHROMIUM} missing (make test installs it)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield b
-        b.close()
 
 
 def open_page(browser, page_file, shot):

@@ -6,14 +6,14 @@ computed from the raw rows (tests/accounting.py)."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 from accounting import check_accounting, trace_rows
 
-from tests.conftest import ROOT, bin_path
-from tests.integration.charm_helpers import PROGRAMS, require_ok, trace_charm
+from tests import shared_runs
+from tests.conftest import ROOT
+from tests.integration.charm_helpers import require_ok, trace_charm
 
 
 def _pieces(path: Path) -> tuple[list[dict], dict[tuple, list[dict]]]:
@@ -43,9 +43,9 @@ def _assert_pieces_add_up(execs: list[dict], pieces: dict[tuple, list[dict]]) ->
         assert not overlaps, f"PE {pe}: {len(overlaps)} overlapping running intervals, e.g. {overlaps[:3]}"
 
 
-def test_threaded_entry_methods_and_main_run_in_pieces(tmp_path):
-    out = tmp_path / "t"
-    require_ok(trace_charm(out, PROGRAMS / "threaded.py"))
+def test_threaded_entry_methods_and_main_run_in_pieces(traced_run):
+    out, proc = traced_run(*shared_runs.THREADED)  # shared with the consistency suite
+    require_ok(proc)
     execs, pieces = _pieces(out)
     by_key = {(r["pe"], r["t0"], r["name"]): r for r in execs}
     talks = [r for r in execs if r["name"] == "talk"]
@@ -83,19 +83,17 @@ def test_stencil2d_pe0_busy_below_its_span(tmp_path):
     assert acct[0]["busy_ns"] < 0.99 * acct[0]["span_ns"]
 
 
-def test_torch_run_without_profiler_has_busy_time(tmp_path):
+def test_torch_run_without_profiler_has_busy_time(traced_run, analyzed_json):
     pytest.importorskip("torch")
-    out = tmp_path / "ddp"
-    proc = subprocess.run([bin_path("paradise"), "trace", "torch", "--nproc", "2", "-o", str(out),
-                           str(ROOT / "examples" / "ddp_train.py"), "--steps", "8", "--straggler-rank", "1",
-                           "--straggler-ms", "30"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    out, proc = traced_run(*shared_runs.DDP_STRAGGLER)  # shared with test_torch_trace
     assert proc.returncode == 0, proc.stderr[-3000:]
     acct = check_accounting(out)
     assert all(a["busy_ns"] > 0 for a in acct.values())
-    doc = json.loads(subprocess.run([bin_path("paradise"), "analyze", str(out), "--json"], capture_output=True,
-                                    text=True, timeout=300, cwd=ROOT).stdout)
+    an = analyzed_json(out)  # shared with test_torch_trace
+    assert an.returncode == 0, an.stderr[-3000:]
+    doc = json.loads(an.stdout)
     ov = doc["analyses"]["overview"]
     assert ov["summary"]["busy_known"] and ov["summary"]["busy_ns"] > 0
     imb = next(c for c in doc["characteristics"] if c["name"] == "load_imbalance")
-    # the straggler (rank 1, 30 ms extra forward per step) is the busiest rank, not "balanced"
+    # the straggler (rank 1, 40 ms extra forward per step) is the busiest rank, not "balanced"
     assert imb["value"] > 1.1 and {e["metric"]: e["value"] for e in imb["evidence"]}["max_pe"] == 1

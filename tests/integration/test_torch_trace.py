@@ -13,15 +13,15 @@ import pytest
 
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.store import open_trace
+from tests import shared_runs
 from tests.conftest import ROOT, bin_path
 
 pytest.importorskip("torch")
 
 TRAIN = ROOT / "examples" / "ddp_train.py"
-STEPS = 12
+STEPS = shared_runs.DDP_STEPS
 # Small model (fast steps) and a 40 ms sleep in every forward of rank 1: a straggler on any load.
-TRAIN_ARGS = ["--steps", str(STEPS), "--hidden", "256", "--layers", "3", "--seed", "3",
-              "--straggler-rank", "1", "--straggler-ms", "40"]  # fmt: skip
+_, _, *TRAIN_ARGS = shared_runs.DDP_STRAGGLER
 TIMEOUT_S = 300
 
 
@@ -32,9 +32,9 @@ def _paradise(*args: str | Path) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def traced(tmp_path_factory):
-    out = tmp_path_factory.mktemp("torch") / "trace"
-    proc = _paradise("trace", "torch", "--nproc", "2", "-o", out, TRAIN, *TRAIN_ARGS)
+def traced(traced_run):
+    """TRAIN_ARGS traced once per session (shared with test_time_accounting and the consistency suite)."""
+    out, proc = traced_run(*shared_runs.DDP_STRAGGLER)
     assert proc.returncode == 0, proc.stderr
     return out, proc
 
@@ -104,7 +104,7 @@ def test_metadata_has_placement_and_clock(traced):
         assert m["clock"] == {"method": "shared_host_clock", "residual_ns": 0}  # one host: nothing to correct
 
 
-def test_analyze_breakdown_sums_and_finds_the_straggler(traced):
+def test_analyze_breakdown_sums_and_finds_the_straggler(traced, analyzed_json):
     out, _ = traced
     with DuckDBEngine(open_trace(out)) as eng:
         steps = eng.query("training_breakdown").to_pylist()
@@ -113,7 +113,7 @@ def test_analyze_breakdown_sums_and_finds_the_straggler(traced):
         parts = r["compute_ns"] + r["comm_ns"] + r["overlap_ns"] + r["idle_ns"]
         assert min(r["compute_ns"], r["comm_ns"], r["overlap_ns"], r["idle_ns"]) >= 0
         assert abs(parts - r["step_ns"]) <= 0.02 * r["step_ns"]
-    proc = _paradise("analyze", "--json", out)
+    proc = analyzed_json(out)  # shared with test_time_accounting
     assert proc.returncode == 0, proc.stderr
     training = json.loads(proc.stdout)["analyses"]["training"]
     found = training["stragglers"]
@@ -200,19 +200,17 @@ def test_restart_attempts_write_distinct_files(tmp_path):
     assert sorted({(r["pe"], r["step"]) for r in steps}) == [(pe, s) for pe in (0, 1) for s in range(4)]
 
 
-def test_profiler_output_is_imported_beside_the_trace(tmp_path):
-    out = tmp_path / "trace"
-    proc = _paradise(
-        "trace", "torch", "--nproc", "2", "--profiler", "-o", out, TRAIN, "--steps", "4", "--hidden", "64"
-    )
+def test_profiler_output_is_imported_beside_the_trace(traced_run):
+    out, proc = traced_run(*shared_runs.DDP_PROFILED, opts=("--profiler",))  # shared with the consistency suite
     assert proc.returncode == 0, proc.stderr
     profile = out / "kineto" / "profile.parquet"
     assert "profiler trace in" in proc.stderr and profile.exists()
     trace = open_trace(profile)
     assert trace.source == "kineto"
     rows = _rows(profile, "SELECT pe, count(*) AS n FROM events WHERE kind = 'step' GROUP BY pe ORDER BY pe")
-    # one ProfilerStep#N per step of the run: 4, not 5 (the window after the last step is no step)
-    assert rows == [{"pe": 0, "n": 4}, {"pe": 1, "n": 4}]
+    # one ProfilerStep#N per step of the run: 6, not 7 (the window after the last step is no step)
+    n = shared_runs.DDP_PROFILED_STEPS
+    assert rows == [{"pe": 0, "n": n}, {"pe": 1, "n": n}]
     with DuckDBEngine(trace) as eng:
         steps = eng.query("training_breakdown").to_pylist()
     assert steps and all(

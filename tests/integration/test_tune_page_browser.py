@@ -6,11 +6,11 @@ from __future__ import annotations
 from plotly.offline import get_plotlyjs
 
 from paradise.report.tune_page import build
-from tests.integration.test_report_browser import SECTION_STATE, SHOTS, browser, open_page  # noqa: F401 (fixture)
+from tests.integration.test_report_browser import SECTION_STATE, SHOTS, open_page
 from tests.unit.test_tune import FakeAdvisor, FakeRunner, tune
 
 
-def test_tune_page_draws_history_and_predictions(browser, tmp_path):  # noqa: F811
+def test_tune_page_draws_history_and_predictions(browser, tmp_path):
     data = tune(tmp_path / "t", FakeRunner({"mapping": 0.7, "comm": 0.9}, seed=7), FakeAdvisor())
     data["command"]["program"] = "<img src=x onerror='window.__xss=1'>"
     page_file = tmp_path / "tune.html"

@@ -168,3 +168,21 @@ def test_dask_engine_starts_its_own_local_cluster(tmp_path):
 def test_unknown_engine():
     with pytest.raises(ValueError, match="unknown engine 'spark'"):
         get_engine(None, "spark")  # type: ignore[arg-type]
+
+
+# -- planner settings ---------------------------------------------------------------------------
+def test_asof_joins_stay_asof_whatever_the_estimate(tmp_path):
+    """report_bins' innermost-interval join is planned as an ASOF join, not the nested loop DuckDB
+    picks when it estimates its input under asof_loop_join_threshold rows (its estimate after the
+    window functions is 1 row, and the loop is quadratic: 25 s on a 45,000-op Kineto trace)."""
+    from paradise.engines import load_sql
+    from paradise.report.html.gather import OTHER
+
+    path = torch_like(ranks=2, steps=3).write(tmp_path / "t")
+    with DuckDBEngine(open_trace(path)) as eng:
+        sql = load_sql("report_bins")
+        params = {"t_start": 0, "t_end": 10**9, "bin_ns": 10**7, "n_bins": 100, "by_cat": True, "other": OTHER,
+                  "keys": ["forward"]}
+        plan = "\n".join(r[1] for r in eng.con.execute("EXPLAIN (FORMAT json) " + sql, params).fetchall())
+        assert "ASOF_JOIN" in plan
+        assert "NESTED_LOOP_JOIN" not in plan

@@ -11,6 +11,7 @@ import duckdb
 import pytest
 
 from paradise.errors import ImportFormatError, SchemaVersionError, TruncatedTrace
+from paradise.format.order import time_ordered
 from paradise.importers.nsys import import_trace
 from paradise.importers.nsys_tables import MSG_RANK_SHIFT
 from paradise.store import open_trace
@@ -217,3 +218,104 @@ def test_rows_are_the_same_whatever_the_batch_size(tmp_path, monkeypatch):
     rows = [_q(tmp_path / f"{n}.parquet", "SELECT * EXCLUDE (name, kind, cat), name::VARCHAR, kind::VARCHAR, "
                "cat::VARCHAR FROM events") for n in ("big", "small")]
     assert rows[0] == rows[1] and len(rows[0]) > 100
+
+
+def _all_rows(path):
+    return _q(path, "SELECT * EXCLUDE (name, kind, cat), name::VARCHAR, kind::VARCHAR, cat::VARCHAR FROM events")
+
+
+def _in_start_order(src):
+    """The export with every event table rewritten in start order, as Nsight writes them (the
+    builder writes process by process)."""
+    con = sqlite3.connect(src)
+    for (t,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND (name LIKE 'CUPTI%' OR "
+                            "name LIKE 'MPI%' OR name IN ('NVTX_EVENTS', 'OSRT_API'))").fetchall():
+        con.execute(f"CREATE TABLE r AS SELECT * FROM {t} ORDER BY start, rowid")
+        con.execute(f"DELETE FROM {t}")
+        con.execute(f"INSERT INTO {t} SELECT * FROM r ORDER BY rowid")
+        con.execute("DROP TABLE r")
+    con.commit()
+    con.close()
+    return src
+
+
+@pytest.mark.parametrize("batch_rows", [3, 65_536])
+@pytest.mark.parametrize("pattern", [None, r"NoSuchStep(\d+)"])
+def test_tables_merged_as_read_give_the_rows_of_the_spill_sort(tmp_path, monkeypatch, batch_rows, pattern):
+    # tables in start order are merged as they are read (with step ranges too: each launch's step
+    # is read first); the oracle is the same import through the format's spill sort
+    from paradise.format.order import NotInTimeOrder
+    from paradise.importers import nsys, nsys_sqlite
+
+    src = _in_start_order(write_export(tmp_path / "x.sqlite", pids=(100, 200), steps=30))
+    monkeypatch.setattr(nsys_sqlite, "BATCH_ROWS", batch_rows)
+    sorts = []
+    monkeypatch.setattr(nsys, "time_ordered", lambda *a, **k: sorts.append(1) or time_ordered(*a, **k))
+    merged = import_trace(src, tmp_path / "merged.parquet", step_pattern=pattern)
+    assert sorts == []  # merged, never spilled
+
+    def refuse(*_a, **_k):
+        raise NotInTimeOrder
+        yield
+
+    monkeypatch.setattr(nsys, "merge_time_ordered", refuse)
+    spilled = import_trace(src, tmp_path / "spilled.parquet", step_pattern=pattern)
+    rows = _all_rows(merged)
+    assert sorts == [1] and rows == _all_rows(spilled) and len(rows) > 300
+    steps = _q(merged, "SELECT count(DISTINCT step) FROM events WHERE stream IS NOT NULL")[0][0]
+    assert steps == (0 if pattern else 30)  # device rows took their launch's step
+
+
+def test_a_table_out_of_start_order_is_sorted(tmp_path, monkeypatch):
+    from paradise.importers import nsys
+
+    sorts = []
+    monkeypatch.setattr(nsys, "time_ordered", lambda *a, **k: sorts.append(1) or time_ordered(*a, **k))
+    src = write_export(tmp_path / "x.sqlite", steps=20)
+    con = sqlite3.connect(src)  # the runtime calls again, latest first
+    con.execute("CREATE TABLE r AS SELECT * FROM CUPTI_ACTIVITY_KIND_RUNTIME ORDER BY start DESC")
+    con.execute("DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME")
+    con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME SELECT * FROM r")
+    con.execute("DROP TABLE r")
+    con.commit()
+    con.close()
+    out = import_trace(src, tmp_path / "t.parquet", step_pattern=r"NoSuchStep(\d+)")
+    t0 = [r[0] for r in _q(out, "SELECT t0 FROM events")]  # file order (one rank)
+    assert t0 == sorted(t0) and len(t0) > 100 and sorts == [1]  # the merge gave way to the spill sort
+    runtime = _q(out, "SELECT count(*), sum(t1 - t0) FROM events WHERE cat = 'cuda_runtime'")
+    con = sqlite3.connect(src)
+    assert runtime == con.execute("SELECT count(*), sum(end - start) FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchall()
+    assert runtime[0][0] >= 40  # two calls a step
+
+
+@pytest.mark.parametrize("table", ["NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_RUNTIME"])
+def test_the_first_start_is_found_when_a_table_is_out_of_start_order(tmp_path, table):
+    # the survey takes each table's first row as its first start; a table written latest first
+    # (here with step ranges, so through the spill sort) is found and the file surveyed again
+    src = write_export(tmp_path / "x.sqlite", steps=20)
+    con = sqlite3.connect(src)
+    con.execute(f"UPDATE {table} SET start = start - 500000, end = end - 500000 WHERE rowid = 1")  # the earliest row
+    con.execute(f"CREATE TABLE r AS SELECT * FROM {table} ORDER BY start DESC")
+    con.execute(f"DELETE FROM {table}")
+    con.execute(f"INSERT INTO {table} SELECT * FROM r")
+    con.execute("DROP TABLE r")
+    con.commit()
+    tables = [t for (t,) in con.execute("SELECT name FROM sqlite_master WHERE name LIKE 'CUPTI%' OR "
+                                        "name LIKE 'MPI%' OR name = 'NVTX_EVENTS'")]
+    first = min(con.execute(f"SELECT min(start) FROM {t}").fetchone()[0] or 1 << 62 for t in tables)
+    con.close()
+    out = import_trace(src, tmp_path / "t.parquet")
+    t0 = [r[0] for r in _q(out, "SELECT t0 FROM events")]
+    assert t0[0] == 0 and t0 == sorted(t0)
+    assert open_trace(out).metadata["origin_ns"] == SESSION_NS + first
+    assert _q(out, "SELECT count(*) FROM events WHERE kind = 'step'") == [(20,)]
+
+
+def test_device_rows_take_their_launch_step_when_processes_interleave(tmp_path):
+    # two processes' runtime calls interleaved in one batch (start order): their msgs are not in
+    # order, and every launched kernel and memset still finds its launch (2 a step, 30 steps)
+    src = _in_start_order(write_export(tmp_path / "x.sqlite", pids=(100, 200), steps=30))
+    out = import_trace(src, tmp_path / "t.parquet")
+    got = _q(out, "SELECT pe, count(step), count(*) FILTER (WHERE msg IS NOT NULL) FROM events "
+                  "WHERE stream IS NOT NULL GROUP BY pe ORDER BY pe")
+    assert got == [(0, 60, 60), (1, 60, 60)]

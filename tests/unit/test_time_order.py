@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from paradise.format import SCHEMA
-from paradise.format.order import time_ordered
+from paradise.format.order import NotInTimeOrder, merge_time_ordered, time_ordered
 from tests.builders import charm_like
 from tests.integration.charm_helpers import PROGRAMS, require_ok, trace_charm
 from tracers.writer import TraceWriter
@@ -63,6 +64,32 @@ def test_time_ordered_keeps_rows_already_in_order(tmp_path):
     got = pa.concat_tables(time_ordered(rows, SCHEMA, tmp_path / "s.arrow", batch_rows=2))
     assert got.column("t0").to_pylist() == [1, 2, 2, 7, 9] and got.column("name").to_pylist() == ["1", "2", "2", "7", "9"]
     assert not (tmp_path / "s.arrow").exists()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_merging_streams_in_time_order_equals_the_sort_of_their_concatenation(tmp_path, seed):
+    # streams each in time order, many equal starts within and across streams, batches of any size;
+    # the oracle is the spill sort of their concatenation (stable: stream order, then row order)
+    rng = np.random.default_rng(seed)
+    streams = []
+    for s in range(int(rng.integers(1, 6))):
+        t0 = np.sort(rng.integers(0, 40, int(rng.integers(0, 60))))
+        cuts = np.sort(rng.integers(0, t0.size + 1, int(rng.integers(0, 5))))
+        streams.append([pa.Table.from_pylist([_row(int(t), f"{s}.{i}") for i, t in zip(part, t0[part])],
+                                             schema=SCHEMA) for part in np.split(np.arange(t0.size), cuts)])
+    want = pa.concat_tables(time_ordered([t for s in streams for t in s], SCHEMA, tmp_path / "s.arrow", batch_rows=7))
+    got = list(merge_time_ordered(streams, SCHEMA, batch_rows=int(rng.integers(1, 30))))
+    assert pa.concat_tables(got).to_pylist() == want.to_pylist()
+    assert all(c.num_chunks == 1 for t in got for c in t.columns)  # one chunk a table, as the writers want
+
+
+def test_merging_refuses_a_stream_out_of_time_order():
+    ok = [pa.Table.from_pylist([_row(t, "a") for t in (1, 5)], schema=SCHEMA)]
+    late = [pa.Table.from_pylist([_row(2, "b")], schema=SCHEMA), pa.Table.from_pylist([_row(1, "c")], schema=SCHEMA)]
+    with pytest.raises(NotInTimeOrder):
+        list(merge_time_ordered([ok, late], SCHEMA))
+    with pytest.raises(NotInTimeOrder):
+        list(merge_time_ordered([[pa.Table.from_pylist([_row(3, "d"), _row(2, "e")], schema=SCHEMA)]], SCHEMA))
 
 
 def test_a_real_charm4py_run_is_in_time_order(tmp_path):
