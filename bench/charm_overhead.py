@@ -10,7 +10,7 @@ one (the measured region, without interpreter start-up and the final trace compa
 and the whole charmrun wall time.
 
 `--micro` first prices the hooks alone, in-process and without charmrun: a fake charm4py
-(packMsg, CkArraySend, recvArrayMsg, EntryMethod._run as cheap stand-ins) bounces one local
+(packMsg, CkArraySend, recvArrayMsg as cheap stand-ins; charm4py's own EntryMethod) bounces one local
 array message MICRO_HOPS times through the real hooks, in fresh interpreters: not hooked, hooked
 with the pure-Python recorder (PARADISE_NATIVE_RECORDER=0) and hooked with the native one; it
 prints the minimum over MICRO_REPS short repetitions (the least-disturbed one on a busy machine). The
@@ -41,6 +41,7 @@ from tracers.charm.launch import launch  # noqa: E402
 PROGRAMS: dict[str, tuple[str, list[str]]] = {
     # name: (path, args) sized to run a few seconds each on a small machine
     "pingpong": ("tests/charm_programs/pingpong.py", ["50000"]),
+    "pingpong-1": ("tests/charm_programs/pingpong.py", ["1"]),  # one hop: wall = start-up + exit alone
     "histsort": ("examples/histsort.py", []),
     "stencil2d": ("examples/stencil2d.py", ["--grid", "8", "8", "--block", "128", "--iters", "100"]),
     "masterworker": ("examples/masterworker.py", []),
@@ -125,17 +126,11 @@ run undisturbed, and the minimum is theirs (60 x 20 000 hops moved by 2x at load
 def _micro_child(traced: bool) -> float:
     """ns per simulated hop (min over MICRO_REPS runs of MICRO_HOPS hops) in this process."""
     import time
-    import types
 
-    class EntryMethod:  # charm4py's EntryMethod: run bound at __init__, _run calls the method
-        def __init__(self, C, name, profile=False):
-            self.C, self.name = C, name
-            self.run = self._run
+    os.environ["CHARM_NOLOAD"] = "1"  # charm4py's EntryMethod without loading the Charm++ library
+    from charm4py import entry_method
 
-        def _run(self, obj, header, args, ret_fut=False):
-            getattr(obj, self.name)(*args)
-            if b"block" in header:
-                pass
+    EntryMethod = entry_method.EntryMethod  # the real one: its _run is what the exec hook wraps
 
     class Proxy:
         aid = 0
@@ -163,7 +158,8 @@ def _micro_child(traced: bool) -> float:
 
         CkGroupSend = CkChareSend = recvGroupMsg = recvChareMsg = recvArrayBcast = buildMainchare = None
 
-    charm, mod = Charm(), types.SimpleNamespace(EntryMethod=EntryMethod)
+    charm, mod = Charm(), entry_method
+    entry_method.charm = charm  # charm4py sets this global at start (charm.last_em_exec)
     charm.entryMethods = {}
     if traced:
         from tracers.charm import hooks

@@ -1,6 +1,6 @@
 """Message combining on the particles example: default vs comm.json's combining, and what-if's prediction.
 
-    .venv/bin/python bench/combine_compare.py [--reps 5] [--pes 2] [--args "..."]
+    .venv/bin/python bench/combine_compare.py [--reps 5] [--pes 2] [--args "..."] [--batch-too 8]
 
 1. One traced run without hints; `paradise analyze --hints-out` writes comm.json (only comm.json is
    kept, so the hinted runs change nothing but combining) and `paradise whatif --hints` predicts the
@@ -14,6 +14,9 @@
    what-if's predicted makespan against the median makespan of the traced hinted runs, and its
    predicted speed-up against the median of the rounds' traced default / traced hinted makespans
    (a round's two runs see the same machine load).
+4. With --batch-too N, each round also runs comm.json with every stream's batch set to N, untraced,
+   right after the hinted run (`hinted_bN`), and prints its per-round ratios beside the hinted run's:
+   the generator's batch against another, side by side.
 """
 
 from __future__ import annotations
@@ -79,6 +82,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--pes", type=int, default=2)
     ap.add_argument("--args", default=DEFAULT_ARGS)
+    ap.add_argument("--batch-too", type=int, default=None, help="also run comm.json with this batch (untraced)")
     a = ap.parse_args()
     args = shlex.split(a.args)
     work = Path(tempfile.mkdtemp(prefix="combine-bench-"))
@@ -93,11 +97,18 @@ def main() -> None:
         comm = json.loads((hints / "comm.json").read_text())
         pred = json.loads(_paradise("whatif", str(base), "--hints", str(hints), "--json"))
         base_n = trace_numbers(base)
-        runs: dict[str, list[dict[str, float]]] = {k: [] for k in ("default", "hinted", "default_traced",
-                                                                   "hinted_traced")}
+        untraced = [("default", None), ("hinted", hints)]
+        if a.batch_too:
+            other = work / "hints-batch"
+            other.mkdir()
+            (other / "comm.json").write_text(json.dumps(
+                {**comm, "combine": [{**c, "batch": a.batch_too} for c in comm["combine"]]}))
+            untraced.append((f"hinted_b{a.batch_too}", other))
+        runs: dict[str, list[dict[str, float]]] = {k: [] for k, _ in untraced}
+        runs.update({"default_traced": [], "hinted_traced": []})
         traced: dict[str, list[dict[str, int]]] = {"default_traced": [], "hinted_traced": []}
         for r in range(a.reps):
-            for name, h in (("default", None), ("hinted", hints)):
+            for name, h in untraced:
                 runs[name].append(run_once(args, a.pes, None, h))
             for name, h in (("default_traced", None), ("hinted_traced", hints)):
                 t = work / f"{name}-{r}"
@@ -120,6 +131,9 @@ def main() -> None:
         dt = med([t["wire"] for t in traced["default_traced"]])
         ht = med([t["wire"] for t in traced["hinted_traced"]])
         print(f"hinted / default, untraced wall_s: {h / d:.3f}  (speed-up {d / h:.2f}x)")
+        for name, _ in untraced[1:]:
+            per = [x["wall_s"] / y["wall_s"] for x, y in zip(runs[name], runs["default"])]
+            print(f"  {name} / default per round: {' '.join(f'{r:.3f}' for r in per)}; median {med(per):.3f}")
         print(f"messages on the wire, traced: {dt:.0f} -> {ht:.0f}  ({dt / ht:.2f}x fewer; the rest are same-PE "
               "messages, which are never combined)")
         cm = med([t["combined"] for t in traced["hinted_traced"]])

@@ -1,7 +1,9 @@
-"""Communication hints: which PE pairs and entry methods should combine their messages.
+"""Communication hints: which message streams should combine their messages, and in what batches.
 
 Pure functions over plain data. A candidate is a (src_pe, dst_pe, entry) stream with many
-messages that are all small: sending them in batches saves the per-message cost.
+messages that are all small: sending them in batches saves the per-message cost. Same-PE streams
+are not proposed: combined as well (batches to the PE's own receiver) they measured no faster than
+the cross-PE streams alone on particles at load 8-11 (the wire messages are what the load makes dear).
 """
 
 from __future__ import annotations
@@ -12,21 +14,39 @@ COMBINE_MIN_MSGS = 64
 """A stream needs at least this many messages to be worth combining (below, savings are noise)."""
 COMBINE_MAX_BYTES = 4096
 """Messages up to this size are 'small': their cost is dominated by the per-message overhead."""
+BATCH_BYTES = 32 * 1024
+"""Payload bytes a batch may hold: the batch is this over the stream's largest message (8 for
+messages of COMBINE_MAX_BYTES, 372 for particles' 88 B). A batch also leaves when its sender returns
+to the scheduler, so a large one delays nothing past the scheduler callback that filled it; fewer
+wire messages are what removes the per-message cost under load (docs/benchmarks.md). particles'
+`step` broadcast runs every cell of a PE in one callback: ~1,470 messages to the other PE per step,
+4 batches of 372 instead of 184 of 8."""
+BATCH_MAX = 1024
+"""Most messages proposed per batch (the consumer accepts up to hints.kinds.comm.MAX_BATCH)."""
 BATCH = 8
-"""Suggested batch: combine up to this many messages into one."""
+"""Fewest messages proposed per batch (and the batch of a stream whose sizes are unknown)."""
+
+
+def batch_for(max_bytes: int | None) -> int:
+    """Messages per batch for a stream whose largest message is `max_bytes`: BATCH_BYTES of payload,
+    within BATCH..BATCH_MAX."""
+    if not max_bytes or max_bytes <= 0:
+        return BATCH
+    return max(BATCH, min(BATCH_MAX, BATCH_BYTES // int(max_bytes)))
 
 
 def combine_candidates(streams: list[dict[str, Any]], *, min_msgs: int = COMBINE_MIN_MSGS,
                        max_bytes: int = COMBINE_MAX_BYTES) -> list[dict[str, Any]]:
-    """Point-to-point streams [{src_pe, dst_pe, entry, msgs, bytes, max_bytes}] worth combining, most
-    messages first."""
+    """Point-to-point streams [{src_pe, dst_pe, entry, msgs, bytes, max_bytes}] between two PEs worth
+    combining, most messages first."""
     out = []
     for s in streams:
         p2p = int(s["msgs"])
         if p2p >= min_msgs and (s.get("max_bytes") or 0) <= max_bytes and s["src_pe"] != s["dst_pe"]:
+            biggest = int(s.get("max_bytes") or 0)
             out.append({"src_pe": int(s["src_pe"]), "dst_pe": int(s["dst_pe"]), "entry": str(s["entry"]),
                         "msgs": p2p, "mean_bytes": round(s["bytes"] / max(s["msgs"], 1), 1),
-                        "max_bytes": int(s.get("max_bytes") or 0), "batch": BATCH})
+                        "max_bytes": biggest, "batch": batch_for(biggest)})
     return sorted(out, key=lambda c: (-c["msgs"], c["src_pe"], c["dst_pe"], c["entry"]))
 
 

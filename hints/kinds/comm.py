@@ -15,7 +15,8 @@ from hints.kinds.base import HintKind
 MAX_BATCH = 1 << 16
 """Most messages combined into one: a batch is buffered on the sending PE until full (or until the
 PE returns to the scheduler), so a larger one holds memory and delays delivery for no further saving
-(the per-message cost saved is already 99.998 % of it); the generator proposes 8."""
+(the per-message cost saved is already 99.998 % of it); the generator proposes 8..1024 (32 KiB of
+payload, hints.generators.comm.batch_for)."""
 MAX_BYTES = float(f.INT64_MAX)
 """Byte counts are int64 in the trace."""
 

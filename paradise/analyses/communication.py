@@ -156,7 +156,7 @@ def comm_hint(session: Any, cands: list[dict[str, Any]], why: Characteristic) ->
     saved = comm_gen.saving_ns(cands, per_msg)
     payload = {"combine": cands, "threshold": {"min_msgs": comm_gen.COMBINE_MIN_MSGS,
                                                "max_bytes": comm_gen.COMBINE_MAX_BYTES,
-                                               "batch": comm_gen.BATCH}}
+                                               "batch_bytes": comm_gen.BATCH_BYTES}}
     gain = {"msgs_before": sum(c["msgs"] for c in cands),
             "msgs_after": sum(-(-c["msgs"] // c["batch"]) for c in cands),
             "per_message_ns": round(per_msg, 1), "overhead_ns_saved": int(saved)}

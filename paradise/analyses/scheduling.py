@@ -26,7 +26,7 @@ from paradise.analyses.base import (
     provenance_of,
 )
 from paradise.analyses.session import Session
-from paradise.events import critpath
+from paradise.events import critpath, graphread
 from paradise.events.critpath import CriticalPath
 from paradise.importers import training_like
 from paradise.units import count
@@ -46,10 +46,10 @@ NEEDS = frozenset({"exec_graph", "critical_path", "latency_model", "replayer", "
 the trace is small enough to replay."""
 
 
-def path_entries(engine: Any, path: CriticalPath, model: Any) -> pd.DataFrame:
+def path_entries(engine: Any, info: Any, path: CriticalPath, model: Any) -> pd.DataFrame:
     """Per (coll, entry) on the path: compute time, and queue delay (its message had arrived but
     the PE ran an exec of another entry method first): what a message priority can remove."""
-    agg = critpath.path_entries(engine, path, model).to_pandas()
+    agg = critpath.path_entries(engine, info, path, model).to_pandas()
     agg["share"] = agg["cost_ns"] / max(float(agg["cost_ns"].sum()), 1.0)
     agg["queue_share"] = agg["queue_ns"] / max(float(agg["queue_ns"].sum()), 1.0)
     return agg.sort_values(["share", "coll", "entry"], ascending=[False, True, True]).reset_index(drop=True)
@@ -98,7 +98,7 @@ def waiting_char(engine: Any, info: Any, pes: int, pe_time: Any) -> Characterist
     """Idle time waiting for messages, as a share of the PEs' time. Per PE it is at most the PE's
     time not busy in the one accounting of PE time: the exec graph's gaps (from an execution's
     active end to the next start) can hold running time, e.g. a coroutine's later pieces."""
-    w = engine.query("events_waits").to_pandas()
+    w = graphread.merged(engine, info.parts, "events_waits").to_pandas()
     size = max(pes, int(w["pe"].max()) + 1 if len(w) else 0)
     pe_of = w["pe"].to_numpy(np.int64)
     raw = np.bincount(pe_of, weights=w["wait_ns"].to_numpy(np.float64), minlength=size)
@@ -161,7 +161,7 @@ def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisR
         return result
     rp = session.get("replayer")  # None above REPLAY_MAX_EXECS: no replay, no priority hint
     model = session.get("latency_model")
-    entries = path_entries(session.engine, session.get("critical_path"), model)
+    entries = path_entries(session.engine, info, session.get("critical_path"), model)
     cp = path_char(info, session.get("critical_path"), entries)
     result.characteristics = [cp, waiting_char(session.engine, info, info.pes(session.pes), session.get("pe_time"))]
     result.sections["critical_entries"] = [

@@ -30,7 +30,10 @@ def _pe_time(s: Session) -> Any:
 
 
 def _communication_edges(s: Session) -> Any:
-    return s.engine.query("communication_edges")
+    """Message edges (communication_edges), in msg-hash buckets on engines whose steps run apart."""
+    from paradise.events.msgedges import message_edges
+
+    return message_edges(s.engine)
 
 
 def _object_steps(s: Session) -> Any:
@@ -46,10 +49,10 @@ def _exec_graph(s: Session) -> Any:
 
 
 def _latency_fit(s: Session) -> Any:
-    """The message cost as fitted on the exec graph (events_latency_fit), before any calibration."""
+    """The message cost as fitted on the exec graph (execgraph.latency_samples), before any calibration."""
     from paradise.events.execgraph import fit_latency
 
-    return fit_latency(s.engine, s.get("exec_graph").execs)
+    return fit_latency(s.engine, s.get("exec_graph"))
 
 
 def _replayer(s: Session) -> Any:

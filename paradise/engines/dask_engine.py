@@ -5,8 +5,10 @@ the embedded engine) and returns a partial Arrow table; the client merges the pa
 query's `-- merge:` rule (paradise.engines.merge). All files of one PE go to the same task, so
 per-PE window queries (busy as a union of intervals) stay exact. Workers must see the trace
 files at the same paths as the client (a shared file system) and have paradise installed.
-Event-level queries (`-- merge: client`: the exec graph, object steps, message edges) and ad-hoc
-SQL run in one DuckDB on a worker (paradise.engines.dask_events), not on the client.
+The event layer's steps (the exec graph's range, bucket and reader steps, message edges in buckets)
+are tasks too (run_steps); `-- merge: client` queries and ad-hoc SQL (the what-if replay's graph,
+the report's critical segments) run in one DuckDB on a worker (paradise.engines.dask_events), not
+on the client, started on first use.
 
 `scheduler` None or "local" starts a LocalCluster of worker processes, each under a memory limit
 (the nanny restarts a worker that exceeds it); "tcp://HOST:PORT" joins an existing cluster
@@ -178,6 +180,8 @@ class DaskEngine:
         self._cluster = None
         self._own_client = client is None
         self._events: Any = None
+        self._pending: list[str] = []
+        """Statements for the event tables not run yet (execute): run when they start."""
         self._scratch: str | None = None
         self.client = client if client is not None else self._connect(scheduler, workers, worker_memory)
 
@@ -268,8 +272,13 @@ class DaskEngine:
                               step=fn, corrections=self.trace.corrections)
 
     def execute(self, statement: str) -> None:
-        """A statement of the event layer's own (a view over its partition files), in the event tables' DuckDB."""
-        self._event_tables().execute(statement)
+        """A statement of the event layer's own (a view over its partition files), for the event
+        tables' DuckDB: kept until something reads them (the event layer's readers run as tasks,
+        so an analysis may never start the event tables)."""
+        if self._events is None:
+            self._pending.append(statement)
+        else:
+            self._events.execute(statement)
 
     def query(self, name: str, **params: Any) -> pa.Table:
         """Runs the stage-1 query <name> per group of files and merges by its `-- merge:` rule."""
@@ -286,7 +295,10 @@ class DaskEngine:
         if self._events is None:
             from paradise.engines.dask_events import RemoteEvents
 
-            self._events = RemoteEvents(self.client, str(self.trace.path), self.scheduler, POLL_S, NO_WORKER_S)
+            events = RemoteEvents(self.client, str(self.trace.path), self.scheduler, POLL_S, NO_WORKER_S)
+            for statement in self._pending:
+                events.execute(statement)
+            self._events, self._pending = events, []
         return self._events
 
     def sql(self, text: str, **params: Any) -> pa.Table:
@@ -307,7 +319,7 @@ class DaskEngine:
             if self._events is not None:
                 self._events.close()
         finally:
-            self._events = None
+            self._events, self._pending = None, []
             if self._scratch is not None:
                 import shutil
 

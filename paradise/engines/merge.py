@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -176,3 +177,52 @@ def merge_partials(partials: list[pa.Table], rule: MergeRule, name: str = "<sql>
     finally:
         con.close()
     return merged.cast(table.schema)
+
+
+def query_tables(tables: dict[str, pa.Table], text: str, **params: Any) -> pa.Table:
+    """SQL `text` over small Arrow tables (named by `tables`) in a DuckDB of its own: the last
+    step of a merge that is more than a rule's sums (the critical path's entries over the rows the
+    exec graph's buckets gave)."""
+    con = duckdb.connect(":memory:")
+    try:
+        for name, table in tables.items():
+            con.register(name, table)
+        return con.sql(text, params=params or None).to_arrow_table()
+    finally:
+        con.close()
+
+
+class LocalTables:
+    """Small merged results on the client, read by SQL files in a DuckDB of their own: what an
+    engine whose steps run apart (Dask) uses for an event-level table built from merged partials
+    (the object steps), with the engine calls the readers make (materialize, query, batches, sql)."""
+
+    def __init__(self, tables: dict[str, pa.Table]) -> None:
+        self.con = duckdb.connect(":memory:")
+        for name, table in tables.items():
+            self.con.register(name, table)
+
+    def materialize(self, table: str, name: str, **params: Any) -> None:
+        from paradise.engines import load_sql
+
+        self.con.execute(f"CREATE OR REPLACE TABLE {table} AS {load_sql(name)}", params or None)
+
+    def release(self, name: str) -> None:
+        """Forgets the table registered as `name` (its memory goes once no one else holds it)."""
+        self.con.unregister(name)
+
+    def sql(self, text: str, **params: Any) -> pa.Table:
+        return self.con.sql(text, params=params or None).to_arrow_table()
+
+    def query(self, name: str, **params: Any) -> pa.Table:
+        from paradise.engines import load_sql
+
+        return self.sql(load_sql(name), **params)
+
+    def batches(self, name: str, batch_rows: int = 1 << 20, **params: Any) -> pa.RecordBatchReader:
+        from paradise.engines import load_sql
+
+        return self.con.sql(load_sql(name), params=params or None).to_arrow_reader(batch_size=batch_rows)
+
+    def close(self) -> None:
+        self.con.close()

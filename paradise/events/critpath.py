@@ -4,8 +4,10 @@ Each exec's critical predecessor (scheduling_exec_graph: the exec whose message 
 that message came after its PE was free, else the previous exec on its PE) is a column of the
 table. Walking back along it, a path stays on one PE through consecutive ids until an exec that
 a message released (or the PE's first exec): only those hop rows are fetched
-(events_critical_hops), the walk jumps from hop to hop, and the path is kept as segments of
-consecutive ids that SQL then aggregates (events_critical_entries).
+(events_critical_hops, a bucket of the graph at a time: paradise.events.graphread), the walk jumps
+from hop to hop, and the path is kept as segments of consecutive ids that SQL then aggregates
+(events_critical_entries) over the path's rows, which each bucket gives (events_critical_rows): the
+path is kept whole on the client, as its hop rows are (at most one row per exec on the path).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from typing import Any
 import numpy as np
 
 from paradise.engines import load_sql
+from paradise.engines.merge import query_tables
+from paradise.events import graphread
 from paradise.events.execgraph import ExecGraphInfo, LatencyModel
 
 
@@ -44,7 +48,7 @@ def critical_path(engine: Any, info: ExecGraphInfo) -> CriticalPath:
     critical predecessor (or one already on the path: clock skew can make a cycle)."""
     if info.execs == 0 or info.last_id is None:
         return CriticalPath([], [], 0, 0, 0)
-    ids, pred = _hops(engine, info.execs)
+    ids, pred = _hops(engine, info)
     segs: list[tuple[int, int]] = []
     # A segment runs from its hop row's id to at most the next hop row's id - 1, so two segments
     # can only overlap when they start at the same hop row: the walk keeps the end of the segment
@@ -68,22 +72,29 @@ def critical_path(engine: Any, info: ExecGraphInfo) -> CriticalPath:
         cur = nxt
     segs.reverse()
     first = segs[0][0]
-    t0_first = int(engine.query("events_exec_t0", id=first).column("t0")[0].as_py())
+    t0_first = int(graphread.united(engine, info.parts, "events_exec_t0", id=first).column("t0")[0].as_py())
     return CriticalPath(lo=[a for a, _ in segs], hi=[b for _, b in segs], t0_first=t0_first,
                         t1_last=int(info.last_t1), message_hops=len(segs) - 1)
 
 
-def _hops(engine: Any, execs: int) -> tuple[np.ndarray, np.ndarray]:
-    """The hop rows' ids and critical predecessors as two numpy arrays, 32-bit while the ids fit
-    (a hop row per exec at worst: 400 MB for 5*10^7 executions, never a Python object per row)."""
-    kind = "INTEGER" if execs < 2**31 else "BIGINT"
-    t = engine.sql(f"SELECT CAST(id AS {kind}) AS id, CAST(crit_pred AS {kind}) AS crit_pred "
-                   f"FROM ({load_sql('events_critical_hops')}) ORDER BY id")
-    return t.column("id").to_numpy(), t.column("crit_pred").to_numpy()
+def _hops(engine: Any, info: ExecGraphInfo) -> tuple[np.ndarray, np.ndarray]:
+    """The hop rows' ids and critical predecessors as two numpy arrays ordered by id, 32-bit while
+    the ids fit (a hop row per exec at worst: 400 MB for 5*10^7 executions, never a Python object
+    per row), united from the graph's buckets (events_critical_hops)."""
+    kind = np.int32 if info.execs < 2**31 else np.int64
+    ids, pred = [], []
+    for t in graphread.read(engine, info.parts, "events_critical_hops"):
+        ids.append(t.column("id").to_numpy().astype(kind))
+        pred.append(t.column("crit_pred").to_numpy().astype(kind))
+    ids_all, pred_all = np.concatenate(ids), np.concatenate(pred)
+    order = np.argsort(ids_all, kind="stable")
+    return ids_all[order], pred_all[order]
 
 
-def path_entries(engine: Any, path: CriticalPath, model: LatencyModel) -> Any:
+def path_entries(engine: Any, info: ExecGraphInfo, path: CriticalPath, model: LatencyModel) -> Any:
     """Per (coll, entry) on the path: compute, queue delay, execs and same-PE message hops
-    (events_critical_entries), as a pyarrow table."""
-    return engine.query("events_critical_entries", lo=path.lo, hi=path.hi, a_ns=float(model.a_ns),
-                        ns_per_byte=float(model.ns_per_byte), local_ns=float(model.local_ns))
+    (events_critical_entries over the path's rows that each bucket gives, events_critical_rows),
+    as a pyarrow table."""
+    rows = graphread.united(engine, info.parts, "events_critical_rows", lo=path.lo, hi=path.hi)
+    return query_tables({"critical_rows": rows}, load_sql("events_critical_entries"), lo=path.lo, hi=path.hi,
+                        a_ns=float(model.a_ns), ns_per_byte=float(model.ns_per_byte), local_ns=float(model.local_ns))

@@ -11,6 +11,7 @@ time and writes its rows into `msg`-hash buckets; the send -> exec join then run
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,15 +21,14 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from paradise.errors import disk_full
-from paradise.events import partitions
+from paradise.events import graphread, partitions
 
 LATENCY_FIT_QUANTILE = 0.9
 """Gaps above this quantile are dropped before fitting (queueing noise, clock jitter)."""
 MIN_FIT_SAMPLES = 5
 """Fewer cross-PE messages that found their receiver idle than this: no least-squares fit."""
 FEW_SAMPLES_QUANTILE = 0.1
-"""...then the latency is this quantile of all cross-PE send -> exec delays (fast deliveries).
-(LATENCY_FIT_QUANTILE and this one are written into events_latency_fit.sql.)"""
+"""...then the latency is this quantile of all cross-PE send -> exec delays (fast deliveries)."""
 
 
 @dataclass(frozen=True)
@@ -53,8 +53,9 @@ class LatencyModel:
 
 
 EXACT_QUANTILE_MAX_EXECS = 4_000_000
-"""Up to this many executions the fit's quantiles are exact (DuckDB keeps every sample of an
-exact quantile in memory, unspillable: 8 bytes each); above, t-digest approximations."""
+"""Up to this many executions the fit's quantiles are exact (the client merges a count per distinct
+value, up to one per sample); above, from values rounded to graphread.ROUND_BITS significant bits
+in buckets of more than graphread.EXACT_VALUES_MAX distinct values."""
 
 TABLE = "exec_graph"
 """The engine view that holds the graph."""
@@ -70,6 +71,9 @@ class ExecGraphInfo:
     max_pe: int
     last_id: int | None
     last_t1: int | None
+    parts: tuple[str, ...] = ()
+    """The graph's bucket files, which its readers read one at a time (paradise.events.graphread);
+    none: the engine's one-bucket table TABLE."""
 
     @property
     def n(self) -> int:
@@ -144,19 +148,49 @@ def materialize(engine: Any, chunk_execs: int | None = None, buckets: int | None
         engine.run_steps(partitions.bucket_step, [{"root": root, "b": b, "run_t0": run_t0} for b in range(n_buckets)],
                          files=[[] for _ in range(n_buckets)])
         engine.execute(partitions.graph_view_sql(TABLE, [partitions.graph_file(root, b) for b in range(n_buckets)]))
-    row = engine.query("events_exec_summary").to_pylist()[0]
+    parts = () if native else tuple(partitions.graph_file(root, b) for b in range(n_buckets))
+    row = graphread.merged(engine, parts, "events_exec_summary").to_pylist()[0]
     n = int(row["execs"] or 0)
     return ExecGraphInfo(execs=n, t_min=int(row["t_min"] or 0), t_max=int(row["t_max"] or 0),
-                         max_pe=int(row["max_pe"] or 0), last_id=row["last_id"], last_t1=row["last_t1"])
+                         max_pe=int(row["max_pe"] or 0), last_id=row["last_id"], last_t1=row["last_t1"],
+                         parts=parts)
 
 
-def fit_latency(engine: Any, execs: int) -> LatencyModel:
+def latency_samples(engine: Any, info: ExecGraphInfo) -> dict[str, Any]:
+    """The numbers the fit needs (cross_n, any_cross_n, any_cross_q10_ns, cross_q90_ns, kept_n,
+    kept_bytes_span, slope_ns_per_byte, intercept_ns, kept_median_ns, local_median_ns,
+    busy_gap_median_ns, busy_gap_mean_ns), from the graph's buckets: counts per value
+    (events_latency_samples, exact up to EXACT_QUANTILE_MAX_EXECS executions, above rounded to
+    graphread.ROUND_BITS significant bits in buckets of more than graphread.EXACT_VALUES_MAX
+    distinct values), then the kept deliveries' moments
+    (events_latency_kept) under the 90th percentile."""
+    bits = 0 if info.execs <= EXACT_QUANTILE_MAX_EXECS else graphread.ROUND_BITS
+    counts = graphread.value_counts(graphread.read(engine, info.parts, "events_latency_samples", bits=bits,
+                                                   cap=graphread.EXACT_VALUES_MAX))
+    empty = (np.zeros(0), np.zeros(0, np.int64), 0)
+    any_cross, cross, local, busy = (counts.get(k, empty) for k in ("any_cross", "cross", "local", "busy_gap"))
+    cross_n = int(cross[1].sum())
+    r: dict[str, Any] = {"cross_n": cross_n, "any_cross_n": int(any_cross[1].sum()),
+                         "any_cross_q10_ns": graphread.quantile_cont(any_cross[0], any_cross[1], FEW_SAMPLES_QUANTILE),
+                         "cross_q90_ns": graphread.quantile_cont(cross[0], cross[1], LATENCY_FIT_QUANTILE),
+                         "local_median_ns": graphread.quantile_cont(local[0], local[1], 0.5),
+                         "busy_gap_median_ns": graphread.quantile_cont(busy[0], busy[1], 0.5),
+                         "busy_gap_mean_ns": busy[2] / int(busy[1].sum()) if int(busy[1].sum()) else None}
+    limit = r["cross_q90_ns"] if cross_n > 4 else math.inf
+    kept = cross[0] <= limit
+    r["kept_median_ns"] = graphread.quantile_cont(cross[0][kept], cross[1][kept], 0.5)
+    rows = graphread.read(engine, info.parts, "events_latency_kept", limit=float(limit)) if cross_n else []
+    r.update(graphread.moments([row for t in rows for row in t.to_pylist()]))
+    return r
+
+
+def fit_latency(engine: Any, info: ExecGraphInfo) -> LatencyModel:
     """Fits a + b*bytes on cross-PE send -> exec delays where the receiver was idle at the send
-    (events_latency_fit); with fewer than MIN_FIT_SAMPLES such messages, the latency is the
+    (latency_samples); with fewer than MIN_FIT_SAMPLES such messages, the latency is the
     FEW_SAMPLES_QUANTILE of all cross-PE delays. Local cost: the median same-PE delay. Quantiles
-    are exact up to EXACT_QUANTILE_MAX_EXECS executions (`execs`: the graph's), approximate
-    (bounded memory) above."""
-    r = engine.query("events_latency_fit", exact=execs <= EXACT_QUANTILE_MAX_EXECS).to_pylist()[0]
+    are exact up to EXACT_QUANTILE_MAX_EXECS executions, within a relative 2^-graphread.ROUND_BITS
+    above (latency_samples)."""
+    r = latency_samples(engine, info)
     cross, any_cross = int(r["cross_n"] or 0), int(r["any_cross_n"] or 0)
     a, b = 0.0, 0.0
     if cross < MIN_FIT_SAMPLES and any_cross:

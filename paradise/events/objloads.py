@@ -1,7 +1,8 @@
 """Object loads per step: the engine rolls the execs up into one row per object and step
-(events_object_steps, objects as integer ids in the text order of (coll, index)); the client
-receives the step matrix, filled from streamed batches, and one row per object. Neither side
-holds a row per event, and the client never holds a row per object and step.
+(events_object_step_parts, then events_object_steps: objects as integer ids in the text order of
+(coll, index)); the client receives the step matrix, filled from streamed batches, and one row per
+object. No side holds a row per event; the embedded engine keeps the rows per object and step in
+its database, a Dask run on the client (the tasks' merged parts: no worker holds the event layer).
 """
 
 from __future__ import annotations
@@ -12,8 +13,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from paradise.engines import load_sql
+from paradise.engines.merge import LocalTables
+
 TABLE = "object_steps"
 """The engine table events_object_steps fills (one row per object and step)."""
+PARTS, PARTS_QUERY = "object_step_parts", "events_object_step_parts"
+"""The relation events_object_steps reads, and the query (split by files) that gives its rows."""
 BATCH_ROWS = 1 << 20
 """Object-step rows per streamed batch while the step matrix is filled."""
 
@@ -43,9 +49,29 @@ class ObjectSteps:
 
 
 def object_steps(engine: Any) -> ObjectSteps:
-    """Rolls the run's execs up per object and step in the engine, then reads the step matrix
-    (streamed: a batch of rows at a time) and the per-object summary."""
-    engine.materialize(TABLE, "events_object_steps")
+    """Rolls the run's execs up per object and step (events_object_step_parts, then the object ids
+    of events_object_steps), then reads the step matrix (streamed: a batch of rows at a time) and
+    the per-object summary. The embedded engine (native_steps) does it all in its database; on an
+    engine whose steps run apart (Dask) the parts are tasks over the files, merged on the client,
+    where the rest runs over them (one row per object and step, as the matrix holds)."""
+    if getattr(engine, "native_steps", False):
+        engine.execute(f"CREATE OR REPLACE VIEW {PARTS} AS {load_sql(PARTS_QUERY)}")
+        try:
+            engine.materialize(TABLE, "events_object_steps")
+        finally:
+            engine.execute(f"DROP VIEW IF EXISTS {PARTS}")
+        return _read(engine)
+    tables = LocalTables({PARTS: engine.query(PARTS_QUERY)})
+    try:
+        tables.materialize(TABLE, "events_object_steps")
+        tables.release(PARTS)  # the merged parts are in the table now
+        return _read(tables)
+    finally:
+        tables.close()
+
+
+def _read(engine: Any) -> ObjectSteps:
+    """The object steps from the table TABLE of `engine` (an engine, or LocalTables), dropped after."""
     try:
         objects = engine.query("events_object_summary").to_pandas()
         stepped = bool(engine.query("events_object_stepped").column("stepped")[0].as_py())

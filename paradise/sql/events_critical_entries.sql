@@ -1,5 +1,6 @@
 -- events_critical_entries: what the critical path spends its time on, per entry method.
--- reads: exec_graph. params: $lo, $hi (lists of the path's segments as id ranges, each a run of
+-- reads: critical_rows (the rows events_critical_rows gives, every bucket's united: the path's
+-- execs and the exec before each segment; paradise.events.critpath). params: $lo, $hi (lists of the path's segments as id ranges, each a run of
 -- consecutive execs on one PE), $a_ns, $ns_per_byte, $local_ns (the fitted message cost).
 -- grain: one row per coll x entry on the critical path.
 -- columns:
@@ -11,16 +12,16 @@
 --   execs       (count of its execs on the path)
 --   local_hops  (count of its execs on the path released by a message of the exec just before
 --                on the same PE; hops between segments are counted by the walk)
--- merge: client
+-- merge: client (one query over the buckets' critical_rows, united on the client)
 WITH seg AS (SELECT unnest($lo::BIGINT[]) AS lo, unnest($hi::BIGINT[]) AS hi),
 p AS (
     SELECT g.id, g.pe, g.t0, greatest(g.cost_ns, 0) AS cost_ns, g.coll, g.name, g.pe_prev, g.src_id,
            g.src_pe, g.send_t0, coalesce(g.bytes, 0) AS bytes, g.id > seg.lo AS inner_row
-    FROM exec_graph g JOIN seg ON g.id BETWEEN seg.lo AND seg.hi
+    FROM critical_rows g JOIN seg ON g.id BETWEEN seg.lo AND seg.hi
 ),
 q AS (
     SELECT p.*, prev.coll AS prev_coll, prev.name AS prev_name
-    FROM p LEFT JOIN exec_graph prev ON prev.id = p.pe_prev
+    FROM p LEFT JOIN critical_rows prev ON prev.id = p.pe_prev
 )
 SELECT coalesce(coll, '') AS coll, coalesce(name, 'None') AS entry,
        sum(cost_ns)::BIGINT AS cost_ns,

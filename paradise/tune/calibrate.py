@@ -1,7 +1,7 @@
 """What-if that learns from every run: a hinted run's predicted time is its round's baseline run
 (the machine's state then: the two ran back to back) x (1 - k x the replay's gain), the gain being
-1 - replay(hints) / replay(current) and k the share of the replayed gain that the hinted runs
-measured before this round realised (the median over them of measured gain / replayed gain, each
+1 - replay(hints) / replay(current) and k the share of the replayed gain that the same candidate's
+hinted runs measured before this round realised (the median over them of measured gain / replayed gain, each
 measured against its own round's baseline). k carries what the replay does not model (per-message
 costs it misjudges, the machine's slowdown of one layout against another); a hint the replay sees
 as no change stays predicted as no change. The error of the predictions made with it is a figure

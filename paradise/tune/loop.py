@@ -55,13 +55,19 @@ class Tune:
     def __init__(self, out: Path, runner: Runner, advisor: Advisor, settings: Settings, record: Record,
                  echo: Callable[[str], None] = print) -> None:
         self.out, self.runner, self.advisor, self.s, self.rec, self.echo = out, runner, advisor, settings, record, echo
-        self.cal = calibrate.Calibration()
+        self.cals: dict[str, calibrate.Calibration] = {}
+        """Per candidate (its kinds joined by '+'): what-if's calibration, learnt from that candidate's
+        runs only (one kind's replay error says nothing of another's)."""
         self.best: dict[str, Path] = {}  # hint file name -> the file kept
         self.best_kinds: list[str] = []
         self.predictions: list[dict[str, Any]] = []
         self.budget_hit: str | None = None
         self.recorded: set[str] = set()
         """Runs this session took from tune.json instead of running them (a resume)."""
+
+    def cal(self, name: str) -> calibrate.Calibration:
+        """What-if's calibration for the candidate `name` (its own runs so far)."""
+        return self.cals.setdefault(name, calibrate.Calibration())
 
     # -- runs and steps, each recorded once ------------------------------------------------------
     def measure(self, key: str, hints: Path | None, trace: Path | None, **extra: Any) -> Outcome:
@@ -203,12 +209,13 @@ class Tune:
             only = self.folder(self.out / f"it{it}" / "new" / name, new)
             pred = self.step(f"it{it}/predict/{name}", lambda only=only: self.advisor.predict(trace, only))
             ratio = (pred or {}).get("ratio")
-            ahead = self.cal.ratio(ratio) if ratio else None  # the trial's ratio, calibrated on the runs before it
+            cal = self.cal(name)
+            ahead = cal.ratio(ratio) if ratio else None  # the trial's ratio, calibrated on the runs before it
             if ahead is not None:
                 self.echo(f"  {name}: what-if predicts {ahead:.3f} x the baseline (replay {ratio:.3f}; share of the "
-                          f"replayed gain realised so far {self.cal.factor:.2f}, from {len(self.cal.factors)} run(s))")
+                          f"replayed gain realised so far {cal.factor:.2f}, from {len(cal.factors)} run(s) of {name})")
             cands.append({"kinds": ks, "name": name, "hints": folder, "prediction": pred, "times": [],
-                          "predicted_ratio": ahead, "calibrated": self.cal.fitted,
+                          "predicted_ratio": ahead, "calibrated": cal.fitted,
                           "pairs": [], "runs": [], "dropped": None})
         base_times: list[float] = []
         for r in range(1, self.s.rounds + 1):
@@ -241,8 +248,10 @@ class Tune:
         live = [c for c in cands if c["dropped"] is None]
         seq: list[dict[str, Any] | None] = [None, *live]
         shift = (r - 1) % len(seq)
-        stated = {c["name"]: self.cal.ratio(x) if (x := (c["prediction"] or {}).get("ratio")) else None for c in live}
-        factor, fitted = self.cal.factor, self.cal.fitted
+        stated = {c["name"]: self.cal(c["name"]).ratio(x) if (x := (c["prediction"] or {}).get("ratio")) else None
+                  for c in live}
+        factor = {c["name"]: self.cal(c["name"]).factor for c in live}
+        fitted = {c["name"]: self.cal(c["name"]).fitted for c in live}
         done: dict[str, Outcome] = {}
         b: Outcome | None = None
         spent: BudgetSpent | None = None
@@ -250,7 +259,8 @@ class Tune:
             for c in seq[shift:] + seq[:shift]:
                 if c is not None:
                     done[c["name"]] = self.measure(f"{at}/{stage}/r{r}/{c['name']}", c["hints"], None,
-                                                   predicted_ratio=stated[c["name"]], calibration_factor=factor)
+                                                   predicted_ratio=stated[c["name"]],
+                                                   calibration_factor=factor[c["name"]])
                     continue
                 b = self.measure(f"{at}/{stage}/r{r}/baseline", base, None)
                 if b.ok:
@@ -268,7 +278,7 @@ class Tune:
         for c in live:
             if c["name"] in done:
                 line.append(self.account(c, f"{at}/{stage}/r{r}/{c['name']}", done[c["name"]], b_s,
-                                         stated[c["name"]], fitted))
+                                         stated[c["name"]], fitted[c["name"]]))
         keys = [f"{at}/{stage}/r{r}/{n}" for n in ["baseline", *(c["name"] for c in live)]]
         loads = [self.rec.runs[k]["load"] for k in keys if k in self.rec.runs and "load" in self.rec.runs[k]]
         self.echo(" | ".join(line) + (f" (load {max(loads):.2f})" if loads else "")
@@ -297,7 +307,7 @@ class Tune:
                "raw_error": calibrate.error(raw, o.seconds), "calibrated": fitted}
         c["runs"].append(run)
         self.predictions.append(run)
-        self.cal.learn(o.seconds, b_s, ratio)
+        self.cal(c["name"]).learn(o.seconds, b_s, ratio)
         said = f"predicted {cal:.3f} x baseline = {pred:.3f} s, " if pred is not None else ""
         return f"{c['name']} {said}measured {o.seconds:.3f} s"
 

@@ -27,8 +27,8 @@ pytestmark = pytest.mark.timeout(300)
 BATCH = 8
 
 
-def _hints(tmp: Path, program: str, entry: str, pes: int = 2) -> Path:
-    streams = [{"src_pe": s, "dst_pe": 1 - s, "entry": entry, "msgs": 100, "batch": BATCH} for s in (0, 1)]
+def _hints(tmp: Path, program: str, entry: str, pes: int = 2, batch: int = BATCH) -> Path:
+    streams = [{"src_pe": s, "dst_pe": 1 - s, "entry": entry, "msgs": 100, "batch": batch} for s in (0, 1)]
     doc = make_hint("comm", {"combine": streams, "threshold": {"min_msgs": 64, "max_bytes": 4096, "batch": BATCH}},
                     provenance=provenance(trace_fingerprint="test", program=program, pes=pes, source="charm4py"),
                     justified_by=[])
@@ -68,6 +68,24 @@ def test_particles_combined_same_result_and_order(tmp_path):
     c = _combined(tmp_path / "t", "arrive")
     _check_combined(c)
     assert c["batches"] * 2 < c["sent"]  # many leavers per step per PE pair: batches mostly full
+
+
+def test_particles_with_the_batch_the_generator_proposes(tmp_path):
+    """particles' `arrive` messages are 88 B at most: the generator proposes batches of 372. A batch
+    leaves when full or when the scheduler callback that filled it ends (one `step` broadcast runs
+    all of a PE's cells): fewer batches than `step` executions, same result and order."""
+    from hints.generators.comm import batch_for
+
+    grid, steps = 6, 4
+    proc = trace_charm(tmp_path / "t", ROOT / "examples" / "particles.py", "--particles", "600", "--steps", str(steps),
+                       "--grid", str(grid), str(grid), "--check", hints=_hints(tmp_path, "particles", "arrive",
+                                                                                   batch=batch_for(88)))
+    require_ok(proc)
+    assert "check=ok" in proc.stdout and "out_of_order=0" in proc.stdout
+    c = _combined(tmp_path / "t", "arrive")
+    assert c["sent"] > 0 and c["ran"] == c["sent"] and c["reordered"] == 0
+    (execs,), = rows(events(tmp_path / "t"), "SELECT count(*) FROM ev WHERE kind='exec' AND name='step'")
+    assert execs == grid * grid * steps and c["batches"] < execs < c["sent"]
 
 
 def test_stencil2d_combined_direct_copy_halos(tmp_path):

@@ -7,6 +7,7 @@ retried once, then the run stops with one line; a cluster without workers never 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -22,7 +23,7 @@ from paradise.engines.dask_engine import DaskEngine
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.engines.memory import parse_size
 from paradise.errors import EngineUnavailable, InvalidOption, OutOfMemory
-from paradise.events import execgraph
+from paradise.events import critpath, execgraph, graphread
 from paradise.store import open_trace
 from paradise.synth import synth
 from paradise.synth.charm import PATTERNS
@@ -114,14 +115,66 @@ def test_event_tables_live_on_a_worker(traces, scheduler):
         assert eng.sql(q).to_pylist() == want and want[0]["n"] > 0
         workers = eng.client.run(os.getpid)
         assert eng._events.worker in workers and workers[eng._events.worker] != os.getpid()
-        streamed = pa.Table.from_batches(list(eng.batches("events_exec_summary", batch_rows=1)))
-        assert streamed.to_pylist() == eng.query("events_exec_summary").to_pylist()
+        streamed = pa.Table.from_batches(list(eng.batches("whatif_replay_graph", batch_rows=7)))
+        assert streamed.to_pylist() == eng.query("whatif_replay_graph").to_pylist()
+
+
+def test_exec_graph_readers_run_as_tasks_and_merge_to_the_embedded_figures(traces, scheduler):
+    """The graph's readers run a bucket at a time as tasks on the workers; merged, they give the
+    embedded engine's one-bucket figures."""
+    trace = open_trace(traces["grid"])
+    with DuckDBEngine(trace) as duck:
+        want_info = execgraph.materialize(duck)
+        want = (graphread.merged(duck, want_info.parts, "events_waits").to_pylist(),
+                execgraph.fit_latency(duck, want_info), critpath.critical_path(duck, want_info))
+    with DaskEngine(trace, scheduler=scheduler) as eng:
+        info = execgraph.materialize(eng, buckets=3)
+        per_bucket = graphread.read(eng, info.parts, "events_exec_summary")
+        got = (graphread.merged(eng, info.parts, "events_waits").to_pylist(), execgraph.fit_latency(eng, info),
+               critpath.critical_path(eng, info))
+        assert eng._events is None  # built and read by tasks: no worker holds event tables
+    assert len(info.parts) == len(per_bucket) == 3
+    assert sum(t.column("execs")[0].as_py() for t in per_bucket) == want_info.execs
+    assert dataclasses.replace(info, parts=()) == want_info
+    assert got == want and want[2].lo
+
+
+def test_object_steps_from_the_workers_parts_equal_the_embedded_ones(traces, scheduler):
+    import numpy as np
+
+    from paradise.events.objloads import object_steps
+
+    trace = open_trace(traces["grid"])
+    with DuckDBEngine(trace) as duck:
+        want = object_steps(duck)
+    with DaskEngine(trace, scheduler=scheduler, files_per_task=1) as eng:
+        got = object_steps(eng)
+        assert eng._events is None  # no worker holds event tables for them
+    assert len(want.objects) > 0 and want.stepped == got.stepped
+    assert np.array_equal(got.steps, want.steps) and np.array_equal(got.matrix, want.matrix, equal_nan=True)
+    assert got.objects.equals(want.objects)
+
+
+def test_message_edges_in_buckets_on_the_workers_equal_the_embedded_query(traces, scheduler):
+    from paradise.events.msgedges import message_edges
+
+    for name in ("grid", "tree", "all-to-all"):
+        trace = open_trace(traces[name])
+        with DuckDBEngine(trace) as duck:
+            want = message_edges(duck)  # the whole query in the embedded engine
+        with DaskEngine(trace, scheduler=scheduler, files_per_task=1) as eng:
+            got = message_edges(eng)
+            assert eng._events is None  # no worker holds event tables for them
+        assert len(want) > 0 and got.schema == want.schema
+        key = [(c, "ascending") for c in want.column_names]
+        assert got.sort_by(key).to_pylist() == want.sort_by(key).to_pylist(), name
 
 
 def test_losing_the_event_tables_worker_is_one_line(traces, scheduler):
     trace = open_trace(traces["grid"])
     with DaskEngine(trace, scheduler=scheduler) as eng:
         execgraph.materialize(eng)
+        assert eng.sql("SELECT count(*) AS n FROM exec_graph").column("n")[0].as_py() > 0  # starts the event tables
         pid = eng.client.run(os.getpid)[eng._events.worker]
         os.kill(pid, signal.SIGKILL)  # the worker process holding the event tables
         with pytest.raises(EngineUnavailable) as err:

@@ -110,7 +110,8 @@ def test_sizes_and_small_message_hint(tmp_path):
     assert small.value == 2
     (doc,) = r.hints
     assert {(c["src_pe"], c["dst_pe"], c["msgs"]) for c in doc["combine"]} == {(0, 1, 160), (1, 0, 160)}
-    assert doc["predicted_gain"]["msgs_after"] == 2 * 20  # batches of 8
+    # 32 KiB of 100-byte messages per batch: 327, so each stream's 160 messages leave in one batch
+    assert {c["batch"] for c in doc["combine"]} == {32 * 1024 // 100} and doc["predicted_gain"]["msgs_after"] == 2
     assert doc["justified_by"][0]["characteristic"] == "many_small_messages"
     path = write_hint(tmp_path / "hints", doc)
     back = load_hint(path, "comm", program=trace.program, pes=2)
@@ -129,7 +130,12 @@ def test_combine_candidates_threshold():
                {"src_pe": 1, "dst_pe": 1, "entry": "a", "msgs": 1000, "bytes": 1000, "max_bytes": 1},
                {"src_pe": 1, "dst_pe": 0, "entry": "a", "msgs": 10, "bytes": 10, "max_bytes": 1}]
     (c,) = comm_gen.combine_candidates(streams)
-    assert (c["entry"], c["msgs"], c["batch"]) == ("a", 100, comm_gen.BATCH)
+    assert (c["entry"], c["msgs"], c["batch"]) == ("a", 100, comm_gen.BATCH_MAX)  # 32 KiB / 10 B, capped
+
+
+@pytest.mark.parametrize(("max_bytes", "batch"), [(88, 372), (4096, 8), (10**4, 8), (1, 1024), (0, 8), (None, 8)])
+def test_batch_holds_32_kib_of_the_streams_largest_messages(max_bytes, batch):
+    assert comm_gen.batch_for(max_bytes) == batch
 
 
 def test_schema_documents_payload():

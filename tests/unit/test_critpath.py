@@ -10,7 +10,8 @@ import pytest
 
 from paradise.analyses.session import Session
 from paradise.engines.duckdb_engine import DuckDBEngine
-from paradise.events import execgraph
+from paradise.events import execgraph, graphread
+from paradise.events.critpath import critical_path
 from paradise.store import open_trace
 from paradise.whatif.model import exec_graph
 from tests.oracles import exec_graph as oracle
@@ -18,12 +19,12 @@ from tests.unit.graph_programs import PROGS, program_trace
 
 
 @pytest.mark.parametrize("name", [*PROGS, "charm_like_parts"])
-def test_hop_walk_is_the_full_walk(tmp_path, name):
+@pytest.mark.parametrize("buckets", [None, 3])
+def test_hop_walk_is_the_full_walk(tmp_path, name, buckets):
     trace = program_trace(tmp_path, name)
     with DuckDBEngine(trace) as eng:
-        s = Session(eng, trace)
-        info = s.get("exec_graph")
-        cp = s.get("critical_path")
+        info = execgraph.materialize(eng, buckets=buckets)
+        cp = critical_path(eng, info)
         g = exec_graph(eng.query("whatif_replay_graph"))
     want = oracle.critical_path(g)
     got = np.concatenate([np.arange(lo, hi + 1) for lo, hi in zip(cp.lo, cp.hi)])
@@ -35,12 +36,15 @@ def test_hop_walk_is_the_full_walk(tmp_path, name):
     assert int((pes[1:] != pes[:-1]).sum()) <= cp.message_hops
 
 
+@pytest.mark.parametrize("buckets", [None, 3])
 @pytest.mark.parametrize("name", [*PROGS, "charm_like_parts"])
-def test_latency_fit_in_sql_is_the_numpy_fit(tmp_path, name):
+def test_latency_fit_in_sql_is_the_numpy_fit(tmp_path, name, buckets):
+    # one bucket (the engine's table) or three (Parquet files, counts per value and moments merged)
     trace = program_trace(tmp_path, name)
     with DuckDBEngine(trace) as eng:
-        info = execgraph.materialize(eng)
-        got = execgraph.fit_latency(eng, info.execs)
+        info = execgraph.materialize(eng, buckets=buckets)
+        assert len(info.parts) == (buckets if buckets else 0)
+        got = execgraph.fit_latency(eng, info)
         want = oracle.fit_latency(exec_graph(eng.query("whatif_replay_graph")))
     for field in ("a_ns", "ns_per_byte", "local_ns", "overhead_ns", "overhead_mean_ns"):
         assert math.isclose(getattr(got, field), getattr(want, field), rel_tol=1e-9, abs_tol=1e-6), field
@@ -49,23 +53,29 @@ def test_latency_fit_in_sql_is_the_numpy_fit(tmp_path, name):
 
 @pytest.mark.parametrize("name", ["ping_filler", "master_worker", "grid_periodic"])
 def test_latency_fit_above_the_exact_quantile_limit_is_close(tmp_path, monkeypatch, name):
-    # above EXACT_QUANTILE_MAX_EXECS the quantiles are t-digest estimates (bounded memory): on these
-    # small graphs they are the exact quantiles' within a few percent of the delays' range
+    # above EXACT_QUANTILE_MAX_EXECS the samples of a bucket with more than EXACT_VALUES_MAX distinct
+    # values are rounded to ROUND_BITS significant bits (few distinct values to merge): each
+    # quantile is the exact one's within a relative 2^-ROUND_BITS
     trace = program_trace(tmp_path, name)
     with DuckDBEngine(trace) as eng:
-        info = execgraph.materialize(eng)
-        exact = eng.query("events_latency_fit", exact=True).to_pylist()[0]
-        approx = eng.query("events_latency_fit", exact=False).to_pylist()[0]
+        info = execgraph.materialize(eng, buckets=2)
+        exact = execgraph.latency_samples(eng, info)
         monkeypatch.setattr(execgraph, "EXACT_QUANTILE_MAX_EXECS", 0)
-        fitted = execgraph.fit_latency(eng, info.execs)
-        span = eng.sql("SELECT max(t0 - send_t0) - min(t0 - send_t0) AS s FROM exec_graph "
-                       "WHERE src_id IS NOT NULL").column("s")[0].as_py()
+        monkeypatch.setattr(graphread, "ROUND_BITS", 3)  # coarse: these small delays do get rounded
+        monkeypatch.setattr(graphread, "EXACT_VALUES_MAX", 0)  # in every bucket
+        assert execgraph.latency_samples(eng, info) != exact
+        monkeypatch.setattr(graphread, "EXACT_VALUES_MAX", 10**6)  # few distinct values: exact still
+        assert execgraph.latency_samples(eng, info) == exact
+        monkeypatch.setattr(graphread, "EXACT_VALUES_MAX", 0)
+        approx = execgraph.latency_samples(eng, info)
+        fitted = execgraph.fit_latency(eng, info)
     quantiles = ("any_cross_q10_ns", "cross_q90_ns", "local_median_ns", "kept_median_ns", "busy_gap_median_ns")
     assert any(exact[k] is not None for k in quantiles)
+    assert any(exact[k] != approx[k] for k in quantiles)  # the rounding is in effect
     for k in quantiles:
         assert (exact[k] is None) == (approx[k] is None), k
         if exact[k] is not None:
-            assert abs(approx[k] - exact[k]) <= 0.05 * max(span, 1), (k, exact[k], approx[k])
+            assert abs(approx[k] - exact[k]) <= 2 ** -3 * abs(exact[k]) + 1e-9, (k, exact[k], approx[k])
     for k in ("cross_n", "any_cross_n", "busy_gap_mean_ns"):  # not quantiles: the same either way
         assert exact[k] == approx[k], k
     assert fitted.samples == max(exact["cross_n"], exact["any_cross_n"])

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from builders import charm_like, torch_like
 
+from paradise.engines import load_sql
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.engines.merge import merge_text, parse_merge_rule
 from paradise.events import execgraph
@@ -64,9 +65,20 @@ def test_every_sql_file_is_used_by_a_module(path):
     assert users, f"{path.name}: no module under paradise/ or hints/ queries {path.stem!r}; delete it or use it"
 
 
+def _graph_part(eng) -> None:
+    """The exec graph, and the view its reader steps read (one bucket: the whole graph)."""
+    execgraph.materialize(eng)
+    eng.execute(f"CREATE OR REPLACE VIEW graph_part AS SELECT * FROM {execgraph.TABLE}")
+
+
 EVENT_TABLES = {
     "exec_graph": execgraph.materialize,
-    "object_steps": lambda eng: eng.materialize("object_steps", "events_object_steps"),
+    "graph_part": _graph_part,
+    "object_step_parts": lambda eng: eng.execute("CREATE OR REPLACE VIEW object_step_parts AS "
+                                                 + load_sql("events_object_step_parts")),
+    "object_steps": lambda eng: (eng.execute("CREATE OR REPLACE VIEW object_step_parts AS "
+                                             + load_sql("events_object_step_parts")),
+                                 eng.materialize("object_steps", "events_object_steps")),
 }
 """The event layer's engine tables, and what builds each."""
 

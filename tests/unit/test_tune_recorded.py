@@ -121,3 +121,98 @@ def test_calibrated_error_is_measured_against_the_rounds_own_baseline(tmp_path, 
         assert statistics.median(paired) <= 0.10  # issue 27's goal: 10 % quiet, 20 % loaded
     elif load < 5:
         assert statistics.median(paired) <= 0.20
+
+
+# particles, run 5 of bench/tune_examples.py in docs/benchmarks.md (load 4.1-4.5): two candidates in one
+# trial, each with the replay ratio what-if stated and its times per round
+PARTICLES_RUN5 = {"baseline": [0.304, 0.312, 0.460, 0.347, 0.296],
+                  "mapping": (0.963, [0.348, 0.329, 0.363, 0.374, 0.396]),
+                  "comm": (0.848, [0.284, 0.287, 0.273, 0.282, 0.278])}
+PRINTED_SHARED_K = 0.203
+"""The per-run error after calibration that run 5 printed, with one k for both kinds."""
+
+
+class ReplayTwo(Replay):
+    def __init__(self, base: list[float], hinted: dict[str, list[float]]) -> None:
+        self.times = {f"it1/alone/r{r}/{n}": t for n, ts in (("baseline", base), *hinted.items())
+                      for r, t in enumerate(ts, 1)}
+        self.times["it1/traced"] = base[0]
+
+    def run(self, key, hints, trace, timeout_s=None):
+        t = self.times[key]
+        return Outcome(True, t, t, "check=ok")
+
+
+class TwoKinds:
+    """Proposes mapping and comm; what-if states each kind's recorded replay ratio."""
+
+    def __init__(self, ratios: dict[str, float]) -> None:
+        self.ratios = ratios
+
+    def propose(self, trace: Path, out: Path):
+        out.mkdir(parents=True, exist_ok=True)
+        for kind in self.ratios:
+            (out / f"{kind}.json").write_text("{}")
+        return {"candidates": {k: {"file": f"{k}.json", "summary": k} for k in self.ratios}, "information": {}}
+
+    def predict(self, trace, hints):
+        (kind,) = [k for k in self.ratios if (Path(hints) / f"{k}.json").exists()]
+        return {"ratio": self.ratios[kind]}
+
+
+def shared_k_errors(base: list[float], runs: dict[str, tuple[float, list[float]]]) -> list[float]:
+    """The old calibration: one k, learnt from every candidate's runs of the earlier rounds."""
+    out, ks = [], []
+    for r, b in enumerate(base):
+        k = statistics.median(ks) if ks else None
+        for ratio, hinted in runs.values():
+            if k is not None:
+                out.append(abs(b * (1 - k * (1 - ratio)) - hinted[r]) / hinted[r])
+        ks += [(1 - hinted[r] / b) / (1 - ratio) for ratio, hinted in runs.values()]
+    return out
+
+
+def test_particles_calibration_learns_per_kind(tmp_path):
+    base = PARTICLES_RUN5["baseline"]
+    runs = {k: PARTICLES_RUN5[k] for k in ("mapping", "comm")}
+    settings = Settings(rounds=5, iterations=1, confidence=0.99)
+    data = Tune(tmp_path, ReplayTwo(base, {k: v[1] for k, v in runs.items()}),
+                TwoKinds({k: v[0] for k, v in runs.items()}), settings,
+                Record.open(tmp_path, {"replay": "particles-run5"}), echo=lambda s: None).run()
+    own = [e for ratio, hinted in runs.values() for e in errors(base, hinted, ratio, lambda r: base[r])]
+    shared = shared_k_errors(base, runs)
+    w = data["whatif"]
+    assert w["calibrated_runs"] == 8 and w["median_abs_error_calibrated"] == pytest.approx(statistics.median(own))
+    assert statistics.median(shared) == pytest.approx(PRINTED_SHARED_K, abs=1e-3)  # what run 5 printed
+    assert statistics.median(own) <= 0.20 < statistics.median(shared)  # issue 27's loaded goal, met per kind
+    # comm's second round: mapping's first run (1.145x against a replayed 0.963) no longer makes comm 1.26x
+    comm = next(c for t in data["iterations"][0]["trials"] for c in t["candidates"] if c["name"] == "comm")
+    assert comm["runs"][1]["predicted_s"] < base[1]
+
+
+# particles' comm.json at load 7 (run 4, batches of 8) and at load 9.7-11.6 (run 6, batches of 372):
+# (replay ratio, baseline times per round, comm times per round)
+PARTICLES_LOADED = {"run4": (0.747, [11.669, 5.404, 3.414, 2.157, 1.837], [5.710, 1.591, 1.379, 1.626, 1.640]),
+                    "run6": (0.739, [0.336, 1.762, 0.870, 6.401, 13.481], [0.291, 0.896, 0.683, 1.496, 3.380])}
+PRINTED_LOADED = {"run4": 0.482, "run6": 1.141}
+"""Per-run error after calibration the two tunes printed (docs/benchmarks.md)."""
+
+
+def hindsight_error(base: list[float], hinted: list[float]) -> float:
+    """The smallest median |c x baseline - hinted| / hinted any one ratio c achieves on rounds 2..,
+    c chosen knowing every measurement: a floor under every calibration of a per-trial ratio."""
+    ratios = [h / b for b, h in zip(base[1:], hinted[1:])]
+    grid = np.linspace(min(ratios), max(ratios), 2001)
+    return min(statistics.median(abs(c / r - 1) for r in ratios) for c in grid)
+
+
+@pytest.mark.parametrize("name", ["run4", "run6"])
+def test_particles_per_run_error_above_7_load_is_beyond_any_one_ratio(name):
+    """Combining's gain grows with the load of the moment (fewer wire messages to wait for), so at
+    load 7-12 the rounds' ratios spread 0.23-0.89 and even the best ratio chosen in hindsight misses
+    the runs by more than the 20 % goal: per run, the calibration cannot meet it there."""
+    ratio, base, hinted = PARTICLES_LOADED[name]
+    assert all(h < b for b, h in zip(base, hinted))  # combining won every round
+    assert hindsight_error(base, hinted) > 0.20
+    calibrated = statistics.median(errors(base, hinted, ratio, lambda r: base[r]))
+    assert calibrated == pytest.approx(PRINTED_LOADED[name], abs=1e-3) and calibrated >= hindsight_error(base, hinted)

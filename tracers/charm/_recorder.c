@@ -34,6 +34,7 @@ typedef struct {
     Py_ssize_t n, cap;     /* rows used, rows allocated */
     long long origin, pe;
     long long depth, last; /* nested dispatches; time of the last return to the scheduler */
+    long long exec_t0;     /* start of the execution the exec hook runs now (its record holds None) */
     long long end_t;       /* end of the last execution recorded (exec row) ... */
     Py_ssize_t end_n;      /* ... and the row count just after it; -1: none in this dispatch yet */
     long long seq, msg_base; /* message ids: msg_base + per-PE sequence */
@@ -291,6 +292,7 @@ static PyMemberDef R_members[] = {
     {"depth", T_LONGLONG, offsetof(Recorder, depth), 0, "nested scheduler dispatches now"},
     {"last", T_LONGLONG, offsetof(Recorder, last), 0, "time of the last return to the scheduler"},
     {"seq", T_LONGLONG, offsetof(Recorder, seq), 0, "messages tagged so far"},
+    {"exec_t0", T_LONGLONG, offsetof(Recorder, exec_t0), 0, "start of the execution the exec hook runs now"},
     {"msg_base", T_LONGLONG, offsetof(Recorder, msg_base), 0, "msg id of this PE's message 0"},
     {"flush_rows", T_PYSSIZET, offsetof(Recorder, flush_rows), 0, "rows that make on_full run"},
     {"on_full", T_OBJECT, offsetof(Recorder, on_full), 0, "callable run at a return to the scheduler when full"},
@@ -448,7 +450,7 @@ static PyTypeObject PendType = {
  * hands every case it does not handle (first message of an object, special or coroutine entry
  * methods, names not cached yet) to that Python hook, so both write the same rows. */
 
-#define ID_SLOTS 64 /* direct-mapped caches keyed by object identity (a program has a few dozen entry methods) */
+#define ID_SLOTS 256 /* direct-mapped caches keyed by object identity (entry methods, arrays, a PE's chares) */
 
 /* Values of objects that never change them (entry methods' name codes, codes of ep and aid ints), by
  * identity; the keys are held, so no other object can take a cached key's address. */
@@ -507,12 +509,82 @@ typedef struct {
     PyObject *spare;   /* exec: the last execution record, reused when nothing else holds it */
     IdCache em_names; /* exec: name codes (em._pt[0]) of the entry methods on the fast path */
     IdCache colls, names; /* array_send: acodes and epcodes as looked up so far */
+    IdCache em_mnames; /* exec: method names (em.name) of the entry methods run by em_run */
+    IdCache idents;    /* exec: chare -> its identity record (obj._pt_id); forget() drops one that leaves */
+    PyObject *run_globals; /* exec: the globals of charm4py 1.1's EntryMethod._run (em_run does its work), or NULL */
+    PyObject *em_failed;   /* exec: hooks.em_failed, _run's except clauses */
+    PyObject *em_block;    /* exec: hooks.em_block, _run's reply to a blocking call */
     long long bcast, combined, index_bits;
 } Hook;
 
 enum { H_EXEC, H_PACK, H_ASEND };
 enum { HEADER_MSG_KEY = 0, HEADER_CREATE_KEY = 1 }; /* rowbuf.MSG_KEY, CREATE_KEY: header keys of msg id, creation */
 static PyObject *s_pt_key, *s_pc_key, *s_dcopy_key, *s_pt_attr, *s_ptid_attr, *s_pending_create, *s_zero;
+static PyObject *s_charm, *s_last_em_exec, *s_name, *s_ret_fut, *s_block_key;
+
+#define EM_MAX_ARGS 16
+/* EntryMethod._run(em, obj, header, args, ret_fut=False) of charm4py 1.1 (entry_method.py) in
+ * compiled code: `charm.last_em_exec = em`, the method called with the args, the except clauses
+ * (hooks.em_failed) and a blocking call's reply (hooks.em_block) as there. What it does not take
+ * (ret_fut true, other keywords, many args) goes to the original. */
+static PyObject *em_run(Hook *h, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    PyObject *em = args[0], *obj = args[1], *header = args[2], *margs = args[3], *ret_fut = NULL;
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    if (nargs == 5 && nkw == 0) ret_fut = args[4];
+    else if (nargs == 4 && nkw == 1 && PyTuple_GET_ITEM(kwnames, 0) == s_ret_fut) ret_fut = args[4];
+    else if (!(nargs == 4 && nkw == 0)) goto orig;
+    if (ret_fut != NULL && ret_fut != Py_False) {
+        int t = PyObject_IsTrue(ret_fut);
+        if (t < 0) return NULL;
+        if (t) goto orig;
+    }
+    Py_ssize_t n;
+    PyObject *const *items;
+    if (PyTuple_CheckExact(margs)) { n = PyTuple_GET_SIZE(margs); items = &PyTuple_GET_ITEM(margs, 0); }
+    else if (PyList_CheckExact(margs)) { n = PyList_GET_SIZE(margs); items = PySequence_Fast_ITEMS(margs); }
+    else goto orig;
+    if (n >= EM_MAX_ARGS || !PyDict_Check(header)) goto orig;
+    PyObject *mname = id_get(&h->em_mnames, em);
+    if (mname == NULL) {
+        mname = PyObject_GetAttr(em, s_name);
+        if (mname == NULL) return NULL;
+        if (!PyUnicode_CheckExact(mname)) { Py_DECREF(mname); goto orig; }
+        id_put(&h->em_mnames, em, mname);
+        Py_DECREF(mname);
+    }
+    PyObject *charm = PyDict_GetItemWithError(h->run_globals, s_charm); /* borrowed */
+    if (charm == NULL) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_NameError, "name 'charm' is not defined");
+        return NULL;
+    }
+    if (PyObject_SetAttr(charm, s_last_em_exec, em) < 0) return NULL;
+    PyObject *stack[EM_MAX_ARGS + 1];
+    stack[0] = obj;
+    for (Py_ssize_t i = 0; i < n; i++) stack[i + 1] = items[i]; /* the list is not touched before the call */
+    PyObject *ret = PyObject_VectorcallMethod(mname, stack, n + 1, NULL);
+    if (ret == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception) && !PyErr_ExceptionMatches(PyExc_SystemExit)) return NULL;
+        PyObject *et, *ev, *etb;
+        PyErr_Fetch(&et, &ev, &etb);
+        PyErr_NormalizeException(&et, &ev, &etb);
+        if (etb != NULL) PyException_SetTraceback(ev, etb);
+        Py_XDECREF(et);
+        Py_XDECREF(etb);
+        PyObject *r = PyObject_CallFunctionObjArgs(h->em_failed, charm, obj, header, ev, NULL);
+        Py_DECREF(ev);
+        return r;
+    }
+    int blocking = PyDict_Contains(header, s_block_key);
+    if (blocking == 0) {
+        Py_DECREF(ret);
+        Py_RETURN_NONE;
+    }
+    PyObject *r = blocking < 0 ? NULL : PyObject_CallFunctionObjArgs(h->em_block, charm, obj, header, ret, NULL);
+    Py_DECREF(ret);
+    return r;
+orig:
+    return PyObject_Vectorcall(h->orig, args, nargs, kwnames);
+}
 
 static inline PyObject *ll_obj(long long v) { return PyLong_FromLongLong(v); }
 
@@ -557,12 +629,19 @@ static PyObject *hook_exec(Hook *h, PyObject *const *args, size_t nargsf, PyObje
         Py_DECREF(pt);
         id_put(&h->em_names, em, name);
     }
-    PyObject *ident = PyObject_GetAttr(obj, s_ptid_attr);
-    if (ident == NULL) {
-        Py_DECREF(name);
-        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
-        PyErr_Clear();
-        return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
+    /* obj._pt_id: set once per chare (hooks.run), dropped when it migrates away (forget) */
+    PyObject *ident = id_get(&h->idents, obj);
+    if (ident != NULL)
+        Py_INCREF(ident);
+    else {
+        ident = PyObject_GetAttr(obj, s_ptid_attr);
+        if (ident == NULL) {
+            Py_DECREF(name);
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
+            PyErr_Clear();
+            return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
+        }
+        id_put(&h->idents, obj, ident);
     }
     PyObject *mid = NULL;
     if (PyDict_Check(header) && PyDict_GET_SIZE(header)) mid = PyDict_GetItemWithError(header, s_pt_key);
@@ -579,24 +658,24 @@ static PyObject *hook_exec(Hook *h, PyObject *const *args, size_t nargsf, PyObje
     }
     Py_INCREF(parent);
     t0 = now_ns();
-    PyObject *rec = h->spare, *t0o = ll_obj(t0);
+    /* rec[0] and rec[4] (the start) hold None, the start itself is in the recorder (exec_t0): no int
+     * object per execution; hooks.pause puts it in the record if the execution is ever paused */
+    PyObject *rec = h->spare;
     h->spare = NULL;
     if (rec == NULL) rec = PyList_New(7);
-    if (rec == NULL || t0o == NULL) {
-        Py_XDECREF(rec);
-        Py_XDECREF(t0o);
-        goto fail1;
-    }
-    PyObject *items[7] = {t0o, s_zero, parent, ident, t0o, name, mid != NULL ? mid : s_null};
-    for (int i = 1; i < 7; i++) Py_INCREF(items[i]); /* t0o: one reference of its own, one more below */
+    if (rec == NULL) goto fail1;
+    h->rec->exec_t0 = t0;
+    PyObject *items[7] = {Py_None, s_zero, parent, ident, Py_None, name, mid != NULL ? mid : s_null};
     for (int i = 0; i < 7; i++) {
         PyObject *old = PyList_GET_ITEM(rec, i);
+        Py_INCREF(items[i]);
         PyList_SET_ITEM(rec, i, items[i]);
         Py_XDECREF(old);
     }
     Py_INCREF(rec);
     PyList_SetItem(cur, 0, rec);
-    PyObject *res = PyObject_Vectorcall(h->orig, args, nargs, kwnames);
+    PyObject *res = h->run_globals != NULL ? em_run(h, args, nargs, kwnames)
+                                           : PyObject_Vectorcall(h->orig, args, nargs, kwnames);
     t1 = now_ns();
     PyObject *et, *ev, *etb;
     PyErr_Fetch(&et, &ev, &etb);
@@ -605,11 +684,15 @@ static PyObject *hook_exec(Hook *h, PyObject *const *args, size_t nargsf, PyObje
     int bad = 0;
     long long r0 = t0, r1 = 0;
     /* rec[0], rec[1] change only when the execution was paused (greenlet switch, nested execution) */
-    if (PyList_GET_SIZE(rec) == 7 && PyList_GET_ITEM(rec, 0) == t0o && PyList_GET_ITEM(rec, 1) == s_zero)
-        ;
-    else if (list_get_ll(rec, 0, &r0) < 0 || list_get_ll(rec, 1, &r1) < 0)
+    PyObject *first = PyList_GET_SIZE(rec) > 1 ? PyList_GET_ITEM(rec, 0) : NULL;
+    if (first == Py_None && PyList_GET_ITEM(rec, 1) == s_zero)
+        ; /* ran in one piece */
+    else if (first == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "execution record changed while it ran");
         bad = 1;
-    else if (PyList_GET_ITEM(rec, 0) != t0o) { /* it was paused: its last piece, [last resume, t1] */
+    } else if (list_get_ll(rec, 0, &r0) < 0 || list_get_ll(rec, 1, &r1) < 0)
+        bad = 1;
+    else { /* it was paused: its last piece, [last resume, t1] */
         int64_t *row = next_row(h->rec);
         if (row == NULL) bad = 1;
         else {
@@ -838,15 +921,20 @@ fail:
 
 static PyObject *H_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     static char *kw[] = {"kind", "orig", "slow", "recorder", "cur", "pend", "mute", "state", "acodes", "epcodes",
-                         "no_object", "bcast", "combined", "index_bits", NULL};
+                         "no_object", "bcast", "combined", "index_bits", "run_globals", "em_failed", "em_block",
+                         NULL};
     const char *kind;
     PyObject *orig, *slow, *rec, *cur, *pend, *mute, *state, *acodes, *epcodes, *no_object;
+    PyObject *run_globals = Py_None, *em_failed = Py_None, *em_block = Py_None;
     long long bcast, combined, index_bits;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOOO!O!O!O!OO!O!O!LLL", kw, &kind, &orig, &slow, &RecorderType,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOOO!O!O!O!OO!O!O!LLL|OOO", kw, &kind, &orig, &slow, &RecorderType,
                                      &rec, &PyList_Type, &cur, &PyList_Type, &pend, &PyList_Type, &mute, &state,
                                      &PyDict_Type, &acodes, &PyDict_Type, &epcodes, &PyList_Type, &no_object,
-                                     &bcast, &combined, &index_bits))
+                                     &bcast, &combined, &index_bits, &run_globals, &em_failed, &em_block))
         return NULL;
+    if (run_globals != Py_None && (!PyDict_Check(run_globals) || !PyCallable_Check(em_failed) ||
+                                   !PyCallable_Check(em_block)))
+        return PyErr_Format(PyExc_TypeError, "run_globals must be a dict, em_failed and em_block callables");
     int k;
     vectorcallfunc fn;
     if (strcmp(kind, "exec") == 0) { k = H_EXEC; fn = (vectorcallfunc)hook_exec; }
@@ -876,6 +964,14 @@ static PyObject *H_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
         *slots[i] = vals[i];
     }
     Py_DECREF(state_dict);
+    if (run_globals != Py_None) {
+        Py_INCREF(run_globals);
+        Py_INCREF(em_failed);
+        Py_INCREF(em_block);
+        h->run_globals = run_globals;
+        h->em_failed = em_failed;
+        h->em_block = em_block;
+    }
     h->bcast = bcast;
     h->combined = combined;
     h->index_bits = index_bits;
@@ -894,7 +990,12 @@ static int H_traverse(Hook *h, visitproc visit, void *arg) {
     Py_VISIT(h->epcodes);
     Py_VISIT(h->no_object);
     Py_VISIT(h->spare);
+    Py_VISIT(h->run_globals);
+    Py_VISIT(h->em_failed);
+    Py_VISIT(h->em_block);
     int err = id_traverse(&h->em_names, visit, arg);
+    if (!err) err = id_traverse(&h->em_mnames, visit, arg);
+    if (!err) err = id_traverse(&h->idents, visit, arg);
     if (!err) err = id_traverse(&h->colls, visit, arg);
     return err ? err : id_traverse(&h->names, visit, arg);
 }
@@ -911,7 +1012,12 @@ static int H_clear(Hook *h) {
     Py_CLEAR(h->epcodes);
     Py_CLEAR(h->no_object);
     Py_CLEAR(h->spare);
+    Py_CLEAR(h->run_globals);
+    Py_CLEAR(h->em_failed);
+    Py_CLEAR(h->em_block);
     id_clear(&h->em_names);
+    id_clear(&h->em_mnames);
+    id_clear(&h->idents);
     id_clear(&h->colls);
     id_clear(&h->names);
     return 0;
@@ -932,6 +1038,19 @@ static PyObject *H_get(PyObject *self, PyObject *obj, PyObject *type) {
     return PyMethod_New(self, obj);
 }
 
+/* forget(obj): drops what the hook cached about a chare (it leaves this PE, or its identity changes). */
+static PyObject *H_forget(Hook *h, PyObject *obj) {
+    size_t s = id_slot(obj);
+    if (h->idents.key[s] == obj) {
+        Py_CLEAR(h->idents.key[s]);
+        Py_CLEAR(h->idents.val[s]);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef H_methods[] = {
+    {"forget", (PyCFunction)H_forget, METH_O, "forget(obj): drops what the hook cached about a chare"}, {NULL}};
+
 static PyMemberDef H_members[] = {
     {"orig", T_OBJECT, offsetof(Hook, orig), READONLY, "the wrapped callable"},
     {"slow", T_OBJECT, offsetof(Hook, slow), READONLY, "the Python hook of the cases not handled here"},
@@ -949,6 +1068,7 @@ static PyTypeObject HookType = {
     .tp_call = PyVectorcall_Call,
     .tp_vectorcall_offset = offsetof(Hook, vectorcall),
     .tp_descr_get = H_get,
+    .tp_methods = H_methods,
     .tp_members = H_members,
 };
 
@@ -987,7 +1107,10 @@ PyMODINIT_FUNC PyInit__recorder(void) {
         !(s_dcopy_key = PyBytes_FromString("dcopy")) || !(s_pt_attr = PyUnicode_InternFromString("_pt")) ||
         !(s_ptid_attr = PyUnicode_InternFromString("_pt_id")) ||
         !(s_pending_create = PyUnicode_InternFromString("pending_create")) || !(s_zero = PyLong_FromLong(0)) ||
-        !(s_null = PyLong_FromLongLong(NUL)))
+        !(s_null = PyLong_FromLongLong(NUL)) || !(s_charm = PyUnicode_InternFromString("charm")) ||
+        !(s_last_em_exec = PyUnicode_InternFromString("last_em_exec")) ||
+        !(s_name = PyUnicode_InternFromString("name")) || !(s_ret_fut = PyUnicode_InternFromString("ret_fut")) ||
+        !(s_block_key = PyBytes_FromString("block")))
         return NULL;
     PyObject *m = PyModule_Create(&moduledef);
     if (m == NULL) return NULL;

@@ -63,6 +63,7 @@ class State:
         self.msg_base = 0
         self.main_coll = MAIN_COLL
         self.send_row: Any = None
+        self.exec_hook: Any = None  # EntryMethod._run as patched (the compiled hook: forget(obj) drops a chare)
         self.dispatch_state: list = [0, 0]
         self.hints_dir: str | None = None
 

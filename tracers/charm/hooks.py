@@ -15,7 +15,7 @@ from __future__ import annotations
 import greenlet
 
 from paradise.format import INDEX_BITS, pack_index
-from tracers.charm import identity
+from tracers.charm import emrun, identity
 from tracers.charm._state import MSG_PE_SHIFT, ST, clock
 from tracers.charm.identity import (
     CAT,
@@ -117,7 +117,7 @@ def install_exec_hooks(entry_method_mod) -> None:
             rexec(t0, t1, rec[1] + t1 - r0, mid, name, ident)  # the step may have changed meanwhile
 
     EM.__init__ = em_init
-    EM._run = _native_hook("exec", orig_run, run)
+    EM._run = ST.exec_hook = _native_hook("exec", orig_run, run, run_globals=emrun.replaces(orig_run))
 
 
 def _special(flag: int, obj, ident: list, mid: int, t: int) -> None:
@@ -272,15 +272,17 @@ def install_send_hooks(charm) -> None:
 
 
 def _native_hook(kind: str, orig, slow, acodes: dict | None = None, ep_codes: dict | None = None, bcast: int = 0,
-                 combined: int = 0):
+                 combined: int = 0, run_globals: dict | None = None):
     """The compiled fast path of a hook (_recorder.Hook) with the native recorder, which hands the
-    cases it does not handle to the Python hook `slow`; `slow` itself with the pure-Python recorder."""
+    cases it does not handle to the Python hook `slow`; `slow` itself with the pure-Python recorder.
+    `run_globals` (exec): the hook does the work of charm4py 1.1's `_run` itself (tracers.charm.emrun)."""
     if isinstance(ST.rec, PyRecorder):
         return slow
     from tracers.charm._recorder import Hook
 
     return Hook(kind, orig, slow, ST.rec, ST.cur, ST.pend, ST.mute, ST, {} if acodes is None else acodes,
-                {} if ep_codes is None else ep_codes, NO_OBJECT, bcast, combined, INDEX_BITS)
+                {} if ep_codes is None else ep_codes, NO_OBJECT, bcast, combined, INDEX_BITS, run_globals,
+                emrun.em_failed, emrun.em_block)
 
 
 def install_multicast_hook(charm) -> None:
@@ -313,12 +315,15 @@ def install_migration_hook(charm) -> None:
     """arrayElemLeave runs on the source PE before the element is pickled: note where it was."""
     orig = charm.arrayElemLeave
     ST.orig["arrayElemLeave"] = orig
+    forget = getattr(ST.exec_hook, "forget", None)
 
     def arrayElemLeave(aid, index):
         obj = charm.arrays[aid].get(index)
         if obj is not None:
             obj._pt_from = ST.pe
             ST.reg.carry(obj)
+            if forget is not None:  # the compiled exec hook's cache of the chare's identity
+                forget(obj)
         return orig(aid, index)
 
     charm.arrayElemLeave = arrayElemLeave
@@ -327,7 +332,9 @@ def install_migration_hook(charm) -> None:
 PIECE_END = 7
 """Field of the record of an execution that runs in pieces: when its last paused piece ended
 (None until it is first paused). An execution record is [start of its current piece (its start
-or last resume), active so far, parent record, identity, t0, name code, msg]; a coroutine /
+or last resume), active so far, parent record, identity, t0, name code, msg]; in a record of the
+compiled exec hook that was never paused, the start (fields 0 and 4) is None and the recorder holds
+it (exec_t0: no int object per execution), put into the record by `pause`; a coroutine /
 threaded entry method has PIECE_END from its start, any other execution gets it when it is first
 paused (`pause`: a nested execution starts, or a coroutine is resumed inside it). Plain
 executions that nothing runs inside never have it: they pay nothing."""
@@ -346,6 +353,8 @@ def pause(rec: list, now: int) -> None:
     intervals of a PE never overlap. The caller sets rec[0] when it resumes, so at its end
     `rec[0] is not t0` tells `run` that it ran in pieces. A coroutine paused for the first time
     becomes open (its rows are written at the close if it never ends)."""
+    if rec[0] is None:  # a record of the compiled exec hook, never paused: its start is in the recorder
+        rec[0] = rec[4] = ST.rec.exec_t0
     rec[1] += now - rec[0]
     write_piece(rec, now)
     if len(rec) > PIECE_END:

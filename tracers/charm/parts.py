@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from paradise.format import SCHEMA, make_metadata
 from tracers.charm.rowbuf import LAYOUT, NULL, Strings
-from tracers.writer import TraceWriter, _exclusive_tmp
+from tracers.writer import FINAL_WRITE, TraceWriter, _exclusive_tmp
 
 
 def _ints(values: np.ndarray, mask: np.ndarray, typ: pa.DataType, np_type) -> pa.Array:
@@ -204,7 +204,7 @@ class PackedWriter(TraceWriter):
             table = self._packed_table_of(data, self._snapshot(), in_time_order=True)
             table = table.replace_schema_metadata(make_metadata(**self.metadata))
             with _exclusive_tmp(self.directory, final) as fh:
-                pq.write_table(table, fh, compression="zstd")
+                pq.write_table(table, fh, **FINAL_WRITE)
         else:
             from paradise.format.order import time_ordered
 
@@ -212,7 +212,7 @@ class PackedWriter(TraceWriter):
             fd, scratch = tempfile.mkstemp(prefix=f".{self.stem}.order.", suffix=".tmp", dir=self.directory)
             os.close(fd)
             with (_exclusive_tmp(self.directory, final) as fh,
-                  pq.ParquetWriter(fh, table.schema, compression="zstd") as out):
+                  pq.ParquetWriter(fh, table.schema, **FINAL_WRITE) as out):
                 for ordered in time_ordered([table], table.schema, scratch):  # rows were recorded as events ended
                     out.write_table(ordered)
         self.rows_written += table.num_rows
