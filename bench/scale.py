@@ -173,6 +173,8 @@ with tempfile.TemporaryDirectory() as spill:
 
 MEMORY_LIMIT: list[str] = []
 """`--memory-limit SIZE` for every analyze run, when the bench is given one."""
+REUSE = False
+"""--reuse: a trace already generated under --dir (same kind, rows; kept by --keep) is used as it is."""
 
 
 def analyze_cmd(path: Path, *options: str) -> list[str]:
@@ -202,6 +204,10 @@ def check(doc: dict, truth: dict) -> str:
 
 def generate(kind: str, rows: int, pes: int, base: Path) -> Path:
     path = base / f"{kind}-{rows:.0e}".replace("+", "")
+    if REUSE and (path / "synth-truth.json").exists():
+        print(f"  reused {path} ({sum(p.stat().st_size for p in path.glob('*.parquet')) / 2**20:,.0f} MiB on disk)",
+              flush=True)
+        return path
     need = rows * BYTES_PER_ROW
     free = shutil.disk_usage(base).free
     if free < 2 * need:
@@ -300,6 +306,9 @@ def main() -> None:
     ap.add_argument("--rss-cap", default="12GiB", help="kill a command whose process tree exceeds this")
     ap.add_argument("--keep", action="store_true", help="keep the generated traces")
     ap.add_argument("--memory-limit", default=None, help="pass --memory-limit SIZE to every analyze run")
+    ap.add_argument("--reuse", action="store_true",
+                    help="use a trace an earlier --keep run generated under --dir instead of generating it again "
+                         "(same --pes and seed only)")
     ap.add_argument("--commands", default=",".join(COMMANDS), help=f"which to run, of {','.join(COMMANDS)}")
     args = ap.parse_args()
     commands = tuple(c.strip() for c in args.commands.split(",") if c.strip())
@@ -307,6 +316,8 @@ def main() -> None:
         raise SystemExit(f"--commands: choose from {', '.join(COMMANDS)}")
     if args.memory_limit:
         MEMORY_LIMIT[:] = ["--memory-limit", args.memory_limit]
+    global REUSE
+    REUSE = args.reuse
     import duckdb
 
     sizes = [("charm", int(float(s))) for s in args.sizes.split(",") if s.strip() and float(s) > 0]

@@ -2,15 +2,17 @@
 
 CPU time per step on a shared machine moves by more than the tracer costs (bench/torch_overhead.py's
 noise floor is ~100 us); instruction counts do not depend on the load. One process (world size 1,
-gloo, examples/ddp_train.py's model and train_step) runs 10-step blocks in the order untraced,
-traced, traced, untraced (the drift between blocks cancels), with the tracer's timed flush off;
+gloo, examples/ddp_train.py's model and train_step, one model instance) runs 10-step blocks in the
+order untraced, traced, traced, untraced (the drift between blocks cancels; the tracer's hooks are
+attached to the model for the traced blocks and removed after each), with its timed flush off;
 callgrind dumps its counters at each block boundary (a call of getppid marks them). The traced
 blocks' rows are then flushed once on their own: a flush's cost is reported apart (the tracer
 writes one part file per ~2 s, so per step it is that cost over the steps of 2 s).
 
     .venv/bin/python bench/torch_instructions.py [--root CHECKOUT] [--steps 10]
 
---root runs the tracer of another checkout (e.g. an export of an earlier commit) with this script.
+--root runs the tracer of another checkout (e.g. an export of an earlier commit) with this script;
+its hooks.install must take `modules` (commit ea6b6bc or later).
 Needs valgrind; under valgrind a run takes ~10 minutes, most of it importing torch.
 """
 
@@ -46,26 +48,24 @@ def child(root: str, steps: int) -> None:
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     cpu = torch.device("cpu")
-    plain = d.build(args, 0, cpu)
+    model = d.build(args, 0, cpu)
     tr = Tracer(tempfile.mkdtemp(prefix="torch-instructions-"), rank=0, world_size=1)
     tr.flush_interval_ns = tr.writer.flush_interval_ns = 10**18  # flushes only where this script says
-    hooks.install(tr)
-    traced = d.build(args, 0, cpu)
     batches = [d.batch_for(args, 0, s, cpu) for s in range(steps)]
-    for model in (plain, traced):  # DDP's bucket rebuild, the tracer's bucket hooks
+    for s in range(5):  # DDP's bucket rebuild
+        d.train_step(*model, *batches[s % steps])
+    with hooks.tracing(tr, [model[0]]):  # the tracer's bucket hooks, its first rows
         for s in range(5):
             d.train_step(*model, *batches[s % steps])
     tr.flush()
-    hooks.uninstall()
     for block in BLOCKS:
         if block == "flush":
             os.getppid()
             tr.flush()
             os.getppid()
             continue
-        model = traced if block == "traced" else plain
         if block == "traced":
-            hooks.install(tr)
+            hooks.install(tr, [model[0]])
         os.getppid()
         for s in range(steps):
             d.train_step(*model, *batches[s])

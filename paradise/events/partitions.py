@@ -20,11 +20,17 @@ import math
 import os
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from paradise.engines import load_sql
+from paradise.events import rangerows
+from paradise.format.arrays import from_numpy, to_numpy
 
 RANGE_EXEC_BYTES = 512
-"""Memory a range step needs per exec of its range (its window sort and the range's tables): with
-1 GiB, ranges of about 2*10^6 execs, which at 10^8 synth rows spilled nothing."""
+"""Memory a range step needs per exec of its range (its rows and sends as Arrow, numpy's columns and
+the engine's copy as it writes them): with 1 GiB, ranges of about 2*10^6 execs."""
 BUCKET_EXEC_BYTES = 512
 """Memory a bucket step needs per exec of its bucket (the sends' aggregate and the join's hash table)."""
 EXECS, SENDS, GRAPH = "execs", "sends", "graph"
@@ -56,52 +62,53 @@ def pes_file(root: str) -> str:
 
 def range_step(con: Any, root: str, i: int, lo: int, hi: int, buckets: int, native: bool = False,
                pes: Any = None) -> None:
-    """Range step I: numbers the execs of PEs lo..hi (events_exec_rows), finds each of their send
-    rows' sending exec (events_exec_sends) and writes both, by bucket, under `root`; `native`
-    (one bucket in the embedded engine's memory): appends them to its tables NATIVE instead, with
-    the PEs' table `pes` (Arrow) given in-process rather than read from pes.parquet, so that such a
-    build writes no file."""
-    params = {"lo": int(lo), "hi": int(hi), "buckets": int(buckets)}
+    """Range step I: numbers the execs of PEs lo..hi and finds each of their send rows' sending exec
+    (paradise.events.rangerows, over the files' row order) and writes both, by bucket, under `root`;
+    `native` (one bucket in the embedded engine's memory): appends them to its tables NATIVE
+    instead. `pes` (each PE's first id, Arrow) is read from pes.parquet when not given in-process."""
+    pes = pes if pes is not None else pq.read_table(pes_file(root))
+    execs = rangerows.exec_rows(con, lo, hi, pes)
+    sends = rangerows.send_rows(con, lo, hi, execs)
     if native:
-        con.register("exec_graph_pes_arrow", pes)
-        try:
-            con.execute("CREATE OR REPLACE TEMP TABLE exec_graph_pes AS SELECT * FROM exec_graph_pes_arrow")
-        finally:
-            con.unregister("exec_graph_pes_arrow")
-        _native_range(con, i, params)
+        for table, rows in zip(NATIVE, (execs, sends)):
+            con.register("range_rows", rows)
+            try:
+                con.execute((f"INSERT INTO {table} " if i else f"CREATE OR REPLACE TABLE {table} AS ")
+                            + "SELECT * FROM range_rows")
+            finally:
+                con.unregister("range_rows")
         return
-    con.execute(f"CREATE OR REPLACE TEMP TABLE exec_graph_pes AS SELECT * FROM read_parquet({_quoted(pes_file(root))})")
-    con.execute("CREATE OR REPLACE TEMP TABLE part_execs AS " + load_sql("events_exec_rows"), params)
-    con.execute("CREATE OR REPLACE TEMP TABLE part_sends AS " + load_sql("events_exec_sends"), params)
-    try:
-        for table, part in (("part_execs", EXECS), ("part_sends", SENDS)):
-            con.execute(f"COPY {table} TO {_quoted(os.path.join(root, part))} ({PARQUET}, PARTITION_BY (bucket), "
-                        f"FILENAME_PATTERN 'r{int(i)}_{{i}}', OVERWRITE_OR_IGNORE)")
-            if i == 0:
-                con.execute(f"COPY (SELECT * EXCLUDE (bucket) FROM {table} LIMIT 0) TO "
-                            f"{_quoted(os.path.join(root, part + '.parquet'))} ({PARQUET})")
-    finally:
-        for table in ("part_execs", "part_sends", "exec_graph_pes"):
-            con.execute(f"DROP TABLE IF EXISTS {table}")
+    ids = to_numpy(execs.column("id").combine_chunks(), np.int64)
+    for part, rows, bucket in ((EXECS, execs, rangerows.buckets_of(execs.column("msg"), ids, buckets)),
+                               (SENDS, sends, rangerows.buckets_of(sends.column("msg"), None, buckets))):
+        write_buckets(root, part, i, rows, bucket, buckets)
+
+
+def write_buckets(root: str, part: str, i: int, rows: pa.Table, bucket: np.ndarray, buckets: int) -> None:
+    """Range i's rows of `part` into one file per bucket that has any (part/bucket=B/rI_0.parquet),
+    and, from range 0, the part's schema file (no rows)."""
+    order = np.argsort(bucket.astype(np.int16) if buckets < 2**15 else bucket, kind="stable")  # int16: a radix sort
+    bounds = np.searchsorted(bucket[order], np.arange(buckets + 1))
+    order = order.astype(np.int64)
+    for b in np.flatnonzero(np.diff(bounds)):  # one bucket's copy of the rows at a time
+        folder = os.path.join(root, part, f"bucket={int(b)}")
+        os.makedirs(folder, exist_ok=True)
+        pq.write_table(rows.take(from_numpy(order[bounds[b]:bounds[b + 1]])),
+                       os.path.join(folder, f"r{int(i)}_0.parquet"), **_writer(rows.schema))
+    if i == 0:
+        pq.write_table(rows.schema.empty_table(), os.path.join(root, part + ".parquet"), **_writer(rows.schema))
+
+
+def _writer(schema: pa.Schema) -> dict[str, Any]:
+    """How the partition files are written: uncompressed, integers delta-encoded, strings by
+    dictionary (the size of zstd's for the CPU of a plain write, and read back without decompression)."""
+    strings = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+    return {"compression": "none", "use_dictionary": strings,
+            "column_encoding": {f.name: "DELTA_BINARY_PACKED" for f in schema if pa.types.is_integer(f.type)}}
 
 
 NATIVE = ("exec_graph_execs", "exec_graph_sends")
 """The engine tables of the one-bucket build (`native`): the partitions without the Parquet round trip."""
-
-
-def _native_range(con: Any, i: int, params: dict[str, int]) -> None:
-    """The range's execs and send rows appended to the NATIVE tables (the sends read the range's
-    execs through the temp view part_execs)."""
-    try:
-        for table, name in zip(NATIVE, ("events_exec_rows", "events_exec_sends")):
-            verb = f"INSERT INTO {table} " if i else f"CREATE OR REPLACE TABLE {table} AS "
-            con.execute(verb + load_sql(name), params)
-            if name == "events_exec_rows":
-                con.execute(f"CREATE OR REPLACE TEMP VIEW part_execs AS SELECT * FROM {table} "
-                            f"WHERE pe BETWEEN {int(params['lo'])} AND {int(params['hi'])}")
-    finally:
-        con.execute("DROP VIEW IF EXISTS part_execs")
-        con.execute("DROP TABLE IF EXISTS exec_graph_pes")
 
 
 def native_graph(con: Any, table: str, run_t0: int) -> None:

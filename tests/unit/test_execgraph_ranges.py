@@ -167,3 +167,25 @@ def test_a_disk_that_refuses_the_partition_files_is_one_line(tmp_path):
     lines = [x for x in proc.stdout.splitlines() if x.startswith("ONE-LINE")]
     assert len(lines) == 1, proc.stdout + proc.stderr
     assert "could not write under the spill directory" in lines[0] and "TMPDIR" in lines[0]
+
+
+def test_a_send_outside_its_objects_active_time(tmp_path):
+    """A coroutine of object A (active 10 ns of 0..100) sends at 55 while C runs (50..60): the
+    sending exec is the PE's running one (C), and the offset is measured from the object's exec
+    (A, started at 0), as the oracle defines it; a send before any exec on its PE has neither."""
+    b = TraceBuilder(pes=2)
+    b.exec(0, 0, 100, "A.coro", coll="A#0", obj=1, index="[1]", active=10)
+    b.exec(0, 50, 60, "C.work", coll="C#1", obj=2, index="[2]")
+    m = b.send(0, 55, 1, 8, coll="A#0", obj=1)
+    b.exec(1, 70, 80, "B.recv", msg=m, coll="B#2", obj=3, index="[3]")
+    early = b.send(1, 5, 0, 8, coll="B#2", obj=3)
+    b.exec(0, 200, 210, "A.back", msg=early, coll="A#0", obj=1, index="[1]")
+    trace = open_trace(b.write(tmp_path / "coro"))
+    for chunk, buckets in ((1, 1), (None, 2)):
+        assert _same_as_oracle(trace, chunk, buckets) == 4
+    with DuckDBEngine(trace) as eng:
+        execgraph.materialize(eng, 1, 2)
+        g = {r["name"]: r for r in eng.sql("SELECT g.*, x.name AS src_name FROM exec_graph g "
+                                           "LEFT JOIN exec_graph x ON g.src_id = x.id").to_pylist()}
+    assert g["B.recv"]["src_name"] == "C.work" and g["B.recv"]["send_offset_ns"] == 55 - 0
+    assert g["A.back"]["src_id"] is None and g["A.back"]["send_offset_ns"] is None

@@ -50,7 +50,8 @@ class BucketWatch:
         self.launch: list[int | None] = []
         self.sizes: list[int] = []
         self.dtypes: list[str | None] = []
-        self.handles: list[Any] = []
+        self.handles: list[Any] = []  # the buckets' gradient hooks
+        self.module_handles: list[Any] = []  # the module's forward pre/post hooks (tracers.torch.hooks.attach)
 
     def try_install(self) -> bool:
         """After a forward: hooks the buckets once DDP has rebuilt them; True when installed."""
@@ -97,6 +98,19 @@ class BucketWatch:
                 record(t0, t_end, k, self.sizes[k], self.dtypes[k], group, size)
 
     def remove(self) -> None:
+        """Removes the buckets' gradient hooks (the forward hooks stay)."""
         for h in self.handles:
             h.remove()
         self.handles.clear()
+
+    def detach(self) -> None:
+        """Removes every hook this watch put on its module and its parameters; records nothing more."""
+        self.active = False
+        self.remove()
+        for h in self.module_handles:
+            h.remove()
+        self.module_handles.clear()
+        if self in self.tr.ddp_watches:
+            self.tr.ddp_watches.remove(self)
+        if getattr(self.module, "_paradise_buckets", None) is self:
+            del self.module._paradise_buckets

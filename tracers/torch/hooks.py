@@ -3,7 +3,7 @@ backward, torch.distributed calls, checkpoint I/O, and clock offsets after init 
 
 Everything is a public hook or a wrapper of a public function; nothing in the program changes:
 * steps: global optimizer step pre/post hooks (torch.optim.optimizer.register_optimizer_step_*).
-* forward: pre/post hooks on every DistributedDataParallel module (patched __init__).
+* forward: pre/post hooks on every DistributedDataParallel module (patched __init__; tracers.torch.ddp).
 * DDP buckets: DDP keeps its built-in C++ all-reduce; tracers.torch.buckets records each
   bucket's launch from one gradient hook and its end from the backward's (or, when the program
   sets its own Python comm hook, that hook wrapped: launch, and end when its future completes).
@@ -16,9 +16,10 @@ Everything is a public hook or a wrapper of a public function; nothing in the pr
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-import threading
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import torch
@@ -27,8 +28,19 @@ import torch.optim.optimizer as optim_mod
 from torch.nn.parallel import DistributedDataParallel
 
 from tracers.torch import clock
-from tracers.torch.buckets import MAX_TRIES, BucketWatch
-from tracers.torch.tracer import BYTES, CAT, COLL, DTYPE, GROUP, GSIZE, OBJ, STEP, T1, Tracer
+from tracers.torch.ddp import attach, install_ddp
+from tracers.torch.patching import (
+    attached,
+    end_on_completion,
+    group_label,
+    guard,
+    handles,
+    installed,
+    originals,
+    patch,
+    patches,
+)
+from tracers.torch.tracer import BYTES, CAT, DTYPE, GROUP, GSIZE, STEP, T1, Tracer
 
 # (function name, index of the payload argument, keyword of it); None = no payload.
 COLLECTIVES: tuple[tuple[str, int | None, str | None], ...] = (
@@ -56,22 +68,6 @@ COLLECTIVES: tuple[tuple[str, int | None, str | None], ...] = (
 )
 
 
-class _Guard(threading.local):
-    depth = 0
-
-
-_guard = _Guard()
-_orig: dict[str, Any] = {}
-_patches: list[tuple[Any, str, Any]] = []  # (object, attribute, original value), in patch order
-_handles: list[Any] = []  # removable torch hook handles
-
-
-def _patch(obj: Any, attr: str, new: Any) -> None:
-    """Sets obj.attr = new, remembering the original for uninstall()."""
-    _patches.append((obj, attr, getattr(obj, attr)))
-    setattr(obj, attr, new)
-
-
 def _nbytes(x: Any) -> int | None:
     if isinstance(x, torch.Tensor):
         return x.numel() * x.element_size()
@@ -86,52 +82,22 @@ def _dtype(x: Any) -> str | None:
     return str(x.dtype).removeprefix("torch.") if isinstance(x, torch.Tensor) else None
 
 
-_group_cache: dict[int, tuple[str, int]] = {}
-
-
-def _group_info(group: Any) -> tuple[str | None, int | None]:
-    """(label, size) of a process group, cached by identity."""
-    if group is None:
-        try:
-            group = dist.distributed_c10d._get_default_group()
-        except Exception:  # noqa: BLE001 - not initialised
-            return None, None
-    info = _group_cache.get(id(group))
-    if info is None:
-        desc = getattr(group, "group_desc", None)
-        label = desc if desc and desc != "undefined" else f"pg{getattr(group, 'group_name', '?')}"
-        try:
-            size = group.size()
-        except Exception:  # noqa: BLE001
-            size = None
-        info = _group_cache[id(group)] = (label, size)
-    return info
-
-
-def _on_done(tr: Tracer, row: list[Any]):
-    def done(fut: torch.futures.Future) -> Any:
-        row[T1] = tr.now()
-        return fut.value()
-
-    return done
-
-
 def _timed_call(tr: Tracer, label: str, orig: Any, args: tuple, kwargs: dict) -> tuple[int, Any]:
     """Calls a wrapped torch function with nested wrappers off; records a failure, re-raises."""
     t0 = tr.now()
-    _guard.depth += 1
+    guard.depth += 1
     try:
         return t0, orig(*args, **kwargs)
     except Exception as exc:
         tr.failure(exc, label, t0)
         raise
     finally:
-        _guard.depth -= 1
+        guard.depth -= 1
 
 
 def _wrap_collective(tr: Tracer, name: str, orig: Any, idx: int | None, key: str | None) -> Any:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if _guard.depth or tr.closed:
+        if guard.depth or tr.closed:
             return orig(*args, **kwargs)
         t0, result = _timed_call(tr, f"c10d.{name}", orig, args, kwargs)
         row = tr.new_row("collective", name, t0, tr.now())
@@ -142,11 +108,11 @@ def _wrap_collective(tr: Tracer, name: str, orig: Any, idx: int | None, key: str
             row[DTYPE] = _dtype(payload)
         else:
             row[BYTES] = 0 if "barrier" in name else None
-        row[GROUP], row[GSIZE] = _group_info(kwargs.get("group"))
+        row[GROUP], row[GSIZE] = group_label(kwargs.get("group"))
         if result is not None and hasattr(result, "get_future"):  # async_op=True: end = completion
             try:
                 row[T1] = None
-                result.get_future().then(_on_done(tr, row))
+                result.get_future().then(end_on_completion(tr, row))
             except Exception:  # noqa: BLE001 - a backend without futures for this op
                 row[T1] = tr.now()
         tr.buffer(row)
@@ -156,78 +122,6 @@ def _wrap_collective(tr: Tracer, name: str, orig: Any, idx: int | None, key: str
     wrapper.__name__ = getattr(orig, "__name__", name)
     wrapper.__doc__ = getattr(orig, "__doc__", None)
     return wrapper
-
-
-# --- DDP -----------------------------------------------------------------------------------
-
-
-def _bucket_row(tr: Tracer, hook_name: str, group_info: tuple[Any, Any], bucket: Any, buf: Any) -> list[Any]:
-    """The row of a bucket launched through the program's own Python comm hook."""
-    t0 = tr.now()
-    tr.last_launch = t0
-    row = tr.new_row("collective", hook_name, t0, None)
-    row[CAT] = "ddp_bucket"
-    row[COLL] = "ddp"
-    row[OBJ] = bucket.index()
-    row[BYTES] = buf.numel() * buf.element_size()
-    row[DTYPE] = str(buf.dtype).removeprefix("torch.")
-    row[GROUP], row[GSIZE] = group_info
-    tr.buffer(row)
-    return row
-
-
-def _wrap_user_hook(tr: Tracer, hook: Any) -> Any:
-    name = getattr(hook, "__name__", "comm_hook")
-
-    def wrapped(state, bucket):  # noqa: ANN001
-        group = state if isinstance(state, dist.ProcessGroup) else getattr(state, "process_group", None)
-        row = _bucket_row(tr, name, _group_info(group), bucket, bucket.buffer())
-        _guard.depth += 1
-        try:
-            fut = hook(state, bucket)
-        finally:
-            _guard.depth -= 1
-        return fut.then(_on_done(tr, row))
-
-    return wrapped
-
-
-def _install_ddp(tr: Tracer) -> None:
-    """Forward hooks on every DDP module; its buckets through BucketWatch (DDP's built-in C++
-    all-reduce stays), or through the program's own Python comm hook, wrapped, when it sets one."""
-    orig_init = DistributedDataParallel.__init__
-    orig_register = DistributedDataParallel.register_comm_hook
-
-    def fwd_pre(module: Any, args: Any) -> None:
-        t = tr.now()
-        tr.fwd_stack.append(t)
-        tr.forward_seen = True
-        if tr.step_start is None:
-            tr.step_start = t
-
-    def fwd_post(module: Any, args: Any, output: Any) -> None:
-        t1 = tr.now()
-        tr.compute("forward", tr.fwd_stack.pop() if tr.fwd_stack else t1, t1)
-        tr.fwd_end = t1
-        watch = module._paradise_buckets
-        if not watch.ready and watch.active and watch.tries < MAX_TRIES:
-            watch.try_install()
-
-    def init(self: Any, *args: Any, **kwargs: Any) -> None:
-        orig_init(self, *args, **kwargs)
-        self._paradise_buckets = BucketWatch(tr, self, _group_info(self.process_group))
-        self.register_forward_pre_hook(fwd_pre)
-        self.register_forward_hook(fwd_post)
-
-    def register_comm_hook(self: Any, state: Any, hook: Any) -> None:
-        watch = getattr(self, "_paradise_buckets", None)
-        if watch is not None:
-            watch.active = False
-            watch.remove()
-        return orig_register(self, state, _wrap_user_hook(tr, hook))
-
-    _patch(DistributedDataParallel, "__init__", init)
-    _patch(DistributedDataParallel, "register_comm_hook", register_comm_hook)
 
 
 # --- backward and optimizer ------------------------------------------------------------------
@@ -256,7 +150,7 @@ def _install_backward(tr: Tracer) -> None:
             for watch in tr.ddp_watches:  # DDP returns once every bucket is reduced
                 watch.emit(t1)
 
-    _patch(torch.autograd, "backward", backward)
+    patch(torch.autograd, "backward", backward)
 
 
 def _state_step(opt: Any) -> int | None:
@@ -304,9 +198,9 @@ def _install_optimizer(tr: Tracer) -> None:
         base.pop(id(self), None)  # re-read the restored step count at the next step
         return result
 
-    _patch(torch.optim.Optimizer, "load_state_dict", load_state_dict)
-    _handles.append(optim_mod.register_optimizer_step_pre_hook(pre))
-    _handles.append(optim_mod.register_optimizer_step_post_hook(post))
+    patch(torch.optim.Optimizer, "load_state_dict", load_state_dict)
+    handles.append(optim_mod.register_optimizer_step_pre_hook(pre))
+    handles.append(optim_mod.register_optimizer_step_post_hook(post))
 
 
 # --- checkpoint I/O --------------------------------------------------------------------------
@@ -326,7 +220,7 @@ def _path_bytes(target: Any) -> int | None:
 
 def _wrap_io(tr: Tracer, kind: str, label: str, orig: Any, target_of: Any) -> Any:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if _guard.depth or tr.closed:
+        if guard.depth or tr.closed:
             return orig(*args, **kwargs)
         t0, result = _timed_call(tr, label, orig, args, kwargs)
         row = tr.new_row(kind, label, t0, tr.now())
@@ -346,8 +240,8 @@ def _install_torch_io(tr: Tracer) -> None:
     save = _wrap_io(
         tr, "checkpoint", "torch.save", torch.save, lambda a, k: a[1] if len(a) > 1 else k.get("f")
     )
-    _patch(torch, "save", save)
-    _patch(
+    patch(torch, "save", save)
+    patch(
         torch,
         "load",
         _wrap_io(tr, "restore", "torch.load", torch.load, lambda a, k: a[0] if a else k.get("f")),
@@ -369,7 +263,7 @@ def install_dcp(tr: Tracer) -> bool:
     for attr, kind in (("save", "checkpoint"), ("async_save", "checkpoint"), ("load", "restore")):
         orig = getattr(dcp, attr, None)
         if orig is not None and not hasattr(orig, "__wrapped__"):
-            _patch(dcp, attr, _wrap_io(tr, kind, f"dcp.{attr}", orig, _dcp_target))
+            patch(dcp, attr, _wrap_io(tr, kind, f"dcp.{attr}", orig, _dcp_target))
     tr.dcp_installed = True
     return True
 
@@ -383,7 +277,7 @@ def _clock_group() -> Any:
 
 def measure_clock(tr: Tracer, when: str, group: Any, timeout_s: float | None = None) -> None:
     """This rank's clock offset to rank 0 (a ping exchange every rank joins), into the metadata."""
-    result = clock.exchange(tr.now, tr.rank, dist.get_world_size(), group, _orig["isend"], _orig["irecv"],
+    result = clock.exchange(tr.now, tr.rank, dist.get_world_size(), group, originals["isend"], originals["irecv"],
                             timeout_s=timeout_s)
     if result is not None:
         tr.set_clock_offset(when, *result)
@@ -401,7 +295,7 @@ def align_and_place(tr: Tracer) -> None:
         device = "cpu"
     local = {"host": tr.host, "local_rank": tr.local_rank, "device": device, "pid": os.getpid()}
     infos: list[Any] = [None] * world
-    _orig["all_gather_object"](infos, local, group=group)
+    originals["all_gather_object"](infos, local, group=group)
     hosts = [i["host"] for i in infos]
     if len(set(hosts)) == 1 and clock.ENV_FAKE_SKEW not in os.environ:
         # One host, one clock: exact as it is (a measured offset would only add its error).
@@ -427,16 +321,16 @@ def _install_destroy(tr: Tracer) -> None:
         # Not after a failure (recorded, or an exception on its way out): peers may be gone or stuck.
         healthy = tr._last_failure is None and sys.exc_info()[0] is None
         if group is None and healthy and dist.is_initialized() and not tr.closed and str(tr.rank) in tr.clock_offsets:
-            _guard.depth += 1
+            guard.depth += 1
             try:
                 measure_clock(tr, "end", getattr(tr, "clock_group", None), timeout_s=clock.END_TIMEOUT_S)
             finally:
-                _guard.depth -= 1
+                guard.depth -= 1
         return orig_destroy(group)
 
     destroy_process_group.__wrapped__ = orig_destroy  # type: ignore[attr-defined]
-    _patch(dist, "destroy_process_group", destroy_process_group)
-    _patch(dist.distributed_c10d, "destroy_process_group", destroy_process_group)
+    patch(dist, "destroy_process_group", destroy_process_group)
+    patch(dist.distributed_c10d, "destroy_process_group", destroy_process_group)
 
 
 def _install_init(tr: Tracer) -> None:
@@ -449,11 +343,11 @@ def _install_init(tr: Tracer) -> None:
         except Exception as exc:
             tr.failure(exc, "init_process_group", t0)
             raise
-        _guard.depth += 1
+        guard.depth += 1
         try:
             align_and_place(tr)
         finally:
-            _guard.depth -= 1
+            guard.depth -= 1
         row = tr.new_row("mark", "init_process_group", t0, tr.now())
         row[CAT] = "c10d"
         tr.write(row)
@@ -461,38 +355,60 @@ def _install_init(tr: Tracer) -> None:
         return result
 
     init_process_group.__wrapped__ = orig_init  # type: ignore[attr-defined]
-    _patch(dist, "init_process_group", init_process_group)
-    _patch(dist.distributed_c10d, "init_process_group", init_process_group)
+    patch(dist, "init_process_group", init_process_group)
+    patch(dist.distributed_c10d, "init_process_group", init_process_group)
 
 
 def uninstall() -> None:
-    """Restores everything install() patched (DDP modules built meanwhile keep their hooks).
+    """Removes every hook install() and attach() made and restores every patched function.
 
-    For benchmarks that alternate traced and untraced blocks in one process, and for tests."""
-    for handle in _handles:
+    The DDP modules keep nothing of the tracer (a program's own comm hook, which DDP cannot
+    unregister, stays wrapped but records nothing); install(tr, modules=...) attaches them again.
+    For benchmarks that alternate traced and untraced blocks on one model, and for tests."""
+    installed.tracer = None
+    for watch in attached:
+        watch.detach()
+    attached.clear()
+    for handle in handles:
         handle.remove()
-    _handles.clear()
-    while _patches:
-        obj, attr, orig = _patches.pop()
+    handles.clear()
+    while patches:
+        obj, attr, orig = patches.pop()
         setattr(obj, attr, orig)
-    _orig.clear()
+    originals.clear()
 
 
-def install(tr: Tracer) -> None:
-    """Installs every hook; call once per process before the program runs (uninstall() undoes it)."""
+def install(tr: Tracer, modules: Iterable[DistributedDataParallel] = ()) -> None:
+    """Installs every hook, and attaches the given already-built DDP modules; call once per
+    process before the program runs (uninstall() undoes all of it)."""
+    if installed.tracer is not None:
+        raise RuntimeError("tracers.torch.hooks: already installed (uninstall() first)")
+    installed.tracer = tr
     c10d = dist.distributed_c10d
     for name, idx, key in COLLECTIVES:
         orig = getattr(c10d, name, None)
         if orig is None:
             continue
-        _orig[name] = orig
+        originals[name] = orig
         wrapped = _wrap_collective(tr, name, orig, idx, key)
         if getattr(dist, name, None) is orig:
-            _patch(dist, name, wrapped)
-        _patch(c10d, name, wrapped)
+            patch(dist, name, wrapped)
+        patch(c10d, name, wrapped)
     _install_init(tr)
     _install_destroy(tr)
-    _install_ddp(tr)
+    install_ddp(tr)
     _install_backward(tr)
     _install_optimizer(tr)
     _install_torch_io(tr)
+    for module in modules:
+        attach(tr, module)
+
+
+@contextlib.contextmanager
+def tracing(tr: Tracer, modules: Iterable[DistributedDataParallel] = ()) -> Iterator[Tracer]:
+    """``with tracing(tr, [model]):`` the hooks installed (and the modules attached) inside the block only."""
+    install(tr, modules)
+    try:
+        yield tr
+    finally:
+        uninstall()
