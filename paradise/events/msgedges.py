@@ -42,11 +42,7 @@ def split_step(con: Any, root: str, i: int, buckets: int) -> None:
     for part, kind, cols in (("sends", "send", SEND_COLUMNS), ("execs", "exec", EXEC_COLUMNS)):
         rows = (f"SELECT {cols}, CAST(hash(msg) % {int(buckets)} AS INTEGER) AS bucket FROM events "
                 f"WHERE kind = '{kind}' AND msg IS NOT NULL")
-        con.execute(f"COPY ({rows}) TO {partitions._quoted(os.path.join(root, part))} ({partitions.PARQUET}, "
-                    f"PARTITION_BY (bucket), FILENAME_PATTERN 'g{int(i)}_{{i}}', OVERWRITE_OR_IGNORE)")
-        if i == 0:
-            con.execute(f"COPY (SELECT {cols} FROM events LIMIT 0) TO "
-                        f"{partitions._quoted(os.path.join(root, part + '.parquet'))} ({partitions.PARQUET})")
+        partitions.copy_by_bucket(con, rows, root, part, f"g{int(i)}", schema_file=i == 0)
 
 
 def bucket_step(con: Any, root: str, b: int) -> pa.Table:

@@ -62,11 +62,7 @@ def split_step(con: Any, root: str, i: int, buckets: int) -> None:
     """Split step I: the step's files' object-step parts, by bucket of (coll, index), under `root`."""
     rows = (f"SELECT {SPLIT_COLUMNS}, CAST(hash(coll, index) % {int(buckets)} AS INTEGER) AS bucket "
             f"FROM ({load_sql(PARTS_QUERY)})")
-    con.execute(f"COPY ({rows}) TO {partitions._quoted(os.path.join(root, 'parts'))} ({partitions.PARQUET}, "
-                f"PARTITION_BY (bucket), FILENAME_PATTERN 'g{int(i)}_{{i}}', OVERWRITE_OR_IGNORE)")
-    if i == 0:
-        con.execute(f"COPY (SELECT {SPLIT_COLUMNS} FROM ({load_sql(PARTS_QUERY)}) LIMIT 0) TO "
-                    f"{partitions._quoted(os.path.join(root, 'parts.parquet'))} ({partitions.PARQUET})")
+    partitions.copy_by_bucket(con, rows, root, "parts", f"g{int(i)}", schema_file=i == 0)
 
 
 def _steps_file(root: str, b: int) -> str:
@@ -87,13 +83,13 @@ def merge_step(con: Any, root: str, b: int) -> pa.Table:
             f"FROM read_parquet({partitions._files(files)}, hive_partitioning = false) GROUP BY coll, index, step")
         try:
             os.makedirs(os.path.dirname(out), exist_ok=True)
-            con.execute(f"COPY ({load_sql(STEPS_QUERY)}) TO {partitions._quoted(out + '.tmp')} ({partitions.PARQUET})")
+            con.execute(f"COPY ({load_sql(STEPS_QUERY)}) TO {partitions.quoted(out + '.tmp')} ({partitions.PARQUET})")
         finally:
             con.execute(f"DROP VIEW IF EXISTS {PARTS}")
         os.replace(out + ".tmp", out)
         for f in files[:-1]:
             os.remove(f)
-    return con.sql(f"SELECT DISTINCT oid AS local, coll, index FROM read_parquet({partitions._quoted(out)}) "
+    return con.sql(f"SELECT DISTINCT oid AS local, coll, index FROM read_parquet({partitions.quoted(out)}) "
                    "WHERE oid IS NOT NULL ORDER BY local").to_arrow_table()
 
 
@@ -103,14 +99,14 @@ def read_step(con: Any, root: str, b: int, gid: np.ndarray, with_rows: bool) -> 
     tie)."""
     con.register("gid", pa.table({"local": np.arange(len(gid), dtype=np.int64), "oid": gid.astype(np.int64)}))
     con.execute(f"CREATE OR REPLACE TEMP TABLE {TABLE} AS SELECT g.oid, s.* EXCLUDE (oid) "
-                f"FROM read_parquet({partitions._quoted(_steps_file(root, b))}) s LEFT JOIN gid g ON s.oid = g.local")
+                f"FROM read_parquet({partitions.quoted(_steps_file(root, b))}) s LEFT JOIN gid g ON s.oid = g.local")
     con.unregister("gid")
     objects = con.sql(load_sql("events_object_summary")).to_arrow_table()
     step_load = int(con.sql(STEP_LOAD_SQL).to_arrow_table().column(0)[0].as_py())
     steps = con.sql(load_sql("events_object_step_numbers")).to_arrow_table().column("step").to_numpy()
     loads = os.path.join(root, "loads", f"b{int(b)}.parquet")
     os.makedirs(os.path.dirname(loads), exist_ok=True)
-    con.execute(f"COPY ({load_sql('events_object_step_loads')}) TO {partitions._quoted(loads)} ({partitions.PARQUET})")
+    con.execute(f"COPY ({load_sql('events_object_step_loads')}) TO {partitions.quoted(loads)} ({partitions.PARQUET})")
     rows = None
     if with_rows or (len(objects) and pc.max(objects.column("latest_rows")).as_py() > 1):
         rows = con.sql(load_sql("events_object_step_rows")).to_arrow_table()

@@ -56,6 +56,22 @@ def _files(paths: list[str]) -> str:
     return "[" + ", ".join(_quoted(p) for p in paths) + "]"
 
 
+def quoted(path: str) -> str:
+    """`path` as an SQL string literal."""
+    return _quoted(path)
+
+
+def copy_by_bucket(con: Any, rows: str, root: str, part: str, prefix: str, schema_file: bool) -> None:
+    """Writes query `rows` (which has a `bucket` column) as root/part/bucket=B/{prefix}_N.parquet;
+    with `schema_file`, also root/part.parquet: no rows, the schema without `bucket`, which stands
+    for a bucket that got no file."""
+    con.execute(f"COPY ({rows}) TO {_quoted(os.path.join(root, part))} ({PARQUET}, PARTITION_BY (bucket), "
+                f"FILENAME_PATTERN '{prefix}_{{i}}', OVERWRITE_OR_IGNORE)")
+    if schema_file:
+        con.execute(f"COPY (SELECT * EXCLUDE (bucket) FROM ({rows}) LIMIT 0) TO "
+                    f"{_quoted(os.path.join(root, part + '.parquet'))} ({PARQUET})")
+
+
 def pes_file(root: str) -> str:
     return os.path.join(root, "pes.parquet")
 
