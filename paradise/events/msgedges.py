@@ -14,7 +14,6 @@ Layout of the partition directory (on a path every worker sees):
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Any
 
@@ -76,12 +75,7 @@ def message_edges(engine: Any) -> pa.Table:
     per group of files, so that every worker joins a share)."""
     if getattr(engine, "native_steps", False):
         return engine.query(QUERY)
-    groups = getattr(engine, "groups", None) or [[str(f) for f in engine.trace.files]]
-    rows = int(getattr(engine.trace, "num_rows", 0) or 0)
-    buckets = max(len(groups), math.ceil(rows * EDGE_ROW_BYTES / max(engine.step_memory(), 1)))
-    root = engine.scratch_dir("msgedges-")
-    engine.run_steps(split_step, [{"root": root, "i": i, "buckets": buckets} for i in range(len(groups))],
-                     files=groups)
+    root, buckets = partitions.split_files(engine, split_step, EDGE_ROW_BYTES, "msgedges-")
     parts = engine.run_steps(bucket_step, [{"root": root, "b": b} for b in range(buckets)],
                              files=[[] for _ in range(buckets)])
     edges = merge_partials(parts, parse_merge_rule(EDGE_MERGE, QUERY), QUERY)

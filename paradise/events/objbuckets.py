@@ -16,7 +16,6 @@ Layout of the partition directory (on a path every worker sees):
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -118,12 +117,7 @@ def bucketed(engine: Any) -> tuple[list[BucketResult], pd.DataFrame]:
     """Every bucket's read step result, and the objects in oid order (events_object_summary)."""
     from paradise.engines.merge import query_tables
 
-    groups = getattr(engine, "groups", None) or [[str(f) for f in engine.trace.files]]
-    rows = int(getattr(engine.trace, "num_rows", 0) or 0)
-    buckets = max(len(groups), math.ceil(rows * PART_ROW_BYTES / max(engine.step_memory(), 1)))
-    root = engine.scratch_dir("objsteps-")
-    engine.run_steps(split_step, [{"root": root, "i": i, "buckets": buckets} for i in range(len(groups))],
-                     files=groups)
+    root, buckets = partitions.split_files(engine, split_step, PART_ROW_BYTES, "objsteps-")
     none: list[list[str]] = [[] for _ in range(buckets)]
     objs = engine.run_steps(merge_step, [{"root": root, "b": b} for b in range(buckets)], files=none)
     every = pa.concat_tables([t.append_column("bucket", pa.array(np.full(len(t), b, np.int32)))

@@ -72,6 +72,18 @@ def copy_by_bucket(con: Any, rows: str, root: str, part: str, prefix: str, schem
                     f"{_quoted(os.path.join(root, part + '.parquet'))} ({PARQUET})")
 
 
+def split_files(engine: Any, step: Any, row_bytes: int, prefix: str) -> tuple[str, int]:
+    """Runs split `step` once per group of the engine's files into a new partition directory, with
+    a bucket count sized from the trace's rows (`row_bytes` each) and the engine's step memory, at
+    least one per group so that every worker gets a share; returns (the directory, the buckets)."""
+    groups = getattr(engine, "groups", None) or [[str(f) for f in engine.trace.files]]
+    rows = int(getattr(engine.trace, "num_rows", 0) or 0)
+    buckets = max(len(groups), math.ceil(rows * row_bytes / max(engine.step_memory(), 1)))
+    root = engine.scratch_dir(prefix)
+    engine.run_steps(step, [{"root": root, "i": i, "buckets": buckets} for i in range(len(groups))], files=groups)
+    return root, buckets
+
+
 def pes_file(root: str) -> str:
     return os.path.join(root, "pes.parquet")
 
