@@ -53,11 +53,9 @@ TASK_DUCKDB_SHARE = 0.5
 def run_group(files: list[str], text: str, params: dict[str, Any],
               corrections: dict[str, tuple[int, int, float]] | None = None) -> pa.Table:
     """One task: a stage-1 query over one group of files, in a fresh DuckDB connection."""
-    import duckdb
+    from paradise.engines.duckdb_engine import connect, events_view_sql
 
-    from paradise.engines.duckdb_engine import events_view_sql
-
-    con = duckdb.connect(":memory:")
+    con = connect()
     try:
         con.execute("SET threads = 1")  # one core per task: the cluster provides the parallelism
         _task_memory(con)
@@ -71,12 +69,10 @@ def run_step(item: tuple[dict[str, Any], list[str]], step: Any,
              corrections: dict[str, tuple[int, int, float]] | None = None) -> Any:
     """One task: a step of the event layer (paradise.events.partitions), step(connection, **kwargs),
     in a fresh DuckDB connection whose `events` view spans the item's files (none: no view)."""
-    import duckdb
-
-    from paradise.engines.duckdb_engine import events_view_sql
+    from paradise.engines.duckdb_engine import connect, events_view_sql
 
     kwargs, files = item
-    con = duckdb.connect(":memory:")
+    con = connect()
     try:
         con.execute("SET threads = 1")
         _task_memory(con)

@@ -20,8 +20,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import duckdb
 import pyarrow as pa
+
+from paradise.engines.duckdb_engine import connect
 
 MERGE_FUNCS = ("sum", "min", "max", "any")
 CLIENT_WORDS = ("none", "client")
@@ -170,7 +171,7 @@ def merge_partials(partials: list[pa.Table], rule: MergeRule, name: str = "<sql>
     keys = rule.key_columns(table.column_names)
     group = f" GROUP BY {', '.join(map(_ident, keys))}" if keys else ""
     order = f" ORDER BY {', '.join(_ident(k) + ' NULLS FIRST' for k in keys)}" if keys else ""
-    con = duckdb.connect(":memory:")
+    con = connect()
     try:
         con.register("partials", table)
         merged = con.sql(f"SELECT {', '.join(select)} FROM partials{group}{order}").to_arrow_table()
@@ -183,7 +184,7 @@ def query_tables(tables: dict[str, pa.Table], text: str, **params: Any) -> pa.Ta
     """SQL `text` over small Arrow tables (named by `tables`) in a DuckDB of its own: the last
     step of a merge that is more than a rule's sums (the critical path's entries over the rows the
     exec graph's buckets gave)."""
-    con = duckdb.connect(":memory:")
+    con = connect()
     try:
         for name, table in tables.items():
             con.register(name, table)

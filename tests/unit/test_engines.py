@@ -174,7 +174,7 @@ def test_unknown_engine():
 def test_asof_joins_stay_asof_whatever_the_estimate(tmp_path):
     """report_bins' innermost-interval join is planned as an ASOF join, not the nested loop DuckDB
     picks when it estimates its input under asof_loop_join_threshold rows (its estimate after the
-    window functions is 1 row, and the loop is quadratic: 25 s on a 45,000-op Kineto trace)."""
+    window functions is 1 row, and the loop is quadratic)."""
     from paradise.engines import load_sql
     from paradise.report.html.gather import OTHER
 
