@@ -23,6 +23,8 @@ import numpy as np
 import pyarrow as pa
 from pyarrow._compute import call_function
 
+from paradise.format.arrays import to_numpy
+
 OUT_ROWS = 1 << 17
 """Rows per table handed back: bounds the copy each output step makes."""
 
@@ -164,11 +166,9 @@ def merge_time_ordered(streams: list[Iterable[pa.Table]], schema: pa.Schema,
 
 def _t0(t: pa.Table) -> np.ndarray:
     col = t.column("t0")
-    return np.concatenate([_values(c) for c in col.chunks]) if col.num_chunks != 1 else _values(col.chunks[0])
-
-
-def _values(arr: pa.Array) -> np.ndarray:
-    return np.frombuffer(arr.buffers()[1], dtype=np.int64, count=arr.offset + len(arr))[arr.offset:]
+    if col.num_chunks == 1:
+        return to_numpy(col.chunks[0], np.int64)
+    return np.concatenate([to_numpy(c, np.int64) for c in col.chunks])
 
 
 def _before(pending: list[tuple[pa.Table, np.ndarray]], cut: int | None) -> list[tuple[pa.Table, np.ndarray]]:
