@@ -30,10 +30,10 @@ def _pe_time(s: Session) -> Any:
 
 
 def _communication_edges(s: Session) -> Any:
-    """Message edges (communication_edges), in msg-hash buckets on engines whose steps run apart."""
+    """Message edges (communication_edges): the exec graph's buckets give them with the graph."""
     from paradise.events.msgedges import message_edges
 
-    return message_edges(s.engine)
+    return message_edges(s.get("exec_graph"))
 
 
 def _object_steps(s: Session) -> Any:

@@ -1,5 +1,6 @@
 """The exec graph of a run, kept as a table of the engine: every exec with its message's send,
-its sending exec and its critical predecessor (paradise/sql/scheduling_exec_graph.sql).
+its sending exec and its critical predecessor (its columns: paradise.events.bucketjoin), and the
+message edges that the same join gives.
 
 It is built once per run (`materialize`) and read by SQL (critical path, waits, the message
 cost fit) and, for traces small enough to replay, by the what-if replay as numpy arrays. The
@@ -12,7 +13,7 @@ time and writes its rows into `msg`-hash buckets; the send -> exec join then run
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from paradise.errors import disk_full
-from paradise.events import graphread, partitions
+from paradise.events import graphread, msgedges, partitions
 
 LATENCY_FIT_QUANTILE = 0.9
 """Gaps above this quantile are dropped before fitting (queueing noise, clock jitter)."""
@@ -74,6 +75,8 @@ class ExecGraphInfo:
     parts: tuple[str, ...] = ()
     """The graph's bucket files, which its readers read one at a time (paradise.events.graphread);
     none: the engine's one-bucket table TABLE."""
+    edges: pa.Table | None = field(default=None, compare=False)
+    """The message edges (communication_edges), from the same buckets' join (paradise.events.msgedges)."""
 
     @property
     def n(self) -> int:
@@ -143,17 +146,17 @@ def materialize(engine: Any, chunk_execs: int | None = None, buckets: int | None
                                              for i, (lo, hi) in enumerate(ranges)],
                      files=[_range_files(engine.trace, lo, hi) for lo, hi in ranges])
     if native:
-        engine.run_steps(partitions.native_graph, [{"table": TABLE, "run_t0": run_t0}], files=[[]])
+        edges = engine.run_steps(partitions.native_graph, [{"table": TABLE, "run_t0": run_t0}], files=[[]])
     else:
-        engine.run_steps(partitions.bucket_step, [{"root": root, "b": b, "run_t0": run_t0} for b in range(n_buckets)],
-                         files=[[] for _ in range(n_buckets)])
+        edges = engine.run_steps(partitions.bucket_step, [{"root": root, "b": b, "run_t0": run_t0}
+                                                          for b in range(n_buckets)], files=[[] for _ in range(n_buckets)])
         engine.execute(partitions.graph_view_sql(TABLE, [partitions.graph_file(root, b) for b in range(n_buckets)]))
     parts = () if native else tuple(partitions.graph_file(root, b) for b in range(n_buckets))
     row = graphread.merged(engine, parts, "events_exec_summary").to_pylist()[0]
     n = int(row["execs"] or 0)
     return ExecGraphInfo(execs=n, t_min=int(row["t_min"] or 0), t_max=int(row["t_max"] or 0),
                          max_pe=int(row["max_pe"] or 0), last_id=row["last_id"], last_t1=row["last_t1"],
-                         parts=parts)
+                         parts=parts, edges=msgedges.merged(edges))
 
 
 def latency_samples(engine: Any, info: ExecGraphInfo) -> dict[str, Any]:

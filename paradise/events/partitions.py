@@ -8,7 +8,8 @@ Layout of the partition directory (on a path every worker sees):
   execs/bucket=B/rI_0.parquet     the execs of range I whose message hashes to bucket B
   sends/bucket=B/rI_0.parquet     the send rows of range I whose message hashes to bucket B
   execs.parquet, sends.parquet    no rows: the schema of both, for a bucket without files
-  graph/bB.parquet                bucket B of the exec graph (scheduling_exec_graph)
+  graph/bB.parquet                bucket B of the exec graph (paradise.events.bucketjoin)
+  edges/bB.parquet                bucket B's message edges (communication_edges)
 A bucket step removes its input files once its graph file is written, so the directory holds about
 one copy of the graph at any time.
 """
@@ -25,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from paradise.engines import load_sql
-from paradise.events import rangerows
+from paradise.events import bucketjoin, rangerows
 from paradise.format.arrays import from_numpy, to_numpy
 
 RANGE_EXEC_BYTES = 512
@@ -33,7 +34,7 @@ RANGE_EXEC_BYTES = 512
 the engine's copy as it writes them): with 1 GiB, ranges of about 2*10^6 execs."""
 BUCKET_EXEC_BYTES = 512
 """Memory a bucket step needs per exec of its bucket (the sends' aggregate and the join's hash table)."""
-EXECS, SENDS, GRAPH = "execs", "sends", "graph"
+EXECS, SENDS, GRAPH, EDGES = "execs", "sends", "graph", "edges"
 PARQUET = "FORMAT parquet, PARQUET_VERSION V2, COMPRESSION uncompressed"
 """How the partition files are written: Parquet 2's encodings (delta, byte stream split) make them
 about as small as zstd's (34 against 31 MiB for 2*10^6 execs) for 0.7x snappy's CPU, and they read
@@ -95,8 +96,10 @@ def range_step(con: Any, root: str, i: int, lo: int, hi: int, buckets: int, nati
     `native` (one bucket in the embedded engine's memory): appends them to its tables NATIVE
     instead. `pes` (each PE's first id, Arrow) is read from pes.parquet when not given in-process."""
     pes = pes if pes is not None else pq.read_table(pes_file(root))
-    execs = rangerows.exec_rows(con, lo, hi, pes)
+    execs, unended = rangerows.exec_rows(con, lo, hi, pes)
     sends = rangerows.send_rows(con, lo, hi, execs)
+    if len(unended):
+        execs = pa.concat_tables([execs, unended])
     if native:
         for table, rows in zip(NATIVE, (execs, sends)):
             con.register("range_rows", rows)
@@ -139,16 +142,30 @@ NATIVE = ("exec_graph_execs", "exec_graph_sends")
 """The engine tables of the one-bucket build (`native`): the partitions without the Parquet round trip."""
 
 
-def native_graph(con: Any, table: str, run_t0: int) -> None:
-    """The one-bucket build's join (scheduling_exec_graph) kept as engine table `table`; the NATIVE
-    tables are dropped."""
+def bucket_edges(con: Any, deliveries: pa.Table) -> pa.Table:
+    """communication_edges over one bucket's deliveries (paradise.events.bucketjoin)."""
+    con.register("bucket_deliveries", deliveries)
     try:
-        for view, part in zip(("part_execs", "part_sends"), NATIVE):
-            con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM {part}")
-        con.execute(f"CREATE OR REPLACE TABLE {table} AS {load_sql('scheduling_exec_graph')}", {"run_t0": int(run_t0)})
+        return con.sql(load_sql("communication_edges")).to_arrow_table()
     finally:
-        con.execute("DROP VIEW IF EXISTS part_execs")
-        con.execute("DROP VIEW IF EXISTS part_sends")
+        con.unregister("bucket_deliveries")
+
+
+def native_graph(con: Any, table: str, run_t0: int) -> pa.Table:
+    """The one-bucket build's join (paradise.events.bucketjoin) kept as engine table `table`; the
+    NATIVE tables are dropped. Returns the bucket's message edges."""
+    try:
+        x, s = (con.sql(f"SELECT * FROM {part}").to_arrow_table() for part in NATIVE)
+        graph, deliveries = bucketjoin.join(x, s, run_t0)
+        del x, s
+        con.register("graph_rows", graph)
+        try:
+            con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM graph_rows")
+        finally:
+            con.unregister("graph_rows")
+        del graph
+        return bucket_edges(con, deliveries)
+    finally:
         for part in NATIVE:
             con.execute(f"DROP TABLE IF EXISTS {part}")
 
@@ -163,27 +180,34 @@ def graph_file(root: str, b: int) -> str:
     return os.path.join(root, GRAPH, f"b{int(b)}.parquet")
 
 
-def bucket_step(con: Any, root: str, b: int, run_t0: int) -> None:
-    """Bucket step B: joins the bucket's execs to their messages' sends (scheduling_exec_graph) into
-    graph/bB.parquet (written whole, then renamed), then removes the bucket's input files. A step
-    run again (its worker died) finds the graph file written and does nothing."""
-    out = graph_file(root, b)
+def edges_file(root: str, b: int) -> str:
+    return os.path.join(root, EDGES, f"b{int(b)}.parquet")
+
+
+def _read(con: Any, files: list[str]) -> pa.Table:
+    """The rows of partition files (DuckDB's reader: several times pyarrow's speed on these encodings)."""
+    return con.sql(f"SELECT * FROM read_parquet({_files(files)}, hive_partitioning = false)").to_arrow_table()
+
+
+def bucket_step(con: Any, root: str, b: int, run_t0: int) -> pa.Table:
+    """Bucket step B: joins the bucket's execs to their messages' sends (paradise.events.bucketjoin)
+    into graph/bB.parquet and its message edges into edges/bB.parquet (each written whole, then
+    renamed, the edges first), then removes the bucket's input files; returns the edges. A step run
+    again (its worker died) finds the graph file written and returns the edges file's rows."""
+    out, edges_out = graph_file(root, b), edges_file(root, b)
     if os.path.exists(out):
-        return
+        return pq.read_table(edges_out)
     execs, sends = bucket_files(root, EXECS, b), bucket_files(root, SENDS, b)
-    os.makedirs(os.path.join(root, GRAPH), exist_ok=True)
-    for view, files in (("part_execs", execs), ("part_sends", sends)):
-        con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM read_parquet({_files(files)}, "
-                    "hive_partitioning = false)")
-    try:
-        con.execute(f"COPY ({load_sql('scheduling_exec_graph')}) TO {_quoted(out + '.tmp')} ({PARQUET})",
-                    {"run_t0": int(run_t0)})
-        os.replace(out + ".tmp", out)
-    finally:
-        for view in ("part_execs", "part_sends"):
-            con.execute(f"DROP VIEW IF EXISTS {view}")
+    graph, deliveries = bucketjoin.join(_read(con, execs), _read(con, sends), run_t0)
+    edges = bucket_edges(con, deliveries)
+    del deliveries
+    for path, rows in ((edges_out, edges), (out, graph)):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        pq.write_table(rows, path + ".tmp", **_writer(rows.schema))
+        os.replace(path + ".tmp", path)
     for f in execs[:-1] + sends[:-1]:
         os.remove(f)
+    return edges
 
 
 def graph_view_sql(view: str, files: list[str]) -> str:

@@ -25,10 +25,11 @@ from paradise.engines import load_sql
 from paradise.format.arrays import from_numpy, to_numpy, validity
 
 EXEC_COLUMNS = ("id", "pe", "t0", "t1", "cost_ns", "coll", "obj", "index", "name", "step", "prio", "msg",
-                "pe_prev", "pe_prev_t1", "pe_prev_end")
-"""The columns of a range's execs (scheduling_exec_graph's part_execs)."""
-SEND_COLUMNS = ("msg", "src_pe", "send_t0", "bytes", "src_id", "send_offset_ns")
-"""The columns of a range's send rows (scheduling_exec_graph's part_sends)."""
+                "pe_prev", "pe_prev_t1", "pe_prev_end", "cat")
+"""The columns of a range's execs (the bucket join's execs, paradise.events.bucketjoin)."""
+SEND_COLUMNS = ("msg", "src_pe", "send_t0", "bytes", "src_id", "send_offset_ns", "coll", "obj", "index",
+                "peer_pe", "peer_coll", "peer_obj", "name")
+"""The columns of a range's send rows (the bucket join's sends)."""
 HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 """Fibonacci hashing's multiplier (2^64 / the golden ratio): spreads message ids over the buckets."""
 
@@ -56,11 +57,17 @@ def _unordered(pe: np.ndarray, t0: np.ndarray, t1: np.ndarray) -> bool:
     return bool(((dp < 0) | ((dp == 0) & ((d0 < 0) | ((d0 == 0) & (t1[1:] < t1[:-1]))))).any())
 
 
-def exec_rows(con: Any, lo: int, hi: int, pes: pa.Table) -> pa.Table:
+def exec_rows(con: Any, lo: int, hi: int, pes: pa.Table) -> tuple[pa.Table, pa.Table]:
     """The execs of PEs lo..hi in (pe, t0, t1) order with id, pe_prev, pe_prev_t1 and pe_prev_end
     appended; `pes` gives each PE's first id (off). Rows out of that order (several files of one PE,
-    equal starts written longest first) are put in it by one stable sort of the range."""
+    equal starts written longest first) are put in it by one stable sort of the range. Second: the
+    execs without an end but with a message (no node of the graph; message edges count them), with
+    those columns null."""
     t = con.sql(load_sql("events_exec_rows"), params={"lo": int(lo), "hi": int(hi)}).to_arrow_table().combine_chunks()
+    unended = t.slice(0, 0)
+    if t.column("t1").null_count:
+        ended = pc.is_valid(t.column("t1"))
+        unended, t = t.filter(pc.invert(ended)), t.filter(ended)
     pe, t0, t1 = _values(t, "pe", np.int32), _values(t, "t0", np.int64), _values(t, "t1", np.int64)
     if len(pe) > 1 and _unordered(pe, t0, t1):
         order = np.lexsort((t1, t0, pe))
@@ -82,7 +89,9 @@ def exec_rows(con: Any, lo: int, hi: int, pes: pa.Table) -> pa.Table:
 
     t = (t.append_column("id", from_numpy(ids)).append_column("pe_prev", prev(ids))
          .append_column("pe_prev_t1", prev(end)).append_column("pe_prev_end", prev(t1)))
-    return t.select(EXEC_COLUMNS)
+    for name in ("id", "pe_prev", "pe_prev_t1", "pe_prev_end"):
+        unended = unended.append_column(name, pa.nulls(len(unended), pa.int64()))
+    return t.select(EXEC_COLUMNS), unended.select(EXEC_COLUMNS)
 
 
 def _latest(x_key: np.ndarray, x_t0: np.ndarray, s_key: np.ndarray, s_t0: np.ndarray) -> np.ndarray:

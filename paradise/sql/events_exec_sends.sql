@@ -7,8 +7,10 @@
 -- columns:
 --   msg            (message id)
 --   src_pe, send_t0, bytes (PE, time and payload of this send row)
---   coll, obj      (the sending object)
+--   coll, obj, index (the sending object)
+--   peer_pe, peer_coll, peer_obj, name (the destination and entry the send names: the message
+--                  edges' receiver where no exec of the message is in the trace)
 -- params: $lo, $hi (the range of PEs, inclusive)
 -- merge: client
-SELECT msg, pe AS src_pe, t0 AS send_t0, bytes, coll, obj
+SELECT msg, pe AS src_pe, t0 AS send_t0, bytes, coll, obj, index, peer_pe, peer_coll, peer_obj, name
 FROM events WHERE kind = 'send' AND msg IS NOT NULL AND pe BETWEEN $lo AND $hi

@@ -1,6 +1,8 @@
 """The exec graph built a range of PEs at a time, then a msg-hash bucket at a time
 (paradise.events.execgraph, paradise.events.partitions), equals the same graph written as a plain
-Python walk over the events (tests/oracles/exec_graph_rows.py), whatever the ranges and buckets."""
+Python walk over the events (tests/oracles/exec_graph_rows.py), and the message edges the buckets
+give equal one query over the whole trace (tests/oracles/sql/communication_edges.sql), whatever the
+ranges and buckets."""
 
 from __future__ import annotations
 
@@ -16,11 +18,15 @@ from paradise.store import open_trace
 from tests.oracles.exec_graph_rows import COLUMNS, EVENTS_SQL, GRAPH_SQL, exec_graph_rows
 from tests.unit.graph_programs import PROGS, program_trace
 
+EDGES_ORACLE = (Path(__file__).resolve().parents[1] / "oracles" / "sql" / "communication_edges.sql").read_text()
+"""communication_edges as one send -> exec join over the whole trace (the definition)."""
+
 
 def awkward_trace(tmp_path: Path):
     """PEs 0..4 where PE 3 only sends (no exec), one message has send rows on two PEs, one send
     comes from an exec of another object nested in the PE's latest one, two execs start at the
-    same instant, and one exec has no end."""
+    same instant, two execs have no end (one caused by a message), one message reaches two execs,
+    one reaches none and one has no payload size."""
     b = TraceBuilder(pes=5)
     a, c = ("A#0", 1), ("C#1", 2)
     b.exec(0, 0, 100, "A.run", coll=a[0], obj=a[1], index="[1]")
@@ -36,6 +42,18 @@ def awkward_trace(tmp_path: Path):
     b.add(4, "exec", 300, None, name="D.crash", coll="D#3", obj=5)     # no end: not in the graph
     m4 = b.send(4, 205, 0, 4, coll="D#3", obj=6)
     b.exec(0, 400, 420, "A.back", msg=m4, coll=a[0], obj=a[1], index="[1]")
+    m5 = b.send(0, 410, 4, 12, coll=a[0], obj=a[1])
+    b.add(4, "exec", 500, None, name="D.lost", coll="D#3", obj=6, msg=m5, cat="array")  # no end, a message
+    m6 = b.next_msg()
+    b.add(0, "send", 415, 415, bytes=48, msg=m6, coll=a[0], obj=a[1])  # a broadcast: two execs
+    b.exec(1, 600, 610, "B.bcast", msg=m6, coll="B#2", obj=3, index="[3]", cat="group")
+    b.exec(2, 600, 620, "B.bcast", msg=m6, coll="B#2", obj=4, index="[4]", cat="group")
+    b.send(2, 700, 3, 8)                                               # no exec, outside any object
+    m7 = b.send(1, 705, 0, 0, coll="B#2", obj=3)
+    b.exec(0, 800, 810, "A.late", msg=m7, coll=a[0], obj=a[1], index="[1]")
+    m8 = b.next_msg()
+    b.add(1, "send", 706, 706, peer_pe=0, msg=m8, coll="B#2", obj=3)   # a send of unknown size
+    b.exec(0, 820, 830, "A.later", msg=m8, coll=a[0], obj=a[1], index="[1]")
     return open_trace(b.write(tmp_path / "awkward"))
 
 
@@ -52,6 +70,10 @@ def _same_as_oracle(trace, chunk_execs: int | None, buckets: int | None = None) 
         got = [tuple(r[c] for c in COLUMNS) for r in got]
         bad = [(g, w) for g, w in zip(got, want) if g != w]
         assert len(got) == len(want) == info.execs and not bad, f"first differing rows (graph, oracle): {bad[:3]}"
+        edges = eng.sql(EDGES_ORACLE)
+        key = [(c, "ascending") for c in edges.column_names]
+        assert info.edges.schema == edges.schema and len(edges) > 0
+        assert info.edges.sort_by(key).to_pylist() == edges.sort_by(key).to_pylist()
         tables = eng.sql("SELECT table_name FROM duckdb_tables()").column("table_name").to_pylist()
         views = [v for v in eng.sql(views_sql).column("view_name").to_pylist() if v not in engine_views]
         scratch = list(eng._scratch)
@@ -62,16 +84,16 @@ def _same_as_oracle(trace, chunk_execs: int | None, buckets: int | None = None) 
             (root,) = scratch
             left = sorted(str(p.relative_to(root)) for p in Path(root).rglob("*.parquet"))
             assert views == [execgraph.TABLE]
-            n = buckets or len(left) - 3
+            n = buckets or (len(left) - 3) // 2
             assert left == sorted(["execs.parquet", "pes.parquet", "sends.parquet",
-                                   *(f"graph/b{b}.parquet" for b in range(n))])
+                                   *(f"{part}/b{b}.parquet" for b in range(n) for part in ("graph", "edges"))])
         return info.execs
 
 
 @pytest.mark.parametrize(("chunk_execs", "buckets"), [(1, 1), (3, 1), (3, 2), (1, 5), (None, None), (None, 3)])
 def test_awkward_trace_in_any_ranges_and_buckets(tmp_path, chunk_execs, buckets):
     trace = awkward_trace(tmp_path)
-    assert _same_as_oracle(trace, chunk_execs, buckets) == 7
+    assert _same_as_oracle(trace, chunk_execs, buckets) == 11
     with DuckDBEngine(trace) as eng:
         execgraph.materialize(eng, chunk_execs, buckets)
         g = {r["name"]: r for r in eng.sql("SELECT g.*, x.name AS src_name FROM exec_graph g "
