@@ -40,6 +40,12 @@ def _ints(t: pa.Table, name: str, dtype: type) -> tuple[np.ndarray, np.ndarray]:
     return to_numpy(arr, dtype), validity(arr)
 
 
+def _flat(t: pa.Table) -> pa.Table:
+    """`t` with each column in one chunk (a column at a time: Table.combine_chunks is several times
+    slower on DuckDB's batches), so that a take does not search chunks."""
+    return pa.table([t.column(c).combine_chunks() for c in t.column_names], names=t.column_names)
+
+
 def _at(values: np.ndarray, at: np.ndarray) -> np.ndarray:
     """values[at], or zeros where there are no values (a bucket without sends: every `at` masked)."""
     return values[at] if len(values) else np.zeros(len(at), values.dtype)
@@ -72,7 +78,7 @@ def join(x: pa.Table, s: pa.Table, run_t0: int) -> tuple[pa.Table, pa.Table]:
     """(the bucket's exec graph rows, its deliveries) from its execs `x` (rangerows.EXEC_COLUMNS;
     rows with a null id have no end and enter only the deliveries) and send rows `s`
     (rangerows.SEND_COLUMNS)."""
-    x, s = x.combine_chunks(), s.combine_chunks()
+    x, s = _flat(x), _flat(s)
     umsg, first, b_max, b_ok = first_sends(s)
     x_msg, x_has = _ints(x, "msg", np.int64)
     pos = np.minimum(np.searchsorted(umsg, x_msg), max(len(umsg) - 1, 0))
@@ -100,7 +106,7 @@ def _graph(x: pa.Table, s: pa.Table, at: np.ndarray, hit: np.ndarray, b: np.ndar
     binds = src_ok & (~has_prev | (st0 > prev_t1))
     crit = binds & (src != xid)
     wait = np.where(binds, np.maximum(t0 - np.where(has_prev, prev_t1, run_t0), 0), 0)
-    cols = [x.column(c) for c in GRAPH_COLUMNS[:14]] + [
+    cols = [x.column(c).chunk(0) for c in GRAPH_COLUMNS[:14]] + [
         from_numpy(src, src_ok), from_numpy(spe, hit), from_numpy(st0, hit), from_numpy(off, off_ok),
         from_numpy(b, b_ok), from_numpy(np.where(crit, src, prev), crit | has_prev), from_numpy(wait)]
     return pa.table(cols, names=list(GRAPH_COLUMNS))
@@ -121,6 +127,6 @@ def _deliveries(x: pa.Table, s: pa.Table, umsg: np.ndarray, first: np.ndarray, b
     got = x.select(["coll", "obj", "index", "pe", "name", "cat"]).take(from_numpy(matched))
     pad = {c.name: pa.nulls(n - n_x, c.type) for c in got.schema}
     got = pa.concat_tables([got, pa.table(pad, schema=got.schema)]) if n > n_x else got
-    cols = list(send.columns) + [from_numpy(b_max[msg_of], b_ok[msg_of])] + list(got.columns) + [
-        from_numpy(execs_of[msg_of] > 1)]
+    size, bcast = from_numpy(b_max[msg_of], b_ok[msg_of]), from_numpy(execs_of[msg_of] > 1)
+    cols = [*send.columns, pa.chunked_array([size]), *got.columns, pa.chunked_array([bcast])]
     return pa.table(cols, names=list(DELIVERY_COLUMNS))

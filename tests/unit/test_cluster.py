@@ -161,15 +161,14 @@ def test_object_steps_from_the_workers_buckets_equal_the_embedded_ones(traces, s
         assert (got.rows is None) == (want.rows is None) and (got.rows is None or got.rows.equals(want.rows))
 
 
-def test_message_edges_in_buckets_on_the_workers_equal_the_embedded_query(traces, scheduler):
-    from paradise.events.msgedges import message_edges
-
+def test_message_edges_from_the_graphs_buckets_on_the_workers_equal_the_whole_trace_query(traces, scheduler):
+    oracle = (Path(__file__).resolve().parents[1] / "oracles" / "sql" / "communication_edges.sql").read_text()
     for name in ("grid", "tree", "all-to-all"):
         trace = open_trace(traces[name])
         with DuckDBEngine(trace) as duck:
-            want = message_edges(duck)  # the whole query in the embedded engine
+            want = duck.sql(oracle)  # one send -> exec join over the whole trace
         with DaskEngine(trace, scheduler=scheduler, files_per_task=1) as eng:
-            got = message_edges(eng)
+            got = execgraph.materialize(eng, buckets=3).edges
             assert eng._events is None  # no worker holds event tables for them
         assert len(want) > 0 and got.schema == want.schema
         key = [(c, "ascending") for c in want.column_names]
