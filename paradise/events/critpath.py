@@ -1,6 +1,6 @@
 """The critical path of a run, followed through the exec graph table without loading it.
 
-Each exec's critical predecessor (scheduling_exec_graph: the exec whose message released it when
+Each exec's critical predecessor (crit_pred, paradise.events.bucketjoin: the exec whose message released it when
 that message came after its PE was free, else the previous exec on its PE) is a column of the
 table. Walking back along it, a path stays on one PE through consecutive ids until an exec that
 a message released (or the PE's first exec): only those hop rows are fetched

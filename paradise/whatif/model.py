@@ -83,7 +83,7 @@ def _untraced_causes(t0: np.ndarray, cost: np.ndarray, src: np.ndarray) -> tuple
 
 
 def exec_graph(table: pa.Table) -> ExecGraph:
-    """Arrays from the rows of the scheduling_exec_graph query (ordered by id)."""
+    """Arrays from the rows of the exec graph (paradise.events.bucketjoin; ordered by id)."""
     pe = _int(table, "pe")
     t0, t1 = _int(table, "t0", 0), _int(table, "t1", 0)
     cost = np.maximum(_int(table, "cost_ns", 0), 0)

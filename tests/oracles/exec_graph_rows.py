@@ -1,6 +1,6 @@
-"""Oracle for the event layer's exec graph (paradise/sql/scheduling_exec_graph.sql, built a range of
-PEs at a time by paradise.events.execgraph): the same rows from a plain Python walk over the trace's
-exec and send events, written from the column definitions, not from the production SQL.
+"""Oracle for the event layer's exec graph (its columns: paradise.events.bucketjoin; built a range of
+PEs at a time, then a msg-hash bucket at a time, by paradise.events.execgraph): the same rows from a plain Python walk over the trace's
+exec and send events, written from the column definitions, not from the production code.
 
 Definitions (one row per exec with an end, ordered by PE, start, end):
 * id: the exec's position in that order; pe_prev: the exec before it on its PE;

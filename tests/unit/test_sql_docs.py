@@ -5,13 +5,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from builders import charm_like, torch_like
 
 from paradise.engines import load_sql
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.engines.merge import merge_text, parse_merge_rule
-from paradise.events import execgraph
+from paradise.events import bucketjoin, execgraph, rangerows
 from paradise.store import open_trace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,7 +72,18 @@ def _graph_part(eng) -> None:
     eng.execute(f"CREATE OR REPLACE VIEW graph_part AS SELECT * FROM {execgraph.TABLE}")
 
 
+def _bucket_deliveries(eng) -> None:
+    """The deliveries of one bucket holding the whole trace (paradise.events.bucketjoin), as the view
+    communication_edges reads."""
+    everything = (-(2**31), 2**31 - 1)
+    execs, unended = rangerows.exec_rows(eng.con, *everything, execgraph._pe_table(eng))
+    sends = rangerows.send_rows(eng.con, *everything, execs)
+    _, deliveries = bucketjoin.join(pa.concat_tables([execs, unended]), sends, 0)
+    eng.con.register("bucket_deliveries", deliveries)
+
+
 EVENT_TABLES = {
+    "bucket_deliveries": _bucket_deliveries,
     "exec_graph": execgraph.materialize,
     "graph_part": _graph_part,
     "object_step_parts": lambda eng: eng.execute("CREATE OR REPLACE VIEW object_step_parts AS "
