@@ -41,8 +41,8 @@ def _ints(t: pa.Table, name: str, dtype: type) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _flat(t: pa.Table) -> pa.Table:
-    """`t` with each column in one chunk (a column at a time: Table.combine_chunks is several times
-    slower on DuckDB's batches), so that a take does not search chunks."""
+    """`t` with each column in one chunk, for a take (pyarrow's take over DuckDB's batches copies
+    each column whole per call; Table.combine_chunks is several times slower than a column at a time)."""
     return pa.table([t.column(c).combine_chunks() for c in t.column_names], names=t.column_names)
 
 
@@ -78,7 +78,6 @@ def join(x: pa.Table, s: pa.Table, run_t0: int) -> tuple[pa.Table, pa.Table]:
     """(the bucket's exec graph rows, its deliveries) from its execs `x` (rangerows.EXEC_COLUMNS;
     rows with a null id have no end and enter only the deliveries) and send rows `s`
     (rangerows.SEND_COLUMNS)."""
-    x, s = _flat(x), _flat(s)
     umsg, first, b_max, b_ok = first_sends(s)
     x_msg, x_has = _ints(x, "msg", np.int64)
     pos = np.minimum(np.searchsorted(umsg, x_msg), max(len(umsg) - 1, 0))
@@ -95,7 +94,7 @@ def _graph(x: pa.Table, s: pa.Table, at: np.ndarray, hit: np.ndarray, b: np.ndar
     keep = np.flatnonzero(ended)
     whole = len(keep) == len(xid)
     if not whole:
-        x, at, hit, b, b_ok, xid = x.take(from_numpy(keep)), at[keep], hit[keep], b[keep], b_ok[keep], xid[keep]
+        x, at, hit, b, b_ok, xid = _flat(x).take(from_numpy(keep)), at[keep], hit[keep], b[keep], b_ok[keep], xid[keep]
     src, src_ok = (_at(v, at) for v in _ints(s, "src_id", np.int64))
     off, off_ok = (_at(v, at) for v in _ints(s, "send_offset_ns", np.int64))
     spe, st0 = _at(_ints(s, "src_pe", np.int32)[0], at), _at(_ints(s, "send_t0", np.int64)[0], at)
@@ -106,9 +105,9 @@ def _graph(x: pa.Table, s: pa.Table, at: np.ndarray, hit: np.ndarray, b: np.ndar
     binds = src_ok & (~has_prev | (st0 > prev_t1))
     crit = binds & (src != xid)
     wait = np.where(binds, np.maximum(t0 - np.where(has_prev, prev_t1, run_t0), 0), 0)
-    cols = [x.column(c).chunk(0) for c in GRAPH_COLUMNS[:14]] + [
+    cols = [x.column(c) for c in GRAPH_COLUMNS[:14]] + [pa.chunked_array([a]) for a in (
         from_numpy(src, src_ok), from_numpy(spe, hit), from_numpy(st0, hit), from_numpy(off, off_ok),
-        from_numpy(b, b_ok), from_numpy(np.where(crit, src, prev), crit | has_prev), from_numpy(wait)]
+        from_numpy(b, b_ok), from_numpy(np.where(crit, src, prev), crit | has_prev), from_numpy(wait))]
     return pa.table(cols, names=list(GRAPH_COLUMNS))
 
 
@@ -122,9 +121,9 @@ def _deliveries(x: pa.Table, s: pa.Table, umsg: np.ndarray, first: np.ndarray, b
     alone = np.flatnonzero(execs_of == 0)
     msg_of = np.r_[g, alone]
     rows = from_numpy(first[msg_of])
-    send = s.select(["coll", "obj", "index", "src_pe", "peer_coll", "peer_obj", "peer_pe", "name"]).take(rows)
+    send = _flat(s.select(["coll", "obj", "index", "src_pe", "peer_coll", "peer_obj", "peer_pe", "name"])).take(rows)
     n, n_x = len(msg_of), len(matched)
-    got = x.select(["coll", "obj", "index", "pe", "name", "cat"]).take(from_numpy(matched))
+    got = _flat(x.select(["coll", "obj", "index", "pe", "name", "cat"])).take(from_numpy(matched))
     pad = {c.name: pa.nulls(n - n_x, c.type) for c in got.schema}
     got = pa.concat_tables([got, pa.table(pad, schema=got.schema)]) if n > n_x else got
     size, bcast = from_numpy(b_max[msg_of], b_ok[msg_of]), from_numpy(execs_of[msg_of] > 1)
