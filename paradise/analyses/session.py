@@ -30,10 +30,9 @@ def _pe_time(s: Session) -> Any:
 
 
 def _communication_edges(s: Session) -> Any:
-    """Message edges (communication_edges): the exec graph's buckets give them with the graph."""
-    from paradise.events.msgedges import message_edges
-
-    return message_edges(s.get("exec_graph"))
+    """Message edges (communication_edges): the exec graph's bucket steps give them with the graph
+    (paradise.events.msgedges)."""
+    return s.get("exec_graph").edges
 
 
 def _object_steps(s: Session) -> Any:

@@ -41,8 +41,8 @@ def _ints(t: pa.Table, name: str, dtype: type) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _flat(t: pa.Table) -> pa.Table:
-    """`t` with each column in one chunk, for a take (pyarrow's take over DuckDB's batches copies
-    each column whole per call; Table.combine_chunks is several times slower than a column at a time)."""
+    """`t` with each column in one chunk, for a take (pyarrow's take over a column of several chunks,
+    one per file, is several times slower; so is Table.combine_chunks against a column at a time)."""
     return pa.table([t.column(c).combine_chunks() for c in t.column_names], names=t.column_names)
 
 
@@ -92,9 +92,9 @@ def _graph(x: pa.Table, s: pa.Table, at: np.ndarray, hit: np.ndarray, b: np.ndar
     """The exec graph's rows of the ended execs (a valid id), `at` their message's send row in `s`."""
     xid, ended = _ints(x, "id", np.int64)
     keep = np.flatnonzero(ended)
-    whole = len(keep) == len(xid)
-    if not whole:
-        x, at, hit, b, b_ok, xid = _flat(x).take(from_numpy(keep)), at[keep], hit[keep], b[keep], b_ok[keep], xid[keep]
+    if len(keep) < len(xid):
+        x = _flat(x).take(from_numpy(keep))
+        at, hit, b, b_ok, xid = at[keep], hit[keep], b[keep], b_ok[keep], xid[keep]
     src, src_ok = (_at(v, at) for v in _ints(s, "src_id", np.int64))
     off, off_ok = (_at(v, at) for v in _ints(s, "send_offset_ns", np.int64))
     spe, st0 = _at(_ints(s, "src_pe", np.int32)[0], at), _at(_ints(s, "send_t0", np.int64)[0], at)

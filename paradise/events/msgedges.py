@@ -6,8 +6,6 @@ the trace's sends to its execs a second time; the client merges the buckets' edg
 
 from __future__ import annotations
 
-from typing import Any
-
 import pyarrow as pa
 
 from paradise.engines import load_sql
@@ -24,7 +22,3 @@ def merged(parts: list[pa.Table]) -> pa.Table:
     edges = merge_partials(parts, parse_merge_rule(load_sql(QUERY), QUERY), QUERY)
     return edges.sort_by([(k, "ascending") for k in ORDER])
 
-
-def message_edges(graph: Any) -> pa.Table:
-    """communication_edges of the trace whose exec graph is `graph` (execgraph.ExecGraphInfo)."""
-    return graph.edges
