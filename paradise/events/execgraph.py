@@ -110,7 +110,7 @@ def _pe_table(engine: Any) -> pa.Table:
     """Each PE's exec count, first id and first start (events_exec_pe_stats), in PE order."""
     t = engine.query("events_exec_pe_stats").sort_by("pe")
     execs = t.column("execs").to_numpy().astype(np.int64)
-    off = np.concatenate([[0], np.cumsum(execs)[:-1]]).astype(np.int64)
+    off = (np.cumsum(execs) - execs).astype(np.int64)  # each PE's first id (none for a trace without execs)
     return pa.table({"pe": t.column("pe"), "execs": pa.array(execs), "off": pa.array(off),
                      "pe_t0": t.column("pe_t0").cast(pa.int64())})
 
