@@ -33,7 +33,8 @@ RANGE_EXEC_BYTES = 512
 """Memory a range step needs per exec of its range (its rows and sends as Arrow, numpy's columns and
 the engine's copy as it writes them): with 1 GiB, ranges of about 2*10^6 execs."""
 BUCKET_EXEC_BYTES = 512
-"""Memory a bucket step needs per exec of its bucket (the sends' aggregate and the join's hash table)."""
+"""Memory a bucket step needs per exec of its bucket (its execs and sends as Arrow, the numpy join's
+arrays, the graph's new columns and the deliveries)."""
 EXECS, SENDS, GRAPH, EDGES = "execs", "sends", "graph", "edges"
 PARQUET = "FORMAT parquet, PARQUET_VERSION V2, COMPRESSION uncompressed"
 """How the partition files are written: Parquet 2's encodings (delta, byte stream split) make them
@@ -133,7 +134,8 @@ def write_buckets(root: str, part: str, i: int, rows: pa.Table, bucket: np.ndarr
 def _writer(schema: pa.Schema) -> dict[str, Any]:
     """How the partition files are written: uncompressed, integers delta-encoded, strings by
     dictionary (the size of zstd's for the CPU of a plain write, and read back without decompression)."""
-    strings = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+    strings = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+               or pa.types.is_dictionary(f.type)]
     return {"compression": "none", "use_dictionary": strings,
             "column_encoding": {f.name: "DELTA_BINARY_PACKED" for f in schema if pa.types.is_integer(f.type)}}
 
