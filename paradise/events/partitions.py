@@ -155,21 +155,22 @@ def bucket_edges(con: Any, deliveries: pa.Table) -> pa.Table:
 
 def native_graph(con: Any, table: str, run_t0: int) -> pa.Table:
     """The one-bucket build's join (paradise.events.bucketjoin) kept as engine table `table`; the
-    NATIVE tables are dropped. Returns the bucket's message edges."""
+    NATIVE tables are dropped as soon as they are read, so that the engine's memory holds the graph
+    instead of its inputs. Returns the bucket's message edges."""
     try:
         x, s = (con.sql(f"SELECT * FROM {part}").to_arrow_table() for part in NATIVE)
-        graph, deliveries = bucketjoin.join(x, s, run_t0)
-        del x, s
-        con.register("graph_rows", graph)
-        try:
-            con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM graph_rows")
-        finally:
-            con.unregister("graph_rows")
-        del graph
-        return bucket_edges(con, deliveries)
     finally:
         for part in NATIVE:
             con.execute(f"DROP TABLE IF EXISTS {part}")
+    graph, deliveries = bucketjoin.join(x, s, run_t0)
+    del x, s
+    con.register("graph_rows", graph)
+    try:
+        con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM graph_rows")
+    finally:
+        con.unregister("graph_rows")
+    del graph
+    return bucket_edges(con, deliveries)
 
 
 def bucket_files(root: str, part: str, b: int) -> list[str]:
