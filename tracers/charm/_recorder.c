@@ -10,8 +10,11 @@
 #include <Python.h>
 #include <structmember.h>
 #include <stdint.h>
+#include <errno.h>
 #include <string.h>
 #include <time.h>
+#include <pthread.h>
+#include <sys/mman.h>
 
 #define NF 18
 #define NUL INT64_MIN
@@ -41,6 +44,7 @@ typedef struct {
     PyObject *pend_spare;  /* the Pend hook_pack fills (a new one when something else still holds it) */
     Py_ssize_t flush_rows;
     PyObject *on_full;     /* called at a return to the scheduler once n >= flush_rows */
+    Py_ssize_t pf_next;    /* row at which the prefault thread is asked for the next stretch */
 } Recorder;
 
 /* An injected clock error (tests of the clock alignment, tracers/clock.py: skewed): off by
@@ -57,12 +61,86 @@ static inline long long now_ns(void) {
     return t;
 }
 
+/* ---- Prefault: the buffer's pages mapped ahead of the rows, off the program's thread ----
+ * A fresh buffer's memory is mapped by the kernel on first write: a page fault (~1.5-6 us here,
+ * page zeroing included) every 28 rows, ~50-180 ns per row on the program's path. A background
+ * thread asks the kernel to map the next stretch (MADV_POPULATE_WRITE, Linux >= 5.14: the pages
+ * are mapped writable, their bytes untouched) while the rows fill the current one. It never reads
+ * or writes the buffer and holds no Python object; where the call is missing (older kernel or
+ * headers) the pages fault on first write as before. */
+#define PF_STEP_ROWS 4096   /* the recorder asks for more every 4096 rows (576 KiB) ... */
+#define PF_AHEAD_ROWS 16384 /* ... to be mapped up to 16384 rows (2.25 MiB) ahead of the last row */
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    char *base;         /* buffer whose pages are wanted (the latest asked for) */
+    size_t done, want;  /* bytes of it mapped so far / wanted mapped */
+    int state;          /* 0: not started, 1: running, -1: unavailable */
+} pf = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0, 0};
+
+static void *pf_main(void *unused) {
+    (void)unused;
+    pthread_mutex_lock(&pf.mu);
+    for (;;) {
+        while (pf.done >= pf.want) pthread_cond_wait(&pf.cv, &pf.mu);
+        char *base = pf.base;
+        size_t from = pf.done, to = pf.want, page = 4096;
+        if (to - from > (1 << 20)) to = from + (1 << 20); /* a stretch at a time: a new buffer is seen soon */
+        pf.done = to;
+        pthread_mutex_unlock(&pf.mu);
+        /* page-aligned inside the stretch: a partial page at either end is left to fault */
+        uintptr_t a = ((uintptr_t)base + from + page - 1) & ~(uintptr_t)(page - 1);
+        uintptr_t b = ((uintptr_t)base + to) & ~(uintptr_t)(page - 1);
+#ifdef MADV_POPULATE_WRITE
+        int bad = b > a && madvise((void *)a, b - a, MADV_POPULATE_WRITE) != 0 && errno == EINVAL;
+#else
+        int bad = 1;
+#endif
+        pthread_mutex_lock(&pf.mu);
+        if (bad) { /* the kernel has no MADV_POPULATE_WRITE: stop asking */
+            pf.state = -1;
+            pf.done = pf.want = 0;
+            pthread_mutex_unlock(&pf.mu);
+            return NULL;
+        }
+    }
+}
+
+/* Asks for the rows of r's buffer up to PF_AHEAD_ROWS past row n to be mapped. */
+static void prefault_ahead(Recorder *r) {
+    r->pf_next = r->n + PF_STEP_ROWS;
+    if (pf.state < 0) return;
+    Py_ssize_t upto = r->n + PF_AHEAD_ROWS;
+    if (upto > r->cap) upto = r->cap;
+    char *base = PyBytes_AS_STRING(r->buf);
+    pthread_mutex_lock(&pf.mu);
+    if (pf.state == 0) {
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pf.state = pthread_create(&t, &attr, pf_main, NULL) == 0 ? 1 : -1;
+        pthread_attr_destroy(&attr);
+    }
+    if (pf.state > 0) {
+        if (pf.base != base) {
+            pf.base = base;
+            pf.done = (size_t)r->n * NF * 8;
+        }
+        pf.want = (size_t)upto * NF * 8;
+        if (pf.done < pf.want) pthread_cond_signal(&pf.cv);
+    }
+    pthread_mutex_unlock(&pf.mu);
+}
+
 static int alloc_buf(Recorder *r, Py_ssize_t cap) {
     PyObject *b = PyBytes_FromStringAndSize(NULL, cap * NF * 8);
     if (b == NULL) return -1;
     Py_XSETREF(r->buf, b);
     r->cap = cap;
     r->n = 0;
+    r->pf_next = 0;
     return 0;
 }
 
@@ -76,7 +154,9 @@ static inline int64_t *next_row(Recorder *r) {
             return NULL;
         }
         r->cap = cap;
+        r->pf_next = r->n;
     }
+    if (__builtin_expect(r->n >= r->pf_next, 0)) prefault_ahead(r);
     return (int64_t *)PyBytes_AS_STRING(r->buf) + NF * (r->n++);
 }
 
