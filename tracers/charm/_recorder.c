@@ -202,7 +202,9 @@ static inline int put_tail(int64_t *row, PyObject *ident, int send) {
     if (PyList_Check(ident) && PyList_GET_SIZE(ident) > slot) {
         PyObject *tail = PyList_GET_ITEM(ident, slot);
         if (PyBytes_Check(tail) && PyBytes_GET_SIZE(tail) == nbytes) {
-            memcpy(row + first, PyBytes_AS_STRING(tail), nbytes);
+            /* constant sizes: the compiler copies with vector moves (a variable size: rep movs) */
+            if (send) memcpy(row + L_KIND, PyBytes_AS_STRING(tail), (NF - L_KIND) * 8);
+            else memcpy(row + L_PEER_COLL, PyBytes_AS_STRING(tail), (NF - L_PEER_COLL) * 8);
             return 0;
         }
     }
@@ -748,19 +750,24 @@ static PyObject *hook_exec(Hook *h, PyObject *const *args, size_t nargsf, PyObje
     PyObject *items[7] = {Py_None, s_zero, parent, ident, Py_None, name, mid != NULL ? mid : s_null};
     for (int i = 0; i < 7; i++) {
         PyObject *old = PyList_GET_ITEM(rec, i);
+        if (old == items[i]) continue; /* a reused record: most items are what they were */
         Py_INCREF(items[i]);
         PyList_SET_ITEM(rec, i, items[i]);
         Py_XDECREF(old);
     }
     Py_INCREF(rec);
-    PyList_SetItem(cur, 0, rec);
+    PyObject *was0 = PyList_GET_ITEM(cur, 0); /* `parent` (which holds its own reference) */
+    PyList_SET_ITEM(cur, 0, rec);
+    Py_XDECREF(was0);
     PyObject *res = h->run_globals != NULL ? em_run(h, args, nargs, kwnames)
                                            : PyObject_Vectorcall(h->orig, args, nargs, kwnames);
     t1 = now_ns();
     PyObject *et, *ev, *etb;
     PyErr_Fetch(&et, &ev, &etb);
+    PyObject *was = PyList_GET_ITEM(cur, 0);
     Py_INCREF(parent);
-    PyList_SetItem(cur, 0, parent);
+    PyList_SET_ITEM(cur, 0, parent);
+    Py_XDECREF(was);
     int bad = 0;
     long long r0 = t0, r1 = 0;
     /* rec[0], rec[1] change only when the execution was paused (greenlet switch, nested execution) */
@@ -895,7 +902,9 @@ static PyObject *hook_pack(Hook *h, PyObject *const *args, size_t nargsf, PyObje
     p->t = t;
     Py_DECREF(mido);
     Py_INCREF(p);
-    PyList_SetItem(h->pend, 0, (PyObject *)p);
+    PyObject *was = PyList_GET_ITEM(h->pend, 0);
+    PyList_SET_ITEM(h->pend, 0, (PyObject *)p);
+    Py_XDECREF(was);
     return msg;
 fail_m0:
     Py_DECREF(m0);
@@ -940,7 +949,9 @@ static PyObject *hook_asend(Hook *h, PyObject *const *args, size_t nargsf, PyObj
     Py_DECREF(m0); /* identity test only */
     if ((is_pend ? ((Pend *)p)->m0 : PyTuple_GET_ITEM(p, 0)) != m0) goto done;
     Py_INCREF(Py_None);
-    PyList_SetItem(h->pend, 0, Py_None);
+    PyObject *was = PyList_GET_ITEM(h->pend, 0);
+    PyList_SET_ITEM(h->pend, 0, Py_None);
+    Py_XDECREF(was); /* `p` holds its own reference */
     long long coll_v, name_v, mid, nbytes, t, peer = NUL, argsv = NUL, i0, i1;
     Recorder *r = h->rec;
     if (get_ll(coll, &coll_v) < 0 || get_ll(name, &name_v) < 0) goto fail;
