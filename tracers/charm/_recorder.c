@@ -107,6 +107,16 @@ static void *pf_main(void *unused) {
     }
 }
 
+/* A forked child has no prefault thread (and maybe a lock its parent's thread held): it starts
+ * afresh, its own thread made on its first request. */
+static void pf_atfork_child(void) {
+    pthread_mutex_init(&pf.mu, NULL);
+    pthread_cond_init(&pf.cv, NULL);
+    pf.base = NULL;
+    pf.done = pf.want = 0;
+    if (pf.state > 0) pf.state = 0;
+}
+
 /* Asks for the rows of r's buffer up to PF_AHEAD_ROWS past row n to be mapped. */
 static void prefault_ahead(Recorder *r) {
     r->pf_next = r->n + PF_STEP_ROWS;
@@ -1203,6 +1213,7 @@ PyMODINIT_FUNC PyInit__recorder(void) {
         !(s_name = PyUnicode_InternFromString("name")) || !(s_ret_fut = PyUnicode_InternFromString("ret_fut")) ||
         !(s_block_key = PyBytes_FromString("block")))
         return NULL;
+    pthread_atfork(NULL, NULL, pf_atfork_child);
     PyObject *m = PyModule_Create(&moduledef);
     if (m == NULL) return NULL;
     Py_INCREF(&RecorderType);
