@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 
 from paradise.errors import ImportFormatError, OutputUnwritable
 from paradise.format import SCHEMA, make_metadata
+from paradise.format.arrays import nulls
 from paradise.format.order import NotInTimeOrder, merge_time_ordered, time_ordered
 from paradise.importers import ProgressCallback, Sources, regular_file, source_paths
 from paradise.importers.nsys_sqlite import (
@@ -49,14 +50,19 @@ DEFAULT_STEP_PATTERN = r"ProfilerStep#(\d+)"
 """NVTX ranges whose whole name matches are steps (the PyTorch profiler's step ranges); the group is N."""
 MAX_RANK = (1 << 22) - 1
 OUT_ROW_GROUP = 64 * 1024
-DICT_COLUMNS = ["kind", "cat", "name"]
-"""Dictionary-encode only the low-cardinality strings (args, a JSON text per row, gains nothing)."""
+DICT_COLUMNS = ["kind", "cat", "name", "pe", "tid", "bytes", "step", "stream", "peer_pe"]
+"""Dictionary-encoded in the file: the strings with few distinct values and the integer columns
+that repeat a handful of values (rank, thread or stream, sizes, steps). Read back as plain
+integers (the Arrow types do not change); `args`, a JSON text per row, gains nothing."""
+ZSTD_COLUMNS = ("args",)
+"""The only column compressed: `args` (JSON texts) shrinks 20x under zstd; every other column is
+dictionary codes or deltas, which zstd shrinks little for its cost (200x CloverLeaf copy: write
+0.39 -> 0.31 s of CPU, file 11.8 -> 14.5 MiB)."""
 DELTA_COLUMNS = ("t0", "t1", "msg")
-"""Written DELTA_BINARY_PACKED, uncompressed: times in order and msg (rank * 2**40 + correlation id)
-change little from row to row, so their deltas are about as small as zstd's output, for less CPU
-to write and to read back (200x CloverLeaf copy: file 12.4 -> 12.0 MiB, write 0.55 -> 0.48 s,
-a DuckDB scan of the file 0.42 -> 0.29 s). No statistics for `args` (JSON texts: their min and max
-prune nothing, and cost 8% of the write)."""
+"""Written DELTA_BINARY_PACKED: times in order and msg (rank * 2**40 + correlation id) change
+little from row to row, so their deltas are about as small as zstd's output, for less CPU to
+write and to read back. No statistics for `args` (JSON texts: their min and max prune nothing,
+and cost 8% of the write)."""
 MPI_RANK_RE = re.compile(r"^MPI Rank (\d+)$")
 """The thread name `nsys --trace=mpi` gives each rank's main thread."""
 CPU_TABLES = ("CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", "OSRT_API", "MPI_P2P_EVENTS", "MPI_COLLECTIVES_EVENTS",
@@ -85,8 +91,12 @@ class _File:
     """Per device table: its distinct (pid, deviceId) pairs, found by the survey."""
 
 
-def _pid_sql(col: str) -> str:
-    return f"({col} >> {PID_SHIFT}) & {ID_MASK}"
+def _pids(exp: Export, table: str, gids: list[tuple]) -> list[tuple]:
+    """The rows of a DISTINCT query on a serialized global id column (first) with its pid instead
+    (None for NULL); a value that is not an integer is refused, as the rows' reader refuses it."""
+    if any(not isinstance(r[0], int) for r in gids if r[0] is not None):
+        raise exp.not_integer(table)
+    return list(dict.fromkeys((None if r[0] is None else (r[0] >> PID_SHIFT) & ID_MASK, *r[1:]) for r in gids))
 
 
 def _survey(f: _File, exact: bool) -> None:
@@ -102,12 +112,12 @@ def _survey(f: _File, exact: bool) -> None:
     for table in exp.tables:
         device = table in DEVICE_TABLES
         where = f" WHERE eventType IN {NVTX_ROWS}" if table == "NVTX_EVENTS" else ""
-        if device:
-            pairs = exp.query(f"SELECT DISTINCT {_pid_sql('globalPid')}, deviceId FROM {table}")
-            pids |= {int(pid) for pid, _ in pairs if pid is not None}
+        if device:  # DISTINCT on the stored column, the pid taken in Python: a quarter cheaper in SQLite
+            pairs = _pids(exp, table, exp.query(f"SELECT DISTINCT globalPid, deviceId FROM {table}"))
+            pids |= {pid for pid, _ in pairs if pid is not None}
             f.device_pairs[table] = pairs
         else:
-            pids |= {int(r[0]) for r in exp.query(f"SELECT DISTINCT {_pid_sql('globalTid')} FROM {table}{where}")
+            pids |= {r[0] for r in _pids(exp, table, exp.query(f"SELECT DISTINCT globalTid FROM {table}{where}"))
                      if r[0] is not None}
         if exact:
             no_end = "" if table == "NVTX_EVENTS" else " OR end IS NULL"  # marks have no end
@@ -330,7 +340,7 @@ def _wrong_type(f: _File, table: str, exc: Exception) -> ImportFormatError:
 def _full(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """Rows of ROW_SCHEMA with the format's other columns added, null."""
     n = table.num_rows
-    return pa.Table.from_arrays([table.column(f.name) if f.name in ROW_SCHEMA.names else pa.nulls(n, f.type)
+    return pa.Table.from_arrays([table.column(f.name) if f.name in ROW_SCHEMA.names else nulls(n, f.type)
                                  for f in schema], schema=schema)
 
 
@@ -356,7 +366,7 @@ def _write(files: list[_File], shift: dict[Path, int], step_re: re.Pattern, meta
     schema = SCHEMA.with_metadata(meta)
     done = 0
     with pq.ParquetWriter(final_tmp, schema, use_dictionary=DICT_COLUMNS,
-                          compression={c: "none" if c in DELTA_COLUMNS else "zstd" for c in schema.names},
+                          compression={c: "zstd" if c in ZSTD_COLUMNS else "none" for c in schema.names},
                           column_encoding=dict.fromkeys(DELTA_COLUMNS, "DELTA_BINARY_PACKED"),
                           write_statistics=[c for c in schema.names if c != "args"]) as writer:
         pending: list[pa.Table] = []

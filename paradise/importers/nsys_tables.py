@@ -17,6 +17,7 @@ import pyarrow as pa
 from pyarrow._compute import call_function
 
 from paradise.format import SCHEMA
+from paradise.format.arrays import nulls
 from paradise.importers.kineto_arrow import from_numpy, strings
 from paradise.importers.nsys_arrow import (
     cast,
@@ -131,7 +132,7 @@ def build(ctx: Context, n: int, *, kind: str | pa.Array, pe: np.ndarray, start: 
         cols["args"] = args
     if peer is not None:
         cols["peer_pe"] = from_numpy(peer.astype(np.int32), peer >= 0)
-    return pa.Table.from_arrays([_typed(cols[f.name], f.type) if f.name in cols else pa.nulls(n, f.type)
+    return pa.Table.from_arrays([_typed(cols[f.name], f.type) if f.name in cols else nulls(n, f.type)
                                  for f in ROW_SCHEMA], schema=ROW_SCHEMA)
 
 
