@@ -40,6 +40,7 @@ from paradise.importers.nsys_tables import (
     PID_SHIFT,
     ROW_SCHEMA,
     Context,
+    PidNotSurveyed,
     collect_launch_steps,
     collect_steps,
     table_readers,
@@ -99,13 +100,17 @@ def _pids(exp: Export, table: str, gids: list[tuple]) -> list[tuple]:
     return list(dict.fromkeys((None if r[0] is None else (r[0] >> PID_SHIFT) & ID_MASK, *r[1:]) for r in gids))
 
 
-def _survey(f: _File, exact: bool) -> None:
+def _survey(f: _File, exact: bool, guess: bool) -> None:
     """Traced pids, row counts, first time, session start, names, devices of one export.
 
-    The distinct pids (with their devices, for device tables) take a scan of each table. The first
-    start is the first row's (`exact=False`: Nsight writes each table in start order, which the
-    import then checks row by row, NotInTimeOrder otherwise) or min(start) (`exact`, a second scan
-    that also counts rows missing a time; the rows' reader refuses those too)."""
+    The distinct pids of device tables (with their devices) take a scan of each. Those of CPU
+    tables do too, unless `guess`: then each CPU table's first row adds its pid, and the rows'
+    reader raises PidNotSurveyed on a row of a pid not found (a process with CPU rows only, after
+    another's first row), for the file to be surveyed again without guessing; where it raises none,
+    the pids are those the scans would find. The first start is the first row's (`exact=False`:
+    Nsight writes each table in start order, which the import then checks row by row,
+    NotInTimeOrder otherwise) or min(start) (`exact`, a second scan that also counts rows missing a
+    time; the rows' reader refuses those too)."""
     exp = f.exp
     pids: set[int] = set()
     starts = []
@@ -116,7 +121,7 @@ def _survey(f: _File, exact: bool) -> None:
             pairs = _pids(exp, table, exp.query(f"SELECT DISTINCT globalPid, deviceId FROM {table}"))
             pids |= {pid for pid, _ in pairs if pid is not None}
             f.device_pairs[table] = pairs
-        else:
+        elif not guess:
             pids |= {r[0] for r in _pids(exp, table, exp.query(f"SELECT DISTINCT globalTid FROM {table}{where}"))
                      if r[0] is not None}
         if exact:
@@ -125,7 +130,11 @@ def _survey(f: _File, exact: bool) -> None:
                                    f"FROM {table}{where}")[0]
         else:
             n, bad = exp.query(f"SELECT count(*) FROM {table}{where}")[0][0], 0
-            lo = next(iter(exp.query(f"SELECT start FROM {table}{where} ORDER BY rowid LIMIT 1")), (None,))[0]
+            gid = "globalPid" if device else "globalTid"
+            lo, first = next(iter(exp.query(f"SELECT start, {gid} FROM {table}{where} ORDER BY rowid LIMIT 1")),
+                             (None, None))
+            if guess and not device:
+                pids |= {r[0] for r in _pids(exp, table, [(first,)]) if r[0] is not None}
         if bad:
             raise ImportFormatError(f"{f.path}: table {table} has {bad} row(s) whose start or end is not an "
                                     "integer time in ns")
@@ -298,26 +307,31 @@ def _import_into(paths: list[Path], out: Path, tmpdir: Path, rank: int | None, p
     """Trusts each table's start order (its first row is its first start, its rows merge as read);
     where one is out of order, imports again from an exact survey through the spill sort."""
     srcs = [export_report(p, tmpdir / f"{i}") if p.name.endswith(REPORT_SUFFIXES) else p for i, p in enumerate(paths)]
-    try:
-        _import_files(paths, srcs, out, tmpdir, rank, program, step_re, on_progress, in_order=True)
-    except NotInTimeOrder:
-        _import_files(paths, srcs, out, tmpdir, rank, program, step_re, on_progress, in_order=False)
+    in_order = guess = True
+    while True:
+        try:
+            _import_files(paths, srcs, out, tmpdir, rank, program, step_re, on_progress, in_order, guess)
+            return
+        except PidNotSurveyed:  # raised only where guess
+            guess = False
+        except NotInTimeOrder:  # raised only where in_order
+            in_order = guess = False
 
 
 def _import_files(paths: list[Path], srcs: list[Path], out: Path, tmpdir: Path, rank: int | None, program: str,
-                  step_re: re.Pattern, on_progress: ProgressCallback | None, in_order: bool) -> None:
+                  step_re: re.Pattern, on_progress: ProgressCallback | None, in_order: bool, guess: bool) -> None:
     files: list[_File] = []
     try:
         for p, src in zip(paths, srcs):
             f = _File(path=p, exp=open_export(src, p))
             files.append(f)
-            _survey(f, exact=not in_order)
+            _survey(f, exact=not in_order, guess=guess)
         _assign_ranks(files, rank)
         method, origin, shift = _clock(files)
         meta = _metadata(files, method, origin, program)
         total = sum(sum(f.counts.values()) for f in files)
         final_tmp = tmpdir / "out.parquet"
-        _write(files, shift, step_re, meta, final_tmp, total, on_progress, in_order)
+        _write(files, shift, step_re, meta, final_tmp, total, on_progress, in_order, guess)
         os.replace(final_tmp, out)
     finally:
         for f in files:
@@ -361,7 +375,7 @@ def _time_ordered_rows(f: _File, ctx: Context, in_order: bool, scratch: Path) ->
 
 
 def _write(files: list[_File], shift: dict[Path, int], step_re: re.Pattern, meta: dict[bytes, bytes],
-           final_tmp: Path, total: int, on_progress: ProgressCallback | None, in_order: bool) -> None:
+           final_tmp: Path, total: int, on_progress: ProgressCallback | None, in_order: bool, guess: bool) -> None:
     """Every file's rows through one ParquetWriter, in row groups of about OUT_ROW_GROUP rows."""
     schema = SCHEMA.with_metadata(meta)
     done = 0
@@ -374,7 +388,7 @@ def _write(files: list[_File], shift: dict[Path, int], step_re: re.Pattern, meta
         for i, f in enumerate(files):
             pids = np.array(sorted(f.ranks), dtype=np.int64)
             ctx = Context(exp=f.exp, pids=pids, ranks=np.array([f.ranks[p] for p in pids], dtype=np.int64),
-                          shift=shift[f.path], step_re=step_re, domains=f.domains)
+                          shift=shift[f.path], step_re=step_re, domains=f.domains, guessed=guess)
             # each rank's rows are in time order when the file's are
             for table in _time_ordered_rows(f, ctx, in_order, final_tmp.with_name(f"order-{i}.arrow")):
                 pending.append(_full(table, schema))

@@ -70,6 +70,11 @@ format's other columns are null in every row and are added when the rows are wri
 MPI_ARG_COLUMNS = ("size", "recvSize", "remoteRank", "rootRank", "tag", "commHandle", "requestHandle")
 
 
+class PidNotSurveyed(Exception):
+    """A row of a process the survey did not find, where it guessed the pids of CPU tables from
+    their first rows (the caller surveys the file again, scanning for them)."""
+
+
 @dataclass
 class Context:
     """What the batches of one file need: ranks, the time shift, steps and the string cache."""
@@ -86,13 +91,19 @@ class Context:
     """The msg of every launch (runtime call with a correlation id), sorted; launch_step: its step."""
     launch_step: np.ndarray | None = None
     domains: dict[int, str] = field(default_factory=dict)
+    guessed: bool = False
+    """Whether `pids` were guessed (see nsys._survey): a row of another process raises PidNotSurveyed."""
     _names: dict[int, str | None] = field(default_factory=dict)
 
     def rank(self, gid: np.ndarray) -> np.ndarray:
-        """The rank of each row from its serialized global pid/tid (the file's first when unknown)."""
+        """The rank of each row from its serialized global pid/tid (the file's first for a NULL id,
+        read as -1, or a process the survey did not find)."""
         pid = (gid >> PID_SHIFT) & ID_MASK
         pos = np.clip(np.searchsorted(self.pids, pid), 0, self.pids.size - 1)
-        return np.where(self.pids[pos] == pid, self.ranks[pos], self.ranks[0]).astype(np.int32)
+        found = self.pids[pos] == pid
+        if self.guessed and not bool(np.all(found | (gid == -1))):
+            raise PidNotSurveyed
+        return np.where(found, self.ranks[pos], self.ranks[0]).astype(np.int32)
 
     def names(self, ids: np.ndarray) -> pa.DictionaryArray:
         """StringIds values for the ids (-1: null), fetched once per distinct id."""
