@@ -103,11 +103,11 @@ def _pids(exp: Export, table: str, gids: list[tuple]) -> list[tuple]:
 def _survey(f: _File, exact: bool, guess: bool) -> None:
     """Traced pids, row counts, first time, session start, names, devices of one export.
 
-    The distinct pids of device tables (with their devices) take a scan of each. Those of CPU
-    tables do too, unless `guess`: then each CPU table's first row adds its pid, and the rows'
-    reader raises PidNotSurveyed on a row of a pid not found (a process with CPU rows only, after
-    another's first row), for the file to be surveyed again without guessing; where it raises none,
-    the pids are those the scans would find. The first start is the first row's (`exact=False`:
+    The distinct pids of each table (with their devices, for device tables) take a scan of each,
+    unless `guess`: then each table's first row gives them, and the rows' reader raises
+    PidNotSurveyed on a row of another pid (or, in a device table, another (pid, device) pair), for
+    the file to be surveyed again with the scans; where it raises none, the pids and devices are
+    those the scans would find (each table has one pair, so their order is the same too). The first start is the first row's (`exact=False`:
     Nsight writes each table in start order, which the import then checks row by row,
     NotInTimeOrder otherwise) or min(start) (`exact`, a second scan that also counts rows missing a
     time; the rows' reader refuses those too)."""
@@ -117,24 +117,28 @@ def _survey(f: _File, exact: bool, guess: bool) -> None:
     for table in exp.tables:
         device = table in DEVICE_TABLES
         where = f" WHERE eventType IN {NVTX_ROWS}" if table == "NVTX_EVENTS" else ""
-        if device:  # DISTINCT on the stored column, the pid taken in Python: a quarter cheaper in SQLite
-            pairs = _pids(exp, table, exp.query(f"SELECT DISTINCT globalPid, deviceId FROM {table}"))
-            pids |= {pid for pid, _ in pairs if pid is not None}
-            f.device_pairs[table] = pairs
-        elif not guess:
-            pids |= {r[0] for r in _pids(exp, table, exp.query(f"SELECT DISTINCT globalTid FROM {table}{where}"))
-                     if r[0] is not None}
+        if not guess:  # DISTINCT on the stored column, the pid taken in Python: a quarter cheaper in SQLite
+            if device:
+                pairs = _pids(exp, table, exp.query(f"SELECT DISTINCT globalPid, deviceId FROM {table}"))
+                pids |= {pid for pid, _ in pairs if pid is not None}
+                f.device_pairs[table] = pairs
+            else:
+                pids |= {r[0] for r in _pids(exp, table, exp.query(f"SELECT DISTINCT globalTid FROM {table}{where}"))
+                         if r[0] is not None}
         if exact:
             no_end = "" if table == "NVTX_EVENTS" else " OR end IS NULL"  # marks have no end
             n, lo, bad = exp.query(f"SELECT count(*), min(start), count(*) FILTER (WHERE start IS NULL{no_end}) "
                                    f"FROM {table}{where}")[0]
         else:
             n, bad = exp.query(f"SELECT count(*) FROM {table}{where}")[0][0], 0
-            gid = "globalPid" if device else "globalTid"
-            lo, first = next(iter(exp.query(f"SELECT start, {gid} FROM {table}{where} ORDER BY rowid LIMIT 1")),
-                             (None, None))
-            if guess and not device:
-                pids |= {r[0] for r in _pids(exp, table, [(first,)]) if r[0] is not None}
+            ids = "globalPid, deviceId" if device else "globalTid"
+            lo, *first = next(iter(exp.query(f"SELECT start, {ids} FROM {table}{where} ORDER BY rowid LIMIT 1")),
+                              (None, None, None))
+            if guess:
+                pairs = _pids(exp, table, [tuple(first)]) if lo is not None else []
+                pids |= {r[0] for r in pairs if r[0] is not None}
+                if device:
+                    f.device_pairs[table] = pairs
         if bad:
             raise ImportFormatError(f"{f.path}: table {table} has {bad} row(s) whose start or end is not an "
                                     "integer time in ns")
@@ -388,7 +392,8 @@ def _write(files: list[_File], shift: dict[Path, int], step_re: re.Pattern, meta
         for i, f in enumerate(files):
             pids = np.array(sorted(f.ranks), dtype=np.int64)
             ctx = Context(exp=f.exp, pids=pids, ranks=np.array([f.ranks[p] for p in pids], dtype=np.int64),
-                          shift=shift[f.path], step_re=step_re, domains=f.domains, guessed=guess)
+                          shift=shift[f.path], step_re=step_re, domains=f.domains, guessed=guess,
+                          devices=f.device_pairs)
             # each rank's rows are in time order when the file's are
             for table in _time_ordered_rows(f, ctx, in_order, final_tmp.with_name(f"order-{i}.arrow")):
                 pending.append(_full(table, schema))

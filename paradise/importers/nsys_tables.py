@@ -93,6 +93,9 @@ class Context:
     domains: dict[int, str] = field(default_factory=dict)
     guessed: bool = False
     """Whether `pids` were guessed (see nsys._survey): a row of another process raises PidNotSurveyed."""
+    devices: dict[str, list[tuple]] = field(default_factory=dict)
+    """Per device table, its (pid, deviceId) pairs as surveyed; where guessed, a row of another
+    pair raises PidNotSurveyed."""
     _names: dict[int, str | None] = field(default_factory=dict)
 
     def rank(self, gid: np.ndarray) -> np.ndarray:
@@ -101,9 +104,21 @@ class Context:
         pid = (gid >> PID_SHIFT) & ID_MASK
         pos = np.clip(np.searchsorted(self.pids, pid), 0, self.pids.size - 1)
         found = self.pids[pos] == pid
-        if self.guessed and not bool(np.all(found | (gid == -1))):
+        if self.guessed and not bool(found.all()):  # a NULL id too: the scanning survey decides
             raise PidNotSurveyed
         return np.where(found, self.ranks[pos], self.ranks[0]).astype(np.int32)
+
+    def device_rank(self, table: str, gpid: np.ndarray, dev: np.ndarray) -> np.ndarray:
+        """rank() of device rows, whose (pid, deviceId) pairs, where guessed, are checked too."""
+        if self.guessed:
+            pid = (gpid >> PID_SHIFT) & ID_MASK
+            ok = np.zeros(pid.size, dtype=np.bool_)
+            for p, d in self.devices.get(table, []):
+                if p is not None and d is not None:
+                    ok |= (pid == p) & (dev == d)
+            if not bool(ok.all()):
+                raise PidNotSurveyed
+        return self.rank(gpid)
 
     def names(self, ids: np.ndarray) -> pa.DictionaryArray:
         """StringIds values for the ids (-1: null), fetched once per distinct id."""
@@ -280,7 +295,7 @@ def kernel_rows(ctx: Context) -> Iterator[pa.Table]:
              "staticSharedMemory + dynamicSharedMemory"]
     for c in ctx.exp.int_columns("CUPTI_ACTIVITY_KIND_KERNEL", exprs):
         start, end, dev, stream, corr, gpid = c[:6]
-        pe, n = ctx.rank(gpid), start.size
+        pe, n = ctx.device_rank("CUPTI_ACTIVITY_KIND_KERNEL", gpid, dev), start.size
         name = ctx.names(c[6])
         coll = per_value(name, lambda v: bool(v) and v.lower().startswith(("nccl", "rccl")), dtype=np.bool_,
                          null=False)
@@ -308,7 +323,7 @@ def memcpy_rows(ctx: Context) -> Iterator[pa.Table]:
         names = [f"Memcpy {COPY_KINDS.get(int(k) // 10_000, 'Unknown')} "
                  f"({MEMORY_KINDS.get(int(k) // 100 % 100, 'Unknown')} -> {MEMORY_KINDS.get(int(k) % 100, 'Unknown')})"
                  for k in uniq]
-        yield _device_copy(ctx, start, end, dev, stream, corr, gpid, nbytes, "gpu_memcpy", dictionary(names, inv),
+        yield _device_copy(ctx, "CUPTI_ACTIVITY_KIND_MEMCPY", start, end, dev, stream, corr, gpid, nbytes, "gpu_memcpy", dictionary(names, inv),
                            [("copy_kind", [kind])])
 
 
@@ -319,13 +334,13 @@ def memset_rows(ctx: Context) -> Iterator[pa.Table]:
     for start, end, dev, stream, corr, gpid, nbytes, kind in ctx.exp.int_columns("CUPTI_ACTIVITY_KIND_MEMSET", exprs):
         uniq, inv = unique_inverse(kind)
         names = [f"Memset ({MEMORY_KINDS.get(int(k), 'Unknown')})" for k in uniq]
-        yield _device_copy(ctx, start, end, dev, stream, corr, gpid, nbytes, "gpu_memset", dictionary(names, inv),
+        yield _device_copy(ctx, "CUPTI_ACTIVITY_KIND_MEMSET", start, end, dev, stream, corr, gpid, nbytes, "gpu_memset", dictionary(names, inv),
                            [])
 
 
-def _device_copy(ctx: Context, start, end, dev, stream, corr, gpid, nbytes, cat: str, name: pa.Array,
+def _device_copy(ctx: Context, table: str, start, end, dev, stream, corr, gpid, nbytes, cat: str, name: pa.Array,
                  extra: list) -> pa.Table:
-    pe = ctx.rank(gpid)
+    pe = ctx.device_rank(table, gpid, dev)
     s = int32_stream(stream)
     args = json_args([("correlation", json_int(corr, corr > 0))], tail=[("device", [dev]), *extra])
     msg = pe.astype(np.int64) * MSG_RANK_SHIFT + corr
@@ -337,7 +352,7 @@ def sync_rows(ctx: Context) -> Iterator[pa.Table]:
     """CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: device waits, `mark` rows with their stream (cuda_sync)."""
     exprs = ["start", "end", "deviceId", "streamId", "ifnull(correlationId, 0)", "globalPid", "syncType"]
     for start, end, dev, stream, corr, gpid, kind in ctx.exp.int_columns("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", exprs):
-        pe = ctx.rank(gpid)
+        pe = ctx.device_rank("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", gpid, dev)
         uniq, inv = unique_inverse(kind)
         name = dictionary([SYNC_NAMES.get(int(k), "Unknown Sync") for k in uniq], inv)
         s = int32_stream(stream)

@@ -356,12 +356,30 @@ def test_a_process_with_cpu_rows_only_is_found_by_a_second_survey(tmp_path, monk
     assert per_pid[200] > 0
 
 
-def test_pids_from_first_rows_need_no_second_survey(tmp_path, monkeypatch):
-    # every process with device rows: the guess is whole, the file is surveyed once
+@pytest.mark.parametrize("case", ["one process", "two processes", "a second GPU"])
+def test_pids_and_devices_from_first_rows(tmp_path, monkeypatch, case):
+    # the survey takes each table's pids and (pid, device) pairs from its first row: whole for one
+    # process on one GPU (surveyed once); another process or GPU later in a table makes the reader
+    # ask for the scanning survey; rows and metadata are those of a scanning survey from the start
     from paradise.importers import nsys
 
-    src = _in_start_order(write_export(tmp_path / "x.sqlite", pids=(100, 200), steps=3))
+    src = _in_start_order(write_export(tmp_path / "x.sqlite", pids=(100,) if case == "one process" else (100, 200),
+                                       steps=3))
+    if case == "a second GPU":
+        con = sqlite3.connect(src)
+        con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = 1 WHERE rowid = (SELECT max(rowid) FROM "
+                    "CUPTI_ACTIVITY_KIND_KERNEL)")
+        con.commit()
+        con.close()
     real, guesses = nsys._survey, []
     monkeypatch.setattr(nsys, "_survey", lambda f, exact, guess: guesses.append(guess) or real(f, exact, guess))
     out = import_trace(src, tmp_path / "t.parquet")
-    assert guesses == [True] and sorted(_q(out, "SELECT DISTINCT pe FROM events")) == [(0,), (1,)]
+    assert guesses == ([True] if case == "one process" else [True, False])
+    monkeypatch.setattr(nsys, "_survey", lambda f, exact, guess: real(f, exact, False))
+    (tmp_path / "s").mkdir()
+    scanned = import_trace(src, tmp_path / "s" / "t.parquet")
+    assert _all_rows(out) == _all_rows(scanned)
+    meta = open_trace(out).metadata
+    assert meta == open_trace(scanned).metadata
+    devices = sorted(d["id"] for r in meta["extra"]["ranks"].values() for d in r["devices"])
+    assert devices == {"one process": [0], "two processes": [0, 0], "a second GPU": [0, 0, 1]}[case]
