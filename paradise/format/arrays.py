@@ -69,6 +69,6 @@ def nulls(n: int, typ: pa.DataType) -> pa.Array:
     if n > NULLS_HELD:
         return pa.nulls(n, typ)
     held = _NULLS.get(typ)
-    if held is None:
-        held = _NULLS[typ] = pa.nulls(NULLS_HELD, typ)
+    if held is None or len(held) < n:  # grown as needed: a small import holds little
+        held = _NULLS[typ] = pa.nulls(min(max(n, 2 * len(held) if held is not None else 0), NULLS_HELD), typ)
     return held.slice(0, n)
