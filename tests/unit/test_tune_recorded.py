@@ -172,6 +172,23 @@ def shared_k_errors(base: list[float], runs: dict[str, tuple[float, list[float]]
     return out
 
 
+def power_errors(base: list[float], hinted: list[float], ratio: float) -> list[float]:
+    """comm's load-scaled calibration: rounds 2.. predicted as exp(a) x baseline^b, b the least-squares
+    slope of log hinted on log baseline over the earlier rounds (clipped to 0..1) and a the median
+    residual; the ratio model (k of the earlier rounds) while fewer than 2 earlier rounds span 5 %."""
+    out = []
+    for r in range(1, len(hinted)):
+        x, y = np.log(base[:r]), np.log(hinted[:r])
+        if r >= 2 and np.ptp(x) >= 0.05:
+            b = float(np.clip(np.polyfit(x, y, 1)[0], 0.0, 1.0))
+            pred = math.exp(statistics.median(y - b * x) + b * math.log(base[r]))
+        else:
+            k = statistics.median((1 - h / bb) / (1 - ratio) for bb, h in zip(base[:r], hinted[:r]))
+            pred = base[r] * (1 - k * (1 - ratio))
+        out.append(abs(pred - hinted[r]) / hinted[r])
+    return out
+
+
 def test_particles_calibration_learns_per_kind(tmp_path):
     base = PARTICLES_RUN5["baseline"]
     runs = {k: PARTICLES_RUN5[k] for k in ("mapping", "comm")}
@@ -179,7 +196,11 @@ def test_particles_calibration_learns_per_kind(tmp_path):
     data = Tune(tmp_path, ReplayTwo(base, {k: v[1] for k, v in runs.items()}),
                 TwoKinds({k: v[0] for k, v in runs.items()}), settings,
                 Record.open(tmp_path, {"replay": "particles-run5"}), echo=lambda s: None).run()
-    own = [e for ratio, hinted in runs.values() for e in errors(base, hinted, ratio, lambda r: base[r])]
+    ratio, comm = runs["comm"]
+    own = [*errors(base, runs["mapping"][1], runs["mapping"][0], lambda r: base[r]), *power_errors(base, comm, ratio)]
+    # comm alone: the power fit misses by 1.7 % (median of rounds 2-5) where the ratio model missed by 10.5 %
+    assert statistics.median(power_errors(base, comm, ratio)) == pytest.approx(0.017, abs=1e-3)
+    assert statistics.median(errors(base, comm, ratio, lambda r: base[r])) == pytest.approx(0.105, abs=1e-3)
     shared = shared_k_errors(base, runs)
     w = data["whatif"]
     assert w["calibrated_runs"] == 8 and w["median_abs_error_calibrated"] == pytest.approx(statistics.median(own))
@@ -204,6 +225,22 @@ def hindsight_error(base: list[float], hinted: list[float]) -> float:
     ratios = [h / b for b, h in zip(base[1:], hinted[1:])]
     grid = np.linspace(min(ratios), max(ratios), 2001)
     return min(statistics.median(abs(c / r - 1) for r in ratios) for c in grid)
+
+
+@pytest.mark.parametrize(("name", "power"), [("run4", 0.403), ("run6", 0.384)])
+def test_particles_loaded_tunes_predicted_by_the_power_fit(tmp_path, name, power):
+    """Replayed through the tune, comm's runs at load 7-12 are predicted by the power fit (a slower
+    baseline, a busier machine: a larger gain): 40 % and 38 % where the ratio model printed 48 % and
+    114 %, still above the 20 % goal (no calibration can beat the rounds disagreeing, below)."""
+    ratio, base, hinted = PARTICLES_LOADED[name]
+    data = Tune(tmp_path, ReplayTwo(base, {"comm": hinted}), TwoKinds({"comm": ratio}),
+                Settings(rounds=5, iterations=1, confidence=0.99), Record.open(tmp_path, {"replay": name}),
+                echo=lambda s: None).run()
+    w = data["whatif"]
+    assert w["calibrated_runs"] == 4
+    assert w["median_abs_error_calibrated"] == pytest.approx(statistics.median(power_errors(base, hinted, ratio)))
+    assert w["median_abs_error_calibrated"] == pytest.approx(power, abs=1e-3)
+    assert power < PRINTED_LOADED[name]
 
 
 @pytest.mark.parametrize("name", ["run4", "run6"])
