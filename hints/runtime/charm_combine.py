@@ -289,14 +289,17 @@ class CombineConsumer:
 
         def run_items(ep: int, items: list) -> None:
             invoke, loads, elements = charm.invokeEntryMethod, pickle.loads, charm.arrays
+            call = self._direct(charm, ep)
             for item in items:
                 if len(item) == 3:  # (aid, index, args): buffered by the proxy, unpickled
                     aid, index, args = item
                     obj = elements[aid].get(index)
-                    if obj is not None:
-                        invoke(obj, ep, HEADER, args)
-                    else:  # not here (migrated, or placed elsewhere): the normal path finds it
+                    if obj is None:  # not here (migrated, or placed elsewhere): the normal path finds it
                         real_array(aid, index, ep, real_pack(None, list(args), dict(HEADER)))
+                    elif call is not None:
+                        call(obj, args)
+                    else:
+                        invoke(obj, ep, HEADER, args)
                     continue
                 kind, cid, index, ep_, m0 = item[:5]
                 header, args = loads(m0)
@@ -334,6 +337,34 @@ class CombineConsumer:
         charm.exit = exit
         charm.packMsg, charm.CkArraySend, charm.CkGroupSend = packMsg, CkArraySend, CkGroupSend
         self._wrap_array_creation(chare_mod)
+
+    def _direct(self, charm: Any, ep: int) -> Any:
+        """For an entry method charm4py runs as a plain call (not threaded, no `when` condition, no
+        profiling): a call (obj, args) doing what its EntryMethod._run does for a message without a
+        future, minus the per-message lookups; None for any other (the items go through
+        invokeEntryMethod)."""
+        em = charm.entryMethods[ep]
+        if em.when_cond is not None or getattr(em.run, "__func__", None) is not type(em)._run:
+            return None
+        name, flush = em.name, charm.options.auto_flush_wait_queues
+
+        def call(obj: Any, args: tuple) -> None:
+            charm.last_em_exec = em
+            try:
+                getattr(obj, name)(*args)
+            except SystemExit as exc:
+                code = 0 if exc.code is None else exc.code
+                if not isinstance(code, int):
+                    print(code)
+                    code = 1
+                charm.exit(code)
+            except Exception as exc:
+                charm.process_em_exc(exc, obj, HEADER)
+                return
+            if flush and obj._cond_next is not None:
+                obj.__flush_wait_queues__()
+
+        return call
 
     def _send_local(self, real_pack: Any, real_group: Any, ep: int, seq: int, items: list) -> bool:
         """A batch to this PE's own receiver, handed over unpickled in charm4py's local-message
