@@ -218,8 +218,8 @@ class CombineConsumer:
         def send(st: _Stream) -> None:
             items, st.items = st.items, []
             st.seq += 1
-            if st.dst == self.pe and self._send_local(real_pack, real_group, st.ep, st.seq, items):
-                return
+            if st.dst == self.pe and not self.traced and self._send_local(real_pack, real_group, st.ep, st.seq, items):
+                return  # (traced, the batch goes the proxy's way, so the tracer records its send)
             self.proxy[st.dst].deliver(self.pe, st.ep, st.seq, items)
 
         def flush() -> None:
