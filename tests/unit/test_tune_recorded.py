@@ -253,3 +253,34 @@ def test_particles_per_run_error_above_7_load_is_beyond_any_one_ratio(name):
     assert hindsight_error(base, hinted) > 0.20
     calibrated = statistics.median(errors(base, hinted, ratio, lambda r: base[r]))
     assert calibrated == pytest.approx(PRINTED_LOADED[name], abs=1e-3) and calibrated >= hindsight_error(base, hinted)
+
+
+# every recorded particles tune with comm.json alone or beside mapping (docs/benchmarks.md): load at the
+# start, the replay ratio what-if stated, baseline and comm times per round
+PARTICLES_ALL = {
+    "run4 (load 7)": (7.0, *PARTICLES_LOADED["run4"]),
+    "run5 (load 4.1)": (4.1, PARTICLES_RUN5["comm"][0], PARTICLES_RUN5["baseline"], PARTICLES_RUN5["comm"][1]),
+    "run6 (load 11.6)": (11.6, *PARTICLES_LOADED["run6"]),
+    "run8 (load 4.2)": (4.2, 0.721, [1.771, 0.834, 1.368, 6.020, 1.484, 1.486, 1.644, 4.230],
+                        [0.842, 0.653, 1.388, 1.044, 1.096, 1.248, 1.224, 1.010]),
+    "run9 5 rounds (load 2.7)": (2.7, 0.848, [0.759, 0.803, 1.195, 1.592, 0.900], [0.890, 0.728, 0.860, 0.720, 0.703]),
+    "run9 8 rounds (load 3.9)": (3.9, 0.817, [3.232, 3.766, 3.202, 1.976, 1.161, 2.130, 1.540, 2.172],
+                                 [2.117, 2.232, 1.576, 2.418, 1.246, 1.466, 1.036, 1.476]),
+    "quiet (load 1.3)": (1.3, 0.855, [0.281, 0.277, 0.277, 0.269, 0.274], [0.232, 0.238, 0.226, 0.228, 0.232]),
+}
+
+
+def test_the_power_fit_beats_the_ratio_model_on_most_recorded_particles_tunes():
+    """Over the seven recorded tunes the power fit misses by less in five, ties the quiet one and
+    misses by more in one (run 9's 8 rounds: 34 % against 10.5 %); the median over tunes falls from
+    37 % to 30 %. At load 2.7 and above it stays over the 20 % goal in four of six tunes."""
+    ratio_err, power_err = {}, {}
+    for name, (_, ratio, base, hinted) in PARTICLES_ALL.items():
+        ratio_err[name] = statistics.median(errors(base, hinted, ratio, lambda r, base=base: base[r]))
+        power_err[name] = statistics.median(power_errors(base, hinted, ratio))
+    better = [n for n in PARTICLES_ALL if power_err[n] < ratio_err[n] - 0.005]
+    worse = [n for n in PARTICLES_ALL if power_err[n] > ratio_err[n] + 0.005]
+    assert len(better) == 5 and worse == ["run9 8 rounds (load 3.9)"]
+    assert statistics.median(power_err.values()) < statistics.median(ratio_err.values())
+    assert power_err["quiet (load 1.3)"] <= 0.10
+    assert sum(power_err[n] > 0.20 for n, v in PARTICLES_ALL.items() if v[0] >= 2.5) == 4
