@@ -42,24 +42,10 @@ from typing import Any
 
 from hints.format import HintError
 from hints.runtime.charm_map import default_pe
+from hints.runtime.charm_unpickled import HEADER, direct_call, send_local, wrap_proxies
 
 LOCAL_TAG = b"_local:"
 """charm4py's local-message optimisation: the payload stays in the target object, the message is a tag."""
-SCALARS = frozenset({int, float, str, bytes, bool, type(None), complex})
-"""Argument types a buffered message may hold by reference: no later change can reach them."""
-HEADER: dict = {"is_ray": False}
-"""The header charm4py's array proxy gives a plain send (no future, no broadcast)."""
-
-
-def immutable(args: tuple) -> bool:
-    """Whether every argument is a scalar of SCALARS or a tuple of such (so needs no copy at send)."""
-    for a in args:
-        t = type(a)
-        if t not in SCALARS and not (t is tuple and immutable(a)):
-            return False
-    return True
-
-
 class _Stream:
     """One (destination PE, entry method) buffer on the sending PE."""
 
@@ -218,7 +204,7 @@ class CombineConsumer:
         def send(st: _Stream) -> None:
             items, st.items = st.items, []
             st.seq += 1
-            if st.dst == self.pe and not self.traced and self._send_local(real_pack, real_group, st.ep, st.seq, items):
+            if st.dst == self.pe and not self.traced and send_local(charm, self.proxy, self.pe, real_pack, real_group, (st.ep, st.seq, items)):
                 return  # (traced, the batch goes the proxy's way, so the tracer records its send)
             self.proxy[st.dst].deliver(self.pe, st.ep, st.seq, items)
 
@@ -289,7 +275,7 @@ class CombineConsumer:
 
         def run_items(ep: int, items: list) -> None:
             invoke, loads, elements = charm.invokeEntryMethod, pickle.loads, charm.arrays
-            call = self._direct(charm, ep)
+            call = direct_call(charm, ep)
             for item in items:
                 if len(item) == 3:  # (aid, index, args): buffered by the proxy, unpickled
                     aid, index, args = item
@@ -338,74 +324,9 @@ class CombineConsumer:
         charm.packMsg, charm.CkArraySend, charm.CkGroupSend = packMsg, CkArraySend, CkGroupSend
         self._wrap_array_creation(chare_mod)
 
-    def _direct(self, charm: Any, ep: int) -> Any:
-        """For an entry method charm4py runs as a plain call (not threaded, no `when` condition, no
-        profiling): a call (obj, args) doing what its EntryMethod._run does for a message without a
-        future, minus the per-message lookups; None for any other (the items go through
-        invokeEntryMethod)."""
-        em = charm.entryMethods[ep]
-        if em.when_cond is not None or getattr(em.run, "__func__", None) is not type(em)._run:
-            return None
-        name, flush = em.name, charm.options.auto_flush_wait_queues
-
-        def call(obj: Any, args: tuple) -> None:
-            charm.last_em_exec = em
-            try:
-                getattr(obj, name)(*args)
-            except SystemExit as exc:
-                code = 0 if exc.code is None else exc.code
-                if not isinstance(code, int):
-                    print(code)
-                    code = 1
-                charm.exit(code)
-            except Exception as exc:
-                charm.process_em_exc(exc, obj, HEADER)
-                return
-            if flush and obj._cond_next is not None:
-                obj.__flush_wait_queues__()
-
-        return call
-
-    def _send_local(self, real_pack: Any, real_group: Any, ep: int, seq: int, items: list) -> bool:
-        """A batch to this PE's own receiver, handed over unpickled in charm4py's local-message
-        slot (its items are immutable or packed already); False when the receiver has no free slot."""
-        from charm4py import charm
-
-        member = charm.groups.get(self.proxy.gid)
-        if member is None or member._local_free_head is None:
-            return False
-        deliver = type(self.proxy).deliver.ep
-        real_group(self.proxy.gid, self.pe, deliver, real_pack(member, (self.pe, ep, seq, items), {}))
-        return True
-
     def _wrap_proxies(self, charm: Any) -> None:
-        """Array proxies' methods of the listed entries buffer (aid, index, args) themselves when
-        the args are immutable (module doc); any other call goes to charm4py's method."""
-        from charm4py.chare import ARRAY
-
-        proxies = charm.proxyClasses[ARRAY]
-        for ep, by_dst in self.listed.items():
-            em = charm.entryMethods[ep]
-            cls = proxies.get(em.C)
-            if cls is not None and callable(getattr(cls, em.name, None)):
-                setattr(cls, em.name, self._fast_send(getattr(cls, em.name), by_dst))
-
-    def _fast_send(self, orig: Any, by_dst: dict[int, _Stream]) -> Any:
-        place, add = self._place, self._add
-
-        def proxy_entry_method(proxy, *args, **kwargs):
-            index = proxy.elemIdx
-            if index and not kwargs and not proxy.issec and self.proxy is not None:
-                aid = proxy.aid
-                st = by_dst.get(place(aid, index))
-                if st is not None and immutable(args):
-                    add(st, (aid, index, args))
-                    return None
-            return orig(proxy, *args, **kwargs)
-
-        proxy_entry_method.ep = orig.ep
-        proxy_entry_method.__name__, proxy_entry_method.__qualname__ = orig.__name__, orig.__qualname__
-        return proxy_entry_method
+        """The listed entries' array-proxy methods buffer unpickled (hints.runtime.charm_unpickled)."""
+        wrap_proxies(charm, self.listed, self._place, self._add, lambda: self.proxy is not None)
 
     def _wrap_array_creation(self, chare_mod: Any) -> None:
         """PE 0 tells every receiver the bounds and map of each new array (placement for `locate`)."""

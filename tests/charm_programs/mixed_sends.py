@@ -53,7 +53,7 @@ def main(args):
     res = Future()
     arr.total(res)
     n, late, bad = res.get()
-    fast = type(arr).take.__module__ == "hints.runtime.charm_combine"
+    fast = type(arr).take.__module__ == "hints.runtime.charm_unpickled"
     ok = n == ELEMS * ELEMS * K and late == 0 and bad == 0
     print(f"RESULT {'ok' if ok else 'FAILED'} msgs={n} out_of_order={late} bad={bad} fast={fast}")
     charm.exit()
