@@ -100,7 +100,11 @@ class Run:
 
 SPILL_LOG: list[Any] = []
 """--spill-log: the open file each second's spill sizes per subfolder are written to."""
-RANDOM_SUFFIX = re.compile(r"(paradise-spill-|execgraph-|objsteps-|tmp)[A-Za-z0-9_]{6,}")
+RANDOM_SUFFIX = re.compile(r"(paradise-spill-|execgraph-|objsteps-|tmp)[A-Za-z0-9_]{6,}|duckdb_temp.*")
+
+
+def _unsuffixed(m: re.Match[str]) -> str:
+    return "duckdb temp" if m.group(0).startswith("duckdb_temp") else m.group(1) + "*"
 
 
 def spill_usage(root: str) -> dict[str, int]:
@@ -110,13 +114,13 @@ def spill_usage(root: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for dirpath, _, names in os.walk(root):
         rel = os.path.relpath(dirpath, root).split(os.sep)
-        key = "/".join(RANDOM_SUFFIX.sub(r"\1*", p) for p in rel[:3]) if rel != ["."] else "."
+        key = "/".join(RANDOM_SUFFIX.sub(_unsuffixed, p) for p in rel[:3]) if rel != ["."] else "."
         for name in names:
             try:
                 st = os.lstat(os.path.join(dirpath, name))
             except OSError:
                 continue
-            k = key + "/duckdb temp" if name.startswith("duckdb_temp") else key
+            k = key + "/duckdb temp" if name.startswith("duckdb_temp") and "duckdb temp" not in key else key
             out[k] = out.get(k, 0) + st.st_blocks * 512
     return out
 
