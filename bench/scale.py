@@ -85,6 +85,8 @@ class Run:
     worker_mib: float = 0.0  # its largest descendant (a Dask worker)
     worker_cpu_s: list[float] = field(default_factory=list)  # each descendant's CPU, most first
     spill_bytes: int = 0  # peak size of the command's TMPDIR
+    spill_at: dict[str, int] = field(default_factory=dict)  # its subfolders' sizes at that peak
+    spill_part_max: dict[str, int] = field(default_factory=dict)  # each subfolder's own peak
     killed: bool = False
     out: bytes = b""
     err: str = ""
@@ -156,7 +158,10 @@ def run(cmd: list[str], cap_bytes: int, label: str = "") -> Run:
             if time.perf_counter() >= next_du:
                 next_du += 1.0
                 usage = spill_usage(spill)
-                r.spill_bytes = max(r.spill_bytes, sum(usage.values()))
+                if sum(usage.values()) > r.spill_bytes:
+                    r.spill_bytes, r.spill_at = sum(usage.values()), usage
+                for k, v in usage.items():
+                    r.spill_part_max[k] = max(r.spill_part_max.get(k, 0), v)
                 if SPILL_LOG and usage:
                     SPILL_LOG[0].write(json.dumps({"command": label, "s": round(time.perf_counter() - t, 1),
                                                    "bytes": usage}) + "\n")
@@ -303,6 +308,10 @@ def one_size(kind: str, rows: int, pes: int, base: Path, cap: int, keep: bool,
                 on_disk = sum(p.stat().st_size for p in path.glob("*.parquet"))
                 print(f"        spill directory peak {r.spill_bytes / 2**20:,.0f} MiB "
                       f"({r.spill_bytes / max(on_disk, 1):.2f}x the trace's {on_disk / 2**20:,.0f} MiB)", flush=True)
+                for title, sizes in (("at the peak", r.spill_at), ("each part's own peak", r.spill_part_max)):
+                    shown = ", ".join(f"{k.replace('paradise-spill-*/', '')} {v / 2**20:,.0f}" for k, v in
+                                      sorted(sizes.items(), key=lambda kv: -kv[1]) if v >= 2**20)
+                    print(f"          {title} (MiB): {shown or 'none'}", flush=True)
             if label in ("full", "dask") and r.out:
                 print(f"        vs truth: {check(json.loads(r.out), truth)}", flush=True)
     finally:
