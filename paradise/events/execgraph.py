@@ -75,6 +75,9 @@ class ExecGraphInfo:
     parts: tuple[str, ...] = ()
     """The graph's bucket files, which its readers read one at a time (paradise.events.graphread);
     none: the engine's one-bucket table TABLE."""
+    pe_first: dict[int, int] = field(default_factory=dict)
+    """Each PE's first exec: its id -> its start (events_exec_pe_stats), where a critical path
+    without a cycle begins."""
     edges: pa.Table | None = field(default=None, compare=False)
     """The message edges (communication_edges), from the same buckets' join (paradise.events.msgedges)."""
 
@@ -156,7 +159,9 @@ def materialize(engine: Any, chunk_execs: int | None = None, buckets: int | None
     n = int(row["execs"] or 0)
     return ExecGraphInfo(execs=n, t_min=int(row["t_min"] or 0), t_max=int(row["t_max"] or 0),
                          max_pe=int(row["max_pe"] or 0), last_id=row["last_id"], last_t1=row["last_t1"],
-                         parts=parts, edges=msgedges.merged(edges))
+                         parts=parts, pe_first=dict(zip(pes.column("off").to_pylist(),
+                                                        pes.column("pe_t0").to_pylist())),
+                         edges=msgedges.merged(edges))
 
 
 def latency_samples(engine: Any, info: ExecGraphInfo) -> dict[str, Any]:
