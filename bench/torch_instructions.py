@@ -31,6 +31,8 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+WARMUP_STEPS = 20
+"""Untraced steps before the blocks: the first ones run ~1 % more instructions than later ones."""
 BLOCKS = ("untraced", "traced", "hooks", "clock", "flush", "clock", "hooks", "traced", "untraced")
 
 
@@ -89,7 +91,7 @@ def child(root: str, steps: int) -> None:
     for t in tracers.values():
         t.flush_interval_ns = t.writer.flush_interval_ns = 10**18  # flushes only where this script says
     batches = [d.batch_for(args, 0, s, cpu) for s in range(steps)]
-    for s in range(5):  # DDP's bucket rebuild
+    for s in range(WARMUP_STEPS):  # DDP's bucket rebuild, the allocator, Adam's state
         d.train_step(*model, *batches[s % steps])
     for t in tracers.values():
         with hooks.tracing(t, [model[0]]):  # the tracer's bucket hooks, its first rows
