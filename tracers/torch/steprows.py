@@ -13,6 +13,7 @@ compaction sorts each rank's rows by t0, stably.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -60,7 +61,7 @@ class _Codes(dict):
                   else np.fromiter(map(self.__getitem__, p), np.int32, len(p)) for p in parts]
         idx = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int32)
         texts = [k for k in self if k is not None]
-        return pa.DictionaryArray.from_arrays(pa.array(idx, mask=idx < 0), pa.array(texts, type=pa.string()))
+        return pa.DictionaryArray.from_arrays(idx, pa.array(texts, type=pa.string()), mask=idx < 0)
 
 
 def _by_kind(counts: tuple[int, int, int], values: tuple[Any, Any, Any], typ: pa.DataType) -> pa.Array:
@@ -70,7 +71,7 @@ def _by_kind(counts: tuple[int, int, int], values: tuple[Any, Any, Any], typ: pa
         dictionary = sorted({v for v in values if v is not None})
         code = [dictionary.index(v) if v is not None else -1 for v in values]
         idx = np.repeat(np.array(code, dtype=np.int32), counts)
-        return pa.DictionaryArray.from_arrays(pa.array(idx, mask=idx < 0), pa.array(dictionary, type=pa.string()))
+        return pa.DictionaryArray.from_arrays(idx, pa.array(dictionary, type=pa.string()), mask=idx < 0)
     data, valid = [], []
     for count, v in zip(counts, values):
         if v is None:
@@ -139,12 +140,28 @@ class StepRowWriter(TraceWriter):
             "group_size": _by_kind(counts, (None, None, _valid(buckets[6::BUCKET_WIDTH])), _TYPES["group_size"]),
             "dtype": _Codes().column((None, n - nb), buckets[4::BUCKET_WIDTH]),
         }
-        table = pa.Table.from_arrays([columns[f.name].cast(f.type) if f.name in columns else pa.nulls(n, f.type)
-                                      for f in SCHEMA], schema=SCHEMA)
+        schema = SCHEMA.with_metadata(make_metadata(**self.metadata))
+        table = pa.Table.from_arrays([columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in SCHEMA],
+                                     schema=schema)
         if rows is not None:
-            rows = rows if rows.schema.equals(SCHEMA) else rows.cast(SCHEMA)  # equals ignores the metadata
             table = pa.concat_tables([table, rows]).unify_dictionaries()
-        return table.replace_schema_metadata(make_metadata(**self.metadata))
+        return table
+
+    def _table(self, rows: list[tuple]) -> pa.Table:
+        """The appended rows (marks, failures, torch.distributed calls, checkpoint I/O) as a table of
+        SCHEMA: string columns coded by _Codes, the columns no row fills as nulls."""
+        n = len(rows)
+        columns = list(itertools.zip_longest(*rows))  # pads short rows (missing tail = null)
+        arrays = []
+        for i, field in enumerate(SCHEMA):
+            values = columns[i] if i < len(columns) else None
+            if values is None or values.count(None) == n:
+                arrays.append(pa.nulls(n, field.type))
+            elif pa.types.is_dictionary(field.type):
+                arrays.append(_Codes().column(list(values)))
+            else:
+                arrays.append(pa.array(values, type=field.type))
+        return pa.Table.from_arrays(arrays, schema=SCHEMA.with_metadata(make_metadata(**self.metadata)))
 
 
 def _valid(values: list[int | None]) -> tuple[list[int], np.ndarray]:
