@@ -143,7 +143,7 @@ def pair_order(pairs: int, seed: int = 25) -> list[tuple[str, bool]]:
     return out[:pairs]
 
 
-def ab_child(pairs: int, block: int, cprofile_blocks: int, train_args: list[str]) -> None:
+def ab_child(pairs: int, block: int, cprofile_blocks: int, flush_s: float, train_args: list[str]) -> None:
     """One rank of the interleaved measurement; rank 0 prints `RESULT <json>`."""
     import torch
     import torch.distributed as dist
@@ -164,7 +164,7 @@ def ab_child(pairs: int, block: int, cprofile_blocks: int, train_args: list[str]
     model, opt = d.build(args, rank, cpu)
     batches = [d.batch_for(args, rank, s, cpu) for s in range(BATCHES)]
     trace_dir = tempfile.mkdtemp(prefix=f"torch-overhead-{rank}-")
-    tracer = Tracer(trace_dir, rank=rank, world_size=world)
+    tracer = Tracer(trace_dir, rank=rank, world_size=world, flush_interval_s=flush_s)
     flushes = _count_flushes(tracer)
     step = 0
 
@@ -331,7 +331,7 @@ def verdict(pairs: list[list], flushes: dict[str, int]) -> list[str]:
 
 def interleaved(nproc: int, args: argparse.Namespace) -> None:
     target = [__file__, "--ab-child", "--pairs", str(args.pairs), "--block", str(args.block),
-              "--cprofile", str(args.cprofile), "--", *args.train_args]  # fmt: skip
+              "--cprofile", str(args.cprofile), "--flush-s", str(args.flush_s), "--", *args.train_args]  # fmt: skip
     proc = _torchrun(nproc, target, _clean_env())
     m = re.search(r"^RESULT (.*)$", proc.stdout, re.M)
     if proc.returncode != 0 or not m:
@@ -341,7 +341,8 @@ def interleaved(nproc: int, args: argparse.Namespace) -> None:
     result = json.loads(m.group(1))
     print(
         f"\n{nproc} rank(s), gloo, ddp_train.py {' '.join(args.train_args)}: one model, {args.pairs} adjacent "
-        f"block pairs (untraced + one of {', '.join(COMPARED)} in turn) x {args.block} steps, rank 0, per step:"
+        f"block pairs (untraced + one of {', '.join(COMPARED)} in turn) x {args.block} steps, a part every "
+        f"{args.flush_s:g} s, rank 0, per step:"
     )
     print("\n".join(summarize(result["pairs"])))
     f = result["flushes"]
@@ -411,12 +412,14 @@ def main() -> None:
     p.add_argument("--block", type=int, default=5, help="steps per block")
     p.add_argument("--whole-runs", type=int, default=0, help="repetitions of the whole-run part (0: skip)")
     p.add_argument("--steps", type=int, default=200, help="steps of each whole run")
+    p.add_argument("--flush-s", type=float, default=2.0,
+                   help="the tracer's part interval (its default 2 s is the crash window: the trade-off)")
     p.add_argument("--cprofile", type=int, default=0, help="traced blocks profiled with cProfile after part 1")
     p.add_argument("--ab-child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("train_args", nargs="*", help="extra ddp_train.py arguments (after --)")
     args = p.parse_args()
     if args.ab_child:
-        ab_child(args.pairs, args.block, args.cprofile, args.train_args)
+        ab_child(args.pairs, args.block, args.cprofile, args.flush_s, args.train_args)
         return
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for nproc in args.ranks:
