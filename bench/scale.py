@@ -14,14 +14,18 @@ torch trace (`--torch`, default 10^8 rows), each command runs once as a subproce
 and prints wall and CPU seconds (the process tree's, from wait4) and peak RSS sampled every
 0.1 s (the whole process tree; for Dask the client process and its largest worker apart, and the
 CPU seconds of its two busiest worker processes with each one's share of their sum, sampled the
-same way). A
+same way). Each command runs with TMPDIR set to an empty folder of its own under --dir, whose
+size (every file's allocated blocks, as `du` counts them: DuckDB's spill and the event layer's
+partition files) is summed every second: its peak is printed beside the trace's size on disk, and
+with --spill-log FILE each second's sizes per subfolder (DuckDB's temp files, each partition
+directory's parts) are written there. A
 command whose tree passes --rss-cap is killed (so the bench cannot take the machine down) and
 reported as such. Each full run is checked against the trace's ground truth (synth-truth.json).
 Then the ratios: CPU of full / scan per size and time per row growth from 10^7 to 10^8 rows.
 
 Run: flock /tmp/paradise-bench.lock nice -n 5 .venv/bin/python bench/scale.py [--sizes 1e6,1e7]
      [--torch 1e8|0] [--pes 64] [--dir /tmp/paradise-scale] [--rss-cap 12GiB] [--memory-limit 2GiB] [--keep]
-     [--commands scan,full,first,dask,floor]
+     [--commands scan,full,first,dask,floor] [--spill-log FILE]
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -37,6 +42,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -78,6 +84,9 @@ class Run:
     client_mib: float = 0.0  # the command's own process
     worker_mib: float = 0.0  # its largest descendant (a Dask worker)
     worker_cpu_s: list[float] = field(default_factory=list)  # each descendant's CPU, most first
+    spill_bytes: int = 0  # peak size of the command's TMPDIR
+    spill_at: dict[str, int] = field(default_factory=dict)  # its subfolders' sizes at that peak
+    spill_part_max: dict[str, int] = field(default_factory=dict)  # each subfolder's own peak
     killed: bool = False
     out: bytes = b""
     err: str = ""
@@ -91,14 +100,45 @@ class Run:
         return f"{self.wall_s:8.1f} {self.cpu_s:8.1f} {self.rss_mib:8,.0f}"
 
 
-def run(cmd: list[str], cap_bytes: int) -> Run:
-    """Runs cmd in its own session, sampling its tree's RSS; kills the tree above cap_bytes."""
+SPILL_LOG: list[Any] = []
+"""--spill-log: the open file each second's spill sizes per subfolder are written to."""
+RANDOM_SUFFIX = re.compile(r"(paradise-spill-|execgraph-|objsteps-|tmp)[A-Za-z0-9_]{6,}|duckdb_temp.*")
+
+
+def _unsuffixed(m: re.Match[str]) -> str:
+    return "duckdb temp" if m.group(0).startswith("duckdb_temp") else m.group(1) + "*"
+
+
+def spill_usage(root: str) -> dict[str, int]:
+    """Bytes allocated under `root` (st_blocks, as du counts) per subfolder: a partition directory's
+    parts apart (execgraph-*/execs, .../sends, .../graph), DuckDB's temp files as `duckdb temp`;
+    random name suffixes replaced by `*`."""
+    out: dict[str, int] = {}
+    for dirpath, _, names in os.walk(root):
+        rel = os.path.relpath(dirpath, root).split(os.sep)
+        key = "/".join(RANDOM_SUFFIX.sub(_unsuffixed, p) for p in rel[:3]) if rel != ["."] else "."
+        for name in names:
+            try:
+                st = os.lstat(os.path.join(dirpath, name))
+            except OSError:
+                continue
+            k = key + "/duckdb temp" if name.startswith("duckdb_temp") and "duckdb temp" not in key else key
+            out[k] = out.get(k, 0) + st.st_blocks * 512
+    return out
+
+
+def run(cmd: list[str], cap_bytes: int, label: str = "") -> Run:
+    """Runs cmd in its own session with TMPDIR a new folder, sampling its tree's RSS and the folder's
+    size; kills the tree above cap_bytes."""
     import psutil
 
     r = Run()
+    spill = tempfile.mkdtemp(prefix="spill-", dir=SPILL_BASE[0] if SPILL_BASE else None)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, start_new_session=True,
+                                env={**os.environ, "TMPDIR": spill})
+        next_du = t
         ps = psutil.Process(proc.pid)
         status = None
         kid_cpu: dict[int, float] = {}
@@ -115,6 +155,17 @@ def run(cmd: list[str], cap_bytes: int) -> Run:
             r.client_mib = max(r.client_mib, own / 2**20)
             r.worker_mib = max(r.worker_mib, max(other, default=0) / 2**20)
             r.rss_mib = max(r.rss_mib, (own + sum(other)) / 2**20)
+            if time.perf_counter() >= next_du:
+                next_du += 1.0
+                usage = spill_usage(spill)
+                if sum(usage.values()) > r.spill_bytes:
+                    r.spill_bytes, r.spill_at = sum(usage.values()), usage
+                for k, v in usage.items():
+                    r.spill_part_max[k] = max(r.spill_part_max.get(k, 0), v)
+                if SPILL_LOG and usage:
+                    SPILL_LOG[0].write(json.dumps({"command": label, "s": round(time.perf_counter() - t, 1),
+                                                   "bytes": usage}) + "\n")
+                    SPILL_LOG[0].flush()
             if own + sum(other) > cap_bytes and not r.killed:
                 r.killed = True
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -125,6 +176,7 @@ def run(cmd: list[str], cap_bytes: int) -> Run:
             else:
                 time.sleep(0.1)
         r.wall_s = time.perf_counter() - t
+        shutil.rmtree(spill, ignore_errors=True)
         r.worker_cpu_s = sorted(kid_cpu.values(), reverse=True)
         try:
             os.killpg(proc.pid, signal.SIGKILL)  # leftovers of the session (a Dask nanny)
@@ -173,6 +225,8 @@ with tempfile.TemporaryDirectory() as spill:
 
 MEMORY_LIMIT: list[str] = []
 """`--memory-limit SIZE` for every analyze run, when the bench is given one."""
+SPILL_BASE: list[str] = []
+"""The folder each command's TMPDIR is made in (--dir)."""
 REUSE = False
 """--reuse: a trace already generated under --dir (same kind, rows; kept by --keep) is used as it is."""
 
@@ -241,7 +295,7 @@ def one_size(kind: str, rows: int, pes: int, base: Path, cap: int, keep: bool,
                            ("floor", floor_cmd(path))):
             if label not in commands or (label == "floor" and kind != "charm"):
                 continue
-            r = runs[label] = run(cmd, cap)
+            r = runs[label] = run(cmd, cap, f"{label} {kind} {rows:.0e}")
             extra = ""
             if label == "dask" and not r.killed and not r.err:
                 extra = f"   client {r.client_mib:,.0f} MiB, largest worker {r.worker_mib:,.0f} MiB"
@@ -250,6 +304,14 @@ def one_size(kind: str, rows: int, pes: int, base: Path, cap: int, keep: bool,
                     extra += ("; worker CPU s " + ", ".join(f"{c:.1f}" for c in two) + " (shares "
                               + ", ".join(f"{100 * c / sum(two):.0f} %" for c in two) + ")")
             print(f"  {label:5s} wall/cpu s, peak RSS MiB: {r.cell()}{extra}", flush=True)
+            if label != "scan":
+                on_disk = sum(p.stat().st_size for p in path.glob("*.parquet"))
+                print(f"        spill directory peak {r.spill_bytes / 2**20:,.0f} MiB "
+                      f"({r.spill_bytes / max(on_disk, 1):.2f}x the trace's {on_disk / 2**20:,.0f} MiB)", flush=True)
+                for title, sizes in (("at the peak", r.spill_at), ("each part's own peak", r.spill_part_max)):
+                    shown = ", ".join(f"{k.replace('paradise-spill-*/', '')} {v / 2**20:,.0f}" for k, v in
+                                      sorted(sizes.items(), key=lambda kv: -kv[1]) if v >= 2**20)
+                    print(f"          {title} (MiB): {shown or 'none'}", flush=True)
             if label in ("full", "dask") and r.out:
                 print(f"        vs truth: {check(json.loads(r.out), truth)}", flush=True)
     finally:
@@ -286,7 +348,8 @@ def summary(results: dict[tuple[str, int], dict[str, Run]]) -> None:
     big = charm.get(10**8)
     if big and "full" in big and "scan" in big and not big["full"].killed:
         print(f"  10^8 rows: full analyze CPU {big['full'].cpu_s / big['scan'].cpu_s:.2f}x the scan (goal <= 6x, <= 60 s wall), "
-              f"peak RSS {big['full'].rss_mib:,.0f} MiB (goal < 2048)")
+              f"peak RSS {big['full'].rss_mib:,.0f} MiB (goal < 2048), spill directory peak "
+              f"{big['full'].spill_bytes / 2**20:,.0f} MiB (goal <= 2x the trace on disk)")
     if big and cpu_ratio(big, "floor") != "n/a":
         vs_full = (f"; the full analyze is {big['full'].cpu_s / big['floor'].cpu_s:.2f}x the floor"
                    if cpu_ratio(big, "full") != "n/a" else "")
@@ -310,6 +373,8 @@ def main() -> None:
                     help="use a trace an earlier --keep run generated under --dir instead of generating it again "
                          "(same --pes and seed only)")
     ap.add_argument("--commands", default=",".join(COMMANDS), help=f"which to run, of {','.join(COMMANDS)}")
+    ap.add_argument("--spill-log", type=Path, default=None,
+                    help="write each second's spill directory sizes per subfolder here (JSON lines)")
     args = ap.parse_args()
     commands = tuple(c.strip() for c in args.commands.split(",") if c.strip())
     if set(commands) - set(COMMANDS):
@@ -324,6 +389,9 @@ def main() -> None:
     if float(args.torch) > 0:
         sizes.append(("torch", int(float(args.torch))))
     args.dir.mkdir(parents=True, exist_ok=True)
+    SPILL_BASE[:] = [str(args.dir)]
+    if args.spill_log:
+        SPILL_LOG[:] = [args.spill_log.open("w")]
     cap = parse_size(args.rss_cap, "--rss-cap")
     print(f"machine: {os.cpu_count()} CPUs, {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} "
           f"GiB, load average {os.getloadavg()[0]:.1f} at start; duckdb {duckdb.__version__}; "

@@ -2,8 +2,9 @@
 
 Pure functions over plain data. A candidate is a (src_pe, dst_pe, entry) stream with many
 messages that are all small: sending them in batches saves the per-message cost. Same-PE streams
-are not proposed: combined as well (batches to the PE's own receiver) they measured no faster than
-the cross-PE streams alone on particles at load 8-11 (the wire messages are what the load makes dear).
+are proposed only on request (`same_pe`, for charm4py runs): there every message, local or not, is
+pickled and delivered by a Python scheduler callback, which the consumer's unpickled batches to the
+PE's own receiver skip (particles on 1 PE: 0.41-0.44 CPU s plain, 0.30-0.33 combined; docs/benchmarks.md run 11).
 """
 
 from __future__ import annotations
@@ -36,13 +37,13 @@ def batch_for(max_bytes: int | None) -> int:
 
 
 def combine_candidates(streams: list[dict[str, Any]], *, min_msgs: int = COMBINE_MIN_MSGS,
-                       max_bytes: int = COMBINE_MAX_BYTES) -> list[dict[str, Any]]:
-    """Point-to-point streams [{src_pe, dst_pe, entry, msgs, bytes, max_bytes}] between two PEs worth
-    combining, most messages first."""
+                       max_bytes: int = COMBINE_MAX_BYTES, same_pe: bool = False) -> list[dict[str, Any]]:
+    """Point-to-point streams [{src_pe, dst_pe, entry, msgs, bytes, max_bytes}] worth combining,
+    most messages first: between two PEs, and within one PE when `same_pe`."""
     out = []
     for s in streams:
         p2p = int(s["msgs"])
-        if p2p >= min_msgs and (s.get("max_bytes") or 0) <= max_bytes and s["src_pe"] != s["dst_pe"]:
+        if p2p >= min_msgs and (s.get("max_bytes") or 0) <= max_bytes and (same_pe or s["src_pe"] != s["dst_pe"]):
             biggest = int(s.get("max_bytes") or 0)
             out.append({"src_pe": int(s["src_pe"]), "dst_pe": int(s["dst_pe"]), "entry": str(s["entry"]),
                         "msgs": p2p, "mean_bytes": round(s["bytes"] / max(s["msgs"], 1), 1),
@@ -50,6 +51,9 @@ def combine_candidates(streams: list[dict[str, Any]], *, min_msgs: int = COMBINE
     return sorted(out, key=lambda c: (-c["msgs"], c["src_pe"], c["dst_pe"], c["entry"]))
 
 
-def saving_ns(candidates: list[dict[str, Any]], per_message_ns: float) -> float:
-    """Per-message cost saved when each stream sends msgs/batch messages instead of msgs."""
-    return sum((c["msgs"] - -(-c["msgs"] // c["batch"])) * per_message_ns for c in candidates)
+def saving_ns(candidates: list[dict[str, Any]], per_message_ns: float, local_ns: float | None = None) -> float:
+    """Per-message cost saved when each stream sends msgs/batch messages instead of msgs: a message
+    between PEs costs per_message_ns, one within a PE local_ns (per_message_ns when not given)."""
+    local = per_message_ns if local_ns is None else local_ns
+    return sum((c["msgs"] - -(-c["msgs"] // c["batch"])) * (local if c["src_pe"] == c["dst_pe"] else per_message_ns)
+               for c in candidates)

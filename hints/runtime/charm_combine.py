@@ -14,16 +14,27 @@ When buffers are flushed, so nothing can deadlock or reorder within a stream:
 * `charm.exit()` is called.
 Batches carry a per-stream sequence number; the receiver delivers them in that order.
 
+How a message is packed: in a run no tracer watches, a send to an array element on a listed stream
+whose arguments are immutable scalars (int, float, str, bytes, bool, None, complex, tuples of
+them) skips charm4py's header and pickle: the proxy call buffers (array, index, args) as they are,
+a batch to another PE is pickled once, and a batch to this PE's own receiver is handed over
+without pickling (charm4py's local-message slot), since nothing in it can change after the send.
+Any other send on a stream (other arguments, keywords, a traced run, whose tracer records each
+message's size as charm4py packs it) is packed by charm4py and travels in the same buffer, so
+a stream's order holds whichever way its messages were packed.
+
 The destination PE of an array element is where its array's map puts it (the ArrayMap group, or
 charm4py's default block map from the array's bounds, which PE 0 broadcasts at creation). An element
 that is not there (migrated, inserted elsewhere) gets its messages forwarded on the normal path.
-Messages to local elements, to arrays whose bounds are unknown, and local-message-optimised sends
-are never combined. Cost on the normal path: one extra Python call per packed message, one dict
-lookup per send and one list check per scheduler callback, and only in runs given a comm.json.
+Messages to arrays whose bounds are unknown and local-message-optimised sends are never combined;
+messages to local elements are, when their (PE, PE, entry) stream is listed. Cost on the normal
+path: one extra Python call per packed message, one dict lookup per send and one list check per
+scheduler callback, and only in runs given a comm.json.
 """
 
 from __future__ import annotations
 
+import copy
 import pickle
 import sys
 from pathlib import Path
@@ -31,11 +42,10 @@ from typing import Any
 
 from hints.format import HintError
 from hints.runtime.charm_map import default_pe
+from hints.runtime.charm_unpickled import HEADER, direct_call, send_local, wrap_proxies
 
 LOCAL_TAG = b"_local:"
 """charm4py's local-message optimisation: the payload stays in the target object, the message is a tag."""
-
-
 class _Stream:
     """One (destination PE, entry method) buffer on the sending PE."""
 
@@ -86,10 +96,10 @@ def _receiver_class() -> type:
                 self.stash[(src, ep, seq)] = items
                 return
             run = _ACTIVE[0].run_items
-            run(items)
+            run(ep, items)
             want += 1
             while (src, ep, want) in self.stash:
-                run(self.stash.pop((src, ep, want)))
+                run(ep, self.stash.pop((src, ep, want)))
                 want += 1
             self.expect[key] = want
 
@@ -112,8 +122,8 @@ class CombineConsumer:
     """Loads comm.json on every PE once charm4py knows the PE (registerMainModule) and, when its
     streams check out, wraps the send and dispatch callables of the `charm` instance."""
 
-    def __init__(self, path: Path, program: str) -> None:
-        self.path, self.program = Path(path), program
+    def __init__(self, path: Path, program: str, traced: bool = False) -> None:
+        self.path, self.program, self.traced = Path(path), program, traced
         self.proxy: Any = None  # the Combiner group, set on each PE when its member is built
         self.arrays: dict[int, tuple] = {}  # aid -> (dims, map gid)
         self.streams: list[dict[str, Any]] = []
@@ -175,10 +185,12 @@ class CombineConsumer:
             if not _own(em):
                 by_name.setdefault(em.name, []).append(ep)
         for s in self.streams:
-            if s["src_pe"] != self.pe or s["dst_pe"] == self.pe:
+            if s["src_pe"] != self.pe:
                 continue
             for ep in by_name[s["entry"]]:
                 self.listed.setdefault(ep, {})[s["dst_pe"]] = _Stream(s["dst_pe"], ep, s["batch"])
+        if not self.traced:
+            self._wrap_proxies(charm)
 
     def _wrap(self, charm: Any, chare_mod: Any) -> None:
         """Send, pack, dispatch, exit and array-creation wrappers (see the module doc)."""
@@ -192,6 +204,8 @@ class CombineConsumer:
         def send(st: _Stream) -> None:
             items, st.items = st.items, []
             st.seq += 1
+            if st.dst == self.pe and not self.traced and send_local(charm, self.proxy, self.pe, real_pack, real_group, (st.ep, st.seq, items)):
+                return  # (traced, the batch goes the proxy's way, so the tracer records its send)
             self.proxy[st.dst].deliver(self.pe, st.ep, st.seq, items)
 
         def flush() -> None:
@@ -210,18 +224,32 @@ class CombineConsumer:
                 return None if m is None else int(m.procNum(index))
             return default_pe(index, dims, charm.numPes()) if dims and len(dims) == len(index) else None
 
-        def buffered(st: _Stream, item: tuple, m0: bytes) -> bool:
-            if m0[:7] == LOCAL_TAG or self.proxy is None:
-                return False
-            if last[2] is m0 and b"dcopy" in last[1]:
-                args = last[0]
-                item = (*item, [args[d[0]] for d in last[1][b"dcopy"]])
-                real_pack(None, (), {b"_": 0})  # charm4py keeps direct-copy buffers for the next send: drop them
+        def place(aid: int, index: tuple) -> int | None:
+            key = (aid, index)
+            dst = where.get(key)
+            if dst is None:
+                dst = locate(aid, index)
+                if dst is not None:
+                    where[key] = dst
+            return dst
+
+        def add(st: _Stream, item: tuple) -> None:
             if not st.items:
                 pending.append(st)
             st.items.append(item)
             if len(st.items) >= st.batch:
                 send(st)
+
+        self._place, self._add = place, add
+
+        def buffered(st: _Stream, item: tuple, m0: bytes) -> bool:
+            if m0[:7] == LOCAL_TAG or self.proxy is None:
+                return False
+            if last[2] is m0 and b"dcopy" in last[1]:
+                args = last[0]  # direct-copy buffers are sent when the batch is: copied now, as at a send
+                item = (*item, [copy.copy(args[d[0]]) for d in last[1][b"dcopy"]])
+                real_pack(None, (), {b"_": 0})  # charm4py keeps direct-copy buffers for the next send: drop them
+            add(st, item)
             return True
 
         def packMsg(destObj, msgArgs, header):
@@ -232,13 +260,7 @@ class CombineConsumer:
         def CkArraySend(aid, index, ep, msg):
             by_dst = listed.get(ep)
             if by_dst is not None and index:
-                key = (aid, index)
-                dst = where.get(key)
-                if dst is None:
-                    dst = locate(aid, index)
-                    if dst is not None:
-                        where[key] = dst
-                st = by_dst.get(dst)
+                st = by_dst.get(place(aid, index))
                 if st is not None and buffered(st, (0, aid, index, ep, msg[0]), msg[0]):
                     return True
             return real_array(aid, index, ep, msg)
@@ -251,23 +273,33 @@ class CombineConsumer:
                     return True
             return real_group(gid, index, ep, msg)
 
-        def run_items(items: list) -> None:
-            invoke, loads = charm.invokeEntryMethod, pickle.loads
+        def run_items(ep: int, items: list) -> None:
+            invoke, loads, elements = charm.invokeEntryMethod, pickle.loads, charm.arrays
+            call = direct_call(charm, ep)
             for item in items:
-                kind, cid, index, ep, m0 = item[:5]
+                if len(item) == 3:  # (aid, index, args): buffered by the proxy, unpickled
+                    aid, index, args = item
+                    obj = elements[aid].get(index)
+                    if obj is None:  # not here (migrated, or placed elsewhere): the normal path finds it
+                        real_array(aid, index, ep, real_pack(None, list(args), dict(HEADER)))
+                    elif call is not None:
+                        call(obj, args)
+                    else:
+                        invoke(obj, ep, HEADER, args)
+                    continue
+                kind, cid, index, ep_, m0 = item[:5]
                 header, args = loads(m0)
                 if len(item) > 5:
                     for d, value in zip(header[b"dcopy"], item[5]):
                         args[d[0]] = value
-                obj = charm.arrays[cid].get(index) if kind == 0 else charm.groups.get(cid)
+                obj = elements[cid].get(index) if kind == 0 else charm.groups.get(cid)
                 if obj is not None:
-                    invoke(obj, ep, header, args)
+                    invoke(obj, ep_, header, args)
                     continue
-                # not here (migrated, or placed elsewhere): the normal path finds it
                 if len(item) > 5:
                     header = {k: v for k, v in header.items() if k != b"dcopy"}
                     m0 = pickle.dumps((header, args), charm.options.pickle_protocol)
-                real_array(cid, index, ep, (m0, None))
+                real_array(cid, index, ep_, (m0, None))
 
         self.run_items = run_items
 
@@ -291,6 +323,10 @@ class CombineConsumer:
         charm.exit = exit
         charm.packMsg, charm.CkArraySend, charm.CkGroupSend = packMsg, CkArraySend, CkGroupSend
         self._wrap_array_creation(chare_mod)
+
+    def _wrap_proxies(self, charm: Any) -> None:
+        """The listed entries' array-proxy methods buffer unpickled (hints.runtime.charm_unpickled)."""
+        wrap_proxies(charm, self.listed, self._place, self._add, lambda: self.proxy is not None)
 
     def _wrap_array_creation(self, chare_mod: Any) -> None:
         """PE 0 tells every receiver the bounds and map of each new array (placement for `locate`)."""

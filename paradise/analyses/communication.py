@@ -32,6 +32,9 @@ from paradise.units import count, exact_size
 SIZE_QUANTILES = (0.5, 0.9, 0.99)
 DEFAULT_PER_MESSAGE_NS = 5_000.0
 """Per-message cost used for the combining gain when the trace has no cross-PE message to fit."""
+SAME_PE_SOURCES = frozenset({"charm4py"})
+"""Traces whose same-PE streams are proposed too: charm4py pickles and schedules every message, local
+or not, which hints.runtime.charm_combine's batches to the PE's own receiver skip."""
 
 
 def applies(trace: Any) -> bool:
@@ -148,12 +151,12 @@ def small_messages(cands: list[dict[str, Any]], all_streams: list[dict[str, Any]
 def comm_hint(session: Any, cands: list[dict[str, Any]], why: Characteristic) -> dict[str, Any]:
     from hints.format import make_hint
 
-    per_msg = DEFAULT_PER_MESSAGE_NS
+    per_msg, local = DEFAULT_PER_MESSAGE_NS, None
     if session is not None:
         model = session.get("latency_model")
         if model.samples:
-            per_msg = model.a_ns
-    saved = comm_gen.saving_ns(cands, per_msg)
+            per_msg, local = model.a_ns, model.overhead_ns
+    saved = comm_gen.saving_ns(cands, per_msg, local)
     payload = {"combine": cands, "threshold": {"min_msgs": comm_gen.COMBINE_MIN_MSGS,
                                                "max_bytes": comm_gen.COMBINE_MAX_BYTES,
                                                "batch_bytes": comm_gen.BATCH_BYTES}}
@@ -213,7 +216,7 @@ def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisR
         return result
     patterns = collection_patterns(pd.concat([edges, inferred_reductions(engine)], ignore_index=True))
     all_streams = streams(edges)
-    cands = comm_gen.combine_candidates(streams(edges, p2p_only=True))
+    cands = comm_gen.combine_candidates(streams(edges, p2p_only=True), same_pe=session.trace.source in SAME_PE_SOURCES)
     small = small_messages(cands, all_streams)
     result.characteristics = [*pattern_characteristics(patterns), *withheld_patterns(edges, patterns),
                               sizes(hist, size_quantiles(engine)), small]

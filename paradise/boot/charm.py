@@ -31,7 +31,7 @@ def install(trace_dir: str | None, hints_dir: str | None, program: str) -> None:
     if hints_dir:
         from hints.runtime.charm_combine import CombineConsumer
 
-        combiner = CombineConsumer(Path(hints_dir) / "comm.json", program)
+        combiner = CombineConsumer(Path(hints_dir) / "comm.json", program, traced=bool(trace_dir))
         combiner.install(charm, chare)
     if trace_dir:
         from tracers.charm import dispatch, hooks, lifecycle

@@ -72,7 +72,9 @@ def critical_path(engine: Any, info: ExecGraphInfo) -> CriticalPath:
         cur = nxt
     segs.reverse()
     first = segs[0][0]
-    t0_first = int(graphread.united(engine, info.parts, "events_exec_t0", id=first).column("t0")[0].as_py())
+    t0_first = info.pe_first.get(first)  # a PE's first exec, unless the walk stopped at a cycle
+    if t0_first is None:
+        t0_first = int(graphread.united(engine, info.parts, "events_exec_t0", id=first).column("t0")[0].as_py())
     return CriticalPath(lo=[a for a, _ in segs], hi=[b for _, b in segs], t0_first=t0_first,
                         t1_last=int(info.last_t1), message_hops=len(segs) - 1)
 

@@ -12,7 +12,7 @@ time and writes its rows into `msg`-hash buckets; the send -> exec join then run
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -74,6 +74,9 @@ class ExecGraphInfo:
     parts: tuple[str, ...] = ()
     """The graph's bucket files, which its readers read one at a time (paradise.events.graphread);
     none: the engine's one-bucket table TABLE."""
+    pe_first: dict[int, int] = field(default_factory=dict)
+    """Each PE's first exec: its id -> its start (events_exec_pe_stats), where a critical path
+    without a cycle begins."""
 
     @property
     def n(self) -> int:
@@ -153,7 +156,8 @@ def materialize(engine: Any, chunk_execs: int | None = None, buckets: int | None
     n = int(row["execs"] or 0)
     return ExecGraphInfo(execs=n, t_min=int(row["t_min"] or 0), t_max=int(row["t_max"] or 0),
                          max_pe=int(row["max_pe"] or 0), last_id=row["last_id"], last_t1=row["last_t1"],
-                         parts=parts)
+                         parts=parts, pe_first=dict(zip(pes.column("off").to_pylist(),
+                                                        pes.column("pe_t0").to_pylist())))
 
 
 def latency_samples(engine: Any, info: ExecGraphInfo) -> dict[str, Any]:

@@ -34,10 +34,11 @@ the engine's copy as it writes them): with 1 GiB, ranges of about 2*10^6 execs."
 BUCKET_EXEC_BYTES = 512
 """Memory a bucket step needs per exec of its bucket (the sends' aggregate and the join's hash table)."""
 EXECS, SENDS, GRAPH = "execs", "sends", "graph"
-PARQUET = "FORMAT parquet, PARQUET_VERSION V2, COMPRESSION uncompressed"
-"""How the partition files are written: Parquet 2's encodings (delta, byte stream split) make them
-about as small as zstd's (34 against 31 MiB for 2*10^6 execs) for 0.7x snappy's CPU, and they read
-back without decompression."""
+PARQUET = "FORMAT parquet, PARQUET_VERSION V2, COMPRESSION zstd, COMPRESSION_LEVEL 1"
+"""How DuckDB writes the partition files (the graph's buckets among them): Parquet 2's encodings
+(delta, byte stream split), then zstd at its fastest level, which cuts a graph bucket to a quarter
+(10^7 rows: 37.7 -> 9.1 MiB) for the same CPU to write and read as no compression, so that the
+spill directory stays within twice the trace."""
 
 
 def sizes(execs: int, step_memory: int) -> tuple[int, int]:
@@ -128,10 +129,11 @@ def write_buckets(root: str, part: str, i: int, rows: pa.Table, bucket: np.ndarr
 
 
 def _writer(schema: pa.Schema) -> dict[str, Any]:
-    """How the partition files are written: uncompressed, integers delta-encoded, strings by
-    dictionary (the size of zstd's for the CPU of a plain write, and read back without decompression)."""
+    """How the range steps' files are written: integers delta-encoded, strings by dictionary, then
+    zstd at its fastest level (a synth range of 1.7*10^6 execs: 30.8 -> 0.4 MiB, written in 0.31
+    against 0.28 CPU s)."""
     strings = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
-    return {"compression": "none", "use_dictionary": strings,
+    return {"compression": "zstd", "compression_level": 1, "use_dictionary": strings,
             "column_encoding": {f.name: "DELTA_BINARY_PACKED" for f in schema if pa.types.is_integer(f.type)}}
 
 

@@ -55,3 +55,20 @@ def from_numpy(values: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
         return pa.Array.from_buffers(typ, len(values), [None, data], null_count=0)
     nulls = int(len(valid) - np.count_nonzero(valid))
     return pa.Array.from_buffers(typ, len(values), [bitmap(valid), data], null_count=nulls)
+
+
+NULLS_HELD = 1 << 18
+"""Rows of the all-null column held per type by `nulls` (about 2 MiB for an int64)."""
+_NULLS: dict[pa.DataType, pa.Array] = {}
+
+
+def nulls(n: int, typ: pa.DataType) -> pa.Array:
+    """n nulls of type typ: a slice of one all-null array held per type (up to NULLS_HELD rows), so
+    a writer that fills the format's unused columns batch after batch does not allocate and zero
+    new buffers for each (pa.nulls does)."""
+    if n > NULLS_HELD:
+        return pa.nulls(n, typ)
+    held = _NULLS.get(typ)
+    if held is None or len(held) < n:  # grown as needed: a small import holds little
+        held = _NULLS[typ] = pa.nulls(min(max(n, 2 * len(held) if held is not None else 0), NULLS_HELD), typ)
+    return held.slice(0, n)

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 from pyarrow._compute import call_function
 
-from paradise.format.arrays import to_numpy
+from paradise.format.arrays import nulls, to_numpy
 
 OUT_ROWS = 1 << 17
 """Rows per table handed back: bounds the copy each output step makes."""
@@ -188,7 +188,10 @@ def _before(pending: list[tuple[pa.Table, np.ndarray]], cut: int | None) -> list
 
 
 def _interleave(pieces: list[tuple[pa.Table, np.ndarray]], schema: pa.Schema) -> pa.Table:
-    """The pieces' rows in t0 order, equal t0 in the pieces' order (a stable sort)."""
+    """The pieces' rows in t0 order, equal t0 in the pieces' order (a stable sort); a column null
+    in every piece is not taken (nulls in any order are the same nulls)."""
     rows = pa.concat_tables([t.cast(schema) if not t.schema.equals(schema) else t for t, _ in pieces])
-    order = np.argsort(np.concatenate([t0 for _, t0 in pieces]), kind="stable")
-    return call_function("take", [rows, _int64(order)])
+    order = _int64(np.argsort(np.concatenate([t0 for _, t0 in pieces]), kind="stable"))
+    return pa.Table.from_arrays([nulls(rows.num_rows, f.type) if col.null_count == len(col)
+                                 else call_function("take", [col, order]) for f, col in zip(schema, rows.columns)],
+                                schema=schema)

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 
 from paradise.errors import ImportFormatError, OutputUnwritable
 from paradise.format import SCHEMA, make_metadata
+from paradise.format.arrays import nulls
 from paradise.format.order import NotInTimeOrder, merge_time_ordered, time_ordered
 from paradise.importers import ProgressCallback, Sources, regular_file, source_paths
 from paradise.importers.nsys_sqlite import (
@@ -39,6 +40,7 @@ from paradise.importers.nsys_tables import (
     PID_SHIFT,
     ROW_SCHEMA,
     Context,
+    PidNotSurveyed,
     collect_launch_steps,
     collect_steps,
     table_readers,
@@ -49,14 +51,23 @@ DEFAULT_STEP_PATTERN = r"ProfilerStep#(\d+)"
 """NVTX ranges whose whole name matches are steps (the PyTorch profiler's step ranges); the group is N."""
 MAX_RANK = (1 << 22) - 1
 OUT_ROW_GROUP = 64 * 1024
-DICT_COLUMNS = ["kind", "cat", "name"]
-"""Dictionary-encode only the low-cardinality strings (args, a JSON text per row, gains nothing)."""
+DICT_COLUMNS = ["kind", "cat", "name", "pe", "tid", "bytes", "step", "stream", "peer_pe"]
+"""Dictionary-encoded in the file: the strings with few distinct values and the integer columns
+that repeat a handful of values (rank, thread or stream, sizes, steps). Read back as plain
+integers (the Arrow types do not change); `args`, a JSON text per row, gains nothing."""
+ZSTD_COLUMNS = ("args",)
+"""The only column compressed: `args` (JSON texts) shrinks 20x under zstd; every other column is
+dictionary codes or deltas, which zstd shrinks little for its cost (200x CloverLeaf copy: write
+0.39 -> 0.31 s of CPU, file 11.8 -> 14.5 MiB)."""
 DELTA_COLUMNS = ("t0", "t1", "msg")
-"""Written DELTA_BINARY_PACKED, uncompressed: times in order and msg (rank * 2**40 + correlation id)
-change little from row to row, so their deltas are about as small as zstd's output, for less CPU
-to write and to read back (200x CloverLeaf copy: file 12.4 -> 12.0 MiB, write 0.55 -> 0.48 s,
-a DuckDB scan of the file 0.42 -> 0.29 s). No statistics for `args` (JSON texts: their min and max
-prune nothing, and cost 8% of the write)."""
+"""Written DELTA_BINARY_PACKED: times in order and msg (rank * 2**40 + correlation id) change
+little from row to row, so their deltas are about as small as zstd's output, for less CPU to
+write and to read back."""
+NO_STATISTICS = ("args", "cat", "name")
+"""Columns written without min/max statistics: JSON texts, and the category and name of rows
+whose names interleave in every row group, so that their min and max prune nothing (paradise
+reads the statistics of kind, pe, t0, t1, peer_pe, bytes and exec_t0). 200x CloverLeaf copy:
+write 0.32 -> 0.30 s of CPU."""
 MPI_RANK_RE = re.compile(r"^MPI Rank (\d+)$")
 """The thread name `nsys --trace=mpi` gives each rank's main thread."""
 CPU_TABLES = ("CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", "OSRT_API", "MPI_P2P_EVENTS", "MPI_COLLECTIVES_EVENTS",
@@ -85,37 +96,53 @@ class _File:
     """Per device table: its distinct (pid, deviceId) pairs, found by the survey."""
 
 
-def _pid_sql(col: str) -> str:
-    return f"({col} >> {PID_SHIFT}) & {ID_MASK}"
+def _pids(exp: Export, table: str, gids: list[tuple]) -> list[tuple]:
+    """The rows of a DISTINCT query on a serialized global id column (first) with its pid instead
+    (None for NULL); a value that is not an integer is refused, as the rows' reader refuses it."""
+    if any(not isinstance(r[0], int) for r in gids if r[0] is not None):
+        raise exp.not_integer(table)
+    return list(dict.fromkeys((None if r[0] is None else (r[0] >> PID_SHIFT) & ID_MASK, *r[1:]) for r in gids))
 
 
-def _survey(f: _File, exact: bool) -> None:
+def _survey(f: _File, exact: bool, guess: bool) -> None:
     """Traced pids, row counts, first time, session start, names, devices of one export.
 
-    The distinct pids (with their devices, for device tables) take a scan of each table. The first
-    start is the first row's (`exact=False`: Nsight writes each table in start order, which the
-    import then checks row by row, NotInTimeOrder otherwise) or min(start) (`exact`, a second scan
-    that also counts rows missing a time; the rows' reader refuses those too)."""
+    The distinct pids of each table (with their devices, for device tables) take a scan of each,
+    unless `guess`: then each table's first row gives them, and the rows' reader raises
+    PidNotSurveyed on a row of another pid (or, in a device table, another (pid, device) pair), for
+    the file to be surveyed again with the scans; where it raises none, the pids and devices are
+    those the scans would find (each table has one pair, so their order is the same too). The first start is the first row's (`exact=False`:
+    Nsight writes each table in start order, which the import then checks row by row,
+    NotInTimeOrder otherwise) or min(start) (`exact`, a second scan that also counts rows missing a
+    time; the rows' reader refuses those too)."""
     exp = f.exp
     pids: set[int] = set()
     starts = []
     for table in exp.tables:
         device = table in DEVICE_TABLES
         where = f" WHERE eventType IN {NVTX_ROWS}" if table == "NVTX_EVENTS" else ""
-        if device:
-            pairs = exp.query(f"SELECT DISTINCT {_pid_sql('globalPid')}, deviceId FROM {table}")
-            pids |= {int(pid) for pid, _ in pairs if pid is not None}
-            f.device_pairs[table] = pairs
-        else:
-            pids |= {int(r[0]) for r in exp.query(f"SELECT DISTINCT {_pid_sql('globalTid')} FROM {table}{where}")
-                     if r[0] is not None}
+        if not guess:  # DISTINCT on the stored column, the pid taken in Python: a quarter cheaper in SQLite
+            if device:
+                pairs = _pids(exp, table, exp.query(f"SELECT DISTINCT globalPid, deviceId FROM {table}"))
+                pids |= {pid for pid, _ in pairs if pid is not None}
+                f.device_pairs[table] = pairs
+            else:
+                pids |= {r[0] for r in _pids(exp, table, exp.query(f"SELECT DISTINCT globalTid FROM {table}{where}"))
+                         if r[0] is not None}
         if exact:
             no_end = "" if table == "NVTX_EVENTS" else " OR end IS NULL"  # marks have no end
             n, lo, bad = exp.query(f"SELECT count(*), min(start), count(*) FILTER (WHERE start IS NULL{no_end}) "
                                    f"FROM {table}{where}")[0]
         else:
             n, bad = exp.query(f"SELECT count(*) FROM {table}{where}")[0][0], 0
-            lo = next(iter(exp.query(f"SELECT start FROM {table}{where} ORDER BY rowid LIMIT 1")), (None,))[0]
+            ids = "globalPid, deviceId" if device else "globalTid"
+            lo, *first = next(iter(exp.query(f"SELECT start, {ids} FROM {table}{where} ORDER BY rowid LIMIT 1")),
+                              (None, None, None))
+            if guess:
+                pairs = _pids(exp, table, [tuple(first)]) if lo is not None else []
+                pids |= {r[0] for r in pairs if r[0] is not None}
+                if device:
+                    f.device_pairs[table] = pairs
         if bad:
             raise ImportFormatError(f"{f.path}: table {table} has {bad} row(s) whose start or end is not an "
                                     "integer time in ns")
@@ -288,26 +315,31 @@ def _import_into(paths: list[Path], out: Path, tmpdir: Path, rank: int | None, p
     """Trusts each table's start order (its first row is its first start, its rows merge as read);
     where one is out of order, imports again from an exact survey through the spill sort."""
     srcs = [export_report(p, tmpdir / f"{i}") if p.name.endswith(REPORT_SUFFIXES) else p for i, p in enumerate(paths)]
-    try:
-        _import_files(paths, srcs, out, tmpdir, rank, program, step_re, on_progress, in_order=True)
-    except NotInTimeOrder:
-        _import_files(paths, srcs, out, tmpdir, rank, program, step_re, on_progress, in_order=False)
+    in_order = guess = True
+    while True:
+        try:
+            _import_files(paths, srcs, out, tmpdir, rank, program, step_re, on_progress, in_order, guess)
+            return
+        except PidNotSurveyed:  # raised only where guess
+            guess = False
+        except NotInTimeOrder:  # raised only where in_order
+            in_order = guess = False
 
 
 def _import_files(paths: list[Path], srcs: list[Path], out: Path, tmpdir: Path, rank: int | None, program: str,
-                  step_re: re.Pattern, on_progress: ProgressCallback | None, in_order: bool) -> None:
+                  step_re: re.Pattern, on_progress: ProgressCallback | None, in_order: bool, guess: bool) -> None:
     files: list[_File] = []
     try:
         for p, src in zip(paths, srcs):
             f = _File(path=p, exp=open_export(src, p))
             files.append(f)
-            _survey(f, exact=not in_order)
+            _survey(f, exact=not in_order, guess=guess)
         _assign_ranks(files, rank)
         method, origin, shift = _clock(files)
         meta = _metadata(files, method, origin, program)
         total = sum(sum(f.counts.values()) for f in files)
         final_tmp = tmpdir / "out.parquet"
-        _write(files, shift, step_re, meta, final_tmp, total, on_progress, in_order)
+        _write(files, shift, step_re, meta, final_tmp, total, on_progress, in_order, guess)
         os.replace(final_tmp, out)
     finally:
         for f in files:
@@ -330,7 +362,7 @@ def _wrong_type(f: _File, table: str, exc: Exception) -> ImportFormatError:
 def _full(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """Rows of ROW_SCHEMA with the format's other columns added, null."""
     n = table.num_rows
-    return pa.Table.from_arrays([table.column(f.name) if f.name in ROW_SCHEMA.names else pa.nulls(n, f.type)
+    return pa.Table.from_arrays([table.column(f.name) if f.name in ROW_SCHEMA.names else nulls(n, f.type)
                                  for f in schema], schema=schema)
 
 
@@ -351,20 +383,21 @@ def _time_ordered_rows(f: _File, ctx: Context, in_order: bool, scratch: Path) ->
 
 
 def _write(files: list[_File], shift: dict[Path, int], step_re: re.Pattern, meta: dict[bytes, bytes],
-           final_tmp: Path, total: int, on_progress: ProgressCallback | None, in_order: bool) -> None:
+           final_tmp: Path, total: int, on_progress: ProgressCallback | None, in_order: bool, guess: bool) -> None:
     """Every file's rows through one ParquetWriter, in row groups of about OUT_ROW_GROUP rows."""
     schema = SCHEMA.with_metadata(meta)
     done = 0
     with pq.ParquetWriter(final_tmp, schema, use_dictionary=DICT_COLUMNS,
-                          compression={c: "none" if c in DELTA_COLUMNS else "zstd" for c in schema.names},
+                          compression={c: "zstd" if c in ZSTD_COLUMNS else "none" for c in schema.names},
                           column_encoding=dict.fromkeys(DELTA_COLUMNS, "DELTA_BINARY_PACKED"),
-                          write_statistics=[c for c in schema.names if c != "args"]) as writer:
+                          write_statistics=[c for c in schema.names if c not in NO_STATISTICS]) as writer:
         pending: list[pa.Table] = []
         rows = 0
         for i, f in enumerate(files):
             pids = np.array(sorted(f.ranks), dtype=np.int64)
             ctx = Context(exp=f.exp, pids=pids, ranks=np.array([f.ranks[p] for p in pids], dtype=np.int64),
-                          shift=shift[f.path], step_re=step_re, domains=f.domains)
+                          shift=shift[f.path], step_re=step_re, domains=f.domains, guessed=guess,
+                          devices=f.device_pairs)
             # each rank's rows are in time order when the file's are
             for table in _time_ordered_rows(f, ctx, in_order, final_tmp.with_name(f"order-{i}.arrow")):
                 pending.append(_full(table, schema))

@@ -72,27 +72,29 @@ def json_args(parts: list[tuple[str, pa.Array]], tail: list[tuple[str, list]] | 
 def few_valued_json(parts: list[tuple[str, list]], opening: str) -> pa.Array:
     """`{opening}"k": v, ...}` per row for keys whose values repeat (devices, grids, return codes):
     each part's value is one column (int64 numpy, or a dictionary column of texts) or several ints
-    written as a JSON list. The rows are coded by their distinct combination (exact, no hash), and
-    each combination's text is made once: a concat per row of each value is most of an import's
-    JSON cost."""
-    cols = [c for _, group in parts for c in group]
-    n = len(cols[0])
+    written as a JSON list. The rows are coded by their distinct combination (exact, no hash: each
+    column's offset from its minimum, in mixed radix), and each combination's text is made once: a
+    concat per row of each value is most of an import's JSON cost."""
+    cols = [_codes(c) for _, group in parts for c in group]
+    n = len(cols[0][0])
     code, card = np.zeros(n, dtype=np.int64), 1
-    literals = []
-    for col in cols:
-        inv, texts = _literals(col)
-        literals.append((inv, texts))
-        code = code * len(texts) + inv
-        card *= max(len(texts), 1)
-        if card >= 1 << 31:
+    for values, _ in cols:
+        lo, hi = (int(values.min()), int(values.max())) if n else (0, 0)
+        span = hi - lo + 1
+        if card * span >= CODE_LIMIT:  # the radix would overflow: number the combinations so far
             _, code = unique_inverse(code)
             code, card = code.astype(np.int64), int(code.max(initial=0)) + 1
+        if card * span >= CODE_LIMIT:  # a column of far-apart values: number its distinct values
+            uniq, inv = unique_inverse(values)
+            code, card = code * uniq.size + inv, card * uniq.size
+        else:
+            code, card = code * span + (values - lo), card * span
     _, inv = unique_inverse(code)
     first = np.empty(int(inv.max(initial=-1)) + 1, dtype=np.int64)
     first[inv[::-1]] = np.arange(n - 1, -1, -1)
     texts = []
     for row in first:
-        values = iter(t[i[row]] for i, t in literals)
+        values = iter(literal(int(v[row])) for v, literal in cols)
         items = []
         for key, group in parts:
             vals = [next(values) for _ in group]
@@ -101,13 +103,18 @@ def few_valued_json(parts: list[tuple[str, list]], opening: str) -> pa.Array:
     return call_function("take", [strings(texts), from_numpy(inv)])
 
 
-def _literals(col: np.ndarray | pa.DictionaryArray) -> tuple[np.ndarray, list[str]]:
-    """(each row's code, the JSON literal of each code) of an int column or a dictionary of texts."""
+CODE_LIMIT = 1 << 62
+"""Bound of few_valued_json's mixed-radix codes (int64, with room for one more multiply-add)."""
+
+
+def _codes(col: np.ndarray | pa.DictionaryArray) -> tuple[np.ndarray, Callable[[int], str]]:
+    """(each row's int64 value, the JSON literal of a value) of an int column, or of a dictionary
+    column of texts by its indices (null: one past the last)."""
     if isinstance(col, pa.DictionaryArray):
-        idx = np.where(validity(col.indices), to_numpy(col.indices, np.int32), len(col.dictionary))
-        return idx.astype(np.int64), [json.dumps(v) for v in col.dictionary.to_pylist()] + ["null"]
-    uniq, inv = unique_inverse(col)
-    return inv.astype(np.int64), [str(int(v)) for v in uniq]
+        texts = [json.dumps(v) for v in col.dictionary.to_pylist()] + ["null"]
+        idx = np.where(validity(col.indices), to_numpy(col.indices, np.int32), len(texts) - 1)
+        return idx.astype(np.int64), texts.__getitem__
+    return col.astype(np.int64, copy=False), str
 
 
 def cast(arr: pa.Array, typ: pa.DataType) -> pa.Array:

@@ -102,7 +102,7 @@ class Export:
         n_int = len(sel) - (1 if text is not None else 0)
         for batch in self._stream(table, sql):
             if any(batch.schema.types[i] != pa.int64() for i in range(n_int)):
-                raise self._not_integer(table)
+                raise self.not_integer(table)
             if any(batch.column(i).null_count for i in range(times)):
                 raise ImportFormatError(f"{self.path}: table {table} has row(s) whose start or end is not an "
                                         "integer time in ns")
@@ -134,12 +134,13 @@ class Export:
         except (adbc.Error, OSError, pa.ArrowException) as exc:
             text = str(exc)
             if "Type mismatch" in text:
-                raise self._not_integer(table) from None
+                raise self.not_integer(table) from None
             raise _damaged(self.path, exc) from None
         finally:
             stmt.close()
 
-    def _not_integer(self, table: str) -> ImportFormatError:
+    def not_integer(self, table: str) -> ImportFormatError:
+        """The one-line refusal of a table holding a value that is not an integer."""
         return ImportFormatError(f"{self.path}: table {table} holds a value that is not an integer")
 
     def _adbc_connection(self) -> adbc.AdbcConnection:

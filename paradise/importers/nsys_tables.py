@@ -17,6 +17,7 @@ import pyarrow as pa
 from pyarrow._compute import call_function
 
 from paradise.format import SCHEMA
+from paradise.format.arrays import nulls
 from paradise.importers.kineto_arrow import from_numpy, strings
 from paradise.importers.nsys_arrow import (
     cast,
@@ -69,6 +70,11 @@ format's other columns are null in every row and are added when the rows are wri
 MPI_ARG_COLUMNS = ("size", "recvSize", "remoteRank", "rootRank", "tag", "commHandle", "requestHandle")
 
 
+class PidNotSurveyed(Exception):
+    """A row of a process the survey did not find, where it guessed the pids of CPU tables from
+    their first rows (the caller surveys the file again, scanning for them)."""
+
+
 @dataclass
 class Context:
     """What the batches of one file need: ranks, the time shift, steps and the string cache."""
@@ -85,13 +91,34 @@ class Context:
     """The msg of every launch (runtime call with a correlation id), sorted; launch_step: its step."""
     launch_step: np.ndarray | None = None
     domains: dict[int, str] = field(default_factory=dict)
+    guessed: bool = False
+    """Whether `pids` were guessed (see nsys._survey): a row of another process raises PidNotSurveyed."""
+    devices: dict[str, list[tuple]] = field(default_factory=dict)
+    """Per device table, its (pid, deviceId) pairs as surveyed; where guessed, a row of another
+    pair raises PidNotSurveyed."""
     _names: dict[int, str | None] = field(default_factory=dict)
 
     def rank(self, gid: np.ndarray) -> np.ndarray:
-        """The rank of each row from its serialized global pid/tid (the file's first when unknown)."""
+        """The rank of each row from its serialized global pid/tid (the file's first for a NULL id,
+        read as -1, or a process the survey did not find)."""
         pid = (gid >> PID_SHIFT) & ID_MASK
         pos = np.clip(np.searchsorted(self.pids, pid), 0, self.pids.size - 1)
-        return np.where(self.pids[pos] == pid, self.ranks[pos], self.ranks[0]).astype(np.int32)
+        found = self.pids[pos] == pid
+        if self.guessed and not bool(found.all()):  # a NULL id too: the scanning survey decides
+            raise PidNotSurveyed
+        return np.where(found, self.ranks[pos], self.ranks[0]).astype(np.int32)
+
+    def device_rank(self, table: str, gpid: np.ndarray, dev: np.ndarray) -> np.ndarray:
+        """rank() of device rows, whose (pid, deviceId) pairs, where guessed, are checked too."""
+        if self.guessed:
+            pid = (gpid >> PID_SHIFT) & ID_MASK
+            ok = np.zeros(pid.size, dtype=np.bool_)
+            for p, d in self.devices.get(table, []):
+                if p is not None and d is not None:
+                    ok |= (pid == p) & (dev == d)
+            if not bool(ok.all()):
+                raise PidNotSurveyed
+        return self.rank(gpid)
 
     def names(self, ids: np.ndarray) -> pa.DictionaryArray:
         """StringIds values for the ids (-1: null), fetched once per distinct id."""
@@ -131,7 +158,7 @@ def build(ctx: Context, n: int, *, kind: str | pa.Array, pe: np.ndarray, start: 
         cols["args"] = args
     if peer is not None:
         cols["peer_pe"] = from_numpy(peer.astype(np.int32), peer >= 0)
-    return pa.Table.from_arrays([_typed(cols[f.name], f.type) if f.name in cols else pa.nulls(n, f.type)
+    return pa.Table.from_arrays([_typed(cols[f.name], f.type) if f.name in cols else nulls(n, f.type)
                                  for f in ROW_SCHEMA], schema=ROW_SCHEMA)
 
 
@@ -268,7 +295,7 @@ def kernel_rows(ctx: Context) -> Iterator[pa.Table]:
              "staticSharedMemory + dynamicSharedMemory"]
     for c in ctx.exp.int_columns("CUPTI_ACTIVITY_KIND_KERNEL", exprs):
         start, end, dev, stream, corr, gpid = c[:6]
-        pe, n = ctx.rank(gpid), start.size
+        pe, n = ctx.device_rank("CUPTI_ACTIVITY_KIND_KERNEL", gpid, dev), start.size
         name = ctx.names(c[6])
         coll = per_value(name, lambda v: bool(v) and v.lower().startswith(("nccl", "rccl")), dtype=np.bool_,
                          null=False)
@@ -296,7 +323,7 @@ def memcpy_rows(ctx: Context) -> Iterator[pa.Table]:
         names = [f"Memcpy {COPY_KINDS.get(int(k) // 10_000, 'Unknown')} "
                  f"({MEMORY_KINDS.get(int(k) // 100 % 100, 'Unknown')} -> {MEMORY_KINDS.get(int(k) % 100, 'Unknown')})"
                  for k in uniq]
-        yield _device_copy(ctx, start, end, dev, stream, corr, gpid, nbytes, "gpu_memcpy", dictionary(names, inv),
+        yield _device_copy(ctx, "CUPTI_ACTIVITY_KIND_MEMCPY", start, end, dev, stream, corr, gpid, nbytes, "gpu_memcpy", dictionary(names, inv),
                            [("copy_kind", [kind])])
 
 
@@ -307,13 +334,13 @@ def memset_rows(ctx: Context) -> Iterator[pa.Table]:
     for start, end, dev, stream, corr, gpid, nbytes, kind in ctx.exp.int_columns("CUPTI_ACTIVITY_KIND_MEMSET", exprs):
         uniq, inv = unique_inverse(kind)
         names = [f"Memset ({MEMORY_KINDS.get(int(k), 'Unknown')})" for k in uniq]
-        yield _device_copy(ctx, start, end, dev, stream, corr, gpid, nbytes, "gpu_memset", dictionary(names, inv),
+        yield _device_copy(ctx, "CUPTI_ACTIVITY_KIND_MEMSET", start, end, dev, stream, corr, gpid, nbytes, "gpu_memset", dictionary(names, inv),
                            [])
 
 
-def _device_copy(ctx: Context, start, end, dev, stream, corr, gpid, nbytes, cat: str, name: pa.Array,
+def _device_copy(ctx: Context, table: str, start, end, dev, stream, corr, gpid, nbytes, cat: str, name: pa.Array,
                  extra: list) -> pa.Table:
-    pe = ctx.rank(gpid)
+    pe = ctx.device_rank(table, gpid, dev)
     s = int32_stream(stream)
     args = json_args([("correlation", json_int(corr, corr > 0))], tail=[("device", [dev]), *extra])
     msg = pe.astype(np.int64) * MSG_RANK_SHIFT + corr
@@ -325,7 +352,7 @@ def sync_rows(ctx: Context) -> Iterator[pa.Table]:
     """CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: device waits, `mark` rows with their stream (cuda_sync)."""
     exprs = ["start", "end", "deviceId", "streamId", "ifnull(correlationId, 0)", "globalPid", "syncType"]
     for start, end, dev, stream, corr, gpid, kind in ctx.exp.int_columns("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", exprs):
-        pe = ctx.rank(gpid)
+        pe = ctx.device_rank("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", gpid, dev)
         uniq, inv = unique_inverse(kind)
         name = dictionary([SYNC_NAMES.get(int(k), "Unknown Sync") for k in uniq], inv)
         s = int32_stream(stream)

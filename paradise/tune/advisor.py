@@ -64,13 +64,20 @@ def useful(kind: str, doc: dict[str, Any], payload: Any) -> str | None:
 
 def same_hint(kind: str, a: Path, b: Path, program: str | None = None, pes: int | None = None) -> bool:
     """Whether two files of `kind` ask the next run for the same thing (their validated payloads
-    are equal): a proposal equal to the file already kept changes nothing. False when either is
-    missing or unreadable."""
+    are equal, a list in any order: comm's streams are sorted by their message counts, which move
+    from run to run): a proposal equal to the file already kept changes nothing. False when either
+    is missing or unreadable."""
     from hints.format import HintError
     from hints.kinds import KINDS
 
+    def canonical(payload: Any) -> Any:
+        if isinstance(payload, list):
+            return sorted(json.dumps(x, sort_keys=True, default=str) for x in payload)
+        return payload
+
     try:
-        return KINDS[kind].read(a, program=program, pes=pes)[1] == KINDS[kind].read(b, program=program, pes=pes)[1]
+        return canonical(KINDS[kind].read(a, program=program, pes=pes)[1]) == \
+            canonical(KINDS[kind].read(b, program=program, pes=pes)[1])
     except (HintError, OSError, ValueError, KeyError):
         return False
 

@@ -4,6 +4,7 @@ the hinted program until nothing helps, or the iterations or the budget are spen
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
@@ -66,8 +67,10 @@ class Tune:
         """Runs this session took from tune.json instead of running them (a resume)."""
 
     def cal(self, name: str) -> calibrate.Calibration:
-        """What-if's calibration for the candidate `name` (its own runs so far)."""
-        return self.cals.setdefault(name, calibrate.Calibration())
+        """What-if's calibration for the candidate `name` (its kinds joined by '+'; its own runs so far)."""
+        if name not in self.cals:
+            self.cals[name] = calibrate.Calibration.for_kinds(name.split("+"))
+        return self.cals[name]
 
     # -- runs and steps, each recorded once ------------------------------------------------------
     def measure(self, key: str, hints: Path | None, trace: Path | None, **extra: Any) -> Outcome:
@@ -252,6 +255,7 @@ class Tune:
                   for c in live}
         factor = {c["name"]: self.cal(c["name"]).factor for c in live}
         fitted = {c["name"]: self.cal(c["name"]).fitted for c in live}
+        before = {c["name"]: copy.deepcopy(self.cal(c["name"])) for c in live}  # as it stood before the round
         done: dict[str, Outcome] = {}
         b: Outcome | None = None
         spent: BudgetSpent | None = None
@@ -278,7 +282,7 @@ class Tune:
         for c in live:
             if c["name"] in done:
                 line.append(self.account(c, f"{at}/{stage}/r{r}/{c['name']}", done[c["name"]], b_s,
-                                         stated[c["name"]], fitted[c["name"]]))
+                                         before[c["name"]], fitted[c["name"]]))
         keys = [f"{at}/{stage}/r{r}/{n}" for n in ["baseline", *(c["name"] for c in live)]]
         loads = [self.rec.runs[k]["load"] for k in keys if k in self.rec.runs and "load" in self.rec.runs[k]]
         self.echo(" | ".join(line) + (f" (load {max(loads):.2f})" if loads else "")
@@ -286,8 +290,8 @@ class Tune:
         if spent is not None:
             raise spent
 
-    def account(self, c: dict[str, Any], key: str, o: Outcome, b_s: float | None, cal: float | None,
-                fitted: bool) -> str:
+    def account(self, c: dict[str, Any], key: str, o: Outcome, b_s: float | None,
+                cal: calibrate.Calibration, fitted: bool) -> str:
         """A hinted run into its candidate: dropped (failed, or its check differs), or its time, its
         pair with the round's baseline, its prediction and what the calibration learns from it."""
         ref = self.reference_check()
@@ -301,14 +305,14 @@ class Tune:
         if b_s is not None:
             c["pairs"].append([b_s, o.seconds])
         ratio = (c["prediction"] or {}).get("ratio")
-        pred = b_s * cal if b_s and cal else None
+        pred = cal.predict(b_s, ratio)
         raw = b_s * ratio if b_s and ratio else None
         run = {"key": key, "predicted_s": pred, "measured_s": o.seconds, "error": calibrate.error(pred, o.seconds),
                "raw_error": calibrate.error(raw, o.seconds), "calibrated": fitted}
         c["runs"].append(run)
         self.predictions.append(run)
         self.cal(c["name"]).learn(o.seconds, b_s, ratio)
-        said = f"predicted {cal:.3f} x baseline = {pred:.3f} s, " if pred is not None else ""
+        said = f"predicted {pred / b_s:.3f} x baseline = {pred:.3f} s, " if pred is not None and b_s else ""
         return f"{c['name']} {said}measured {o.seconds:.3f} s"
 
     def judge(self, c: dict[str, Any], base_times: list[float], alpha: float) -> dict[str, Any]:

@@ -133,6 +133,17 @@ def test_combine_candidates_threshold():
     assert (c["entry"], c["msgs"], c["batch"]) == ("a", 100, comm_gen.BATCH_MAX)  # 32 KiB / 10 B, capped
 
 
+def test_same_pe_streams_on_request():
+    """A charm4py run's same-PE streams are proposed too (same_pe): the busiest stream first."""
+    streams = [{"src_pe": 0, "dst_pe": 1, "entry": "a", "msgs": 100, "bytes": 1000, "max_bytes": 10},
+               {"src_pe": 1, "dst_pe": 1, "entry": "a", "msgs": 1000, "bytes": 1000, "max_bytes": 1},
+               {"src_pe": 1, "dst_pe": 1, "entry": "b", "msgs": 10, "bytes": 10, "max_bytes": 1}]
+    got = comm_gen.combine_candidates(streams, same_pe=True)
+    assert [(c["src_pe"], c["dst_pe"], c["msgs"]) for c in got] == [(1, 1, 1000), (0, 1, 100)]
+    # the per-message saving: 1000 - 1 local messages at 2 ns, 100 - 1 cross-PE ones at 7 ns
+    assert comm_gen.saving_ns(got, 7.0, 2.0) == 999 * 2.0 + 99 * 7.0
+
+
 @pytest.mark.parametrize(("max_bytes", "batch"), [(88, 372), (4096, 8), (10**4, 8), (1, 1024), (0, 8), (None, 8)])
 def test_batch_holds_32_kib_of_the_streams_largest_messages(max_bytes, batch):
     assert comm_gen.batch_for(max_bytes) == batch

@@ -97,3 +97,27 @@ def test_a_cycle_of_critical_predecessors_ends_the_path(tmp_path):
     got = [i for lo, hi in zip(cp.lo, cp.hi) for i in range(lo, hi + 1)]
     assert got == oracle.critical_path(g).tolist()
     assert sorted(got) == [0, 1]  # both execs, each once
+
+
+def test_a_path_stopped_by_a_cycle_starts_where_its_first_exec_started(tmp_path):
+    # a and b release each other (clock skew) after a first exec on each PE: the walk stops at a,
+    # which is no PE's first exec, and the path's start is a's own
+    from builders import TraceBuilder
+
+    b = TraceBuilder(2, source="synthetic")
+    b.exec(0, 0, 500, "z")
+    b.exec(1, 0, 400, "y")
+    b.exec(0, 1_000, 2_000, "a", msg=2)
+    b.send(0, 1_300, 1, 8, msg=1)  # sent by a
+    b.exec(1, 1_200, 3_000, "b", msg=1)
+    b.send(1, 1_500, 0, 8, msg=2)  # sent by b
+    trace = open_trace(b.write(tmp_path / "t"))
+    with DuckDBEngine(trace) as eng:
+        info = execgraph.materialize(eng, buckets=2)
+        cp = critical_path(eng, info)
+        g = exec_graph(eng.query("whatif_replay_graph"))
+    got = [i for lo, hi in zip(cp.lo, cp.hi) for i in range(lo, hi + 1)]
+    assert got == oracle.critical_path(g).tolist()
+    assert got[0] not in info.pe_first  # the start came from the graph's rows
+    assert cp.t0_first == int(g.t0[got[0]]) == 1_000
+    assert cp.length_ns == 3_000 - 1_000

@@ -319,3 +319,67 @@ def test_device_rows_take_their_launch_step_when_processes_interleave(tmp_path):
     got = _q(out, "SELECT pe, count(step), count(*) FILTER (WHERE msg IS NOT NULL) FROM events "
                   "WHERE stream IS NOT NULL GROUP BY pe ORDER BY pe")
     assert got == [(0, 60, 60), (1, 60, 60)]
+
+
+@pytest.mark.parametrize("batch_rows", [3, 65_536])
+def test_a_process_with_cpu_rows_only_is_found_by_a_second_survey(tmp_path, monkeypatch, batch_rows):
+    # the survey takes the pids of CPU tables from their first rows; a process without device rows
+    # whose CPU rows come after another's makes the reader ask for a scanning survey, and the rows
+    # and metadata are those of a scanning survey from the start
+    from paradise.importers import nsys, nsys_sqlite
+
+    src = _in_start_order(write_export(tmp_path / "x.sqlite", pids=(100, 200), steps=3))
+    con = sqlite3.connect(src)
+    for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMSET"):
+        con.execute(f"DELETE FROM {t} WHERE globalPid = {200 << 24}")
+    con.commit()
+    con.close()
+    monkeypatch.setattr(nsys_sqlite, "BATCH_ROWS", batch_rows)
+    real, guesses = nsys._survey, []
+    monkeypatch.setattr(nsys, "_survey", lambda f, exact, guess: guesses.append(guess) or real(f, exact, guess))
+    out = import_trace(src, tmp_path / "t.parquet")
+    assert guesses == [True, False]
+    monkeypatch.setattr(nsys, "_survey", lambda f, exact, guess: real(f, exact, False))
+    (tmp_path / "s").mkdir()
+    scanned = import_trace(src, tmp_path / "s" / "t.parquet")
+    assert _all_rows(out) == _all_rows(scanned)
+    assert open_trace(out).metadata == open_trace(scanned).metadata
+    con = sqlite3.connect(src)  # rows per process in the export: rank 0 is pid 100 (MPI Rank 0)
+    per_pid = {100: 0, 200: 0}
+    for t, col in (("NVTX_EVENTS", "globalTid"), ("CUPTI_ACTIVITY_KIND_RUNTIME", "globalTid"),
+                   ("CUPTI_ACTIVITY_KIND_KERNEL", "globalPid"), ("CUPTI_ACTIVITY_KIND_MEMSET", "globalPid"),
+                   ("MPI_P2P_EVENTS", "globalTid"), ("MPI_COLLECTIVES_EVENTS", "globalTid")):
+        for pid, n in con.execute(f"SELECT ({col} >> 24) & 16777215, count(*) FROM {t} GROUP BY 1"):
+            per_pid[pid] += n
+    con.close()
+    assert _q(out, "SELECT pe, count(*) FROM events GROUP BY pe ORDER BY pe") == [(0, per_pid[100]), (1, per_pid[200])]
+    assert per_pid[200] > 0
+
+
+@pytest.mark.parametrize("case", ["one process", "two processes", "a second GPU"])
+def test_pids_and_devices_from_first_rows(tmp_path, monkeypatch, case):
+    # the survey takes each table's pids and (pid, device) pairs from its first row: whole for one
+    # process on one GPU (surveyed once); another process or GPU later in a table makes the reader
+    # ask for the scanning survey; rows and metadata are those of a scanning survey from the start
+    from paradise.importers import nsys
+
+    src = _in_start_order(write_export(tmp_path / "x.sqlite", pids=(100,) if case == "one process" else (100, 200),
+                                       steps=3))
+    if case == "a second GPU":
+        con = sqlite3.connect(src)
+        con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = 1 WHERE rowid = (SELECT max(rowid) FROM "
+                    "CUPTI_ACTIVITY_KIND_KERNEL)")
+        con.commit()
+        con.close()
+    real, guesses = nsys._survey, []
+    monkeypatch.setattr(nsys, "_survey", lambda f, exact, guess: guesses.append(guess) or real(f, exact, guess))
+    out = import_trace(src, tmp_path / "t.parquet")
+    assert guesses == ([True] if case == "one process" else [True, False])
+    monkeypatch.setattr(nsys, "_survey", lambda f, exact, guess: real(f, exact, False))
+    (tmp_path / "s").mkdir()
+    scanned = import_trace(src, tmp_path / "s" / "t.parquet")
+    assert _all_rows(out) == _all_rows(scanned)
+    meta = open_trace(out).metadata
+    assert meta == open_trace(scanned).metadata
+    devices = sorted(d["id"] for r in meta["extra"]["ranks"].values() for d in r["devices"])
+    assert devices == {"one process": [0], "two processes": [0, 0], "a second GPU": [0, 0, 1]}[case]

@@ -325,3 +325,21 @@ def test_bursts_of_load_keep_no_useless_hint_in_ten_tunes(tmp_path):
     for seed in range(10):
         data = tune(tmp_path / str(seed), Bursty({"mapping": 1.0, "comm": 1.0}, seed=300 + seed), rounds=5)
         assert data["best"]["kinds"] == [], (seed, verdicts(data))
+
+
+def test_a_comm_proposal_with_its_streams_reordered_is_the_kept_file(tmp_path):
+    """The analysis sorts streams by message count, which moves from run to run: the same streams
+    in another order ask for the same thing; another batch does not."""
+    from hints.format import make_hint, provenance, write_hint
+    from paradise.tune.advisor import same_hint
+
+    streams = [{"src_pe": s, "dst_pe": d, "entry": "arrive", "batch": 372} for s in (0, 1) for d in (0, 1)]
+
+    def comm(name: str, combine: list[dict]) -> Path:
+        doc = make_hint("comm", {"combine": combine, "threshold": {}}, justified_by=[],
+                        provenance=provenance(trace_fingerprint="f", program="particles", pes=2, source="charm4py"))
+        return write_hint(tmp_path / name, doc, force=True)
+
+    kept = comm("a", streams)
+    assert same_hint("comm", comm("b", streams[::-1]), kept, program="particles", pes=2)
+    assert not same_hint("comm", comm("c", [{**streams[0], "batch": 8}, *streams[1:]]), kept, program="particles", pes=2)

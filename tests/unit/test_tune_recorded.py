@@ -172,6 +172,23 @@ def shared_k_errors(base: list[float], runs: dict[str, tuple[float, list[float]]
     return out
 
 
+def power_errors(base: list[float], hinted: list[float], ratio: float) -> list[float]:
+    """comm's load-scaled calibration: rounds 2.. predicted as exp(a) x baseline^b, b the least-squares
+    slope of log hinted on log baseline over the earlier rounds (clipped to 0..1) and a the median
+    residual; the ratio model (k of the earlier rounds) while fewer than 2 earlier rounds span 5 %."""
+    out = []
+    for r in range(1, len(hinted)):
+        x, y = np.log(base[:r]), np.log(hinted[:r])
+        if r >= 2 and np.ptp(x) >= 0.05:
+            b = float(np.clip(np.polyfit(x, y, 1)[0], 0.0, 1.0))
+            pred = math.exp(statistics.median(y - b * x) + b * math.log(base[r]))
+        else:
+            k = statistics.median((1 - h / bb) / (1 - ratio) for bb, h in zip(base[:r], hinted[:r]))
+            pred = base[r] * (1 - k * (1 - ratio))
+        out.append(abs(pred - hinted[r]) / hinted[r])
+    return out
+
+
 def test_particles_calibration_learns_per_kind(tmp_path):
     base = PARTICLES_RUN5["baseline"]
     runs = {k: PARTICLES_RUN5[k] for k in ("mapping", "comm")}
@@ -179,7 +196,11 @@ def test_particles_calibration_learns_per_kind(tmp_path):
     data = Tune(tmp_path, ReplayTwo(base, {k: v[1] for k, v in runs.items()}),
                 TwoKinds({k: v[0] for k, v in runs.items()}), settings,
                 Record.open(tmp_path, {"replay": "particles-run5"}), echo=lambda s: None).run()
-    own = [e for ratio, hinted in runs.values() for e in errors(base, hinted, ratio, lambda r: base[r])]
+    ratio, comm = runs["comm"]
+    own = [*errors(base, runs["mapping"][1], runs["mapping"][0], lambda r: base[r]), *power_errors(base, comm, ratio)]
+    # comm alone: the power fit misses by 1.7 % (median of rounds 2-5) where the ratio model missed by 10.5 %
+    assert statistics.median(power_errors(base, comm, ratio)) == pytest.approx(0.017, abs=1e-3)
+    assert statistics.median(errors(base, comm, ratio, lambda r: base[r])) == pytest.approx(0.105, abs=1e-3)
     shared = shared_k_errors(base, runs)
     w = data["whatif"]
     assert w["calibrated_runs"] == 8 and w["median_abs_error_calibrated"] == pytest.approx(statistics.median(own))
@@ -206,6 +227,22 @@ def hindsight_error(base: list[float], hinted: list[float]) -> float:
     return min(statistics.median(abs(c / r - 1) for r in ratios) for c in grid)
 
 
+@pytest.mark.parametrize(("name", "power"), [("run4", 0.403), ("run6", 0.384)])
+def test_particles_loaded_tunes_predicted_by_the_power_fit(tmp_path, name, power):
+    """Replayed through the tune, comm's runs at load 7-12 are predicted by the power fit (a slower
+    baseline, a busier machine: a larger gain): 40 % and 38 % where the ratio model printed 48 % and
+    114 %, still above the 20 % goal (no calibration can beat the rounds disagreeing, below)."""
+    ratio, base, hinted = PARTICLES_LOADED[name]
+    data = Tune(tmp_path, ReplayTwo(base, {"comm": hinted}), TwoKinds({"comm": ratio}),
+                Settings(rounds=5, iterations=1, confidence=0.99), Record.open(tmp_path, {"replay": name}),
+                echo=lambda s: None).run()
+    w = data["whatif"]
+    assert w["calibrated_runs"] == 4
+    assert w["median_abs_error_calibrated"] == pytest.approx(statistics.median(power_errors(base, hinted, ratio)))
+    assert w["median_abs_error_calibrated"] == pytest.approx(power, abs=1e-3)
+    assert power < PRINTED_LOADED[name]
+
+
 @pytest.mark.parametrize("name", ["run4", "run6"])
 def test_particles_per_run_error_above_7_load_is_beyond_any_one_ratio(name):
     """Combining's gain grows with the load of the moment (fewer wire messages to wait for), so at
@@ -216,3 +253,37 @@ def test_particles_per_run_error_above_7_load_is_beyond_any_one_ratio(name):
     assert hindsight_error(base, hinted) > 0.20
     calibrated = statistics.median(errors(base, hinted, ratio, lambda r: base[r]))
     assert calibrated == pytest.approx(PRINTED_LOADED[name], abs=1e-3) and calibrated >= hindsight_error(base, hinted)
+
+
+# every recorded particles tune with comm.json alone or beside mapping (docs/benchmarks.md): load at the
+# start, the replay ratio what-if stated, baseline and comm times per round
+PARTICLES_ALL = {
+    "run4 (load 7)": (7.0, *PARTICLES_LOADED["run4"]),
+    "run5 (load 4.1)": (4.1, PARTICLES_RUN5["comm"][0], PARTICLES_RUN5["baseline"], PARTICLES_RUN5["comm"][1]),
+    "run6 (load 11.6)": (11.6, *PARTICLES_LOADED["run6"]),
+    "run8 (load 4.2)": (4.2, 0.721, [1.771, 0.834, 1.368, 6.020, 1.484, 1.486, 1.644, 4.230],
+                        [0.842, 0.653, 1.388, 1.044, 1.096, 1.248, 1.224, 1.010]),
+    "run9 5 rounds (load 2.7)": (2.7, 0.848, [0.759, 0.803, 1.195, 1.592, 0.900], [0.890, 0.728, 0.860, 0.720, 0.703]),
+    "run9 8 rounds (load 3.9)": (3.9, 0.817, [3.232, 3.766, 3.202, 1.976, 1.161, 2.130, 1.540, 2.172],
+                                 [2.117, 2.232, 1.576, 2.418, 1.246, 1.466, 1.036, 1.476]),
+    "quiet (load 1.3)": (1.3, 0.855, [0.281, 0.277, 0.277, 0.269, 0.274], [0.232, 0.238, 0.226, 0.228, 0.232]),
+    # runs 11 and 12: comm.json on all four streams, sends packed unpickled
+    "run11 (load 3.3)": (3.3, 0.466, [1.684, 0.738, 0.339, 1.054, 1.382], [0.647, 0.684, 0.663, 0.472, 0.545]),
+    "run12 (load 4.5)": (4.5, 0.521, [0.657, 0.713, 0.710, 0.639, 0.268], [0.572, 0.357, 0.584, 0.300, 0.129]),
+}
+
+
+def test_the_power_fit_beats_the_ratio_model_on_most_recorded_particles_tunes():
+    """Over the nine recorded tunes the power fit misses by less in seven, ties the quiet one and
+    misses by more in one (run 9's 8 rounds: 34 % against 10.5 %); the median over tunes falls from
+    38 % to 30 %. At load 2.7 and above it stays over the 20 % goal in six of eight tunes."""
+    ratio_err, power_err = {}, {}
+    for name, (_, ratio, base, hinted) in PARTICLES_ALL.items():
+        ratio_err[name] = statistics.median(errors(base, hinted, ratio, lambda r, base=base: base[r]))
+        power_err[name] = statistics.median(power_errors(base, hinted, ratio))
+    better = [n for n in PARTICLES_ALL if power_err[n] < ratio_err[n] - 0.005]
+    worse = [n for n in PARTICLES_ALL if power_err[n] > ratio_err[n] + 0.005]
+    assert len(better) == 7 and worse == ["run9 8 rounds (load 3.9)"]
+    assert statistics.median(power_err.values()) < statistics.median(ratio_err.values())
+    assert power_err["quiet (load 1.3)"] <= 0.10
+    assert sum(power_err[n] > 0.20 for n, v in PARTICLES_ALL.items() if v[0] >= 2.5) == 6
