@@ -1,11 +1,14 @@
-"""Instructions the PyTorch tracer adds per training step, counted by valgrind's callgrind.
+"""Instructions the PyTorch tracer adds per training step, by part, counted by valgrind's callgrind.
 
 CPU time per step on a shared machine moves by more than the tracer costs (bench/torch_overhead.py's
 noise floor is ~100 us); instruction counts do not depend on the load. One process (world size 1,
-gloo, examples/ddp_train.py's model and train_step, one model instance) runs 10-step blocks in the
-order untraced, traced, traced, untraced (the drift between blocks cancels; the tracer's hooks are
-attached to the model for the traced blocks and removed after each), with its timed flush off;
-callgrind dumps its counters at each block boundary (a call of getppid marks them). The traced
+gloo, examples/ddp_train.py's model and train_step, one model instance) runs 10-step blocks in a
+mirrored order (untraced, traced, hooks, clock, clock, hooks, traced, untraced: the drift between
+blocks cancels), with the tracer's timed flush off; callgrind dumps its counters at each block
+boundary (a call of getppid marks them). `traced` is the tracer as it runs; `hooks` the same hooks
+installed over a tracer whose clock returns 0 and whose recording methods do nothing (what it costs
+torch and Python to call the hooks at all); `clock` that tracer with its real clock. So: hook
+calls = hooks - untraced, clock reads = clock - hooks, row keeping = traced - clock. The traced
 blocks' rows are then flushed once on their own: a flush's cost is reported apart (the tracer
 writes one part file per ~2 s, so per step it is that cost over the steps of 2 s).
 
@@ -28,7 +31,39 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BLOCKS = ("untraced", "traced", "flush", "traced", "untraced")
+WARMUP_STEPS = 20
+"""Untraced steps before the blocks: the first ones run ~1 % more instructions than later ones."""
+BLOCKS = ("untraced", "traced", "hooks", "clock", "flush", "clock", "hooks", "traced", "untraced")
+
+
+def _variants() -> dict:
+    """The tracer classes of the `hooks` and `clock` blocks (see the module doc)."""
+    from tracers.torch.tracer import Tracer
+
+    class HooksOnly(Tracer):
+        def now(self) -> int:
+            return 0
+
+        def compute(self, name, t0, t1) -> None:  # noqa: ANN001
+            pass
+
+        def bucket(self, *args) -> None:  # noqa: ANN002
+            pass
+
+        def buffer(self, row) -> None:  # noqa: ANN001
+            pass
+
+        def end_step(self, n, t0, t1) -> None:  # noqa: ANN001
+            self._counter += 1
+            self.step = n + 1
+            self.step_start = None
+            self.forward_seen = False
+            self.fwd_end = None
+
+    class ClockOnly(HooksOnly):
+        now = Tracer.now
+
+    return {"hooks": HooksOnly, "clock": ClockOnly}
 
 
 def child(root: str, steps: int) -> None:
@@ -50,30 +85,36 @@ def child(root: str, steps: int) -> None:
     cpu = torch.device("cpu")
     model = d.build(args, 0, cpu)
     tr = Tracer(tempfile.mkdtemp(prefix="torch-instructions-"), rank=0, world_size=1)
-    tr.flush_interval_ns = tr.writer.flush_interval_ns = 10**18  # flushes only where this script says
+    variants = {name: cls(tempfile.mkdtemp(prefix="torch-instructions-"), rank=0, world_size=1)
+                for name, cls in _variants().items()}
+    tracers = {"traced": tr, **variants}
+    for t in tracers.values():
+        t.flush_interval_ns = t.writer.flush_interval_ns = 10**18  # flushes only where this script says
     batches = [d.batch_for(args, 0, s, cpu) for s in range(steps)]
-    for s in range(5):  # DDP's bucket rebuild
+    for s in range(WARMUP_STEPS):  # DDP's bucket rebuild, the allocator, Adam's state
         d.train_step(*model, *batches[s % steps])
-    with hooks.tracing(tr, [model[0]]):  # the tracer's bucket hooks, its first rows
-        for s in range(5):
-            d.train_step(*model, *batches[s % steps])
-    tr.flush()
+    for t in tracers.values():
+        with hooks.tracing(t, [model[0]]):  # the tracer's bucket hooks, its first rows
+            for s in range(5):
+                d.train_step(*model, *batches[s % steps])
+        t.flush()
     for block in BLOCKS:
         if block == "flush":
             os.getppid()
             tr.flush()
             os.getppid()
             continue
-        if block == "traced":
-            hooks.install(tr, [model[0]])
+        if block in tracers:
+            hooks.install(tracers[block], [model[0]])
         os.getppid()
         for s in range(steps):
             d.train_step(*model, *batches[s])
         os.getppid()
-        if block == "traced":
+        if block in tracers:
             hooks.uninstall()
-    tr.close(complete=True)
-    shutil.rmtree(tr.writer.directory, ignore_errors=True)
+    for t in tracers.values():
+        t.close(complete=True)
+        shutil.rmtree(t.writer.directory, ignore_errors=True)
     dist.destroy_process_group()
 
 
@@ -104,18 +145,22 @@ def main() -> None:
         if proc.returncode != 0:
             raise SystemExit(f"valgrind run failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
         t = totals(out)
-    # dumps: 1 start-up, 2 untraced, 3 (install), 4 traced, 5 (between), 6 flush, 7 (install), 8 traced, 9, 10 untraced
-    if len(t) < 10:
-        raise SystemExit(f"expected 10 counter dumps, got {len(t)}")
+    # numbered dumps: t[0] start-up, then per block k its own (t[2k + 1]) and the gap after it
+    if len(t) < 2 * len(BLOCKS):
+        raise SystemExit(f"expected {2 * len(BLOCKS)} counter dumps, got {len(t)}")
     n = args.steps
-    untraced, traced = (t[1] + t[9]) / (2 * n), (t[3] + t[7]) / (2 * n)
-    print(f"tracer of {args.root}: world size 1, gloo, ddp_train.py model, 2 x {n} steps per mode (untraced, traced, "
-          f"traced, untraced), instructions per step (all threads):")
-    print(f"  untraced {untraced:,.0f} (blocks {t[1] / n:,.0f} / {t[9] / n:,.0f})")
-    print(f"  traced   {traced:,.0f} (blocks {t[3] / n:,.0f} / {t[7] / n:,.0f})")
-    print(f"  tracer hooks per step: {traced - untraced:+,.0f} instructions")
-    print(f"  one flush of the {n} traced steps' rows: {t[5]:,} instructions")
-
+    per: dict[str, list[float]] = {}
+    for k, block in enumerate(BLOCKS):
+        per.setdefault(block, []).append(t[2 * k + 1] / (1 if block == "flush" else n))
+    mean = {b: sum(v) / len(v) for b, v in per.items()}
+    print(f"tracer of {args.root}: world size 1, gloo, ddp_train.py model, {n}-step blocks {', '.join(BLOCKS)}; "
+          "instructions per step (all threads), each mode's blocks and their mean:")
+    for block in ("untraced", "hooks", "clock", "traced"):
+        print(f"  {block:8s} {mean[block]:,.0f} (blocks {' / '.join(f'{v:,.0f}' for v in per[block])})")
+    print(f"  tracer per step: {mean['traced'] - mean['untraced']:+,.0f} instructions = hook calls "
+          f"{mean['hooks'] - mean['untraced']:+,.0f} + clock reads {mean['clock'] - mean['hooks']:+,.0f} "
+          f"+ row keeping {mean['traced'] - mean['clock']:+,.0f}")
+    print(f"  one flush of the {n} traced steps' rows: {mean['flush']:,.0f} instructions")
 
 if __name__ == "__main__":
     main()

@@ -48,7 +48,7 @@ PART_RE = re.compile(r"^(?P<stem>.+?)\.part-(?P<seq>\d+)\.parquet$")
 def _column(values: tuple | None, typ: pa.DataType, n: int) -> pa.Array:
     """One column. Built from a list (pyarrow converts a tuple of str ~500x slower), and
     dictionary columns as strings then encoded (a dictionary type directly: ~15 us/value)."""
-    if values is None:
+    if values is None or values.count(None) == n:  # a column no row fills (most, for rare rows)
         return pa.nulls(n, typ)
     if pa.types.is_dictionary(typ):
         return pa.array(list(values), type=typ.value_type).dictionary_encode().cast(typ)

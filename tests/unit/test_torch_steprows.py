@@ -59,3 +59,34 @@ def test_step_rows_read_back_as_recorded_across_parts(tmp_path):
     first = next(i for i, r in enumerate(table) if r["kind"] == "step")
     assert table[first + 1] == {"kind": "phase", "t0": table[first]["t0"]}
 
+
+
+def test_appended_rows_convert_as_the_generic_writer_does(tmp_path):
+    """Rows that are not per-step (marks, failures, c10d calls, checkpoint I/O, record_event) go
+    through StepRowWriter's own column build; TraceWriter's generic one is the oracle."""
+    from paradise.format import COLUMN_NAMES
+    from tracers.torch.steprows import StepRowWriter
+    from tracers.writer import TraceWriter
+
+    col = {c: i for i, c in enumerate(COLUMN_NAMES)}
+
+    def row(**values):
+        r = [None] * len(COLUMN_NAMES)
+        for key, value in values.items():
+            r[col[key]] = value
+        return tuple(r)
+
+    rows = [
+        ("mark", 1, 5, None, None, None, None, "trace_start"),  # a short row: the tail is null
+        row(kind="collective", pe=1, t0=10, t1=None, cat="c10d", name="all_reduce", bytes=1 << 40, dtype="float32",
+            group="pg0", group_size=2, step=3),
+        row(kind="failure", pe=1, t0=20, t1=21, cat="backward", name="RuntimeError", step=None,
+            args='{"message": "x"}'),
+        row(kind="checkpoint", pe=1, t0=30, t1=40, cat="torch.save", name="torch.save", bytes=None, step=4),
+    ]
+    generic = TraceWriter(tmp_path / "a", 1)
+    steprows = StepRowWriter(tmp_path / "b", 1)
+    expected = generic._table(rows)
+    got = steprows._table(rows)
+    assert got.schema.equals(expected.schema)
+    assert got.to_pylist() == expected.to_pylist()

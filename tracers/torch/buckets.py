@@ -51,7 +51,6 @@ class BucketWatch:
         self.sizes: list[int] = []
         self.dtypes: list[str | None] = []
         self.handles: list[Any] = []  # the buckets' gradient hooks
-        self.module_handles: list[Any] = []  # the module's forward pre/post hooks (tracers.torch.hooks.attach)
 
     def try_install(self) -> bool:
         """After a forward: hooks the buckets once DDP has rebuilt them; True when installed."""
@@ -107,9 +106,6 @@ class BucketWatch:
         """Removes every hook this watch put on its module and its parameters; records nothing more."""
         self.active = False
         self.remove()
-        for h in self.module_handles:
-            h.remove()
-        self.module_handles.clear()
         if self in self.tr.ddp_watches:
             self.tr.ddp_watches.remove(self)
         if getattr(self.module, "_paradise_buckets", None) is self:

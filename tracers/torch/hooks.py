@@ -3,7 +3,8 @@ backward, torch.distributed calls, checkpoint I/O, and clock offsets after init 
 
 Everything is a public hook or a wrapper of a public function; nothing in the program changes:
 * steps: global optimizer step pre/post hooks (torch.optim.optimizer.register_optimizer_step_*).
-* forward: pre/post hooks on every DistributedDataParallel module (patched __init__; tracers.torch.ddp).
+* forward: DistributedDataParallel.forward wrapped, recording the modules attached by its patched
+  __init__ (tracers.torch.ddp).
 * DDP buckets: DDP keeps its built-in C++ all-reduce; tracers.torch.buckets records each
   bucket's launch from one gradient hook and its end from the backward's (or, when the program
   sets its own Python comm hook, that hook wrapped: launch, and end when its future completes).

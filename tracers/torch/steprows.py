@@ -13,6 +13,7 @@ compaction sorts each rank's rows by t0, stably.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -39,11 +40,28 @@ def _tagged_steps(t0: np.ndarray, tags: list[int], width: int) -> tuple[np.ndarr
     return step, (step != NO_STEP) & (t0 >= start)
 
 
-def _codes(values: list[Any]) -> pa.Array:
-    """A dictionary<string> column from Python strings (None: null), coded in one pass."""
-    index: dict[str, int] = {}
-    codes = [None if v is None else index.setdefault(v, len(index)) for v in values]
-    return pa.DictionaryArray.from_arrays(pa.array(codes, type=pa.int32()), pa.array(list(index), type=pa.string()))
+class _Codes(dict):
+    """String -> dictionary code, a new code for each string not seen yet (None -> -1: null).
+
+    `map(codes.__getitem__, values)` codes a list at C speed: Python runs only for new strings."""
+
+    def __init__(self, *known: str) -> None:
+        super().__init__({None: -1})
+        for text in known:
+            self[text]
+
+    def __missing__(self, key: str) -> int:
+        code = self[key] = len(self) - 1
+        return code
+
+    def column(self, *parts: Any) -> pa.Array:
+        """A dictionary<string> column of the parts' rows: a list of strings (or None), or
+        (a string, a count) for a run of one value."""
+        chunks = [np.full(p[1], self[p[0]], dtype=np.int32) if isinstance(p, tuple)
+                  else np.fromiter(map(self.__getitem__, p), np.int32, len(p)) for p in parts]
+        idx = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int32)
+        texts = [k for k in self if k is not None]
+        return pa.DictionaryArray.from_arrays(idx, pa.array(texts, type=pa.string()), mask=idx < 0)
 
 
 def _by_kind(counts: tuple[int, int, int], values: tuple[Any, Any, Any], typ: pa.DataType) -> pa.Array:
@@ -53,7 +71,7 @@ def _by_kind(counts: tuple[int, int, int], values: tuple[Any, Any, Any], typ: pa
         dictionary = sorted({v for v in values if v is not None})
         code = [dictionary.index(v) if v is not None else -1 for v in values]
         idx = np.repeat(np.array(code, dtype=np.int32), counts)
-        return pa.DictionaryArray.from_arrays(pa.array(idx, mask=idx < 0), pa.array(dictionary, type=pa.string()))
+        return pa.DictionaryArray.from_arrays(idx, pa.array(dictionary, type=pa.string()), mask=idx < 0)
     data, valid = [], []
     for count, v in zip(counts, values):
         if v is None:
@@ -113,20 +131,37 @@ class StepRowWriter(TraceWriter):
             "cat": _by_kind(counts, (None, "compute", "ddp_bucket"), _TYPES["cat"]),
             "coll": _by_kind(counts, (None, None, "ddp"), _TYPES["coll"]),
             "obj": _by_kind(counts, (None, None, buckets[2::BUCKET_WIDTH]), _TYPES["obj"]),
-            "name": _codes(["step"] * counts[0] + phases[0::PHASE_WIDTH] + ["allreduce"] * nb),
+            "name": _Codes().column(("step", counts[0]), phases[0::PHASE_WIDTH], ("allreduce", nb)),
             "bytes": _by_kind(counts, (None, None, buckets[3::BUCKET_WIDTH]), _TYPES["bytes"]),
             "step": _by_kind(counts, (s[:, 2], _tagged_steps(pt0, phase_tags, PHASE_WIDTH) if counts[1] else None,
                                          _tagged_steps(bt0, bucket_tags, BUCKET_WIDTH) if nb else None),
                              _TYPES["step"]),
-            "group": _codes([None] * (n - nb) + buckets[5::BUCKET_WIDTH]),
+            "group": _Codes().column((None, n - nb), buckets[5::BUCKET_WIDTH]),
             "group_size": _by_kind(counts, (None, None, _valid(buckets[6::BUCKET_WIDTH])), _TYPES["group_size"]),
-            "dtype": _codes([None] * (n - nb) + buckets[4::BUCKET_WIDTH]),
+            "dtype": _Codes().column((None, n - nb), buckets[4::BUCKET_WIDTH]),
         }
-        table = pa.Table.from_arrays([columns[f.name].cast(f.type) if f.name in columns else pa.nulls(n, f.type)
-                                      for f in SCHEMA], schema=SCHEMA)
+        schema = SCHEMA.with_metadata(make_metadata(**self.metadata))
+        table = pa.Table.from_arrays([columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in SCHEMA],
+                                     schema=schema)
         if rows is not None:
-            table = pa.concat_tables([table, rows.cast(SCHEMA)]).unify_dictionaries()
-        return table.replace_schema_metadata(make_metadata(**self.metadata))
+            table = pa.concat_tables([table, rows]).unify_dictionaries()
+        return table
+
+    def _table(self, rows: list[tuple]) -> pa.Table:
+        """The appended rows (marks, failures, torch.distributed calls, checkpoint I/O) as a table of
+        SCHEMA: string columns coded by _Codes, the columns no row fills as nulls."""
+        n = len(rows)
+        columns = list(itertools.zip_longest(*rows))  # pads short rows (missing tail = null)
+        arrays = []
+        for i, field in enumerate(SCHEMA):
+            values = columns[i] if i < len(columns) else None
+            if values is None or values.count(None) == n:
+                arrays.append(pa.nulls(n, field.type))
+            elif pa.types.is_dictionary(field.type):
+                arrays.append(_Codes().column(list(values)))
+            else:
+                arrays.append(pa.array(values, type=field.type))
+        return pa.Table.from_arrays(arrays, schema=SCHEMA.with_metadata(make_metadata(**self.metadata)))
 
 
 def _valid(values: list[int | None]) -> tuple[list[int], np.ndarray]:

@@ -130,7 +130,6 @@ class Tracer:
         self.closed = False
         self._last_failure: int | None = None  # trace ns of the last failure row written
         # state shared with tracers.torch.hooks
-        self.fwd_stack: list[int] = []  # start times of forwards in progress
         self.fwd_end: int | None = None  # end of the last forward not yet followed by backward
         self.forward_seen = False  # a DDP forward ran in the step in progress
         self._prev_end: int | None = None  # end of the previous step
