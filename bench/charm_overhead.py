@@ -145,11 +145,16 @@ def _micro_child(traced: bool) -> float:
             charm.CkArraySend(0, (1,), 5, msg)
 
     class Charm:  # local-message path: packMsg stores (header, args), the message is a tag
-        def packMsg(self, destObj, msgArgs, header):
+        def __init__(self):
+            # charm4py 1.1's Charm.__init__ sets packMsg and CkArraySend as instance attributes (its
+            # Cython library's functions), so every call looks them up in the instance dict: so here
+            self.packMsg, self.CkArraySend = self._packMsg, self._CkArraySend
+
+        def _packMsg(self, destObj, msgArgs, header):
             self.last = (header, msgArgs)
             return (b"_local:1", [])
 
-        def CkArraySend(self, aid, index, ep, msg):
+        def _CkArraySend(self, aid, index, ep, msg):
             pass
 
         def recvArrayMsg(self, aid, index, ep, msg, dcopy_start):

@@ -90,3 +90,29 @@ def test_unflushed_rows_written_in_time_order(tmp_path, monkeypatch, native):
     assert got == want
     assert [p.name for p in tmp_path.iterdir()] == [final.name]
 
+
+
+def test_native_buffer_pages_mapped_ahead_of_the_rows():
+    """The native recorder's prefault thread maps a fresh buffer's pages before the rows reach them:
+    the program's thread writes 10 000 rows (1.4 MB, ~350 pages) with almost no page faults of its own
+    (without the thread: one fault every 28 rows)."""
+    import platform
+    import resource
+    import sys
+
+    native = pytest.importorskip("tracers.charm._recorder")
+    if not sys.platform.startswith("linux"):
+        pytest.skip("MADV_POPULATE_WRITE is Linux's")
+    native.use_null(NULL)
+    rec = native.Recorder(200_000, 150_000)
+    fields = (0, 0, 1, 2, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
+    rec.row(*fields)  # the first row asks for the first stretch
+    time.sleep(0.5)  # far more than the thread needs to map it (~1-5 ms)
+    before = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+    for _ in range(10_000):
+        rec.row(*fields)
+    faults = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - before
+    if faults > 300 and tuple(int(x) for x in platform.release().split("-")[0].split(".")[:2]) < (5, 14):
+        pytest.skip("kernel without MADV_POPULATE_WRITE: pages fault on first write, as before")
+    assert faults < 50, faults
+    assert len(rec) == 10_001
