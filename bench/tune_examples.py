@@ -4,9 +4,12 @@ particles (many small messages), each a real tune under charmrun, printed as the
     flock /tmp/paradise-bench.lock .venv/bin/python bench/tune_examples.py [--budget-min 12] [--only stencil2d]
 
 Prints the load average before and after each tune and the tune's own summary (medians per
-candidate, U test, what-if error per trial and per run as replayed and after calibration, the
+candidate, the paired t-test, what-if error per trial and per run as replayed and after calibration, the
 speedup of the best hints over the plain program). The goal: at most 3 iterations to hints whose
 runs are at least 1.3x faster, what-if error after calibration at most 10 % (20 % loaded).
+
+particles runs 40 steps (1-3 s a run): at 10 steps (0.1-0.8 s) the scheduler's noise under load was a
+large share of each run (docs/benchmarks.md, tune runs 10-14).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ TUNES = {
     "stencil2d": ["--time-regex", r"elapsed_s=([0-9.]+)", "--check", r"max_err=\S+", "examples/stencil2d.py",
                   "--grid", "8", "8", "--block", "512", "--iters", "40", "--check-blocks", "2"],
     "particles": ["--time-regex", r"wall_s=([0-9.]+)", "--check", r"particles=\d+|out_of_order=\d+|check=\w+", "examples/particles.py",
-                  "--particles", "8000", "--steps", "10", "--check"],
+                  "--particles", "8000", "--steps", "40", "--check"],
 }
 
 
