@@ -37,10 +37,10 @@ BATCH_ROWS = 65_536
 MMAP_BYTES = 1 << 40
 """PRAGMA mmap_size of both connections (SQLite caps it at its build's limit, 2 GiB here): pages
 are read from the mapped file instead of copied into SQLite's page cache (the export is opened
-immutable: it does not change under the import). 200x CloverLeaf copy: 5 % of the SQL read."""
+immutable: it does not change under the import)."""
 IFNULL_RE = re.compile(r"^ifnull\((\w+), (-?\d+)\)$")
 """`ifnull(column, constant)`, which _batches reads as the bare column with NULL set in numpy
-(an ifnull per value costs SQLite 3 % of the read)."""
+(an ifnull per value is work SQLite does for every row)."""
 
 EVENT_TABLES: dict[str, tuple[str, ...]] = {
     "CUPTI_ACTIVITY_KIND_KERNEL": ("start", "end", "deviceId", "streamId", "correlationId", "globalPid",

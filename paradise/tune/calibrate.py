@@ -11,12 +11,9 @@ Kinds whose gain grows with the machine's load (LOAD_SCALED: combining, whose ba
 wake-ups a loaded machine makes dear) are predicted from the round's baseline as a power of it:
 log hinted = a + b log baseline, fitted on the candidate's earlier pairs (b within 0..1, 1 being
 the ratio model), so a slower baseline (a busier machine) predicts a larger gain; before two
-pairs with baselines apart, the ratio model. On the nine recorded particles tunes it misses by
-less in seven (10.5 -> 1.7 % at load 4.1, 48 -> 40 % at load 7, 114 -> 38 % at load 10-12), ties
-the quiet one (2.9 %) and misses by more in one (10.5 -> 34 %, load 3.9); the median over tunes
-goes from 38 % to 30 %, still over the 20 % goal above load 2.5 in six of eight
-(tests/unit/test_tune_recorded.py). stencil2d's mapping keeps the ratio model, its gain being the
-balance of the CPU work.
+pairs with baselines apart, the ratio model (tests/unit/test_tune_recorded.py replays it on
+recorded particles tunes). stencil2d's mapping keeps the ratio model, its gain being the balance of
+the CPU work.
 
 A reference other than the round's own baseline run (the median of the trial's baseline runs so
 far) lags a machine whose load drifts and teaches k the drift instead of the replay's error
