@@ -38,9 +38,9 @@ arrays, the graph's new columns and the deliveries)."""
 EXECS, SENDS, GRAPH, EDGES = "execs", "sends", "graph", "edges"
 PARQUET = "FORMAT parquet, PARQUET_VERSION V2, COMPRESSION zstd, COMPRESSION_LEVEL 1"
 """How DuckDB writes partition files (the object steps' buckets): Parquet 2's encodings (delta, byte
-stream split), then zstd at its fastest level, which cuts a bucket file to a quarter (a graph bucket at 10^7 rows:
-37.7 -> 9.1 MiB) for the same CPU to write and read as no compression, so that the spill directory
-stays within twice the trace."""
+stream split), then zstd at its fastest level, which cuts a bucket file to about a quarter for about
+the same CPU to write and read as no compression, so that the spill directory stays within twice
+the trace."""
 
 
 def sizes(execs: int, step_memory: int) -> tuple[int, int]:
@@ -134,8 +134,8 @@ def write_buckets(root: str, part: str, i: int, rows: pa.Table, bucket: np.ndarr
 
 def _writer(schema: pa.Schema) -> dict[str, Any]:
     """How the range and bucket steps' files are written: integers delta-encoded, strings (and the
-    dictionaries the bucket steps read them as) by dictionary, then zstd at its fastest level (a synth
-    range of 1.7*10^6 execs: 30.8 -> 0.4 MiB, written in 0.31 against 0.28 CPU s)."""
+    dictionaries the bucket steps read them as) by dictionary, then zstd at its fastest level (small files for
+    little CPU: docs/benchmarks.md, scale run 18)."""
     strings = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
                or pa.types.is_dictionary(f.type)]
     return {"compression": "zstd", "compression_level": 1, "use_dictionary": strings,

@@ -57,8 +57,7 @@ that repeat a handful of values (rank, thread or stream, sizes, steps). Read bac
 integers (the Arrow types do not change); `args`, a JSON text per row, gains nothing."""
 ZSTD_COLUMNS = ("args",)
 """The only column compressed: `args` (JSON texts) shrinks 20x under zstd; every other column is
-dictionary codes or deltas, which zstd shrinks little for its cost (200x CloverLeaf copy: write
-0.39 -> 0.31 s of CPU, file 11.8 -> 14.5 MiB)."""
+dictionary codes or deltas, which zstd shrinks little for its cost."""
 DELTA_COLUMNS = ("t0", "t1", "msg")
 """Written DELTA_BINARY_PACKED: times in order and msg (rank * 2**40 + correlation id) change
 little from row to row, so their deltas are about as small as zstd's output, for less CPU to
@@ -66,8 +65,7 @@ write and to read back."""
 NO_STATISTICS = ("args", "cat", "name")
 """Columns written without min/max statistics: JSON texts, and the category and name of rows
 whose names interleave in every row group, so that their min and max prune nothing (paradise
-reads the statistics of kind, pe, t0, t1, peer_pe, bytes and exec_t0). 200x CloverLeaf copy:
-write 0.32 -> 0.30 s of CPU."""
+reads the statistics of kind, pe, t0, t1, peer_pe, bytes and exec_t0)."""
 MPI_RANK_RE = re.compile(r"^MPI Rank (\d+)$")
 """The thread name `nsys --trace=mpi` gives each rank's main thread."""
 CPU_TABLES = ("CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", "OSRT_API", "MPI_P2P_EVENTS", "MPI_COLLECTIVES_EVENTS",

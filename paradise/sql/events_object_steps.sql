@@ -15,8 +15,8 @@
 --   coll, index (the object's collection and index text)
 -- last: t1 and pe in one number (events_object_step_parts; a decimal when merged by Arrow).
 -- merge: client (the object ids rank every object of the trace)
--- The ranks come from the distinct objects (a few per PE), joined back on (coll, index): a window
--- over every object x step row sorted by two strings cost 3x as much.
+-- The ranks come from the distinct objects (a few per PE), joined back on (coll, index), not from
+-- a window over every object x step row sorted by two strings.
 WITH objects AS (
     SELECT coll, index, CAST(row_number() OVER (ORDER BY coll, index) - 1 AS BIGINT) AS oid
     FROM (SELECT DISTINCT coll, index FROM object_step_parts WHERE index IS NOT NULL)
