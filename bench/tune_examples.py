@@ -8,8 +8,9 @@ candidate, the paired t-test, what-if error per trial and per run as replayed an
 speedup of the best hints over the plain program). The goal: at most 3 iterations to hints whose
 runs are at least 1.3x faster, what-if error after calibration at most 10 % (20 % loaded).
 
-particles runs 40 steps (1-3 s a run): at 10 steps (0.1-0.8 s) the scheduler's noise under load was a
-large share of each run (docs/benchmarks.md, tune runs 10-14).
+particles runs 40 steps: under one steady load the per-run what-if error after calibration was
+28.3 % with 10 steps (runs of 0.3-1 s) and 6.3 % with 40 (1.4-3.2 s) (docs/benchmarks.md, tune runs 14
+and 16).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Pure functions over plain data. A candidate is a (src_pe, dst_pe, entry) stream 
 messages that are all small: sending them in batches saves the per-message cost. Same-PE streams
 are proposed only on request (`same_pe`, for charm4py runs): there every message, local or not, is
 pickled and delivered by a Python scheduler callback, which the consumer's unpickled batches to the
-PE's own receiver skip (particles on 1 PE: 0.41-0.44 CPU s plain, 0.30-0.33 combined; docs/benchmarks.md run 11).
+PE's own receiver skip (measured on particles: docs/benchmarks.md, tune run 11).
 """
 
 from __future__ import annotations
