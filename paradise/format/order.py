@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 from pyarrow._compute import call_function
 
-from paradise.format.arrays import nulls, to_numpy
+from paradise.format.arrays import from_numpy, nulls, to_numpy
 
 OUT_ROWS = 1 << 17
 """Rows per table handed back: bounds the copy each output step makes."""
@@ -108,8 +108,8 @@ def _gather(batches: list[pa.RecordBatch], offsets: np.ndarray, idx: np.ndarray,
 
 
 def _int64(values: np.ndarray) -> pa.Array:
-    values = np.ascontiguousarray(values, dtype=np.int64)
-    return pa.Array.from_buffers(pa.int64(), values.size, [None, pa.py_buffer(values)])
+    """Take indices as an int64 Arrow array (format.arrays.from_numpy)."""
+    return from_numpy(np.asarray(values, dtype=np.int64))
 
 
 class NotInTimeOrder(Exception):
