@@ -23,7 +23,7 @@ from typing import Any, BinaryIO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from paradise.format import COLUMN_NAMES, SCHEMA, make_metadata
+from paradise.format import COLUMN_NAMES, LOW_CARDINALITY_STRINGS, SCHEMA, make_metadata
 
 FLUSH_ROWS = 50_000
 """Rows buffered before a flush: ~2 MB of Arrow, well under a tracer's memory budget."""
@@ -35,11 +35,7 @@ PART_WRITE = {"compression": "none", "write_statistics": False}
 them), so they are written uncompressed and without column statistics: zstd and statistics were
 about half of a part's fixed Parquet cost (~1.3 of ~2.5 ms CPU for a 2,000-row part of 24 columns)."""
 
-DICT_COLUMNS = ["kind", "cat", "name", "group", "dtype", "index", "coll", "peer_coll"]
-"""Columns dictionary-encoded in a final file: the low-cardinality strings (as the Kineto importer).
-Trying it on every column (pyarrow's default) costs a third of the write on ints that never fit a
-dictionary (times, msg ids) and made a 100 000-row charm file 2.5x larger (690 vs 275 kB)."""
-FINAL_WRITE = {"compression": "zstd", "use_dictionary": DICT_COLUMNS}
+FINAL_WRITE = {"compression": "zstd", "use_dictionary": LOW_CARDINALITY_STRINGS}
 """How a tracer's final (compacted) per-PE file is written."""
 
 PART_RE = re.compile(r"^(?P<stem>.+?)\.part-(?P<seq>\d+)\.parquet$")

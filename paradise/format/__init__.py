@@ -79,6 +79,9 @@ COLUMNS: tuple[tuple[str, pa.DataType, str], ...] = (
 
 SCHEMA = pa.schema([pa.field(n, t) for n, t, _ in COLUMNS])
 COLUMN_NAMES = tuple(n for n, _, _ in COLUMNS)
+LOW_CARDINALITY_STRINGS = ["kind", "cat", "name", "group", "dtype", "index", "coll", "peer_coll"]
+"""The string columns with few distinct values, which a writer dictionary-encodes (pyarrow's default
+of every column also tries times and ids, which never fit a dictionary)."""
 REQUIRED_COLUMNS = ("kind", "pe", "t0", "t1")
 ADDED_COLUMNS: dict[str, str] = {"exec_t0": "1.1"}
 """Columns added by a minor version -> the version that added them: readers of older files

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from paradise.errors import ImportFormatError, OutputUnwritable
-from paradise.format import SCHEMA, conform, make_metadata
+from paradise.format import LOW_CARDINALITY_STRINGS, SCHEMA, conform, make_metadata
 from paradise.format.order import time_ordered
 from paradise.importers import ProgressCallback, Sources, regular_file, source_paths
 from paradise.importers.kineto_arrow import from_numpy, to_numpy, validity
@@ -68,8 +68,6 @@ MIN_CPUS_FOR_WORKERS = 4
 busy 2-CPU machine the pool took ~30% more CPU and was slower than decoding in-process."""
 
 
-_DICT_COLUMNS = ["kind", "cat", "name", "group", "dtype", "index", "coll", "peer_coll"]
-"""Dictionary-encode only the low-cardinality strings; trying it on args costs time for nothing."""
 
 
 @dataclass
@@ -520,7 +518,7 @@ def _write_output(infos: list[_FileInfo], origin: int, meta: Any, schema: pa.Sch
                   out: Path) -> None:
     """Pass 2 into the temporary file, renamed onto OUT when complete."""
     try:
-        with pq.ParquetWriter(final_tmp, schema, compression="zstd", use_dictionary=_DICT_COLUMNS) as writer:
+        with pq.ParquetWriter(final_tmp, schema, compression="zstd", use_dictionary=LOW_CARDINALITY_STRINGS) as writer:
             pending: list[pa.Table] = []
             rows = 0
             for info in infos:
