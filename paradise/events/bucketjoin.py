@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from paradise.format.arrays import from_numpy, to_numpy, validity
+from paradise.format.arrays import from_numpy, one_array, to_numpy, validity
 
 GRAPH_COLUMNS = ("id", "pe", "t0", "t1", "cost_ns", "coll", "obj", "index", "name", "step", "prio",
                  "pe_prev", "pe_prev_t1", "pe_prev_end", "src_id", "src_pe", "send_t0", "send_offset_ns",
@@ -36,14 +36,14 @@ the message caused more than one exec (bcast)."""
 
 
 def _ints(t: pa.Table, name: str, dtype: type) -> tuple[np.ndarray, np.ndarray]:
-    arr = t.column(name).combine_chunks()
+    arr = one_array(t.column(name))
     return to_numpy(arr, dtype), validity(arr)
 
 
 def _flat(t: pa.Table) -> pa.Table:
     """`t` with each column in one chunk, for a take (pyarrow's take over a column of several chunks,
     one per file, is several times slower; so is Table.combine_chunks against a column at a time)."""
-    return pa.table([t.column(c).combine_chunks() for c in t.column_names], names=t.column_names)
+    return pa.table([one_array(t.column(c)) for c in t.column_names], names=t.column_names)
 
 
 def _at(values: np.ndarray, at: np.ndarray) -> np.ndarray:

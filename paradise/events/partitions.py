@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from paradise.engines import load_sql
 from paradise.events import bucketjoin, rangerows
-from paradise.format.arrays import from_numpy, to_numpy
+from paradise.format.arrays import from_numpy, one_array, to_numpy
 
 RANGE_EXEC_BYTES = 512
 """Memory a range step needs per exec of its range (its rows and sends as Arrow, numpy's columns and
@@ -111,7 +111,7 @@ def range_step(con: Any, root: str, i: int, lo: int, hi: int, buckets: int, nati
             finally:
                 con.unregister("range_rows")
         return
-    ids = to_numpy(execs.column("id").combine_chunks(), np.int64)
+    ids = to_numpy(one_array(execs.column("id")), np.int64)
     for part, rows, bucket in ((EXECS, execs, rangerows.buckets_of(execs.column("msg"), ids, buckets)),
                                (SENDS, sends, rangerows.buckets_of(sends.column("msg"), None, buckets))):
         write_buckets(root, part, i, rows, bucket, buckets)

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paradise.engines import load_sql
-from paradise.format.arrays import from_numpy, to_numpy, validity
+from paradise.format.arrays import from_numpy, one_array, to_numpy, validity
 
 EXEC_COLUMNS = ("id", "pe", "t0", "t1", "cost_ns", "coll", "obj", "index", "name", "step", "prio", "msg",
                 "pe_prev", "pe_prev_t1", "pe_prev_end", "cat")
@@ -38,7 +38,7 @@ def buckets_of(msg: pa.ChunkedArray, ids: np.ndarray | None, buckets: int) -> np
     """The bucket of each row: its message's hash mod `buckets` (the same for a message's execs and
     sends, whichever range they are in); a row without a message goes by its id, if given (an exec
     joins no send)."""
-    arr = msg.combine_chunks()
+    arr = one_array(msg)
     h = to_numpy(arr, np.int64).view(np.uint64) * HASH_MULTIPLIER
     out = ((h >> np.uint64(32)) % np.uint64(buckets)).astype(np.int32)
     if arr.null_count and ids is not None:
@@ -48,7 +48,7 @@ def buckets_of(msg: pa.ChunkedArray, ids: np.ndarray | None, buckets: int) -> np
 
 
 def _values(t: pa.Table, name: str, dtype: type) -> np.ndarray:
-    return to_numpy(t.column(name).combine_chunks(), dtype)
+    return to_numpy(one_array(t.column(name)), dtype)
 
 
 def _unordered(pe: np.ndarray, t0: np.ndarray, t1: np.ndarray) -> bool:
@@ -77,8 +77,8 @@ def exec_rows(con: Any, lo: int, hi: int, pes: pa.Table) -> tuple[pa.Table, pa.T
     first = np.r_[True, pe[1:] != pe[:-1]] if n else np.zeros(0, np.bool_)
     starts = np.flatnonzero(first)
     group = np.cumsum(first) - 1
-    pes_pe = to_numpy(pes.column("pe").combine_chunks(), np.int32)
-    pes_off = to_numpy(pes.column("off").combine_chunks(), np.int64)
+    pes_pe = to_numpy(one_array(pes.column("pe")), np.int32)
+    pes_off = to_numpy(one_array(pes.column("off")), np.int64)
     off = pes_off[np.searchsorted(pes_pe, pe[starts])]
     ids = np.arange(n, dtype=np.int64) - starts[group] + off[group]
     end = t0 + _values(t, "cost_ns", np.int64)
@@ -145,7 +145,7 @@ def _object_latest(x: pa.Table, s: pa.Table, which: np.ndarray) -> np.ndarray:
 
 
 def _array(t: pa.Table, name: str) -> pa.Array:
-    return t.column(name).combine_chunks()
+    return one_array(t.column(name))
 
 
 def _valid(t: pa.Table, name: str) -> np.ndarray:

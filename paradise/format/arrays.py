@@ -20,6 +20,12 @@ def validity(arr: pa.Array) -> np.ndarray:
     return np.unpackbits(bits, bitorder="little", count=arr.offset + n)[arr.offset :].astype(np.bool_)
 
 
+def one_array(col: pa.ChunkedArray) -> pa.Array:
+    """A column as one array: its only chunk as it is (ChunkedArray.combine_chunks copies the buffers
+    even then), else the chunks concatenated."""
+    return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+
+
 def to_numpy(arr: pa.Array, dtype: type) -> np.ndarray:
     """Values of a primitive array (nulls read as whatever the buffer holds: mask them)."""
     n = len(arr)
