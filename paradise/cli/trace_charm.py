@@ -52,7 +52,7 @@ def _prepare_out(out: Path, force: bool, program: Path) -> None:
     from paradise.store.output import prepare_output_folder  # pyarrow loads only when a command runs
 
     prepare_output_folder(out, inputs=[program])
-    old = list(out.glob("pe-*.parquet")) + list(out.glob(".pe-*.tmp"))
+    old = list(out.glob("pe-*.parquet")) + list(out.glob("pe-*.rows")) + list(out.glob(".pe-*.tmp"))
     if old and not force:
         raise OutputExists(f"{out}: already holds a trace; pass --force to overwrite it")
     for f in old:
@@ -61,6 +61,23 @@ def _prepare_out(out: Path, force: bool, program: Path) -> None:
 
 def _written(out: Path) -> str:
     return f"partial trace in {out} (marked incomplete)" if any(out.glob("pe-*.parquet")) else "no trace written"
+
+
+def compact(out: Path) -> None:
+    """The run's spools into its per-PE Parquet files (paradise.format.compact), timed apart from the run."""
+    import time
+
+    from paradise.errors import NotAParadiseTrace
+    from paradise.format.compact import SpoolError, convert_all
+
+    t0 = time.monotonic()
+    try:
+        files, rows = convert_all(out)
+    except SpoolError as exc:
+        raise NotAParadiseTrace(str(exc)) from None
+    if files:
+        print(f"paradise: compacted {rows:,} rows of {files} PE(s) in {time.monotonic() - t0:.3f} s",
+              file=sys.stderr, flush=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -93,8 +110,10 @@ def register(app: typer.Typer) -> None:
         try:
             res = launch(program, list(app_args or []), pes, trace_dir=out, hints_dir=hints, timeout_s=timeout)
         except JobTerminated as exc:
+            compact(out)
             print(f"paradise: {program.name} stopped ({exc} to paradise); {_written(out)}", file=sys.stderr)
             raise typer.Exit(128 + exc.signum) from None
+        compact(out)
         finals = sorted(out.glob("pe-?????.parquet"))
         written = _written(out)
         if res.timed_out:

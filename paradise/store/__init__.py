@@ -165,6 +165,22 @@ def _check_pes_backed(p: Path, claimed: Any, rows: int) -> None:
                                 f"(fewer than one per PE): a damaged PE count")
 
 
+def _convert_spools(directory: Path) -> None:
+    """A directory whose tracer never got to convert its spools (a killed launcher): converted here,
+    once (paradise.format.compact: under a lock, idempotent)."""
+    from paradise.format.compact import SpoolError, convert_all, spools
+
+    if not spools(directory):
+        return
+    try:
+        convert_all(directory)
+    except SpoolError as exc:
+        raise NotAParadiseTrace(str(exc)) from None
+    except PermissionError as exc:
+        raise TraceNotFound(f"{directory}: holds raw spools (pe-*.rows) that cannot be converted here "
+                            f"({exc.strerror}): open it where it can be written") from None
+
+
 def open_trace(path: str | Path) -> TraceHandle:
     """Validates a trace file or directory and returns its handle."""
     p = Path(path)
@@ -175,6 +191,7 @@ def open_trace(path: str | Path) -> TraceHandle:
     if not exists:
         raise TraceNotFound(f"{p}: no such file or directory")
     if p.is_dir():
+        _convert_spools(p)
         files = _trace_files(p)
         if not files:
             raise TraceNotFound(f"{p}: directory holds no paradise trace files (*.parquet)")

@@ -204,6 +204,7 @@ def test_packed_rows_round_trip(tmp_path, monkeypatch, native):
     import pyarrow.parquet as pq
 
     from paradise.format import SCHEMA
+    from paradise.format.compact import convert
     from tracers.charm.parts import PackedWriter
     from tracers.charm.rowbuf import NULL, Strings, make_recorder
 
@@ -221,7 +222,7 @@ def test_packed_rows_round_trip(tmp_path, monkeypatch, native):
                        strings.code(text))
     w.flush()
     w.append_dict(kind="step", pe=3, t0=50, name="step", step=4)  # tuple rows share the file
-    table = pq.ParquetFile(w.close()).read()
+    table = pq.ParquetFile(convert(w.close())[0]).read()
     assert table.schema.remove_metadata() == SCHEMA
     got = table.select(["kind", "pe", "t0", "t1", "active", "coll", "obj", "index", "name", "msg", "peer_pe",
                         "bytes", "step", "args", "tid"]).to_pylist()
@@ -233,10 +234,12 @@ def test_packed_rows_round_trip(tmp_path, monkeypatch, native):
     assert (got[5]["kind"], got[5]["step"]) == ("step", 4)
 
 
-def test_packed_parts_compacted(tmp_path):
-    """A run that flushed writes parts while it runs; close() compacts them into one complete file."""
+def test_packed_flushes_compacted(tmp_path):
+    """A run that flushed appends to its spool while it runs (no Parquet); the conversion after the
+    run writes one complete file in time order and removes the spool."""
     import pyarrow.parquet as pq
 
+    from paradise.format.compact import convert
     from tracers.charm.parts import PackedWriter
     from tracers.charm.rowbuf import NULL, Strings, make_recorder
 
@@ -249,10 +252,9 @@ def test_packed_parts_compacted(tmp_path):
             w.recorder.row(kind, 0, part * 10 + i, part * 10 + i + 1, 1, NULL, NULL, NULL, NULL, name, NULL, NULL,
                            NULL, NULL, NULL, NULL, strings.code(f"p{part}"))
         w.flush()
-    w.drain()
-    assert len(list(tmp_path.glob("pe-00000.part-*.parquet"))) == 3
-    final = w.close()
-    assert [p.name for p in tmp_path.iterdir()] == ["pe-00000.parquet"]
+    assert [p.name for p in tmp_path.iterdir()] == ["pe-00000.rows"]
+    final, n = convert(w.close())
+    assert [p.name for p in tmp_path.iterdir()] == ["pe-00000.parquet"] and n == 15
     got = pq.ParquetFile(final).read(columns=["t0", "args"]).to_pylist()
     assert got == [{"t0": p * 10 + i, "args": f"p{p}"} for p in range(3) for i in range(5)]
     assert open_trace(final).complete

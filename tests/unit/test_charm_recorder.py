@@ -74,6 +74,7 @@ def test_idle_starts_at_the_return_to_the_scheduler(monkeypatch, native):
 def test_unflushed_rows_written_in_time_order(tmp_path, monkeypatch, native):
     """A run that never flushed is written straight into its file, sorted by t0 with equal starts in
     the order they were recorded (as paradise.format.order sorts); no part file is left."""
+    from paradise.format.compact import convert
     from tracers.charm.parts import PackedWriter
 
     rec = _recorder(monkeypatch, native)
@@ -84,7 +85,7 @@ def test_unflushed_rows_written_in_time_order(tmp_path, monkeypatch, native):
     starts = [30, 10, 20, 10, 5]
     for msg, t0 in enumerate(starts):
         rec.row(0, 0, t0, t0 + 1, 1, NULL, NULL, NULL, NULL, NULL, msg, NULL, NULL, NULL, NULL, NULL, NULL)
-    final = w.close()
+    final, _ = convert(w.close())
     got = pq.ParquetFile(final).read(columns=["t0", "msg"]).to_pylist()
     want = sorted(({"t0": t, "msg": m} for m, t in enumerate(starts)), key=lambda r: r["t0"])  # sorted() is stable
     assert got == want

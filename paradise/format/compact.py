@@ -1,0 +1,292 @@
+"""Spools (paradise.format.spool) into the trace's per-PE Parquet files, after the traced run.
+
+The launcher converts every spool of a trace directory right after the run ends (whatever its end),
+and paradise.store does it for a directory that still holds spools (a killed launcher). Conversion
+is idempotent and crash-safe: under an exclusive lock on the spool (which its writer holds while it
+runs, so a live spool is never taken), the rows go to a temporary file renamed onto
+`pe-NNNNN.parquet`, and only then is the spool removed. Rows are put in time order here (a tracer
+records an execution when it ends, after its sends: paradise.format.order), a stable sort by t0;
+memory is bounded by one flush's rows plus the sort's spill.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from paradise.format import COLUMN_NAMES, LOW_CARDINALITY_STRINGS, make_metadata
+from paradise.format.order import time_ordered
+from paradise.format.schema import SCHEMA, tuple_rows_table
+from paradise.format.spool import HEAD, META, RECORD, ROWS, SPOOL_VERSION, STRS, SUFFIX, TAGS, TUPL
+
+FINAL_WRITE = {"compression": "zstd", "use_dictionary": LOW_CARDINALITY_STRINGS}
+"""How a tracer's per-PE Parquet file is written."""
+LOCK_WAIT_S = 10.0
+"""How long conversion waits for a spool's writer to let go (a PE still closing after a kill)."""
+MAX_JSON_BYTES = 64 << 20
+"""Largest JSON record read (strings, tuple rows, metadata): more is a damaged length."""
+
+
+class SpoolError(ValueError):
+    """A spool that cannot be converted; the message names the file and the problem."""
+
+
+def _ints(values: np.ndarray, mask: np.ndarray, typ: pa.DataType, np_type) -> pa.Array:
+    """Arrow ints straight from numpy buffers (pa.array(ndarray) would import pandas: ~1 s)."""
+    data = pa.py_buffer(np.ascontiguousarray(values.astype(np_type, copy=False)))
+    nulls = int(mask.sum())
+    valid = pa.py_buffer(np.packbits(~mask, bitorder="little")) if nulls else None
+    return pa.Array.from_buffers(typ, len(values), [valid, data], null_count=nulls)
+
+
+def _strings(texts: list[str]) -> pa.Array:
+    """Arrow strings from buffers (pa.array on a list would import pandas too)."""
+    encoded = [t.encode() for t in texts]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int32)
+    np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    return pa.Array.from_buffers(pa.string(), len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
+
+
+def _string_column(values: np.ndarray, mask: np.ndarray, strings: pa.Array) -> pa.Array:
+    """A string column from codes by gathering the texts' bytes."""
+    offsets_in = np.frombuffer(strings.buffers()[1], dtype=np.int32, count=len(strings) + 1)
+    blob = strings.buffers()[2]
+    data = np.frombuffer(blob, dtype=np.uint8) if blob is not None else np.zeros(0, dtype=np.uint8)
+    starts, lens = offsets_in[:-1].astype(np.int64), np.diff(offsets_in).astype(np.int64)
+    codes = np.where(mask, 0, values)
+    row_lens = np.where(mask, 0, lens[codes] if len(lens) else 0)
+    offsets = np.zeros(len(values) + 1, dtype=np.int32)
+    np.cumsum(row_lens, out=offsets[1:])
+    total = int(offsets[-1])
+    src = np.repeat(starts[codes] - offsets[:-1], row_lens) + np.arange(total) if total else np.zeros(0, np.int64)
+    nulls = int(mask.sum())
+    valid = pa.py_buffer(np.packbits(~mask, bitorder="little")) if nulls else None
+    return pa.Array.from_buffers(pa.string(), len(values), [valid, pa.py_buffer(offsets), pa.py_buffer(data[src])],
+                                 null_count=nulls)
+
+
+def _column(values: np.ndarray, null: int, typ: pa.DataType, strings: pa.Array) -> pa.Array:
+    mask = values == null
+    if pa.types.is_string(typ):
+        return _string_column(values, mask, strings)
+    if pa.types.is_dictionary(typ):
+        return pa.DictionaryArray.from_arrays(_ints(np.where(mask, 0, values), mask, pa.int32(), np.int32), strings)
+    if typ == pa.int32():
+        return _ints(values, mask, typ, np.int32)
+    return _ints(values, mask, pa.int64(), np.int64).cast(typ)
+
+
+def packed_table(data: bytes | memoryview, columns: list[str], fill: dict[str, int], null: int,
+                 texts: list[str]) -> pa.Table:
+    """Packed rows (len(columns) int64 each) as a SCHEMA table: string columns are codes into
+    `texts`, `null` is null, a column in `fill` holds that constant, any other is null."""
+    arr = np.frombuffer(data, dtype="<i8").reshape(-1, len(columns))
+    by_field = np.ascontiguousarray(arr.T)  # one transposing copy: every column contiguous
+    strings = _strings(texts)
+    n = arr.shape[0]
+    cols = []
+    for field in SCHEMA:
+        if field.name in columns:
+            cols.append(_column(by_field[columns.index(field.name)], null, field.type, strings))
+        elif field.name in fill:
+            cols.append(_ints(np.full(n, fill[field.name], dtype=np.int64), np.zeros(n, dtype=bool), pa.int64(),
+                              np.int64).cast(field.type))
+        else:
+            cols.append(pa.nulls(n, field.type))
+    return pa.Table.from_arrays(cols, schema=SCHEMA)
+
+
+def _records(path: Path, fh) -> Iterator[tuple[bytes, memoryview]]:
+    """(tag, payload) of each whole record; a torn trailing record (a killed writer) is dropped."""
+    size = os.fstat(fh.fileno()).st_size
+    pos = 0
+    while pos + RECORD.size <= size:
+        tag, reserved, length = RECORD.unpack(fh.read(RECORD.size))
+        if tag not in TAGS or reserved != 0:
+            if not any(fh.read(min(size - pos - RECORD.size, 1 << 20)) + tag):  # zeros a crash left: torn
+                return
+            raise SpoolError(f"{path}: damaged spool (unknown record at byte {pos})")
+        if pos + RECORD.size + length > size:
+            return  # torn: the writer was killed mid-write
+        if tag != ROWS and length > MAX_JSON_BYTES:
+            raise SpoolError(f"{path}: damaged spool ({tag.decode()} record of {length:,} bytes at byte {pos})")
+        payload = fh.read(length)
+        pos += RECORD.size + length
+        yield tag, memoryview(payload)
+
+
+def _json(path: Path, tag: bytes, payload: memoryview, want: type) -> Any:
+    try:
+        value = json.loads(bytes(payload))
+    except (ValueError, UnicodeDecodeError):
+        raise SpoolError(f"{path}: damaged spool ({tag.decode()} record is not JSON)") from None
+    if not isinstance(value, want):
+        raise SpoolError(f"{path}: damaged spool ({tag.decode()} record is not a JSON {want.__name__})")
+    return value
+
+
+def _head(path: Path, payload: memoryview) -> tuple[list[str], dict[str, int], int, dict[str, Any]]:
+    head = _json(path, HEAD, payload, dict)
+    if head.get("spool") != SPOOL_VERSION:
+        raise SpoolError(f"{path}: spool version {str(head.get('spool'))[:20]} is not supported "
+                         f"(this paradise reads {SPOOL_VERSION})")
+    columns, fill, null, meta = head.get("columns"), head.get("fill", {}), head.get("null"), head.get("metadata")
+    if (not isinstance(columns, list) or not columns or len(set(columns)) != len(columns)
+            or any(c not in COLUMN_NAMES for c in columns)):
+        raise SpoolError(f"{path}: damaged spool (column list is not a list of trace columns)")
+    if (not isinstance(fill, dict) or any(c not in COLUMN_NAMES or type(v) is not int for c, v in fill.items())
+            or type(null) is not int or not isinstance(meta, dict)):
+        raise SpoolError(f"{path}: damaged spool (header fields)")
+    return columns, fill, null, meta
+
+
+class _Reader:
+    """The tables of one spool in written order, and its metadata as it stands after the last record."""
+
+    def __init__(self, path: Path, fh) -> None:
+        self.path, self.fh = path, fh
+        self.metadata: dict[str, Any] = {}
+        self.rows = 0
+
+    def tables(self) -> Iterator[pa.Table]:
+        records = _records(self.path, self.fh)
+        first = next(records, None)
+        if first is None or first[0] != HEAD:
+            raise SpoolError(f"{self.path}: not a paradise spool (no header record)")
+        columns, fill, null, self.metadata = _head(self.path, first[1])
+        self.metadata = dict(self.metadata)
+        texts: list[str] = []
+        width = 8 * len(columns)
+        for tag, payload in records:
+            if tag == STRS:
+                new = _json(self.path, tag, payload, list)
+                if not all(isinstance(t, str) for t in new):
+                    raise SpoolError(f"{self.path}: damaged spool (a string table entry is not a string)")
+                texts += new
+            elif tag == ROWS:
+                if len(payload) % width:
+                    raise SpoolError(f"{self.path}: damaged spool (a rows record of {len(payload):,} bytes is "
+                                     f"not a whole number of {width}-byte rows)")
+                self._check_codes(payload, columns, null, len(texts))
+                self.rows += len(payload) // width
+                yield packed_table(payload, columns, fill, null, texts)
+            elif tag == TUPL:
+                rows = _json(self.path, tag, payload, list)
+                self.rows += len(rows)
+                yield self._tuples(rows)
+            elif tag == META:
+                self.metadata.update(_json(self.path, tag, payload, dict))
+            else:
+                raise SpoolError(f"{self.path}: damaged spool (a second header record)")
+
+    def _check_codes(self, payload: memoryview, columns: list[str], null: int, n_texts: int) -> None:
+        """String codes must name a string written before them."""
+        arr = np.frombuffer(payload, dtype="<i8").reshape(-1, len(columns))
+        for i, c in enumerate(columns):
+            if c in _STRING_COLUMNS:
+                codes = arr[:, i][arr[:, i] != null]
+                if codes.size and (codes.min() < 0 or codes.max() >= n_texts):
+                    raise SpoolError(f"{self.path}: damaged spool (column {c} names a string that was never written)")
+
+    def _tuples(self, rows: list) -> pa.Table:
+        try:
+            return tuple_rows_table([tuple(r) for r in rows])
+        except (TypeError, ValueError, pa.ArrowException) as exc:
+            raise SpoolError(f"{self.path}: damaged spool (a row record does not fit the schema: "
+                             f"{str(exc).splitlines()[0][:120]})") from None
+
+
+_STRING_COLUMNS = frozenset(f.name for f in SCHEMA if pa.types.is_string(f.type) or pa.types.is_dictionary(f.type))
+
+
+def final_path(spool: Path) -> Path:
+    return spool.with_name(spool.name.removesuffix(SUFFIX) + ".parquet")
+
+
+def _lock(path: Path, fh, wait_s: float) -> None:
+    """Takes the spool's exclusive lock; its writer holds it while it runs (the kernel lets go when it dies)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() > deadline:
+                raise SpoolError(f"{path}: still being written by a running traced process") from None
+            time.sleep(0.05)
+
+
+def convert(spool: str | os.PathLike, *, wait_s: float = LOCK_WAIT_S) -> tuple[Path, int]:
+    """(the Parquet file, its rows) of one spool, which is removed; a spool converted meanwhile by
+    another process is left to it."""
+    spool = Path(spool)
+    final = final_path(spool)
+    with open(spool, "rb") as fh:
+        _lock(spool, fh, wait_s)
+        if os.fstat(fh.fileno()).st_nlink == 0:  # another reader converted it while we waited
+            return final, 0
+        reader = _Reader(spool, fh)
+        fd, scratch = tempfile.mkstemp(prefix=f".{spool.stem}.order.", suffix=".tmp", dir=spool.parent)
+        os.close(fd)
+        tmp = None
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=spool.parent)
+            with os.fdopen(fd, "wb") as out_fh:
+                tables = reader.tables()
+                out = None
+                # time_ordered spills every table before it hands one back: the metadata (the last META
+                # record, a clean close's) is final by then
+                for table in time_ordered(tables, SCHEMA, scratch):
+                    if out is None:
+                        out = pq.ParquetWriter(out_fh, SCHEMA.with_metadata(_metadata(spool, reader)), **FINAL_WRITE)
+                    out.write_table(table)
+                if out is None:
+                    out = pq.ParquetWriter(out_fh, SCHEMA.with_metadata(_metadata(spool, reader)), **FINAL_WRITE)
+                    out.write_table(SCHEMA.empty_table())
+                out.close()
+            os.replace(tmp, final)
+            tmp = None
+        finally:
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
+            Path(scratch).unlink(missing_ok=True)
+        spool.unlink()
+    return final, reader.rows
+
+
+def _metadata(spool: Path, reader: _Reader) -> dict[bytes, bytes]:
+    meta = dict(reader.metadata)
+    meta.setdefault("complete", False)  # no clean close was recorded (a killed run): set by the last META
+    try:
+        return make_metadata(**meta)
+    except (TypeError, ValueError) as exc:
+        raise SpoolError(f"{spool}: damaged spool ({str(exc)[:160]})") from None
+
+
+def spools(directory: str | os.PathLike) -> list[Path]:
+    """The spools of a trace directory."""
+    return sorted(p for p in Path(directory).glob(f"pe-*{SUFFIX}") if not p.name.startswith("."))
+
+
+def convert_all(directory: str | os.PathLike, *, wait_s: float = LOCK_WAIT_S) -> tuple[int, int]:
+    """(spools converted, rows) of a trace directory."""
+    done = rows = 0
+    for spool in spools(directory):
+        try:
+            _, n = convert(spool, wait_s=wait_s)
+        except FileNotFoundError:  # converted and removed by another process meanwhile
+            continue
+        done += 1
+        rows += n
+    return done, rows
