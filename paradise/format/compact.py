@@ -210,6 +210,13 @@ class _Reader:
 _STRING_COLUMNS = frozenset(f.name for f in SCHEMA if pa.types.is_string(f.type) or pa.types.is_dictionary(f.type))
 
 
+def read(spool: str | os.PathLike) -> Iterator[pa.Table]:
+    """The rows of a spool as written so far, without converting it or taking its lock (a live
+    writer may still append: what is read is a prefix of what it will hold)."""
+    with open(spool, "rb") as fh:
+        yield from _Reader(Path(spool), fh).tables()
+
+
 def final_path(spool: Path) -> Path:
     return spool.with_name(spool.name.removesuffix(SUFFIX) + ".parquet")
 
