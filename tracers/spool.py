@@ -16,17 +16,14 @@ from typing import Any
 from paradise.format.spool import HEAD, META, ROWS, STRS, SUFFIX, TUPL, head_payload, json_payload, record
 
 
-def spool_path(directory: str | os.PathLike, pe: int) -> Path:
-    return Path(directory) / f"pe-{pe:05d}{SUFFIX}"
-
-
 class Spool:
-    """Appends records to `pe-NNNNN.rows`: each flush is one writev() of whole records."""
+    """Appends records to `STEM.rows` (STEM: pe-NNNNN, or pe-NNNNN.restart-RR for a torchrun
+    restart): each flush is one writev() of whole records."""
 
-    def __init__(self, directory: str | os.PathLike, pe: int, columns: tuple[str, ...], fill: dict[str, int],
+    def __init__(self, directory: str | os.PathLike, stem: str, columns: tuple[str, ...], fill: dict[str, int],
                  metadata: dict[str, Any]) -> None:
         Path(directory).mkdir(parents=True, exist_ok=True)
-        self.path = spool_path(directory, pe)
+        self.path = Path(directory) / f"{stem}{SUFFIX}"  # pe-00003.rows -> pe-00003.parquet
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
         self.fd = os.open(self.path, flags, 0o644)
         fcntl.flock(self.fd, fcntl.LOCK_EX)

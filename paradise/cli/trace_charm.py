@@ -64,7 +64,7 @@ def _written(out: Path) -> str:
 
 
 def compact(out: Path) -> None:
-    """The run's spools into its per-PE Parquet files (paradise.format.compact), timed apart from the run."""
+    """The run's spools into its per-PE (per-rank) Parquet files (paradise.format.compact), timed apart from the run."""
     import time
 
     from paradise.errors import NotAParadiseTrace
@@ -76,7 +76,7 @@ def compact(out: Path) -> None:
     except SpoolError as exc:
         raise NotAParadiseTrace(str(exc)) from None
     if files:
-        print(f"paradise: compacted {rows:,} rows of {files} PE(s) in {time.monotonic() - t0:.3f} s",
+        print(f"paradise: compacted {rows:,} rows of {files} spool(s) in {time.monotonic() - t0:.3f} s",
               file=sys.stderr, flush=True)
 
 

@@ -40,8 +40,13 @@ def record(tag: bytes, payload: bytes | memoryview) -> bytes:
     return RECORD.pack(tag, 0, len(payload))
 
 
+def _plain(value: Any) -> Any:
+    """JSON for a value json does not know: an int-like (numpy, torch) as int, anything else as text."""
+    return int(value) if hasattr(value, "__index__") else str(value)
+
+
 def json_payload(value: Any) -> bytes:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_plain).encode()
 
 
 def head_payload(columns: tuple[str, ...] | list[str], fill: dict[str, int], metadata: dict[str, Any]) -> bytes:

@@ -28,7 +28,7 @@ class PackedWriter:
         self.strings = strings
         self.pe = pe
         self.metadata = dict(metadata, pe=pe)
-        self.spool = Spool(directory, pe, LAYOUT, FILL, self.metadata)
+        self.spool = Spool(directory, f"pe-{pe:05d}", LAYOUT, FILL, self.metadata)
         self._rows: list[tuple] = []
         self._strings_sent = 0
         self._last_flush = time.monotonic_ns()
