@@ -63,8 +63,9 @@ def _written(out: Path) -> str:
     return f"partial trace in {out} (marked incomplete)" if any(out.glob("pe-*.parquet")) else "no trace written"
 
 
-def compact(out: Path) -> None:
-    """The run's spools into its per-PE (per-rank) Parquet files (paradise.format.compact), timed apart from the run."""
+def compact(out: Path) -> str:
+    """The run's spools into its per-PE (per-rank) Parquet files (paradise.format.compact), timed apart
+    from the run: `compacted N rows in X s` for the command's summary line ("" when there were none)."""
     import time
 
     from paradise.errors import NotAParadiseTrace
@@ -75,9 +76,7 @@ def compact(out: Path) -> None:
         files, rows = convert_all(out)
     except SpoolError as exc:
         raise NotAParadiseTrace(str(exc)) from None
-    if files:
-        print(f"paradise: compacted {rows:,} rows of {files} spool(s) in {time.monotonic() - t0:.3f} s",
-              file=sys.stderr, flush=True)
+    return f"compacted {rows:,} rows in {time.monotonic() - t0:.3f} s" if files else ""
 
 
 def register(app: typer.Typer) -> None:
@@ -113,7 +112,7 @@ def register(app: typer.Typer) -> None:
             compact(out)
             print(f"paradise: {program.name} stopped ({exc} to paradise); {_written(out)}", file=sys.stderr)
             raise typer.Exit(128 + exc.signum) from None
-        compact(out)
+        compacted = compact(out)
         finals = sorted(out.glob("pe-?????.parquet"))
         written = _written(out)
         if res.timed_out:
@@ -129,4 +128,5 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(1)
         if len(finals) == pes:
             resolve_peers(out)
-        typer.echo(f"paradise: traced {program.name} on {pes} PE(s) in {res.wall_s:.1f} s -> {out}")
+        typer.echo(f"paradise: traced {program.name} on {pes} PE(s) in {res.wall_s:.1f} s -> {out}"
+                   + (f" ({compacted} after the run)" if compacted else ""))

@@ -106,7 +106,7 @@ def failure_summary(out: Path) -> str | None:
     from paradise.errors import ParadiseError
     from paradise.run import open_run
 
-    if not any(out.glob("*.parquet")):
+    if not any(out.glob("*.parquet")) and not any(out.glob("pe-*.rows")):
         return None
     try:
         with open_run(out) as session:
@@ -181,12 +181,13 @@ def run_traced(
             with job.owned(proc):  # SIGTERM, SIGHUP or Ctrl-C to paradise end the ranks too
                 rc = proc.wait()
         finally:
-            compact(out)  # whatever the end: the ranks' spools into Parquet files
+            compacted = compact(out)  # whatever the end: the ranks' spools into Parquet files
     if rc != 0:
         what = failure_summary(out) or "no failure recorded in the trace"
         raise TracedRunFailed(f"{script}: exit status {rc}; {what} (trace: {out}, logs: {logs})")
     extra = _import_profiles(out, force, script.stem) if profiler else ""
-    return f"paradise: traced {nproc} rank(s) of {script} into {out}{extra}"
+    return (f"paradise: traced {nproc} rank(s) of {script} into {out}{extra}"
+            + (f" ({compacted} after the run)" if compacted else ""))
 
 
 def register(app: typer.Typer) -> None:
