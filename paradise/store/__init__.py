@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 
 from paradise.errors import NotAParadiseTrace, SchemaVersionError, TraceNotFound, TruncatedTrace
 from paradise.format import OUTPUTS_FILE, REQUIRED_COLUMNS, SUPPORTED_MAJORS
+from paradise.format.spool import SUFFIX as SPOOL_SUFFIX
 from paradise.store.clock import clock_summary, file_corrections
 from paradise.store.validate import check_columns, check_metadata, check_values, parse_metadata
 
@@ -165,15 +166,18 @@ def _check_pes_backed(p: Path, claimed: Any, rows: int) -> None:
                                 f"(fewer than one per PE): a damaged PE count")
 
 
-def _convert_spools(directory: Path) -> None:
-    """A directory whose tracer never got to convert its spools (a killed launcher): converted here,
-    once (paradise.format.compact: under a lock, idempotent)."""
-    from paradise.format.compact import SpoolError, convert_all, spools
+def _convert_spools(directory: Path, one: Path | None = None) -> None:
+    """A directory whose tracer never got to convert its spools (a killed launcher), or `one` spool
+    of it: converted here, once (paradise.format.compact: under a lock, idempotent)."""
+    from paradise.format.compact import SpoolError, convert, convert_all, spools
 
-    if not spools(directory):
+    if one is None and not spools(directory):
         return
     try:
-        convert_all(directory)
+        if one is not None:
+            convert(one)
+        else:
+            convert_all(directory)
     except SpoolError as exc:
         raise NotAParadiseTrace(str(exc)) from None
     except PermissionError as exc:
@@ -190,6 +194,9 @@ def open_trace(path: str | Path) -> TraceHandle:
         exists = False
     if not exists:
         raise TraceNotFound(f"{p}: no such file or directory")
+    if p.is_file() and p.name.endswith(SPOOL_SUFFIX):  # one PE's spool named directly
+        _convert_spools(p.parent, p)
+        p = p.with_name(p.name.removesuffix(SPOOL_SUFFIX) + ".parquet")
     if p.is_dir():
         _convert_spools(p)
         files = _trace_files(p)

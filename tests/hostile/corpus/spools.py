@@ -55,3 +55,5 @@ for cid, data in BAD.items():
 
 case("spool-torn-tail-info", "info", "t", setup=_spool(_records(*GOOD) + record(ROWS, bytes(400)) + bytes(40)),
      rc=(0,), outputs=("t",), gone=(SPOOL,), stdout_has=("did not finish",), item=ITEM)
+case("spool-named-directly-info", "info", SPOOL, setup=_spool(_records(*GOOD)), rc=(0,), outputs=("t",),
+     gone=(SPOOL,), item=ITEM)
