@@ -60,7 +60,8 @@ def _prepare_out(out: Path, force: bool, program: Path) -> None:
 
 
 def _written(out: Path) -> str:
-    return f"partial trace in {out} (marked incomplete)" if any(out.glob("pe-*.parquet")) else "no trace written"
+    partial = any(out.glob("pe-*.parquet")) or any(out.glob("pe-*.rows"))
+    return f"partial trace in {out} (marked incomplete)" if partial else "no trace written"
 
 
 def compact(out: Path) -> str:
@@ -76,6 +77,10 @@ def compact(out: Path) -> str:
         files, rows = convert_all(out)
     except SpoolError as exc:
         raise NotAParadiseTrace(str(exc)) from None
+    except OSError as exc:  # a full disk, a file size limit: the run's outcome says the rest
+        print(f"paradise: warning: {out}: the raw spools could not be converted to Parquet ({exc.strerror or exc}); "
+              f"they are kept (pe-*.rows: the next read converts them)", file=sys.stderr, flush=True)
+        return ""
     return f"compacted {rows:,} rows in {time.monotonic() - t0:.3f} s" if files else ""
 
 

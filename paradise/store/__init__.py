@@ -180,9 +180,9 @@ def _convert_spools(directory: Path, one: Path | None = None) -> None:
             convert_all(directory)
     except SpoolError as exc:
         raise NotAParadiseTrace(str(exc)) from None
-    except PermissionError as exc:
-        raise TraceNotFound(f"{directory}: holds raw spools (pe-*.rows) that cannot be converted here "
-                            f"({exc.strerror}): open it where it can be written") from None
+    except OSError as exc:  # a read-only folder, a full disk
+        raise TraceNotFound(f"{directory}: holds raw spools (pe-*.rows) that cannot be converted to Parquet "
+                            f"here ({exc.strerror or exc})") from None
 
 
 def open_trace(path: str | Path) -> TraceHandle:
