@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import itertools
 import json
 import os
 import tempfile
@@ -25,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from paradise.format import COLUMN_NAMES, LOW_CARDINALITY_STRINGS, make_metadata
+from paradise.format import COLUMN_NAMES, LOW_CARDINALITY_STRINGS, REQUIRED_COLUMNS, make_metadata
 from paradise.format.order import time_ordered
 from paradise.format.schema import SCHEMA, tuple_rows_table
 from paradise.format.spool import HEAD, META, RECORD, ROWS, SPOOL_VERSION, STRS, SUFFIX, TAGS, TUPL
@@ -34,6 +35,8 @@ FINAL_WRITE = {"compression": "zstd", "use_dictionary": LOW_CARDINALITY_STRINGS}
 """How a tracer's per-PE Parquet file is written."""
 LOCK_WAIT_S = 10.0
 """How long conversion waits for a spool's writer to let go (a PE still closing after a kill)."""
+IN_MEMORY_BYTES = 256 << 20
+"""Packed rows sorted in memory at most (~1.8 M charm rows): more go through the bounded-memory sort."""
 MAX_JSON_BYTES = 64 << 20
 """Largest JSON record read (strings, tuple rows, metadata): more is a damaged length."""
 
@@ -84,15 +87,15 @@ def _column(values: np.ndarray, null: int, typ: pa.DataType, strings: pa.Array) 
         return pa.DictionaryArray.from_arrays(_ints(np.where(mask, 0, values), mask, pa.int32(), np.int32), strings)
     if typ == pa.int32():
         return _ints(values, mask, typ, np.int32)
-    return _ints(values, mask, pa.int64(), np.int64).cast(typ)
+    return _ints(values, mask, pa.int64(), np.int64)  # every other column of SCHEMA packs as int64
 
 
 def packed_table(data: bytes | memoryview, columns: list[str], fill: dict[str, int], null: int,
-                 texts: list[str]) -> pa.Table:
-    """Packed rows (len(columns) int64 each) as a SCHEMA table: string columns are codes into
-    `texts`, `null` is null, a column in `fill` holds that constant, any other is null."""
+                 texts: list[str], order: np.ndarray | None = None) -> pa.Table:
+    """Packed rows (len(columns) int64 each; `order`: taken in that order) as a SCHEMA table: string
+    columns are codes into `texts`, `null` is null, a column in `fill` holds that constant, any other is null."""
     arr = np.frombuffer(data, dtype="<i8").reshape(-1, len(columns))
-    by_field = np.ascontiguousarray(arr.T)  # one transposing copy: every column contiguous
+    by_field = arr.T[:, order] if order is not None else np.ascontiguousarray(arr.T)  # one copy: columns contiguous
     strings = _strings(texts)
     n = arr.shape[0]
     cols = []
@@ -100,8 +103,8 @@ def packed_table(data: bytes | memoryview, columns: list[str], fill: dict[str, i
         if field.name in columns:
             cols.append(_column(by_field[columns.index(field.name)], null, field.type, strings))
         elif field.name in fill:
-            cols.append(_ints(np.full(n, fill[field.name], dtype=np.int64), np.zeros(n, dtype=bool), pa.int64(),
-                              np.int64).cast(field.type))
+            typ, np_type = (pa.int32(), np.int32) if field.type == pa.int32() else (pa.int64(), np.int64)
+            cols.append(_ints(np.full(n, fill[field.name], dtype=np.int64), np.zeros(n, dtype=bool), typ, np_type))
         else:
             cols.append(pa.nulls(n, field.type))
     return pa.Table.from_arrays(cols, schema=SCHEMA)
@@ -143,8 +146,9 @@ def _head(path: Path, payload: memoryview) -> tuple[list[str], dict[str, int], i
                          f"(this paradise reads {SPOOL_VERSION})")
     columns, fill, null, meta = head.get("columns"), head.get("fill", {}), head.get("null"), head.get("metadata")
     if (not isinstance(columns, list) or not columns or len(set(columns)) != len(columns)
-            or any(c not in COLUMN_NAMES for c in columns)):
-        raise SpoolError(f"{path}: damaged spool (column list is not a list of trace columns)")
+            or any(c not in COLUMN_NAMES for c in columns) or not set(REQUIRED_COLUMNS) <= set(columns)):
+        raise SpoolError(f"{path}: damaged spool (column list is not a list of trace columns with "
+                         f"{', '.join(REQUIRED_COLUMNS)})")
     if (not isinstance(fill, dict) or any(c not in COLUMN_NAMES or type(v) is not int for c, v in fill.items())
             or type(null) is not int or not isinstance(meta, dict)):
         raise SpoolError(f"{path}: damaged spool (header fields)")
@@ -152,23 +156,35 @@ def _head(path: Path, payload: memoryview) -> tuple[list[str], dict[str, int], i
 
 
 class _Reader:
-    """The tables of one spool in written order, and its metadata as it stands after the last record."""
+    """The rows of one spool in written order, and its string table and metadata as they stand
+    after the last record read."""
 
     def __init__(self, path: Path, fh) -> None:
         self.path, self.fh = path, fh
         self.metadata: dict[str, Any] = {}
+        self.texts: list[str] = []
         self.rows = 0
+        self._records = _records(path, fh)
+        first = next(self._records, None)
+        if first is None or first[0] != HEAD:
+            raise SpoolError(f"{path}: not a paradise spool (no header record)")
+        self.columns, self.fill, self.null, meta = _head(path, first[1])
+        self.metadata = dict(meta)
 
     def tables(self) -> Iterator[pa.Table]:
-        records = _records(self.path, self.fh)
-        first = next(records, None)
-        if first is None or first[0] != HEAD:
-            raise SpoolError(f"{self.path}: not a paradise spool (no header record)")
-        columns, fill, null, self.metadata = _head(self.path, first[1])
-        self.metadata = dict(self.metadata)
-        texts: list[str] = []
+        """Each rows record as a table (string codes into the strings known so far)."""
+        for packed, item in self.items():
+            yield self.packed(item) if packed else self._tuples(item)
+
+    def packed(self, data: bytes | memoryview, order: np.ndarray | None = None) -> pa.Table:
+        return packed_table(data, self.columns, self.fill, self.null, self.texts, order)
+
+    def items(self) -> Iterator[tuple[bool, Any]]:
+        """(True, packed rows) or (False, tuple rows) per rows record, checked; strings and
+        metadata records are taken in on the way."""
+        columns, null, texts = self.columns, self.null, self.texts
         width = 8 * len(columns)
-        for tag, payload in records:
+        for tag, payload in self._records:
             if tag == STRS:
                 new = _json(self.path, tag, payload, list)
                 if not all(isinstance(t, str) for t in new):
@@ -180,11 +196,11 @@ class _Reader:
                                      f"not a whole number of {width}-byte rows)")
                 self._check_codes(payload, columns, null, len(texts))
                 self.rows += len(payload) // width
-                yield packed_table(payload, columns, fill, null, texts)
+                yield True, payload
             elif tag == TUPL:
                 rows = _json(self.path, tag, payload, list)
                 self.rows += len(rows)
-                yield self._tuples(rows)
+                yield False, rows
             elif tag == META:
                 self.metadata.update(_json(self.path, tag, payload, dict))
             else:
@@ -250,11 +266,11 @@ def convert(spool: str | os.PathLike, *, wait_s: float = LOCK_WAIT_S) -> tuple[P
         try:
             fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=spool.parent)
             with os.fdopen(fd, "wb") as out_fh:
-                tables = reader.tables()
+                tables = _ordered(reader, scratch)
                 out = None
-                # time_ordered spills every table before it hands one back: the metadata (the last META
-                # record, a clean close's) is final by then
-                for table in time_ordered(tables, SCHEMA, scratch):
+                # the tables come once every record was read: the metadata (the last META record, a
+                # clean close's) is final by then
+                for table in tables:
                     if out is None:
                         out = pq.ParquetWriter(out_fh, SCHEMA.with_metadata(_metadata(spool, reader)), **FINAL_WRITE)
                     out.write_table(table)
@@ -270,6 +286,29 @@ def convert(spool: str | os.PathLike, *, wait_s: float = LOCK_WAIT_S) -> tuple[P
             Path(scratch).unlink(missing_ok=True)
         spool.unlink()
     return final, reader.rows
+
+
+def _ordered(reader: _Reader, scratch: str) -> Iterator[pa.Table]:
+    """The spool's rows as tables in time order (a stable sort by t0 of the rows in written order).
+
+    A spool of packed rows alone up to IN_MEMORY_BYTES (a charm PE's, as a rule) is sorted as one
+    int64 matrix in memory by numpy, before any Arrow column is built; any other goes through
+    paradise.format.order (bounded memory: spilled to `scratch`)."""
+    held: list[tuple[bool, Any]] = []
+    size = 0
+    items = reader.items()
+    for item in items:
+        held.append(item)
+        size += len(item[1]) if item[0] else IN_MEMORY_BYTES + 1  # tuple rows: the general path
+        if size > IN_MEMORY_BYTES:
+            tables = (reader.packed(x) if packed else reader._tuples(x) for packed, x in itertools.chain(held, items))
+            yield from time_ordered(tables, SCHEMA, scratch)
+            return
+    if not held:
+        return
+    data = b"".join(x for _, x in held)
+    t0 = np.frombuffer(data, dtype="<i8").reshape(-1, len(reader.columns))[:, reader.columns.index("t0")]
+    yield reader.packed(data, np.argsort(t0, kind="stable"))
 
 
 def _metadata(spool: Path, reader: _Reader) -> dict[bytes, bytes]:

@@ -10,7 +10,7 @@ from paradise.format.spool import HEAD, META, NULL, ROWS, STRS, TUPL, head_paylo
 from tests.hostile.case import case
 
 ITEM = "extra"
-COLUMNS = ("kind", "pe", "t0", "t1", "name")
+COLUMNS = ("kind", "pe", "t0", "t1", "name")  # the required columns and a string one
 SPOOL = "t/pe-00000.rows"
 META_OK = {"source": "charm4py", "program": "p", "pes": 1, "pe": 0}
 
@@ -42,6 +42,7 @@ BAD = {
     "spool-version": _records((HEAD, json_payload({"spool": 99, "columns": list(COLUMNS), "null": NULL,
                                                    "metadata": META_OK})), *GOOD[1:]),
     "spool-unknown-column": _records((HEAD, head_payload(("kind", "t0", "nonsense"), {}, META_OK)), *GOOD[1:]),
+    "spool-no-t0-column": _records((HEAD, head_payload(("kind", "pe", "t1", "name", "msg"), {}, META_OK)), *GOOD[1:]),
     "spool-rows-not-whole": _records(*GOOD[:2], (ROWS, _rows((0, 0, 10, 20, 1))[:-8])),
     "spool-code-never-written": _records(*GOOD[:2], (ROWS, _rows((7, 0, 10, 20, 1)))),
     "spool-strings-not-json": _records(GOOD[0], (STRS, b"[\xff"), GOOD[2]),
