@@ -174,7 +174,7 @@ class _Reader:
     def tables(self) -> Iterator[pa.Table]:
         """Each rows record as a table (string codes into the strings known so far)."""
         for packed, item in self.items():
-            yield self.packed(item) if packed else self._tuples(item)
+            yield self.packed(item) if packed else self.tuples(item)
 
     def packed(self, data: bytes | memoryview, order: np.ndarray | None = None) -> pa.Table:
         return packed_table(data, self.columns, self.fill, self.null, self.texts, order)
@@ -215,7 +215,7 @@ class _Reader:
                 if codes.size and (codes.min() < 0 or codes.max() >= n_texts):
                     raise SpoolError(f"{self.path}: damaged spool (column {c} names a string that was never written)")
 
-    def _tuples(self, rows: list) -> pa.Table:
+    def tuples(self, rows: list) -> pa.Table:
         try:
             return tuple_rows_table([tuple(r) for r in rows])
         except (TypeError, ValueError, pa.ArrowException) as exc:
@@ -301,7 +301,7 @@ def _ordered(reader: _Reader, scratch: str) -> Iterator[pa.Table]:
         held.append(item)
         size += len(item[1]) if item[0] else IN_MEMORY_BYTES + 1  # tuple rows: the general path
         if size > IN_MEMORY_BYTES:
-            tables = (reader.packed(x) if packed else reader._tuples(x) for packed, x in itertools.chain(held, items))
+            tables = (reader.packed(x) if packed else reader.tuples(x) for packed, x in itertools.chain(held, items))
             yield from time_ordered(tables, SCHEMA, scratch)
             return
     if not held:
