@@ -246,3 +246,30 @@ def test_hinted_bucket_size_gives_more_buckets_without_editing_the_script(tmp_pa
     before, after = _buckets_per_step(tmp_path / "plain"), _buckets_per_step(tmp_path / "hinted")
     assert before <= 2 and after >= 4 > before
     assert plain.stdout.splitlines()[-1] == hinted.stdout.splitlines()[-1]  # same training result
+
+
+HEAVY = """
+import sys
+import torch
+import torch.distributed as dist
+dist.init_process_group("gloo")
+m = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 4))
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+for _ in range(3):
+    opt.zero_grad(); m(torch.ones(2, 4)).sum().backward(); opt.step()
+print("HEAVY", [k for k in ("pyarrow", "pandas", "duckdb") if k in sys.modules], flush=True)
+dist.destroy_process_group()
+"""
+
+
+def test_traced_rank_imports_no_pyarrow(tmp_path):
+    """A rank appends raw rows to its spool (no Parquet in the training process, no pyarrow import);
+    the launcher converts the spool after torchrun and says how long that took."""
+    script = tmp_path / "heavy.py"
+    script.write_text(HEAVY)
+    out = tmp_path / "trace"
+    proc = _paradise("trace", "torch", "--nproc", "1", "-o", out, script)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "HEAVY []" in proc.stdout
+    assert "(compacted " in proc.stderr and not list(out.glob("*.rows"))
+    assert [r["steps"] for r in _rows(out, "SELECT count(*) AS steps FROM events WHERE kind = 'step'")] == [3]
