@@ -35,8 +35,9 @@ FINAL_WRITE = {"compression": "zstd", "use_dictionary": LOW_CARDINALITY_STRINGS}
 """How a tracer's per-PE Parquet file is written."""
 LOCK_WAIT_S = 10.0
 """How long conversion waits for a spool's writer to let go (a PE still closing after a kill)."""
-IN_MEMORY_BYTES = 256 << 20
-"""Packed rows sorted in memory at most (~1.8 M charm rows): more go through the bounded-memory sort."""
+IN_MEMORY_BYTES = 64 << 20
+"""Packed rows sorted in memory at most (~460 000 charm rows, ~3x that at the peak: rows, their
+sorted columns, the Arrow table): more go through the bounded-memory sort."""
 MAX_JSON_BYTES = 64 << 20
 """Largest JSON record read (strings, tuple rows, metadata): more is a damaged length."""
 
@@ -291,7 +292,7 @@ def convert(spool: str | os.PathLike, *, wait_s: float = LOCK_WAIT_S) -> tuple[P
 def _ordered(reader: _Reader, scratch: str) -> Iterator[pa.Table]:
     """The spool's rows as tables in time order (a stable sort by t0 of the rows in written order).
 
-    A spool of packed rows alone up to IN_MEMORY_BYTES (a charm PE's, as a rule) is sorted as one
+    A spool of packed rows alone up to IN_MEMORY_BYTES (a charm PE's of a short run) is sorted as one
     int64 matrix in memory by numpy, before any Arrow column is built; any other goes through
     paradise.format.order (bounded memory: spilled to `scratch`)."""
     held: list[tuple[bool, Any]] = []
@@ -306,7 +307,7 @@ def _ordered(reader: _Reader, scratch: str) -> Iterator[pa.Table]:
             return
     if not held:
         return
-    data = b"".join(x for _, x in held)
+    data = held[0][1] if len(held) == 1 else b"".join(x for _, x in held)
     t0 = np.frombuffer(data, dtype="<i8").reshape(-1, len(reader.columns))[:, reader.columns.index("t0")]
     yield reader.packed(data, np.argsort(t0, kind="stable"))
 
