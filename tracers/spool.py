@@ -28,18 +28,25 @@ class Spool:
         self.fd = os.open(self.path, flags, 0o644)
         fcntl.flock(self.fd, fcntl.LOCK_EX)
         self.bytes = 0
+        self.failed: OSError | None = None
         self._write([(HEAD, head_payload(columns, fill, metadata))])
 
     def _write(self, records: list[tuple[bytes, Any]]) -> None:
+        if self.failed is not None:  # after a torn record nothing more is appended: readers stop there
+            raise OSError(self.failed.errno, f"{self.path}: an earlier write failed ({self.failed.strerror})")
         parts: list[Any] = []
         for tag, payload in records:
             parts += (record(tag, payload), payload)
         want = sum(len(p) for p in parts)
-        done = os.writev(self.fd, parts)
-        if done < want:  # a short write (a signal, a full disk's last bytes): the rest, in order
-            rest = memoryview(b"".join(bytes(p) for p in parts))
-            while done < want:
-                done += os.write(self.fd, rest[done:])
+        try:
+            done = os.writev(self.fd, parts)
+            if done < want:  # a short write (a signal, a full disk's last bytes): the rest, in order
+                rest = memoryview(b"".join(bytes(p) for p in parts))
+                while done < want:
+                    done += os.write(self.fd, rest[done:])
+        except OSError as exc:
+            self.failed = exc
+            raise
         self.bytes += want
 
     def write(self, rows: Any, new_strings: list[str], tuples: list) -> None:
@@ -61,7 +68,8 @@ class Spool:
         if self.fd < 0:
             return
         try:
-            self.meta({"complete": complete})
+            if self.failed is None:
+                self.meta({"complete": complete})
         finally:
             os.close(self.fd)  # the lock goes with it
             self.fd = -1
