@@ -193,13 +193,5 @@ def _interleave(pieces: list[tuple[pa.Table, np.ndarray]], schema: pa.Schema) ->
     rows = pa.concat_tables([t.cast(schema) if not t.schema.equals(schema) else t for t, _ in pieces])
     order = _int64(np.argsort(np.concatenate([t0 for _, t0 in pieces]), kind="stable"))
     return pa.Table.from_arrays([nulls(rows.num_rows, f.type) if col.null_count == len(col)
-                                 else call_function("take", [_one_chunk(col), order])
-                                 for f, col in zip(schema, rows.columns)], schema=schema)
-
-
-def _one_chunk(col: pa.ChunkedArray) -> pa.ChunkedArray | pa.Array:
-    """col as one array where that is a plain copy (not a dictionary): a take from many chunks
-    resolves the chunk of every index, which for strings costs several times the copy."""
-    if col.num_chunks < 2 or pa.types.is_dictionary(col.type):
-        return col
-    return col.combine_chunks()
+                                 else call_function("take", [col, order]) for f, col in zip(schema, rows.columns)],
+                                schema=schema)
