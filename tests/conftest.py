@@ -62,6 +62,33 @@ def analyzed_json():
     return analyze_cache()
 
 
+@pytest.fixture(scope="session")
+def untraced_ddp():
+    """DDP_STRAGGLER's program and arguments under plain torchrun (no paradise), run once: the hash
+    an uninterrupted, untraced run ends with (test_torch_trace, test_jit_checkpoint)."""
+    pytest.importorskip("torch")
+    from tests.shared_runs import DDP_STRAGGLER, torchrun_untraced
+
+    _, program, *args = DDP_STRAGGLER
+    return torchrun_untraced(program, *args)
+
+
+@pytest.fixture(scope="session")
+def refused_bucket_run(tmp_path_factory):
+    """(hints, trace, finished run): plain_ddp.py traced once with a NaN bucket size in comm.json,
+    which the run refuses (tests/shared_runs.py: REFUSED_BUCKET_CAP); read only."""
+    pytest.importorskip("torch")
+    import subprocess
+
+    from tests.shared_runs import PLAIN_DDP, REFUSED_BUCKET_CAP, RUN_TIMEOUT_S, bucket_hint, trace_command
+
+    base = tmp_path_factory.mktemp("refused-bucket")
+    hints = bucket_hint(base / "h", REFUSED_BUCKET_CAP)
+    proc = subprocess.run(trace_command(base / "t", "torch", PLAIN_DDP, opts=("--hints", str(hints))),
+                          capture_output=True, text=True, timeout=RUN_TIMEOUT_S, cwd=ROOT)
+    return hints, base / "t", proc
+
+
 @pytest.fixture
 def cli():
     """Runs the installed `paradise` CLI as a subprocess (as a user would) and returns (exit_code, stdout, stderr)."""

@@ -12,8 +12,9 @@ import pytest
 
 from hints.kinds import refusals
 from paradise.store import open_trace
-from tests.conftest import ROOT, bin_path
+from tests.conftest import bin_path
 from tests.integration.charm_helpers import PROGRAMS, trace_charm
+from tests.shared_runs import bucket_hint
 
 NAN, INF = float("nan"), float("inf")
 
@@ -111,33 +112,15 @@ def test_charm_hint_value_refused_by_the_kind_and_whatif(charm_runs, tmp_path, l
 TORCH_CASES = {"infinity": (INF, "not Infinity"), "1e308": (1e308, "not 1e+308"),
                "1e13": (1e13, "at most 1048576, not 10000000000000.0"), "nan": (NAN, "not NaN"),
                "text": ("8", "not '8'")}
-TORCH_RUN = "nan"
-"""The real torchrun job; the terminal line it prints is `refusals` of its hint folder, made before the run."""
 
 
-def _torch_hints(d: Path, label: str) -> Path:
-    cap, _ = TORCH_CASES[label]
-    doc = _envelope("comm", "plain_ddp", combine=[], threshold={}, ddp={"bucket_cap_mb": cap, "verdict": "too_large"})
-    return _write(d, "comm.json", doc)
-
-
-@pytest.fixture(scope="module")
-def torch_run(tmp_path_factory) -> tuple[Path, Path, subprocess.CompletedProcess]:
-    """(hints, trace, finished run): plain_ddp.py under torchrun with an unusable bucket size."""
-    pytest.importorskip("torch")
-    base = tmp_path_factory.mktemp("refused-torch")
-    hints = _torch_hints(base / "h", TORCH_RUN)
-    script = ROOT / "tests" / "torch_programs" / "plain_ddp.py"
-    proc = subprocess.run([bin_path("paradise"), "trace", "torch", "--nproc", "2", "--hints", str(hints),
-                           "-o", str(base / "t"), str(script)], capture_output=True, text=True, timeout=300)
-    return hints, base / "t", proc
-
-
-def test_torch_run_refuses_unusable_bucket_size_on_the_terminal(torch_run):
-    hints, trace_dir, proc = torch_run
+def test_torch_run_refuses_unusable_bucket_size_on_the_terminal(refused_bucket_run):
+    """The real torchrun job (shared: tests/conftest.py) with a NaN bucket size; the line it prints is
+    `refusals` of its hint folder, made before the run."""
+    hints, trace_dir, proc = refused_bucket_run
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = _refusals(proc.stderr, "comm.json")
-    assert len(lines) == 1 and "ddp.bucket_cap_mb" in lines[0] and TORCH_CASES[TORCH_RUN][1] in lines[0], proc.stderr
+    assert len(lines) == 1 and "ddp.bucket_cap_mb" in lines[0] and TORCH_CASES["nan"][1] in lines[0], proc.stderr
     assert lines[0].endswith("DDP keeps its bucket size")
     assert lines == refusals(hints, "torch", program="plain_ddp", pes=2)
     trace = open_trace(trace_dir)
@@ -146,12 +129,13 @@ def test_torch_run_refuses_unusable_bucket_size_on_the_terminal(torch_run):
 
 
 @pytest.mark.parametrize("label", list(TORCH_CASES))
-def test_torch_bucket_size_refused_by_the_kind_and_whatif(torch_run, tmp_path, label):
+def test_torch_bucket_size_refused_by_the_kind_and_whatif(refused_bucket_run, tmp_path, label):
     """Each value: the line `paradise trace torch` prints for it, and whatif's refusal on the run's trace."""
-    hints = _torch_hints(tmp_path / "h", label)
+    cap, why = TORCH_CASES[label]
+    hints = bucket_hint(tmp_path / "h", cap)
     lines = refusals(hints, "torch", program="plain_ddp", pes=2)
-    assert len(lines) == 1 and "ddp.bucket_cap_mb" in lines[0] and TORCH_CASES[label][1] in lines[0], lines
+    assert len(lines) == 1 and "ddp.bucket_cap_mb" in lines[0] and why in lines[0], lines
     assert lines[0].endswith("DDP keeps its bucket size")
-    _, trace_dir, proc = torch_run
+    _, trace_dir, proc = refused_bucket_run
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert _problem(_whatif_refusal(trace_dir, hints), "comm.json") == _problem(lines[0], "comm.json")
