@@ -22,6 +22,33 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="rewrite tests/golden/<case>/expected/ from the current code (review the diff)")
 
 
+XDIST_GROUPS = {
+    "tests/hostile/test_corpus.py": "hostile",
+    "tests/integration/test_charm_clock.py": "timing",
+    "tests/integration/test_torch_clock.py": "timing",
+}
+"""Files whose tests share a worker under `pytest -n N --dist loadgroup`: the hostile corpus (one
+server runs every selected case for the `outcomes` fixture) and the tests whose figures suffer
+most from a busy machine (clock offsets, a run killed at a fixed timeout) in one group, one after
+another. Every other file is a group of its own, so its module fixtures run once."""
+TIMING_TESTS = {"test_killed_run_keeps_flushed_parts"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "xdist_group(name): tests run on one pytest-xdist worker (--dist loadgroup)")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Gives every test without one an xdist_group (tryfirst: before pytest-xdist reads them)."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        path = item.nodeid.split("::")[0]
+        name = "timing" if getattr(item, "originalname", None) in TIMING_TESTS else XDIST_GROUPS.get(path, path)
+        item.add_marker(pytest.mark.xdist_group(name.replace("/", ".")))
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     """charm4py, once imported in-process (test_charm_emrun), prints at exit that charm was never
     started: true of a test process, so its exit check is dropped."""

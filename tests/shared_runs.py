@@ -28,9 +28,6 @@ THREADED = ("charm", PROGRAMS / "threaded.py")
 STENCIL_HEAVY = ("charm", EXAMPLES / "stencil2d.py", "--grid", "4", "4", "--block", "512", "--iters", "24",
                  "--heavy", "0:2,0:2", "--heavy-factor", "8")
 """4x4 blocks, the heavy 2x2 corner all on PE 0 (test_characteristics_examples, test_compare_charm)."""
-STENCIL = ("charm", EXAMPLES / "stencil2d.py", "--grid", "4", "4", "--block", "64", "--iters", "12")
-"""4x4 blocks of 64x64, 12 steps: main is a coroutine that waits on futures (test_time_accounting,
-the consistency suite, one of test_compare_charm's two unhinted runs)."""
 DDP_STEPS = 12
 DDP_MODEL_ARGS = ("--hidden", "256", "--layers", "3", "--seed", "3")
 """The model of DDP_STRAGGLER; test_jit_checkpoint trains it too, so the one untraced run of
