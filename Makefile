@@ -21,8 +21,13 @@ demo: setup
 browser:
 	command -v chromium >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
 
+# JOBS=N runs the suite on N pytest-xdist workers; tests/conftest.py groups each file (and the
+# hostile corpus, and the timing-sensitive tests) onto one worker, which needs --dist loadgroup.
+JOBS ?= 0
+XDIST := $(if $(filter-out 0,$(JOBS)),-n $(JOBS) --dist loadgroup,)
+
 test: setup browser
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider $(XDIST) tests
 
 lint: setup
 	$(BIN)/ruff check .

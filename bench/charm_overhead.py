@@ -7,7 +7,9 @@ hurts both alike) and prints the median times, their ratio, and the tracer's cos
 message = (traced - untraced) / messages, messages = `send` rows in the traced run's trace.
 Two times are compared: the program's own `elapsed_s=` from its RESULT line when it prints
 one (the measured region, without interpreter start-up and the final trace compaction),
-and the whole charmrun wall time.
+and the whole charmrun wall time. A tracer that spools (PEs append raw rows, converted to Parquet
+after charmrun exits, as `paradise trace charm` does) has its conversion timed apart ("compact s",
+not inside wall; "wall+c" adds it back); an older tracer writes Parquet inside wall (compact s 0).
 
 `--micro` first prices the hooks alone, in-process and without charmrun: a fake charm4py
 (packMsg, CkArraySend, recvArrayMsg as cheap stand-ins; charm4py's own EntryMethod) bounces one local
@@ -51,13 +53,26 @@ RUN_TIMEOUT_S = 300
 ELAPSED_RE = re.compile(r"elapsed_s=([0-9.eE+-]+)")
 
 
-CLOSE_RE = re.compile(r"trace file written in ([0-9.]+) s after the program's end")
+CLOSE_RE = re.compile(r"(?:trace file written|closed) in ([0-9.]+) s after the program's end")
+
+
+def _compact(trace_dir: Path) -> float:
+    """Seconds to convert a run's spools into its Parquet files (0 when it left none)."""
+    import time
+
+    try:
+        from paradise.format.compact import convert_all
+    except ImportError:  # a --before tree without spools
+        return 0.0
+    t0 = time.monotonic()
+    files, _ = convert_all(trace_dir)
+    return time.monotonic() - t0 if files else 0.0
 
 
 def _one(path: Path, args: list[str], pes: int, trace_dir: Path | None,
-         tree: Path | None = None) -> tuple[float, float | None, float]:
-    """(wall s, the program's elapsed_s, the slowest PE's trace close s) of one run; `tree`: the
-    source tree whose tracer runs (PYTHONPATH; default this one)."""
+         tree: Path | None = None) -> tuple[float, float | None, float, float]:
+    """(wall s, the program's elapsed_s, the slowest PE's trace close s, the spools' conversion s)
+    of one run; `tree`: the source tree whose tracer runs (PYTHONPATH; default this one)."""
     old = os.environ.get("PYTHONPATH")
     if tree is not None:
         os.environ["PYTHONPATH"] = str(tree)
@@ -74,7 +89,8 @@ def _one(path: Path, args: list[str], pes: int, trace_dir: Path | None,
                            f"({res.returncode}): {(res.stderr or '')[-500:]}")
     m = ELAPSED_RE.search(res.stdout.split("RESULT ok", 1)[1])
     closes = [float(c) for c in CLOSE_RE.findall((res.stderr or "") + (res.stdout or ""))]
-    return res.wall_s, float(m.group(1)) if m else None, max(closes, default=0.0)
+    compact = _compact(trace_dir) if trace_dir is not None else 0.0
+    return res.wall_s, float(m.group(1)) if m else None, max(closes, default=0.0), compact
 
 
 def _messages(trace_dir: Path) -> int:
@@ -90,25 +106,30 @@ def bench(path: Path, args: list[str], pes: int, reps: int, tracers: dict[str, P
     wall: dict[str, list[float]] = {k: [] for k in ("untraced", *tracers)}
     prog: dict[str, list[float | None]] = {k: [] for k in wall}
     close: dict[str, list[float]] = {k: [] for k in tracers}
+    compact: dict[str, list[float]] = {k: [] for k in tracers}
+    wallc: dict[str, list[float]] = {k: [] for k in tracers}
     msgs = 0
     tmp = Path(tempfile.mkdtemp(prefix="paradise-bench-"))
     try:
         for r in range(reps):
-            w, p, _ = _one(path, args, pes, None)
+            w, p, _, _ = _one(path, args, pes, None)
             wall["untraced"].append(w)
             prog["untraced"].append(p)
             for label, tree in tracers.items():
                 out = tmp / f"{label}-{r}"
-                w, p, c = _one(path, args, pes, out, tree)
+                w, p, c, k = _one(path, args, pes, out, tree)
                 wall[label].append(w)
                 prog[label].append(p)
                 close[label].append(c)
+                compact[label].append(k)
+                wallc[label].append(w + k)
                 msgs = _messages(out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     row: dict = {"messages": msgs}
     for label in tracers:
-        row[label] = {"close": statistics.median(close[label])}
+        row[label] = {"close": statistics.median(close[label]), "compact": statistics.median(compact[label]),
+                      "wall+c": statistics.median(wallc[label]) / statistics.median(wall["untraced"])}
         for kind, times in (("prog", prog), ("wall", wall)):
             if None in times["untraced"] or None in times[label]:
                 continue
@@ -261,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"charm4py tracer overhead: median of {a.reps} interleaved rounds (untraced, {', '.join(tracers)}) per row"
           + (f"; before = the tracer of {a.before}" if a.before else ""))
     print(f"{'program':<13}{'PEs':>4}{'messages':>10}  {'time':<5}{'tracer':<8}{'untraced s':>11}{'traced s':>10}"
-          f"{'ratio':>7}{'us/msg':>8}{'close s':>9}")
+          f"{'ratio':>7}{'us/msg':>8}{'close s':>9}{'compact s':>10}{'wall+c':>7}")
     for name in names:
         rel, args = PROGRAMS[name]
         path = ROOT / rel
@@ -279,14 +300,17 @@ def main(argv: list[str] | None = None) -> int:
                     if kind not in row[label]:
                         continue
                     plain, traced, ratio, per_msg = row[label][kind]
-                    close = f"{row[label]['close']:>9.3f}" if kind == "wall" else ""
+                    close = (f"{row[label]['close']:>9.3f}{row[label]['compact']:>10.3f}{row[label]['wall+c']:>7.2f}"
+                             if kind == "wall" else "")
                     print(f"{name:<13}{pes:>4}{row['messages']:>10}  {kind:<5}{label:<8}{plain:>11.3f}{traced:>10.3f}"
                           f"{ratio:>7.2f}{per_msg:>8.1f}{close}")
             sys.stdout.flush()
     print(f"load average {os.getloadavg()[0]:.1f} at end")
     print("prog: the program's own elapsed_s (measured region); wall: whole charmrun run incl. start-up and "
-          "trace compaction. us/msg = (traced - untraced) / send rows. close s: the slowest PE's trace "
-          "write after the program's end (inside wall), as the tracer reports it (0: not reported).")
+          "the PEs' trace close. us/msg = (traced - untraced) / send rows. close s: the slowest PE's trace "
+          "close after the program's end (inside wall), as the tracer reports it (0: not reported). "
+          "compact s: converting the spools to Parquet after charmrun exits (outside wall; 0: the tracer "
+          "wrote Parquet inside wall). wall+c: (wall + compact s) / untraced wall.")
     return 0
 
 

@@ -22,6 +22,33 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="rewrite tests/golden/<case>/expected/ from the current code (review the diff)")
 
 
+XDIST_GROUPS = {
+    "tests/hostile/test_corpus.py": "hostile",
+    "tests/integration/test_charm_clock.py": "timing",
+    "tests/integration/test_torch_clock.py": "timing",
+}
+"""Files whose tests share a worker under `pytest -n N --dist loadgroup`: the hostile corpus (one
+server runs every selected case for the `outcomes` fixture) and the tests whose figures suffer
+most from a busy machine (clock offsets, a run killed at a fixed timeout) in one group, one after
+another. Every other file is a group of its own, so its module fixtures run once."""
+TIMING_TESTS = {"test_killed_run_keeps_flushed_parts"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "xdist_group(name): tests run on one pytest-xdist worker (--dist loadgroup)")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Gives every test without one an xdist_group (tryfirst: before pytest-xdist reads them)."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        path = item.nodeid.split("::")[0]
+        name = "timing" if getattr(item, "originalname", None) in TIMING_TESTS else XDIST_GROUPS.get(path, path)
+        item.add_marker(pytest.mark.xdist_group(name.replace("/", ".")))
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     """charm4py, once imported in-process (test_charm_emrun), prints at exit that charm was never
     started: true of a test process, so its exit check is dropped."""
@@ -60,6 +87,33 @@ def analyzed_json():
     from tests.shared_runs import analyze_cache
 
     return analyze_cache()
+
+
+@pytest.fixture(scope="session")
+def untraced_ddp():
+    """DDP_STRAGGLER's program and arguments under plain torchrun (no paradise), run once: the hash
+    an uninterrupted, untraced run ends with (test_torch_trace, test_jit_checkpoint)."""
+    pytest.importorskip("torch")
+    from tests.shared_runs import DDP_STRAGGLER, torchrun_untraced
+
+    _, program, *args = DDP_STRAGGLER
+    return torchrun_untraced(program, *args)
+
+
+@pytest.fixture(scope="session")
+def refused_bucket_run(tmp_path_factory):
+    """(hints, trace, finished run): plain_ddp.py traced once with a NaN bucket size in comm.json,
+    which the run refuses (tests/shared_runs.py: REFUSED_BUCKET_CAP); read only."""
+    pytest.importorskip("torch")
+    import subprocess
+
+    from tests.shared_runs import PLAIN_DDP, REFUSED_BUCKET_CAP, RUN_TIMEOUT_S, bucket_hint, trace_command
+
+    base = tmp_path_factory.mktemp("refused-bucket")
+    hints = bucket_hint(base / "h", REFUSED_BUCKET_CAP)
+    proc = subprocess.run(trace_command(base / "t", "torch", PLAIN_DDP, opts=("--hints", str(hints))),
+                          capture_output=True, text=True, timeout=RUN_TIMEOUT_S, cwd=ROOT)
+    return hints, base / "t", proc
 
 
 @pytest.fixture

@@ -1,4 +1,6 @@
-"""Crash-safe per-PE Parquet writer shared by every tracer.
+"""Crash-safe per-PE Parquet writer of row tuples, for traces written from Python in one process
+(tests' synthetic traces, benches). paradise's own tracers do not use it: they append raw rows to
+a spool (tracers/spool.py) that is converted after the run (paradise/format/compact.py).
 
 Parquet needs a footer, so a file still open when its process is killed is unreadable.
 The writer therefore flushes each batch of rows as its own small, complete part file
@@ -10,7 +12,6 @@ name, then renamed, then the parts removed, so a crash during compaction loses n
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
 import tempfile
@@ -24,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from paradise.format import COLUMN_NAMES, LOW_CARDINALITY_STRINGS, SCHEMA, make_metadata
+from paradise.format.schema import tuple_rows_table
 
 FLUSH_ROWS = 50_000
 """Rows buffered before a flush: ~2 MB of Arrow, well under a tracer's memory budget."""
@@ -39,16 +41,6 @@ FINAL_WRITE = {"compression": "zstd", "use_dictionary": LOW_CARDINALITY_STRINGS}
 """How a tracer's final (compacted) per-PE file is written."""
 
 PART_RE = re.compile(r"^(?P<stem>.+?)\.part-(?P<seq>\d+)\.parquet$")
-
-
-def _column(values: tuple | None, typ: pa.DataType, n: int) -> pa.Array:
-    """One column. Built from a list (pyarrow converts a tuple of str ~500x slower), and
-    dictionary columns as strings then encoded (a dictionary type directly: ~15 us/value)."""
-    if values is None or values.count(None) == n:  # a column no row fills (most, for rare rows)
-        return pa.nulls(n, typ)
-    if pa.types.is_dictionary(typ):
-        return pa.array(list(values), type=typ.value_type).dictionary_encode().cast(typ)
-    return pa.array(list(values), type=typ)
 
 
 @contextmanager
@@ -117,13 +109,7 @@ class TraceWriter:
         self.metadata.update(fields)
 
     def _table(self, rows: list[tuple]) -> pa.Table:
-        width = len(COLUMN_NAMES)
-        # zip_longest pads short rows (missing tail = null); columns no row reaches are all null
-        columns = list(itertools.zip_longest(*rows)) if rows else []
-        n = len(rows)
-        arrays = [_column(columns[i] if i < len(columns) else None, field.type, n) for i, field in enumerate(SCHEMA)]
-        assert len(arrays) == width
-        return pa.Table.from_arrays(arrays, schema=SCHEMA.with_metadata(make_metadata(**self.metadata)))
+        return tuple_rows_table(rows).replace_schema_metadata(make_metadata(**self.metadata))
 
     def _pending_table(self) -> pa.Table | None:
         """The buffered rows as one table, taken out of the buffer (None when there are none)."""

@@ -52,7 +52,7 @@ def _prepare_out(out: Path, force: bool, program: Path) -> None:
     from paradise.store.output import prepare_output_folder  # pyarrow loads only when a command runs
 
     prepare_output_folder(out, inputs=[program])
-    old = list(out.glob("pe-*.parquet")) + list(out.glob(".pe-*.tmp"))
+    old = list(out.glob("pe-*.parquet")) + list(out.glob("pe-*.rows")) + list(out.glob(".pe-*.tmp"))
     if old and not force:
         raise OutputExists(f"{out}: already holds a trace; pass --force to overwrite it")
     for f in old:
@@ -60,7 +60,28 @@ def _prepare_out(out: Path, force: bool, program: Path) -> None:
 
 
 def _written(out: Path) -> str:
-    return f"partial trace in {out} (marked incomplete)" if any(out.glob("pe-*.parquet")) else "no trace written"
+    partial = any(out.glob("pe-*.parquet")) or any(out.glob("pe-*.rows"))
+    return f"partial trace in {out} (marked incomplete)" if partial else "no trace written"
+
+
+def compact(out: Path) -> str:
+    """The run's spools into its per-PE (per-rank) Parquet files (paradise.format.compact), timed apart
+    from the run: `compacted N rows in X s` for the command's summary line ("" when there were none)."""
+    import time
+
+    from paradise.errors import NotAParadiseTrace
+    from paradise.format.compact import SpoolError, convert_all
+
+    t0 = time.monotonic()
+    try:
+        files, rows = convert_all(out)
+    except SpoolError as exc:
+        raise NotAParadiseTrace(str(exc)) from None
+    except OSError as exc:  # a full disk, a file size limit: the run's outcome says the rest
+        print(f"paradise: warning: {out}: the raw spools could not be converted to Parquet ({exc.strerror or exc}); "
+              f"they are kept (pe-*.rows: the next read converts them)", file=sys.stderr, flush=True)
+        return ""
+    return f"compacted {rows:,} rows in {time.monotonic() - t0:.3f} s" if files else ""
 
 
 def register(app: typer.Typer) -> None:
@@ -93,8 +114,10 @@ def register(app: typer.Typer) -> None:
         try:
             res = launch(program, list(app_args or []), pes, trace_dir=out, hints_dir=hints, timeout_s=timeout)
         except JobTerminated as exc:
+            compact(out)
             print(f"paradise: {program.name} stopped ({exc} to paradise); {_written(out)}", file=sys.stderr)
             raise typer.Exit(128 + exc.signum) from None
+        compacted = compact(out)
         finals = sorted(out.glob("pe-?????.parquet"))
         written = _written(out)
         if res.timed_out:
@@ -110,4 +133,5 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(1)
         if len(finals) == pes:
             resolve_peers(out)
-        typer.echo(f"paradise: traced {program.name} on {pes} PE(s) in {res.wall_s:.1f} s -> {out}")
+        typer.echo(f"paradise: traced {program.name} on {pes} PE(s) in {res.wall_s:.1f} s -> {out}"
+                   + (f" ({compacted} after the run)" if compacted else ""))

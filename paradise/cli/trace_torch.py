@@ -17,7 +17,7 @@ from pathlib import Path
 
 import typer
 
-from paradise.cli.trace_charm import check_run_options
+from paradise.cli.trace_charm import check_run_options, compact
 from paradise.errors import InvalidOption, OutputExists, ParadiseError, TraceNotFound
 
 TRACER_MODULE = "paradise.boot.torch"
@@ -55,7 +55,7 @@ def _prepare_output(out: Path, force: bool, script: Path) -> None:
     if any(out.iterdir()):
         if not force:
             raise OutputExists(f"{out}: already exists and is not empty; pass --force to overwrite it")
-        for p in out.glob("*.parquet"):
+        for p in list(out.glob("*.parquet")) + list(out.glob("pe-*.rows")):
             p.unlink()
         for p in list(out.glob(".*.tmp")) + list(out.glob("*.tmp")):
             p.unlink()
@@ -106,7 +106,7 @@ def failure_summary(out: Path) -> str | None:
     from paradise.errors import ParadiseError
     from paradise.run import open_run
 
-    if not any(out.glob("*.parquet")):
+    if not any(out.glob("*.parquet")) and not any(out.glob("pe-*.rows")):
         return None
     try:
         with open_run(out) as session:
@@ -177,13 +177,17 @@ def run_traced(
 
     with open(logs / "torchrun.stderr", "wb") as err:
         proc = job.start(cmd, env=env, stderr=err)
-        with job.owned(proc):  # SIGTERM, SIGHUP or Ctrl-C to paradise end the ranks too
-            rc = proc.wait()
+        try:
+            with job.owned(proc):  # SIGTERM, SIGHUP or Ctrl-C to paradise end the ranks too
+                rc = proc.wait()
+        finally:
+            compacted = compact(out)  # whatever the end: the ranks' spools into Parquet files
     if rc != 0:
         what = failure_summary(out) or "no failure recorded in the trace"
         raise TracedRunFailed(f"{script}: exit status {rc}; {what} (trace: {out}, logs: {logs})")
     extra = _import_profiles(out, force, script.stem) if profiler else ""
-    return f"paradise: traced {nproc} rank(s) of {script} into {out}{extra}"
+    return (f"paradise: traced {nproc} rank(s) of {script} into {out}{extra}"
+            + (f" ({compacted} after the run)" if compacted else ""))
 
 
 def register(app: typer.Typer) -> None:

@@ -1,7 +1,9 @@
 """The paradise trace schema: the one module that tracers, importers and hints share.
 
-Needs only pyarrow. Documented column by column in docs/trace-format.md (a test checks
-that every column here is documented there).
+Documented column by column in docs/trace-format.md (a test checks that every column here is
+documented there). Names, metadata and index packing need nothing but the standard library, so a
+traced program imports them without pyarrow (~50 ms); the Arrow schema (SCHEMA, COLUMNS,
+empty_table, conform) lives in paradise.format.schema and is loaded on first use.
 """
 
 from __future__ import annotations
@@ -9,9 +11,6 @@ from __future__ import annotations
 import json
 from enum import Enum
 from typing import Any
-
-import pyarrow as pa
-from pyarrow._compute import CastOptions, call_function
 
 FORMAT_VERSION = "1.1"
 """Major.minor. Readers accept every minor of the majors they know."""
@@ -45,40 +44,36 @@ class Kind(str, Enum):
     PIECE = "piece"
 
 
-def _dict_str() -> pa.DataType:
-    return pa.dictionary(pa.int32(), pa.string())
-
-
-# (name, type, meaning). Order is the on-disk column order.
-COLUMNS: tuple[tuple[str, pa.DataType, str], ...] = (
-    ("kind", _dict_str(), "event kind, one of Kind"),
-    ("pe", pa.int32(), "processor: Charm PE or PyTorch global rank"),
-    ("t0", pa.int64(), "start, ns since the run's start, clock offsets applied"),
-    ("t1", pa.int64(), "end, ns (null for instants)"),
-    ("active", pa.int64(), "ns actually running within [t0, t1] (coroutines: suspended time excluded)"),
-    ("tid", pa.int64(), "thread id (Kineto) or 0"),
-    ("cat", _dict_str(), "source category: Kineto cat (cpu_op, kernel, ...), Charm chare kind, ..."),
-    ("coll", _dict_str(), "object collection: chare class + creation ordinal (e.g. 'Cell#0'), process group"),
-    ("obj", pa.int64(), "object index within coll, packed (see pack_index)"),
-    ("index", _dict_str(), "object index as JSON list text, e.g. '[3,4]'"),
-    ("name", _dict_str(), "entry method / op / kernel / collective / step / checkpoint name"),
-    ("msg", pa.int64(), "id linking a cause to its effects: send -> exec(s), launch -> kernel"),
-    ("peer_pe", pa.int32(), "the other side's PE of a message"),
-    ("peer_coll", _dict_str(), "the other side's collection"),
-    ("peer_obj", pa.int64(), "the other side's packed object index"),
-    ("bytes", pa.int64(), "payload bytes"),
-    ("step", pa.int32(), "iteration number where known"),
-    ("stream", pa.int32(), "device stream"),
-    ("prio", pa.int32(), "message priority"),
-    ("group", _dict_str(), "process group name or description (collectives)"),
-    ("group_size", pa.int32(), "process group size (collectives)"),
-    ("dtype", _dict_str(), "element type (collectives)"),
-    ("args", pa.string(), "other attributes as JSON object text (sparse)"),
-    ("exec_t0", pa.int64(), "piece rows: t0 of the exec row (same pe) whose running piece this is; else null"),
+# (name, type name, meaning). Order is the on-disk column order; paradise.format.schema.ARROW_TYPES
+# gives each type name its Arrow type ("dict": dictionary<int32, string>).
+COLUMN_SPECS: tuple[tuple[str, str, str], ...] = (
+    ("kind", "dict", "event kind, one of Kind"),
+    ("pe", "int32", "processor: Charm PE or PyTorch global rank"),
+    ("t0", "int64", "start, ns since the run's start, clock offsets applied"),
+    ("t1", "int64", "end, ns (null for instants)"),
+    ("active", "int64", "ns actually running within [t0, t1] (coroutines: suspended time excluded)"),
+    ("tid", "int64", "thread id (Kineto) or 0"),
+    ("cat", "dict", "source category: Kineto cat (cpu_op, kernel, ...), Charm chare kind, ..."),
+    ("coll", "dict", "object collection: chare class + creation ordinal (e.g. 'Cell#0'), process group"),
+    ("obj", "int64", "object index within coll, packed (see pack_index)"),
+    ("index", "dict", "object index as JSON list text, e.g. '[3,4]'"),
+    ("name", "dict", "entry method / op / kernel / collective / step / checkpoint name"),
+    ("msg", "int64", "id linking a cause to its effects: send -> exec(s), launch -> kernel"),
+    ("peer_pe", "int32", "the other side's PE of a message"),
+    ("peer_coll", "dict", "the other side's collection"),
+    ("peer_obj", "int64", "the other side's packed object index"),
+    ("bytes", "int64", "payload bytes"),
+    ("step", "int32", "iteration number where known"),
+    ("stream", "int32", "device stream"),
+    ("prio", "int32", "message priority"),
+    ("group", "dict", "process group name or description (collectives)"),
+    ("group_size", "int32", "process group size (collectives)"),
+    ("dtype", "dict", "element type (collectives)"),
+    ("args", "string", "other attributes as JSON object text (sparse)"),
+    ("exec_t0", "int64", "piece rows: t0 of the exec row (same pe) whose running piece this is; else null"),
 )
 
-SCHEMA = pa.schema([pa.field(n, t) for n, t, _ in COLUMNS])
-COLUMN_NAMES = tuple(n for n, _, _ in COLUMNS)
+COLUMN_NAMES = tuple(n for n, _, _ in COLUMN_SPECS)
 LOW_CARDINALITY_STRINGS = ["kind", "cat", "name", "group", "dtype", "index", "coll", "peer_coll"]
 """The string columns with few distinct values, which a writer dictionary-encodes (pyarrow's default
 of every column also tries times and ids, which never fit a dictionary)."""
@@ -148,19 +143,13 @@ def read_metadata(schema_metadata: dict[bytes, bytes] | None) -> dict[str, Any] 
     return json.loads(schema_metadata[META_KEY])
 
 
-def empty_table() -> pa.Table:
-    return SCHEMA.empty_table()
+_LAZY = frozenset({"SCHEMA", "COLUMNS", "empty_table", "conform"})
 
 
-def conform(table: pa.Table) -> pa.Table:
-    """Adds missing columns as nulls and casts to SCHEMA (importers build partial tables)."""
-    cols = []
-    for name, typ, _ in COLUMNS:
-        if name in table.column_names:
-            col = table.column(name)
-            if col.type != typ:
-                col = call_function("cast", [col], CastOptions.safe(typ))
-        else:
-            col = pa.nulls(table.num_rows, typ)
-        cols.append(col)
-    return pa.Table.from_arrays(cols, schema=SCHEMA)
+def __getattr__(name: str) -> Any:
+    """The Arrow side of the format (SCHEMA, COLUMNS, empty_table, conform), imported on first use."""
+    if name in _LAZY:
+        from paradise.format import schema
+
+        return getattr(schema, name)
+    raise AttributeError(f"module 'paradise.format' has no attribute {name!r}")

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 
 from paradise.errors import NotAParadiseTrace, SchemaVersionError, TraceNotFound, TruncatedTrace
 from paradise.format import OUTPUTS_FILE, REQUIRED_COLUMNS, SUPPORTED_MAJORS
+from paradise.format.spool import SUFFIX as SPOOL_SUFFIX
 from paradise.store.clock import clock_summary, file_corrections
 from paradise.store.validate import check_columns, check_metadata, check_values, parse_metadata
 
@@ -165,6 +166,25 @@ def _check_pes_backed(p: Path, claimed: Any, rows: int) -> None:
                                 f"(fewer than one per PE): a damaged PE count")
 
 
+def _convert_spools(directory: Path, one: Path | None = None) -> None:
+    """A directory whose tracer never got to convert its spools (a killed launcher), or `one` spool
+    of it: converted here, once (paradise.format.compact: under a lock, idempotent)."""
+    from paradise.format.compact import SpoolError, convert, convert_all, spools
+
+    if one is None and not spools(directory):
+        return
+    try:
+        if one is not None:
+            convert(one)
+        else:
+            convert_all(directory)
+    except SpoolError as exc:
+        raise NotAParadiseTrace(str(exc)) from None
+    except OSError as exc:  # a read-only folder, a full disk
+        raise TraceNotFound(f"{directory}: holds raw spools (pe-*.rows) that cannot be converted to Parquet "
+                            f"here ({exc.strerror or exc})") from None
+
+
 def open_trace(path: str | Path) -> TraceHandle:
     """Validates a trace file or directory and returns its handle."""
     p = Path(path)
@@ -174,7 +194,11 @@ def open_trace(path: str | Path) -> TraceHandle:
         exists = False
     if not exists:
         raise TraceNotFound(f"{p}: no such file or directory")
+    if p.is_file() and p.name.endswith(SPOOL_SUFFIX):  # one PE's spool named directly
+        _convert_spools(p.parent, p)
+        p = p.with_name(p.name.removesuffix(SPOOL_SUFFIX) + ".parquet")
     if p.is_dir():
+        _convert_spools(p)
         files = _trace_files(p)
         if not files:
             raise TraceNotFound(f"{p}: directory holds no paradise trace files (*.parquet)")

@@ -41,7 +41,12 @@ class Outcomes:
 
 @pytest.fixture(scope="session")
 def outcomes(tmp_path_factory, request):
-    """One server running every selected case, in the order the tests ask for them."""
+    """One server running every selected case, in the order the tests ask for them. Under
+    pytest-xdist every worker holds all items: only --dist loadgroup (tests/conftest.py puts the
+    corpus in one group) sends them all to the one worker that starts the server."""
+    if os.environ.get("PYTEST_XDIST_WORKER") and not getattr(request.config.option, "loadgroup", False):
+        pytest.fail("tests/hostile/test_corpus.py under pytest-xdist needs --dist loadgroup "
+                    "(otherwise every worker runs the whole corpus)")
     ids = [item.callspec.params["cid"] for item in request.session.items
            if item.originalname == "test_case" and hasattr(item, "callspec")]
     base = tmp_path_factory.mktemp("hostile")

@@ -204,6 +204,7 @@ def test_packed_rows_round_trip(tmp_path, monkeypatch, native):
     import pyarrow.parquet as pq
 
     from paradise.format import SCHEMA
+    from paradise.format.compact import convert
     from tracers.charm.parts import PackedWriter
     from tracers.charm.rowbuf import NULL, Strings, make_recorder
 
@@ -221,7 +222,7 @@ def test_packed_rows_round_trip(tmp_path, monkeypatch, native):
                        strings.code(text))
     w.flush()
     w.append_dict(kind="step", pe=3, t0=50, name="step", step=4)  # tuple rows share the file
-    table = pq.ParquetFile(w.close()).read()
+    table = pq.ParquetFile(convert(w.close())[0]).read()
     assert table.schema.remove_metadata() == SCHEMA
     got = table.select(["kind", "pe", "t0", "t1", "active", "coll", "obj", "index", "name", "msg", "peer_pe",
                         "bytes", "step", "args", "tid"]).to_pylist()
@@ -233,10 +234,12 @@ def test_packed_rows_round_trip(tmp_path, monkeypatch, native):
     assert (got[5]["kind"], got[5]["step"]) == ("step", 4)
 
 
-def test_packed_parts_compacted(tmp_path):
-    """A run that flushed writes parts while it runs; close() compacts them into one complete file."""
+def test_packed_flushes_compacted(tmp_path):
+    """A run that flushed appends to its spool while it runs (no Parquet); the conversion after the
+    run writes one complete file in time order and removes the spool."""
     import pyarrow.parquet as pq
 
+    from paradise.format.compact import convert
     from tracers.charm.parts import PackedWriter
     from tracers.charm.rowbuf import NULL, Strings, make_recorder
 
@@ -249,10 +252,51 @@ def test_packed_parts_compacted(tmp_path):
             w.recorder.row(kind, 0, part * 10 + i, part * 10 + i + 1, 1, NULL, NULL, NULL, NULL, name, NULL, NULL,
                            NULL, NULL, NULL, NULL, strings.code(f"p{part}"))
         w.flush()
-    w.drain()
-    assert len(list(tmp_path.glob("pe-00000.part-*.parquet"))) == 3
-    final = w.close()
-    assert [p.name for p in tmp_path.iterdir()] == ["pe-00000.parquet"]
+    assert [p.name for p in tmp_path.iterdir()] == ["pe-00000.rows"]
+    final, n = convert(w.close())
+    assert [p.name for p in tmp_path.iterdir()] == ["pe-00000.parquet"] and n == 15
     got = pq.ParquetFile(final).read(columns=["t0", "args"]).to_pylist()
     assert got == [{"t0": p * 10 + i, "args": f"p{p}"} for p in range(3) for i in range(5)]
     assert open_trace(final).complete
+
+
+def test_traced_process_imports_no_pyarrow(tmp_path):
+    """The PEs append raw rows to spools: pyarrow (and the readers' libraries) are never imported
+    there; the launcher converts the spools after the run."""
+    out = tmp_path / "trace"
+    proc = trace_charm(out, PROGRAMS / "modules.py", pes=1)
+    require_ok(proc)
+    assert "HEAVY []" in proc.stdout
+    assert " rows in " in proc.stdout.split("paradise: traced ")[-1]  # the conversion, timed apart
+    assert sorted(p.name for p in out.iterdir()) == ["pe-00000.parquet"]
+    assert open_trace(out).complete
+
+
+def test_killed_launcher_leaves_spools_the_reader_converts(tmp_path):
+    """SIGKILL of `paradise trace charm` leaves the PEs' spools (nothing converted them); opening the
+    trace converts them, keeping every row flushed before the kill, marked incomplete."""
+    import signal
+    import time
+
+    from paradise.format.compact import read, spools
+
+    out = tmp_path / "t"
+    proc = subprocess.Popen([bin_path("paradise"), "trace", "charm", "--pes", "2", "-o", str(out),
+                             str(PROGRAMS / "hang.py")], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert any("waiting forever" in line for line in proc.stdout)
+
+        def steps_flushed() -> set:
+            return {s for f in spools(out) for t in read(f) for k, s in
+                    zip(t.column("kind").to_pylist(), t.column("step").to_pylist()) if k == "step"}
+
+        deadline = time.monotonic() + 60
+        while steps_flushed() != {0, 1} and time.monotonic() < deadline:  # the 1 s tick flushes them
+            time.sleep(0.2)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert len(spools(out)) == 2 and not list(out.glob("*.parquet"))
+    trace = open_trace(out)  # waits for the dying PEs to let go of their spools, then converts them
+    assert not trace.complete and not spools(out)
+    assert rows(events(out), "SELECT count(DISTINCT step) FROM ev WHERE kind='step'") == [(2,)]

@@ -17,10 +17,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, bin_path
+from tests.shared_runs import DDP_MODEL_ARGS, DDP_STEPS
 
 pytest.importorskip("torch")
 
-STEPS = 12
+STEPS = DDP_STEPS  # the model and steps of shared_runs.DDP_STRAGGLER: its untraced run gives the hash
 FAIL_AT = 6
 SCRIPT = ROOT / "examples" / "ddp_train.py"
 ENV = {**os.environ, "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1", "OMP_NUM_THREADS": "1"}
@@ -28,13 +29,13 @@ ENV = {**os.environ, "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1", "OMP_NUM_THREADS
 
 def _torchrun(*args: str, restarts: int = 1, timeout: int = 300) -> subprocess.CompletedProcess:
     cmd = [bin_path("torchrun"), "--standalone", "--nproc_per_node", "2", "--max-restarts", str(restarts),
-           str(SCRIPT), "--pg-timeout-s", "5", *args]
+           str(SCRIPT), "--pg-timeout-s", "5", *DDP_MODEL_ARGS, *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=ENV, cwd=ROOT)
 
 
 def _traced(out: Path, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
     cmd = [bin_path("paradise"), "trace", "torch", "--nproc", "2", "--max-restarts", "1", "-o", str(out),
-           str(SCRIPT), "--pg-timeout-s", "5", *args]
+           str(SCRIPT), "--pg-timeout-s", "5", *DDP_MODEL_ARGS, *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=ENV, cwd=ROOT)
 
 
@@ -49,10 +50,11 @@ def _events(ckpt: Path) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def baseline_sha() -> str:
-    proc = _torchrun("--steps", str(STEPS), restarts=0)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return _sha(proc)
+def baseline_sha(untraced_ddp) -> str:
+    """The hash of an uninterrupted, untraced run of the same model and steps (its straggler's sleep
+    changes nothing it computes; the run is shared with test_torch_trace)."""
+    assert untraced_ddp.returncode == 0, untraced_ddp.stderr[-3000:]
+    return _sha(untraced_ddp)
 
 
 def _trace_steps(trace: Path) -> tuple[set[int], set[int], set[int]]:

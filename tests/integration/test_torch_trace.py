@@ -4,9 +4,7 @@ what `paradise analyze` finds in it. Few, small runs: each torchrun start costs 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,8 +18,6 @@ pytest.importorskip("torch")
 
 TRAIN = ROOT / "examples" / "ddp_train.py"
 STEPS = shared_runs.DDP_STEPS
-# Small model (fast steps) and a 40 ms sleep in every forward of rank 1: a straggler on any load.
-_, _, *TRAIN_ARGS = shared_runs.DDP_STRAGGLER
 TIMEOUT_S = 300
 
 
@@ -33,7 +29,7 @@ def _paradise(*args: str | Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def traced(traced_run):
-    """TRAIN_ARGS traced once per session (shared with test_time_accounting and the consistency suite)."""
+    """shared_runs.DDP_STRAGGLER (small model, 40 ms more in every forward of rank 1) traced once per session (shared with test_time_accounting and the consistency suite)."""
     out, proc = traced_run(*shared_runs.DDP_STRAGGLER)
     assert proc.returncode == 0, proc.stderr
     return out, proc
@@ -44,15 +40,11 @@ def _rows(trace_dir: Path, sql: str) -> list[dict]:
         return eng.sql(sql).to_pylist()
 
 
-def test_traced_run_ends_with_the_model_hash_and_matches_an_untraced_run(traced):
+def test_traced_run_ends_with_the_model_hash_and_matches_an_untraced_run(traced, untraced_ddp):
     _, proc = traced
     last = proc.stdout.strip().splitlines()[-1]
     assert last.startswith("param_sha256=")
-    env = dict(os.environ, TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1")
-    plain = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(TRAIN), *TRAIN_ARGS],
-        capture_output=True, text=True, timeout=TIMEOUT_S, env=env,
-    )  # fmt: skip
+    plain = untraced_ddp  # the same program and arguments under plain torchrun (shared with test_jit_checkpoint)
     assert plain.returncode == 0, plain.stderr[-2000:]
     assert plain.stdout.strip().splitlines()[-1] == last  # tracing changes nothing the model computes
 
@@ -235,14 +227,42 @@ def _buckets_per_step(trace_dir: Path) -> float:
     return float(row["n"])
 
 
-def test_hinted_bucket_size_gives_more_buckets_without_editing_the_script(tmp_path):
-    """4 x 1 MiB of parameters: DDP's default 25 MB cap makes 2 buckets (its first is 1 MiB), 1 MB makes 4+."""
-    script = ROOT / "tests" / "torch_programs" / "plain_ddp.py"
-    plain = _paradise("trace", "torch", "--nproc", "2", "-o", tmp_path / "plain", script)
+def test_hinted_bucket_size_gives_more_buckets_without_editing_the_script(tmp_path, refused_bucket_run):
+    """4 x 1 MiB of parameters: DDP's default 25 MB cap makes 2 buckets (its first is 1 MiB), 1 MB makes 4+.
+    The unhinted run is plain_ddp.py traced with a comm.json it refuses (shared with test_hint_refusals)."""
+    _, plain_trace, plain = refused_bucket_run
     assert plain.returncode == 0, plain.stderr
+    assert "comm.json refused" in plain.stderr  # DDP kept its default bucket size
     hinted = _paradise("trace", "torch", "--nproc", "2", "--hints", _ddp_hint(tmp_path / "h", 1.0),
-                       "-o", tmp_path / "hinted", script)
+                       "-o", tmp_path / "hinted", shared_runs.PLAIN_DDP)
     assert hinted.returncode == 0, hinted.stderr
-    before, after = _buckets_per_step(tmp_path / "plain"), _buckets_per_step(tmp_path / "hinted")
+    before, after = _buckets_per_step(plain_trace), _buckets_per_step(tmp_path / "hinted")
     assert before <= 2 and after >= 4 > before
     assert plain.stdout.splitlines()[-1] == hinted.stdout.splitlines()[-1]  # same training result
+
+
+HEAVY = """
+import sys
+import torch
+import torch.distributed as dist
+dist.init_process_group("gloo")
+m = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 4))
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+for _ in range(3):
+    opt.zero_grad(); m(torch.ones(2, 4)).sum().backward(); opt.step()
+print("HEAVY", [k for k in ("pyarrow", "pandas", "duckdb") if k in sys.modules], flush=True)
+dist.destroy_process_group()
+"""
+
+
+def test_traced_rank_imports_no_pyarrow(tmp_path):
+    """A rank appends raw rows to its spool (no Parquet in the training process, no pyarrow import);
+    the launcher converts the spool after torchrun and says how long that took."""
+    script = tmp_path / "heavy.py"
+    script.write_text(HEAVY)
+    out = tmp_path / "trace"
+    proc = _paradise("trace", "torch", "--nproc", "1", "-o", out, script)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "HEAVY []" in proc.stdout
+    assert "(compacted " in proc.stderr and not list(out.glob("*.rows"))
+    assert [r["steps"] for r in _rows(out, "SELECT count(*) AS steps FROM events WHERE kind = 'step'")] == [3]

@@ -74,6 +74,7 @@ def test_idle_starts_at_the_return_to_the_scheduler(monkeypatch, native):
 def test_unflushed_rows_written_in_time_order(tmp_path, monkeypatch, native):
     """A run that never flushed is written straight into its file, sorted by t0 with equal starts in
     the order they were recorded (as paradise.format.order sorts); no part file is left."""
+    from paradise.format.compact import convert
     from tracers.charm.parts import PackedWriter
 
     rec = _recorder(monkeypatch, native)
@@ -84,7 +85,7 @@ def test_unflushed_rows_written_in_time_order(tmp_path, monkeypatch, native):
     starts = [30, 10, 20, 10, 5]
     for msg, t0 in enumerate(starts):
         rec.row(0, 0, t0, t0 + 1, 1, NULL, NULL, NULL, NULL, NULL, msg, NULL, NULL, NULL, NULL, NULL, NULL)
-    final = w.close()
+    final, _ = convert(w.close())
     got = pq.ParquetFile(final).read(columns=["t0", "msg"]).to_pylist()
     want = sorted(({"t0": t, "msg": m} for m, t in enumerate(starts)), key=lambda r: r["t0"])  # sorted() is stable
     assert got == want
@@ -116,3 +117,30 @@ def test_native_buffer_pages_mapped_ahead_of_the_rows():
         pytest.skip("kernel without MADV_POPULATE_WRITE: pages fault on first write, as before")
     assert faults < 50, faults
     assert len(rec) == 10_001
+
+
+def test_both_recorders_write_identical_spools(tmp_path, monkeypatch):
+    """The same calls (exec, send to an array and to a PE, rare rows, idle) on the native and the
+    pure-Python recorder give byte-identical spools, flush by flush."""
+    pytest.importorskip("tracers.charm._recorder")
+    from tracers.charm.parts import PackedWriter
+    from tracers.charm.rowbuf import tails
+
+    spools = []
+    for native in ("1", "0"):
+        rec = _recorder(monkeypatch, native)
+        rec.pe, rec.origin = 1, 1000
+        strings = Strings()
+        k_exec, k_send, cat, coll, idx, name = (strings.code(t) for t in ("exec", "send", "array", "Cell#0", "[3]", "work"))
+        ident = [None] * 9
+        ident[7], ident[8] = tails(k_exec, k_send, cat, coll, 3, idx, 2)
+        w = PackedWriter(tmp_path / native, 1, strings, rec, source="charm4py", program="t", pes=2)
+        for i in range(3):
+            rec.send(1100 + i, (1 << 40) + i, name, NULL, coll, 4, 64, NULL, ident)  # to an array element
+            rec.send(1150 + i, (1 << 40) + 10 + i, name, 0, NULL, NULL, 8, strings.code(f'{{"i":{i}}}'), ident)
+            rec.exec(1200 + i, 1300 + i, 90, i, name, ident)
+            rec.idle(1300 + i, 1400 + i)
+            w.flush()
+        rec.row(k_exec, 1, 5, 6, 1, NULL, NULL, NULL, NULL, name, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
+        spools.append(w.close().read_bytes())
+    assert spools[0] == spools[1] and len(spools[0]) > 1000

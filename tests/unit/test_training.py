@@ -282,9 +282,10 @@ def test_rank_files_per_restart_are_distinct(tmp_path, restart):
 
     tr = Tracer(tmp_path, rank=3, world_size=4, restart=restart)
     tr.close(complete=False)
+    trace = open_trace(tmp_path)  # converts the rank's spool
     expected = "pe-00003.parquet" if restart == 0 else "pe-00003.restart-02.parquet"
     assert [p.name for p in tmp_path.glob("*.parquet")] == [expected]
-    assert open_trace(tmp_path).file_metadata[0]["extra"]["restart"] == restart
+    assert trace.file_metadata[0]["extra"]["restart"] == restart
 
 
 def test_ddp_train_reads_bucket_cap_from_a_comm_hint(tmp_path, capsys):

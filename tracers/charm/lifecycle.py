@@ -4,7 +4,7 @@
 (complete=true) and contributes to a reduction whose target calls the real exit. An
 uncaught exception reaches `charm.abort` (via handleGeneralError, after charm4py printed the
 traceback): every PE closes its writer with complete=false, then the real abort runs; a
-timer aborts anyway if a PE cannot answer. Between those, part files flushed every second
+timer aborts anyway if a PE cannot answer. Between those, spool records flushed every second
 while a PE is quiet (and by a busy one when its buffer is full, or every 2 s) bound what a
 killed run loses.
 """
@@ -92,7 +92,7 @@ def _version() -> str:
 
 
 def close(complete: bool) -> None:
-    """Writes suspended coroutines' rows and compacts this PE's file (idempotent)."""
+    """Writes suspended coroutines' rows and closes this PE's spool (idempotent)."""
     w = ST.writer
     if w is None:
         return
@@ -105,8 +105,8 @@ def close(complete: bool) -> None:
     except Exception as exc:  # never mask the program's own outcome
         print(f"paradise: could not close trace file of PE {ST.pe}: {exc}", file=sys.stderr)
     else:
-        print(f"paradise: PE {ST.pe}: trace file written in {w.close_s:.3f} s after the program's end "
-              f"({w.rows_written} rows)", file=sys.stderr, flush=True)
+        print(f"paradise: PE {ST.pe}: {w.rows_written} rows spooled, closed in {w.close_s:.3f} s after the "
+              f"program's end", file=sys.stderr, flush=True)
     ST.rec.clear()  # rows after the close (the exit's own messages) are not kept
 
 

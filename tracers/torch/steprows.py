@@ -1,100 +1,92 @@
 """The rows every training step makes (its `step` row, compute phases, DDP bucket all-reduces),
-kept as flat lists of values per kind instead of one tuple per row.
+kept as flat lists of values per kind and packed at the flush into int64 rows for the rank's
+spool (tracers.spool; strings as codes of a per-rank table, nulls as NULL).
 
-A step hands over its rows with a few list extends; the flush turns the lists into Arrow columns
-in a handful of vectorised calls (a tuple per row cost ~0.25 us to make and ~0.5 us to transpose
-at the flush). Rows that are not per-step (marks, failures, torch.distributed calls, checkpoint
-I/O, the program's own record_event rows) still go through TraceWriter.append.
+A step hands over its rows with a few list extends; the flush packs the lists in a handful of
+vectorised numpy calls and hands them to one write(): no Arrow and no Parquet in the training
+process (paradise.format.compact converts the spool after the run). Rows that are not per-step
+(marks, failures, torch.distributed calls, checkpoint I/O, the program's own record_event rows)
+go as tuples (`append`), written after the packed rows of the same flush.
 
-Row order in a part: step rows, phase rows, bucket rows, then the appended rows, which keeps the
-order the tuple path wrote rows with equal t0 in (a step row before its first forward phase);
-compaction sorts each rank's rows by t0, stably.
+Row order in a flush: step rows, phase rows, bucket rows, then the appended rows, which keeps the
+order rows with equal t0 were written in (a step row before its first forward phase); the
+conversion sorts each rank's rows by t0, stably.
 """
 
 from __future__ import annotations
 
-import itertools
+import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
-from paradise.format import SCHEMA, make_metadata
-from tracers.writer import TraceWriter
+from paradise.format import COLUMN_NAMES
+from paradise.format.spool import NULL
+from tracers.spool import Spool
 
 NO_STEP = -1
 """Tag of rows emitted outside a step (their step column is null)."""
 PHASE_WIDTH = 3  # name, t0, t1 (tracers.torch.tracer.Tracer._phases)
 BUCKET_WIDTH = 7  # t0, t1, obj, bytes, dtype, group, group_size
+LAYOUT = ("kind", "pe", "t0", "t1", "cat", "coll", "obj", "name", "bytes", "step", "group", "group_size", "dtype")
+"""Fields of a packed torch row (the other columns are null)."""
+FLUSH_ROWS = 50_000
+"""Appended rows held before a flush."""
+FLUSH_INTERVAL_S = 2.0
+"""Longest time appended rows wait in memory (checked every 1024 rows; steps also flush on time)."""
 
-_TYPES = {f.name: f.type for f in SCHEMA}
 
-
-def _tagged_steps(t0: np.ndarray, tags: list[int], width: int) -> tuple[np.ndarray, np.ndarray]:
-    """(step, valid) of rows emitted in chunks: tags are (end offset in values, step, start) per
-    chunk; a row gets its chunk's step when it starts at or after the chunk's start, else null."""
+def _tagged_steps(t0: np.ndarray, tags: list[int], width: int) -> np.ndarray:
+    """Step of rows emitted in chunks (NULL where none): tags are (end offset in values, step,
+    start) per chunk; a row gets its chunk's step when it starts at or after the chunk's start."""
     tag = np.array(tags, dtype=np.int64).reshape(-1, 3)
     counts = np.diff(tag[:, 0], prepend=0) // width
     step = np.repeat(tag[:, 1], counts)
     start = np.repeat(tag[:, 2], counts)
-    return step, (step != NO_STEP) & (t0 >= start)
+    return np.where((step != NO_STEP) & (t0 >= start), step, NULL)
 
 
-class _Codes(dict):
-    """String -> dictionary code, a new code for each string not seen yet (None -> -1: null).
+class Codes(dict):
+    """String -> code in the rank's string table (None -> NULL); `texts` lists the strings in code
+    order. `map(codes.__getitem__, values)` codes a list at C speed: Python runs only for new strings."""
 
-    `map(codes.__getitem__, values)` codes a list at C speed: Python runs only for new strings."""
-
-    def __init__(self, *known: str) -> None:
-        super().__init__({None: -1})
-        for text in known:
-            self[text]
+    def __init__(self) -> None:
+        super().__init__({None: NULL})
+        self.texts: list[str] = []
 
     def __missing__(self, key: str) -> int:
-        code = self[key] = len(self) - 1
+        code = self[key] = len(self.texts)
+        self.texts.append(key)
         return code
 
-    def column(self, *parts: Any) -> pa.Array:
-        """A dictionary<string> column of the parts' rows: a list of strings (or None), or
-        (a string, a count) for a run of one value."""
-        chunks = [np.full(p[1], self[p[0]], dtype=np.int32) if isinstance(p, tuple)
-                  else np.fromiter(map(self.__getitem__, p), np.int32, len(p)) for p in parts]
-        idx = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int32)
-        texts = [k for k in self if k is not None]
-        return pa.DictionaryArray.from_arrays(idx, pa.array(texts, type=pa.string()), mask=idx < 0)
+
+def _ints(values: list[Any]) -> np.ndarray:
+    """Ints that may be None, as int64 with None as NULL."""
+    return np.fromiter((NULL if v is None else v for v in values), np.int64, len(values))
 
 
-def _by_kind(counts: tuple[int, int, int], values: tuple[Any, Any, Any], typ: pa.DataType) -> pa.Array:
-    """A column over the step, phase and bucket rows: per kind a constant string, an int array
-    (with its validity), or None for nulls."""
-    if all(isinstance(v, str) or v is None for v in values):  # a constant string per kind
-        dictionary = sorted({v for v in values if v is not None})
-        code = [dictionary.index(v) if v is not None else -1 for v in values]
-        idx = np.repeat(np.array(code, dtype=np.int32), counts)
-        return pa.DictionaryArray.from_arrays(idx, pa.array(dictionary, type=pa.string()), mask=idx < 0)
-    data, valid = [], []
-    for count, v in zip(counts, values):
-        if v is None:
-            data.append(np.zeros(count, dtype=np.int64))
-            valid.append(np.zeros(count, dtype=bool))
-        else:
-            arr, ok = v if isinstance(v, tuple) else (v, None)
-            data.append(np.asarray(arr, dtype=np.int64))
-            valid.append(np.ones(count, dtype=bool) if ok is None else ok)
-    mask = ~np.concatenate(valid)
-    return pa.array(np.concatenate(data).astype(typ.to_pandas_dtype()), mask=mask if mask.any() else None, type=typ)
+class StepRowWriter:
+    """One rank's spool writer: per-step rows as flat value lists (module doc), other rows as tuples."""
 
-
-class StepRowWriter(TraceWriter):
-    """TraceWriter that also takes one rank's per-step rows as flat value lists (see module doc)."""
-
-    def __init__(self, directory: Any, pe: int, **kwargs: Any) -> None:
-        super().__init__(directory, pe, **kwargs)
+    def __init__(self, directory: Any, pe: int, *, stem: str | None = None, flush_rows: int = FLUSH_ROWS,
+                 flush_interval_s: float = FLUSH_INTERVAL_S, **metadata: Any) -> None:
+        self.pe = pe
+        self.metadata = dict(metadata, pe=pe)
+        self.flush_rows = flush_rows
+        self.flush_interval_ns = int(flush_interval_s * 1e9)
+        self.codes = Codes()
+        self._sent = 0  # strings already in the spool
+        self.spool = Spool(Path(directory), stem or f"pe-{pe:05d}", LAYOUT, {}, self.metadata)
         self.steps: list[int] = []  # t0, t1, step of each step row
         self.phases: list[Any] = []  # name, t0, t1 of each compute phase
         self.phase_tags: list[int] = []  # end offset in phases, step (NO_STEP), start per emitted chunk
         self.buckets: list[Any] = []  # BUCKET_WIDTH values per bucket row
         self.bucket_tags: list[int] = []
+        self._rows: list[tuple] = []
+        self._last_flush = time.monotonic_ns()
+        self._closed = False
+        self.rows_written = 0
 
     def step_row(self, t0: int, t1: int, step: int) -> None:
         self.steps.extend((t0, t1, step))
@@ -109,62 +101,79 @@ class StepRowWriter(TraceWriter):
         self.buckets.extend(buckets)
         self.bucket_tags.extend((len(self.buckets), NO_STEP if step is None else step, start or 0))
 
-    def _pending_table(self) -> pa.Table | None:
+    def append(self, row: tuple) -> None:
+        """A row as a tuple in COLUMN_NAMES order (missing tail = null), written with the next flush."""
+        rows = self._rows
+        rows.append(row)
+        n = len(rows)
+        if n >= self.flush_rows or ((n & 1023) == 0 and time.monotonic_ns() - self._last_flush > self.flush_interval_ns):
+            self.flush()
+
+    def append_dict(self, **fields: Any) -> None:
+        unknown = set(fields) - set(COLUMN_NAMES)
+        if unknown:
+            raise ValueError(f"unknown trace columns: {sorted(unknown)}")
+        self.append(tuple(fields.get(c) for c in COLUMN_NAMES))
+
+    def set_metadata(self, **fields: Any) -> None:
+        """Metadata from here on (the converted file holds the last value of each field)."""
+        self.metadata.update(fields)
+        if not self._closed:
+            self.spool.meta(fields)
+
+    def _packed(self) -> np.ndarray:
+        """The step, phase and bucket rows held so far as an (n, len(LAYOUT)) int64 array, taken out."""
         steps, self.steps = self.steps, []
         phases, self.phases, phase_tags, self.phase_tags = self.phases, [], self.phase_tags, []
         buckets, self.buckets, bucket_tags, self.bucket_tags = self.buckets, [], self.bucket_tags, []
-        rows = super()._pending_table()
-        counts = (len(steps) // 3, len(phases) // PHASE_WIDTH, len(buckets) // BUCKET_WIDTH)
-        n = sum(counts)
-        if not n:
-            return rows
-        s = np.array(steps, dtype=np.int64).reshape(-1, 3)
-        pt0 = np.array(phases[1::PHASE_WIDTH], dtype=np.int64)
-        bt0 = np.array(buckets[0::BUCKET_WIDTH], dtype=np.int64)
-        nb = counts[2]
-        columns = {
-            "kind": _by_kind(counts, ("step", "phase", "collective"), _TYPES["kind"]),
-            "pe": pa.array(np.full(n, self.pe, dtype=np.int32)),
-            "t0": pa.array(np.concatenate([s[:, 0], pt0, bt0])),
-            "t1": pa.array(np.concatenate([s[:, 1], np.array(phases[2::PHASE_WIDTH], dtype=np.int64),
-                                           np.array(buckets[1::BUCKET_WIDTH], dtype=np.int64)])),
-            "cat": _by_kind(counts, (None, "compute", "ddp_bucket"), _TYPES["cat"]),
-            "coll": _by_kind(counts, (None, None, "ddp"), _TYPES["coll"]),
-            "obj": _by_kind(counts, (None, None, buckets[2::BUCKET_WIDTH]), _TYPES["obj"]),
-            "name": _Codes().column(("step", counts[0]), phases[0::PHASE_WIDTH], ("allreduce", nb)),
-            "bytes": _by_kind(counts, (None, None, buckets[3::BUCKET_WIDTH]), _TYPES["bytes"]),
-            "step": _by_kind(counts, (s[:, 2], _tagged_steps(pt0, phase_tags, PHASE_WIDTH) if counts[1] else None,
-                                         _tagged_steps(bt0, bucket_tags, BUCKET_WIDTH) if nb else None),
-                             _TYPES["step"]),
-            "group": _Codes().column((None, n - nb), buckets[5::BUCKET_WIDTH]),
-            "group_size": _by_kind(counts, (None, None, _valid(buckets[6::BUCKET_WIDTH])), _TYPES["group_size"]),
-            "dtype": _Codes().column((None, n - nb), buckets[4::BUCKET_WIDTH]),
-        }
-        schema = SCHEMA.with_metadata(make_metadata(**self.metadata))
-        table = pa.Table.from_arrays([columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in SCHEMA],
-                                     schema=schema)
-        if rows is not None:
-            table = pa.concat_tables([table, rows]).unify_dictionaries()
-        return table
+        ns, npz, nb = len(steps) // 3, len(phases) // PHASE_WIDTH, len(buckets) // BUCKET_WIDTH
+        out = np.full((ns + npz + nb, len(LAYOUT)), NULL, dtype=np.int64)
+        c = {name: i for i, name in enumerate(LAYOUT)}
+        code = self.codes
+        out[:, c["pe"]] = self.pe
+        if ns:
+            s = np.array(steps, dtype=np.int64).reshape(-1, 3)
+            rows = out[:ns]
+            rows[:, c["kind"]], rows[:, c["name"]] = code["step"], code["step"]
+            rows[:, c["t0"]], rows[:, c["t1"]], rows[:, c["step"]] = s[:, 0], s[:, 1], s[:, 2]
+        if npz:
+            rows = out[ns:ns + npz]
+            t0 = np.array(phases[1::PHASE_WIDTH], dtype=np.int64)
+            rows[:, c["kind"]], rows[:, c["cat"]] = code["phase"], code["compute"]
+            rows[:, c["name"]] = np.fromiter(map(code.__getitem__, phases[0::PHASE_WIDTH]), np.int64, npz)
+            rows[:, c["t0"]], rows[:, c["t1"]] = t0, np.array(phases[2::PHASE_WIDTH], dtype=np.int64)
+            rows[:, c["step"]] = _tagged_steps(t0, phase_tags, PHASE_WIDTH)
+        if nb:
+            rows = out[ns + npz:]
+            t0 = np.array(buckets[0::BUCKET_WIDTH], dtype=np.int64)
+            rows[:, c["kind"]], rows[:, c["cat"]] = code["collective"], code["ddp_bucket"]
+            rows[:, c["coll"]], rows[:, c["name"]] = code["ddp"], code["allreduce"]
+            rows[:, c["t0"]], rows[:, c["t1"]] = t0, np.array(buckets[1::BUCKET_WIDTH], dtype=np.int64)
+            rows[:, c["obj"]], rows[:, c["bytes"]] = _ints(buckets[2::BUCKET_WIDTH]), _ints(buckets[3::BUCKET_WIDTH])
+            for col, at in (("dtype", 4), ("group", 5)):
+                rows[:, c[col]] = np.fromiter(map(code.__getitem__, buckets[at::BUCKET_WIDTH]), np.int64, nb)
+            rows[:, c["group_size"]] = _ints(buckets[6::BUCKET_WIDTH])
+            rows[:, c["step"]] = _tagged_steps(t0, bucket_tags, BUCKET_WIDTH)
+        return out
 
-    def _table(self, rows: list[tuple]) -> pa.Table:
-        """The appended rows (marks, failures, torch.distributed calls, checkpoint I/O) as a table of
-        SCHEMA: string columns coded by _Codes, the columns no row fills as nulls."""
-        n = len(rows)
-        columns = list(itertools.zip_longest(*rows))  # pads short rows (missing tail = null)
-        arrays = []
-        for i, field in enumerate(SCHEMA):
-            values = columns[i] if i < len(columns) else None
-            if values is None or values.count(None) == n:
-                arrays.append(pa.nulls(n, field.type))
-            elif pa.types.is_dictionary(field.type):
-                arrays.append(_Codes().column(list(values)))
-            else:
-                arrays.append(pa.array(values, type=field.type))
-        return pa.Table.from_arrays(arrays, schema=SCHEMA.with_metadata(make_metadata(**self.metadata)))
+    def flush(self) -> None:
+        """Appends everything held so far to the spool: one write()."""
+        self._last_flush = time.monotonic_ns()
+        if self._closed:
+            return
+        packed = self._packed() if (self.steps or self.phases or self.buckets) else None
+        rows, self._rows = self._rows, []
+        texts = self.codes.texts
+        new, self._sent = texts[self._sent:], len(texts)
+        data = memoryview(packed).cast("B") if packed is not None else b""
+        self.spool.write(data, new, [list(r) for r in rows])
+        self.rows_written += (0 if packed is None else packed.shape[0]) + len(rows)
 
-
-def _valid(values: list[int | None]) -> tuple[list[int], np.ndarray]:
-    """Ints that may be None: (values with None as 0, validity)."""
-    ok = np.array([v is not None for v in values], dtype=bool)
-    return [0 if v is None else v for v in values], ok
+    def close(self, complete: bool = True) -> Path:
+        """Flushes and closes the spool, marked complete or not."""
+        if not self._closed:
+            self.flush()
+            self._closed = True
+            self.metadata["complete"] = complete
+            self.spool.close(complete)
+        return self.spool.path

@@ -1,4 +1,4 @@
-"""One rank's recorder: clock, per-step row buffer, and the crash-safe Parquet writer.
+"""One rank's recorder: clock, per-step row buffer, and the crash-safe spool writer (tracers.spool).
 
 Rows of one training step (forward, loss, backward and optimizer phases, collectives) wait in a
 small buffer until the step's optimizer post-hook, because only then is the step number known
@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -23,8 +22,7 @@ from typing import Any
 from paradise.format import COLUMN_NAMES
 from tracers.clock import record_offset
 from tracers.torch.clock import fake_skew, wall_clock
-from tracers.torch.steprows import StepRowWriter
-from tracers.writer import FLUSH_ROWS, pe_file_stem
+from tracers.torch.steprows import FLUSH_ROWS, StepRowWriter
 
 COL = {name: i for i, name in enumerate(COLUMN_NAMES)}
 WIDTH = len(COLUMN_NAMES)
@@ -54,7 +52,7 @@ FAILURE_DEDUP_NS = 10_000_000_000
 the script): it is not written again."""
 FLUSH_PHASE_VALUES = 3 * FLUSH_ROWS // 2
 """Phase values (3 a row) after which a step flushes even before the interval: with the step and
-bucket rows beside them, about TraceWriter's FLUSH_ROWS rows."""
+bucket rows beside them, about FLUSH_ROWS rows."""
 BUFFER_MAX_ROWS = 10_000
 """Rows held for a step that never ends (a loop without optimizer.step) before writing them untagged."""
 
@@ -66,7 +64,7 @@ ENV_FLUSH_S = "PARADISE_TRACE_FLUSH_S"
 
 def rank_file_stem(rank: int, restart: int) -> str:
     """`pe-00003` for the first attempt, `pe-00003.restart-01` for torchrun restart 1."""
-    stem = pe_file_stem(rank)
+    stem = f"pe-{rank:05d}"
     return stem if restart == 0 else f"{stem}.restart-{restart:02d}"
 
 
@@ -101,6 +99,7 @@ class Tracer:
         self.writer = StepRowWriter(
             Path(directory),
             rank,
+            stem=rank_file_stem(rank, restart),  # distinct files per torchrun attempt
             flush_interval_s=flush_interval_s,
             source="torch",
             program=program,
@@ -116,7 +115,6 @@ class Tracer:
                 "tracer": "paradise-torch",
             },
         )
-        self.writer.stem = rank_file_stem(rank, restart)  # distinct files per torchrun attempt
         self.flush_interval_ns = int(flush_interval_s * 1e9)
         self.step: int | None = None  # number of the step in progress (None before the first)
         self._counter = 0  # steps completed in this process (fallback numbering)
@@ -137,11 +135,7 @@ class Tracer:
         self.ddp_watches: list[Any] = []  # tracers.torch.buckets.BucketWatch of DDP modules with hooked buckets
         self.dcp_installed = False
         self.step_callbacks: list[Any] = []  # called after each step row (e.g. profiler.step)
-        # The first Parquet write pays ~0.4 s of one-off setup: pay it now, off the main thread,
-        # so it never lands inside a training step.
         self.write(self.new_row("mark", "trace_start", self.now(), None))
-        self._warmup: threading.Thread | None = threading.Thread(target=self.writer.flush, daemon=True)
-        self._warmup.start()
 
     # clock
     def now(self) -> int:
@@ -281,9 +275,7 @@ class Tracer:
         for cb in self.step_callbacks:
             cb()
         w = self.writer
-        if (time.monotonic_ns() - w._last_flush > self.flush_interval_ns or len(w.phases) > FLUSH_PHASE_VALUES) and (
-            self._warmup is None or not self._warmup.is_alive()
-        ):
+        if time.monotonic_ns() - w._last_flush > self.flush_interval_ns or len(w.phases) > FLUSH_PHASE_VALUES:
             self.flush()
 
     def explicit_step(self, n: int, t0_wall: int, t1_wall: int) -> None:
@@ -332,18 +324,12 @@ class Tracer:
     def flush(self) -> None:
         if self.closed:
             return
-        if self._warmup is not None:
-            self._warmup.join()
-            self._warmup = None
         self.writer.flush()
 
     def close(self, complete: bool) -> None:
-        """Writes everything still buffered and compacts this rank's file."""
+        """Writes everything still buffered and closes this rank's spool (converted after the run)."""
         if self.closed:
             return
-        if self._warmup is not None:
-            self._warmup.join()
-            self._warmup = None
         self._emit_buffer(None, None)
         for r in self._inflight:
             self.writer.append(tuple(r))

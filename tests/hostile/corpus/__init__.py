@@ -10,6 +10,7 @@ from tests.hostile.corpus import (  # noqa: F401
     nsys,
     options,
     outputs,
+    spools,
     surface,
     traces,
 )
