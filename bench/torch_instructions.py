@@ -5,7 +5,8 @@ noise floor is ~100 us); instruction counts do not depend on the load. One proce
 gloo, examples/ddp_train.py's model and train_step, one model instance) runs 10-step blocks in a
 mirrored order (untraced, traced, hooks, clock, clock, hooks, traced, untraced: the drift between
 blocks cancels), with the tracer's timed flush off; callgrind dumps its counters at each block
-boundary (a call of getppid marks them). `traced` is the tracer as it runs; `hooks` the same hooks
+boundary (a call of getppid marks them); a full garbage collection before each block (not counted) starts
+every block from the same collector state. `traced` is the tracer as it runs; `hooks` the same hooks
 installed over a tracer whose clock returns 0 and whose recording methods do nothing (what it costs
 torch and Python to call the hooks at all); `clock` that tracer with its real clock. So: hook
 calls = hooks - untraced, clock reads = clock - hooks, row keeping = traced - clock. The traced
@@ -22,6 +23,7 @@ Needs valgrind; under valgrind a run takes ~10 minutes, most of it importing tor
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import re
 import shutil
@@ -106,6 +108,7 @@ def child(root: str, steps: int) -> None:
             continue
         if block in tracers:
             hooks.install(tracers[block], [model[0]])
+        gc.collect()  # every block starts from the same collector state (outside the counted region)
         os.getppid()
         for s in range(steps):
             d.train_step(*model, *batches[s])

@@ -117,3 +117,41 @@ def test_a_programs_own_comm_hook_records_nothing_once_detached(tmp_path, world_
         steps = eng.sql("SELECT step FROM events WHERE kind = 'step' ORDER BY step").to_pylist()
     assert [r["step"] for r in steps] == [0, 1, 2]
     assert [r["step"] for r in buckets] == [0, 1, 2]  # one launch per step through the comm hook, none after
+
+
+def test_hooks_read_the_clock_without_a_python_frame(tmp_path, world_of_one):
+    """A traced step reads the clock by C calls (time.time_ns), never through Tracer.now's frame,
+    and still records one phase row per hook and a launch per bucket (the hooks' per-step frames)."""
+    import sys
+
+    from tracers.torch import hooks
+    from tracers.torch.tracer import Tracer
+
+    model, opt = _model()
+    _steps(model, opt, 3)
+    tr = Tracer(tmp_path / "trace", rank=0, world_size=1)
+    calls: dict[str, int] = {}
+
+    def count(frame, event, arg):  # noqa: ANN001, ANN202
+        if event == "call":
+            key = frame.f_code.co_qualname
+        elif event == "c_call" and "/tracers/torch/" in frame.f_code.co_filename:
+            key = f"c:{getattr(arg, '__name__', '')}"
+        else:
+            return
+        calls[key] = calls.get(key, 0) + 1
+
+    n = 4
+    with hooks.tracing(tr, [model]):
+        _steps(model, opt, 1)
+        sys.setprofile(count)
+        try:
+            _steps(model, opt, n)
+        finally:
+            sys.setprofile(None)
+    tr.close(complete=True)
+    buckets = len(model._get_ddp_logging_data()["rebuilt_bucket_sizes"].replace(",", " ").split())
+    assert calls.get("Tracer.now", 0) == 0
+    # forward 2 reads, backward 2, optimizer pre and post 1 each, a launch per bucket
+    assert calls.get("c:time_ns", 0) == n * (6 + buckets)
+    assert calls.get("Tracer.compute", 0) == n * 4  # forward, loss, backward, optimizer

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracers.torch import clock
 from tracers.torch.tracer import Tracer
 
 MAX_TRIES = 4
@@ -79,10 +80,11 @@ class BucketWatch:
 
     def _hook(self, k: int) -> Any:
         launch, module, tr = self.launch, self.module, self.tr
+        read, base = clock.reader(tr)
 
         def ready(_param: Any) -> None:
             if module.require_backward_grad_sync:  # under no_sync() DDP reduces nothing
-                launch[k] = t = tr.now()
+                launch[k] = t = read() - base
                 tr.last_launch = t
 
         return ready

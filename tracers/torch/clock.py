@@ -21,7 +21,7 @@ from tracers.clock import (
     skewed,
 )
 
-__all__ = ["END_TIMEOUT_S", "ENV_FAKE_SKEW", "METHOD", "exchange", "fake_skew", "wall_clock"]
+__all__ = ["END_TIMEOUT_S", "ENV_FAKE_SKEW", "METHOD", "exchange", "fake_skew", "reader", "wall_clock"]
 
 
 def wall_clock(rank: int, origin_ns: int) -> Callable[[], int]:
@@ -30,6 +30,17 @@ def wall_clock(rank: int, origin_ns: int) -> Callable[[], int]:
     if skew is None:
         return time.time_ns
     return skewed(time.time_ns, skew[0], skew[1], origin_ns)
+
+
+def reader(tr: Any) -> tuple[Callable[[], int], int]:
+    """(read, base) with read() - base equal to tr.now(), for the hooks' per-step clock reads:
+    time.time_ns (a C call: no Python frame per read) and the tracer's base when the tracer keeps
+    Tracer.now's plain clock; tr.now and 0 when it has another (an injected skew, a subclass)."""
+    from tracers.torch.tracer import Tracer
+
+    if type(tr).now is Tracer.now and "now" not in vars(tr):
+        return time.time_ns, tr._base
+    return tr.now, 0
 
 
 def exchange(now: Callable[[], int], rank: int, world: int, group: Any, send: Any, recv: Any,

@@ -9,6 +9,7 @@ from typing import Any
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
+from tracers.torch import clock
 from tracers.torch.buckets import MAX_TRIES, BucketWatch
 from tracers.torch.patching import attached, end_on_completion, group_label, guard, installed, patch
 from tracers.torch.tracer import BYTES, CAT, COLL, DTYPE, GROUP, GSIZE, OBJ, Tracer
@@ -51,19 +52,22 @@ def _traced_forward(tr: Tracer, orig_forward: Any) -> Any:
     """DistributedDataParallel.forward that records the forward phase of attached modules.
 
     A class-level wrapper, not module forward hooks: a module with hooks takes nn.Module's slow
-    call path; the wrapper adds one Python frame."""
+    call path; the wrapper adds one Python frame (its clock reads and the tracer's method are
+    bound once: no frame for the clock)."""
+    read, base = clock.reader(tr)
+    compute = tr.compute
 
     def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
         watch = self.__dict__.get("_paradise_buckets")
         if watch is None:  # a module not attached (or detached): as untraced
             return orig_forward(self, *args, **kwargs)
-        t0 = tr.now()
+        t0 = read() - base
         tr.forward_seen = True
         if tr.step_start is None:
             tr.step_start = t0
         out = orig_forward(self, *args, **kwargs)
-        t1 = tr.now()
-        tr.compute("forward", t0, t1)
+        t1 = read() - base
+        compute("forward", t0, t1)
         tr.fwd_end = t1
         if not watch.ready and watch.active and watch.tries < MAX_TRIES:
             watch.try_install()

@@ -130,13 +130,16 @@ def _wrap_collective(tr: Tracer, name: str, orig: Any, idx: int | None, key: str
 
 def _install_backward(tr: Tracer) -> None:
     orig_backward = torch.autograd.backward
+    read, base = clock.reader(tr)
+    compute, watches = tr.compute, tr.ddp_watches
 
     def backward(*args: Any, **kwargs: Any) -> Any:
-        t0 = tr.now()
+        t0 = read() - base
         if tr.step_start is None:
             tr.step_start = t0
-        if tr.fwd_end is not None:
-            tr.compute("loss", tr.fwd_end, t0)
+        fwd_end = tr.fwd_end
+        if fwd_end is not None:
+            compute("loss", fwd_end, t0)
             tr.fwd_end = None
         tr.last_launch = None
         try:
@@ -145,10 +148,10 @@ def _install_backward(tr: Tracer) -> None:
             tr.failure(exc, "backward", t0)
             raise
         finally:
-            t1 = tr.now()
+            t1 = read() - base
             launch = tr.last_launch
-            tr.compute("backward", t0, launch if launch is not None and launch >= t0 else t1)
-            for watch in tr.ddp_watches:  # DDP returns once every bucket is reduced
+            compute("backward", t0, launch if launch is not None and launch >= t0 else t1)
+            for watch in watches:  # DDP returns once every bucket is reduced
                 watch.emit(t1)
 
     patch(torch.autograd, "backward", backward)
@@ -173,6 +176,8 @@ def _install_optimizer(tr: Tracer) -> None:
     load_state_dict), then counted, so a resumed run keeps the script's numbering cheaply."""
     pending: dict[int, tuple[int, int]] = {}
     base: dict[int, int] = {}  # id(optimizer) -> number of its next step
+    read, t_base = clock.reader(tr)
+    compute, modules = tr.compute, sys.modules
 
     def pre(opt: Any, args: Any, kwargs: Any) -> None:
         key = id(opt)
@@ -181,15 +186,15 @@ def _install_optimizer(tr: Tracer) -> None:
             own = _state_step(opt)
             n = tr._counter if own is None else own
         base[key] = n + 1
-        pending[key] = (tr.now(), n)
+        pending[key] = (read() - t_base, n)
 
     def post(opt: Any, args: Any, kwargs: Any) -> None:
-        t1 = tr.now()
+        t1 = read() - t_base
         t0, n = pending.pop(id(opt), (t1, tr._counter))
-        tr.compute("optimizer", t0, t1)
+        compute("optimizer", t0, t1)
         if not tr._explicit:
             tr.end_step(n, None, t1)
-        if not tr.dcp_installed and DCP_MODULE in sys.modules:
+        if not tr.dcp_installed and DCP_MODULE in modules:
             install_dcp(tr)
 
     orig_load = torch.optim.Optimizer.load_state_dict
