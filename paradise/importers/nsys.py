@@ -13,6 +13,7 @@ import os
 import re
 import warnings
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -382,13 +383,15 @@ def _time_ordered_rows(f: _File, ctx: Context, in_order: bool, scratch: Path) ->
 
 def _write(files: list[_File], shift: dict[Path, int], step_re: re.Pattern, meta: dict[bytes, bytes],
            final_tmp: Path, total: int, on_progress: ProgressCallback | None, in_order: bool, guess: bool) -> None:
-    """Every file's rows through one ParquetWriter, in row groups of about OUT_ROW_GROUP rows."""
+    """Every file's rows through one ParquetWriter, in row groups of about OUT_ROW_GROUP rows, each
+    written on a second thread while the next is read (both release the GIL for most of their work)."""
     schema = SCHEMA.with_metadata(meta)
     done = 0
     with pq.ParquetWriter(final_tmp, schema, use_dictionary=DICT_COLUMNS,
                           compression={c: "zstd" if c in ZSTD_COLUMNS else "none" for c in schema.names},
                           column_encoding=dict.fromkeys(DELTA_COLUMNS, "DELTA_BINARY_PACKED"),
-                          write_statistics=[c for c in schema.names if c not in NO_STATISTICS]) as writer:
+                          write_statistics=[c for c in schema.names if c not in NO_STATISTICS]) as writer, \
+            _GroupWriter(writer, meta) as groups:
         pending: list[pa.Table] = []
         rows = 0
         for i, f in enumerate(files):
@@ -404,7 +407,39 @@ def _write(files: list[_File], shift: dict[Path, int], step_re: re.Pattern, meta
                 if on_progress is not None:
                     on_progress(min(done, total), total)
                 if rows >= OUT_ROW_GROUP:
-                    writer.write_table(pa.concat_tables(pending).replace_schema_metadata(meta))
+                    groups.write(pending)
                     pending, rows = [], 0
         if pending:
-            writer.write_table(pa.concat_tables(pending).replace_schema_metadata(meta))
+            groups.write(pending)
+
+
+class _GroupWriter:
+    """Writes row groups on one background thread, one group at a time and in the order given:
+    at most one group is being written while the next is built (memory stays bounded)."""
+
+    def __init__(self, writer: pq.ParquetWriter, meta: dict[bytes, bytes]) -> None:
+        self._writer, self._meta = writer, meta
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="paradise-nsys-write")
+        self._inflight: Future | None = None
+
+    def write(self, tables: list[pa.Table]) -> None:
+        self._wait()
+        self._inflight = self._pool.submit(self._write_group, tables)
+
+    def _write_group(self, tables: list[pa.Table]) -> None:
+        self._writer.write_table(pa.concat_tables(tables).replace_schema_metadata(self._meta))
+
+    def _wait(self) -> None:
+        if self._inflight is not None:
+            inflight, self._inflight = self._inflight, None
+            inflight.result()  # the write's error, raised here
+
+    def __enter__(self) -> _GroupWriter:
+        return self
+
+    def __exit__(self, exc_type, *_: object) -> None:
+        try:
+            if exc_type is None:
+                self._wait()
+        finally:
+            self._pool.shutdown(wait=True)  # an error elsewhere: the write in flight ends before the file closes

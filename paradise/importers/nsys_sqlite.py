@@ -8,10 +8,12 @@ on PATH.
 
 from __future__ import annotations
 
+import queue
 import re
 import shutil
 import sqlite3
 import subprocess
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +35,10 @@ META_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")
 """Where the export writes its product and schema version (3.x name first, then 2.x)."""
 REPORT_SUFFIXES = (".nsys-rep", ".qdrep")
 BATCH_ROWS = 65_536
-"""Rows per Arrow record batch the ADBC driver hands over: the most of a table held at once."""
+"""Rows per Arrow record batch the ADBC driver hands over."""
+PREFETCH = 2
+"""Batches each table's reader thread reads ahead of the import: with the one being turned into
+rows, the most of a table held at once is PREFETCH + 1 batches."""
 MMAP_BYTES = 1 << 40
 """PRAGMA mmap_size of both connections (SQLite caps it at its build's limit, 2 GiB here): pages
 are read from the mapped file instead of copied into SQLite's page cache (the export is opened
@@ -74,6 +79,7 @@ class Export:
     """The read-only SQLite URI both connections open (sqlite3 for small queries, ADBC for the rows)."""
     tables: dict[str, set[str]] = field(default_factory=dict)
     _adbc: tuple[adbc.AdbcDatabase, adbc.AdbcConnection] | None = None
+    _readers: set[_Prefetch] = field(default_factory=set)
 
     def has(self, table: str) -> bool:
         return table in self.tables
@@ -127,50 +133,116 @@ class Export:
             yield cols[:-1], call_function("if_else", [null, pa.nulls(len(texts), pa.string()), texts])
 
     def _stream(self, table: str, sql: str) -> Iterator[pa.RecordBatch]:
-        """The query's record batches from the ADBC driver; its errors refused in one line naming the table."""
-        stmt = adbc.AdbcStatement(self._adbc_connection())
+        """The query's record batches from the ADBC driver, read on a thread of its own (with a
+        connection of its own) PREFETCH batches ahead of the caller: SQLite and the driver release
+        the GIL, so the rows of one table are read while those of another are turned into paradise
+        rows. Its errors are refused in one line naming the table."""
+        reader = _Prefetch(self._adbc_connection(new=True), sql)
+        self._readers.add(reader)
         try:
-            stmt.set_options(**{"adbc.sqlite.query.batch_rows": str(BATCH_ROWS)})
-            stmt.set_sql_query(sql)
-            handle, _ = stmt.execute_query()
-            reader = pa.RecordBatchReader._import_from_c(handle.address)
-            while True:
-                try:
-                    batch = reader.read_next_batch()
-                except StopIteration:
-                    break
-                if batch.num_rows:
-                    yield batch
+            for item in reader:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
         except (adbc.Error, OSError, pa.ArrowException) as exc:
             text = str(exc)
             if "Type mismatch" in text:
                 raise self.not_integer(table) from None
             raise _damaged(self.path, exc) from None
         finally:
-            stmt.close()
+            reader.stop()
+            self._readers.discard(reader)
 
     def not_integer(self, table: str) -> ImportFormatError:
         """The one-line refusal of a table holding a value that is not an integer."""
         return ImportFormatError(f"{self.path}: table {table} holds a value that is not an integer")
 
-    def _adbc_connection(self) -> adbc.AdbcConnection:
+    def _adbc_connection(self, new: bool = False) -> adbc.AdbcConnection:
+        """The export's ADBC connection (`new`: one more, for a reader thread; it closes it)."""
         if self._adbc is None:
             db = adbc_driver_sqlite.connect(self.uri)
-            self._adbc = (db, adbc.AdbcConnection(db))
-            stmt = adbc.AdbcStatement(self._adbc[1])
-            try:
-                stmt.set_sql_query(f"PRAGMA mmap_size = {MMAP_BYTES}")
-                stmt.execute_update()
-            finally:
-                stmt.close()
-        return self._adbc[1]
+            self._adbc = (db, _mapped(adbc.AdbcConnection(db)))
+        return _mapped(adbc.AdbcConnection(self._adbc[0])) if new else self._adbc[1]
 
     def close(self) -> None:
+        for reader in list(self._readers):  # a stream left unfinished: its thread ends first
+            reader.stop()
+        self._readers.clear()
         self.con.close()
         if self._adbc is not None:
             self._adbc[1].close()
             self._adbc[0].close()
             self._adbc = None
+
+
+def _mapped(con: adbc.AdbcConnection) -> adbc.AdbcConnection:
+    """con, reading the file's pages through mmap (MMAP_BYTES)."""
+    stmt = adbc.AdbcStatement(con)
+    try:
+        stmt.set_sql_query(f"PRAGMA mmap_size = {MMAP_BYTES}")
+        stmt.execute_update()
+    finally:
+        stmt.close()
+    return con
+
+
+class _Prefetch:
+    """A query's record batches, read on a daemon thread into a queue of PREFETCH batches; an
+    error is handed over as the last item. The thread owns the connection and closes it."""
+
+    _END = object()
+
+    def __init__(self, con: adbc.AdbcConnection, sql: str) -> None:
+        self._queue: queue.Queue = queue.Queue(maxsize=PREFETCH)
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._read, args=(con, sql), daemon=True,
+                                        name="paradise-nsys-read")
+        self._thread.start()
+
+    def _read(self, con: adbc.AdbcConnection, sql: str) -> None:
+        try:
+            stmt = adbc.AdbcStatement(con)
+            reader = None
+            try:
+                stmt.set_options(**{"adbc.sqlite.query.batch_rows": str(BATCH_ROWS)})
+                stmt.set_sql_query(sql)
+                handle, _ = stmt.execute_query()
+                reader = pa.RecordBatchReader._import_from_c(handle.address)
+                for batch in reader:
+                    if batch.num_rows and not self._put(batch):
+                        return
+            finally:
+                if reader is not None:
+                    reader.close()
+                stmt.close()
+            self._put(self._END)
+        except BaseException as exc:  # handed to the caller, who refuses it naming the table
+            self._put(exc)
+        finally:
+            con.close()
+
+    def _put(self, item: object) -> bool:
+        while not self._stopped.is_set():
+            try:
+                self._queue.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def __iter__(self) -> Iterator[pa.RecordBatch | BaseException]:
+        while True:
+            item = self._queue.get()
+            if item is self._END:
+                return
+            yield item
+            if isinstance(item, BaseException):
+                return
+
+    def stop(self) -> None:
+        """Ends the thread (its batches not taken are dropped) and waits for it."""
+        self._stopped.set()
+        self._thread.join()
 
 
 def _ints(col: pa.Array, null: int = -1) -> np.ndarray:
