@@ -171,7 +171,8 @@ def main() -> None:
     out = WORK / "out.parquet"
     print(f"{'file':<40} {'MiB':>5} {'rows':>8} | {'wall s: CLI':>11} {'API':>5} {'pandas':>6} {'Pipit':>6} | "
           f"{'CPU s: CLI':>10} {'API':>5} {'pandas':>6} {'Pipit':>6} | {'PSS MiB: CLI':>12} {'API':>4} "
-          f"{'pandas':>6} {'Pipit':>6} | {'CPU ratio pandas/API':>20} {'Pipit/API':>9}")
+          f"{'pandas':>6} {'Pipit':>6} | {'CPU ratio pandas/API':>20} {'Pipit/API':>9} | {'wall ratio Pipit/API':>20} "
+          f"{'Pipit/CLI':>9}")
     failures: list[str] = []
     for f in inputs:
         con = sqlite3.connect(f"file:{f}?mode=ro", uri=True)
@@ -195,9 +196,12 @@ def main() -> None:
               f"{api['wall']:>5.2f} {pd_['wall']:>6.2f} {col(pip, 'wall', 6, '.2f')} | {cli['cpu']:>10.2f} "
               f"{api['cpu']:>5.2f} {pd_['cpu']:>6.2f} {col(pip, 'cpu', 6, '.2f')} | {cli['pss_mib']:>12.0f} "
               f"{api['pss_mib']:>4.0f} {pd_['pss_mib']:>6.0f} {col(pip, 'pss_mib', 6, '.0f')} | "
-              f"{pd_['cpu'] / api['cpu']:>20.2f} {(pip['cpu'] / api['cpu']) if pip else float('nan'):>9.2f}")
+              f"{pd_['cpu'] / api['cpu']:>20.2f} {(pip['cpu'] / api['cpu']) if pip else float('nan'):>9.2f} | "
+              f"{(pip['wall'] / api['wall']) if pip else float('nan'):>20.2f} "
+              f"{(pip['wall'] / cli['wall']) if pip else float('nan'):>9.2f}")
     print(f"median of {a.repeat} runs per cell; CLI = `paradise import nsys` (command start-up included), API = "
-          "import_trace in a bare python; pandas = read_sql_query of the same tables (a floor, not Pipit)")
+          "import_trace in a bare python; pandas = read_sql_query of the same tables (a floor, not Pipit); "
+          "wall ratios: what a user waits (the import reads and writes on threads; Pipit runs on one)")
     print(f"bytecode compiled before the runs (as installed): {compiled}" + (f" and {a.pipit_src}" if pipit_py else ""))
     if pipit_py is None:
         print(f"Pipit: not run ({why})")
