@@ -24,7 +24,7 @@ from typing import Any, BinaryIO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from paradise.format import COLUMN_NAMES, LOW_CARDINALITY_STRINGS, SCHEMA, make_metadata
+from paradise.format import LOW_CARDINALITY_STRINGS, SCHEMA, make_metadata, row_tuple
 from paradise.format.schema import tuple_rows_table
 
 FLUSH_ROWS = 50_000
@@ -99,10 +99,7 @@ class TraceWriter:
 
     def append_dict(self, **fields: Any) -> None:
         """Convenience for rare events: keyword fields by column name."""
-        unknown = set(fields) - set(COLUMN_NAMES)
-        if unknown:
-            raise ValueError(f"unknown trace columns: {sorted(unknown)}")
-        self.append(tuple(fields.get(c) for c in COLUMN_NAMES))
+        self.append(row_tuple(**fields))
 
     def set_metadata(self, **fields: Any) -> None:
         """Updates metadata for the parts flushed from now on and the final file."""

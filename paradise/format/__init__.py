@@ -108,6 +108,15 @@ INDEX_BITS = 21
 """Bits per dimension when packing an N-D index (up to 3 dims of 2M each) into `obj`."""
 
 
+def row_tuple(**fields: Any) -> tuple:
+    """A row in COLUMN_NAMES order from keyword fields by column name (absent: null); a name that
+    is not a trace column raises ValueError. What the writers' `append_dict` takes for rare rows."""
+    unknown = set(fields) - set(COLUMN_NAMES)
+    if unknown:
+        raise ValueError(f"unknown trace columns: {sorted(unknown)}")
+    return tuple(fields.get(c) for c in COLUMN_NAMES)
+
+
 def pack_index(index: tuple[int, ...] | list[int] | int) -> int:
     """Packs an object index into one int64 so joins on objects stay integer joins."""
     if isinstance(index, int):

@@ -63,6 +63,19 @@ def from_numpy(values: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
     return pa.Array.from_buffers(typ, len(values), [bitmap(valid), data], null_count=nulls)
 
 
+def strings(values: list) -> pa.Array:
+    """A string array from str/None values (None -> null)."""
+    n = len(values)
+    encoded = [b"" if v is None else v.encode() for v in values]
+    lens = np.fromiter(map(len, encoded), dtype=np.int64, count=n)
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(lens, out=offsets[1:])
+    valid = np.fromiter((v is not None for v in values), dtype=np.bool_, count=n)
+    nulls = int(n - np.count_nonzero(valid))
+    buffers = [bitmap(valid) if nulls else None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
+    return pa.Array.from_buffers(pa.string(), n, buffers, null_count=nulls)
+
+
 NULLS_HELD = 1 << 18
 """Rows of the all-null column held per type by `nulls` (about 2 MiB for an int64)."""
 _NULLS: dict[pa.DataType, pa.Array] = {}

@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from paradise.format import COLUMN_NAMES, LOW_CARDINALITY_STRINGS, REQUIRED_COLUMNS, make_metadata
+from paradise.format.arrays import bitmap, from_numpy, nulls, strings
 from paradise.format.order import time_ordered
 from paradise.format.schema import SCHEMA, tuple_rows_table
 from paradise.format.spool import HEAD, META, RECORD, ROWS, SPOOL_VERSION, STRS, SUFFIX, TAGS, TUPL
@@ -46,26 +47,10 @@ class SpoolError(ValueError):
     """A spool that cannot be converted; the message names the file and the problem."""
 
 
-def _ints(values: np.ndarray, mask: np.ndarray, typ: pa.DataType, np_type) -> pa.Array:
-    """Arrow ints straight from numpy buffers (pa.array(ndarray) would import pandas: ~1 s)."""
-    data = pa.py_buffer(np.ascontiguousarray(values.astype(np_type, copy=False)))
-    nulls = int(mask.sum())
-    valid = pa.py_buffer(np.packbits(~mask, bitorder="little")) if nulls else None
-    return pa.Array.from_buffers(typ, len(values), [valid, data], null_count=nulls)
-
-
-def _strings(texts: list[str]) -> pa.Array:
-    """Arrow strings from buffers (pa.array on a list would import pandas too)."""
-    encoded = [t.encode() for t in texts]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int32)
-    np.cumsum([len(e) for e in encoded], out=offsets[1:])
-    return pa.Array.from_buffers(pa.string(), len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
-
-
-def _string_column(values: np.ndarray, mask: np.ndarray, strings: pa.Array) -> pa.Array:
+def _string_column(values: np.ndarray, mask: np.ndarray, texts: pa.Array) -> pa.Array:
     """A string column from codes by gathering the texts' bytes."""
-    offsets_in = np.frombuffer(strings.buffers()[1], dtype=np.int32, count=len(strings) + 1)
-    blob = strings.buffers()[2]
+    offsets_in = np.frombuffer(texts.buffers()[1], dtype=np.int32, count=len(texts) + 1)
+    blob = texts.buffers()[2]
     data = np.frombuffer(blob, dtype=np.uint8) if blob is not None else np.zeros(0, dtype=np.uint8)
     starts, lens = offsets_in[:-1].astype(np.int64), np.diff(offsets_in).astype(np.int64)
     codes = np.where(mask, 0, values)
@@ -75,20 +60,20 @@ def _string_column(values: np.ndarray, mask: np.ndarray, strings: pa.Array) -> p
     total = int(offsets[-1])
     src = np.repeat(starts[codes] - offsets[:-1], row_lens) + np.arange(total) if total else np.zeros(0, np.int64)
     nulls = int(mask.sum())
-    valid = pa.py_buffer(np.packbits(~mask, bitorder="little")) if nulls else None
+    valid = bitmap(~mask) if nulls else None
     return pa.Array.from_buffers(pa.string(), len(values), [valid, pa.py_buffer(offsets), pa.py_buffer(data[src])],
                                  null_count=nulls)
 
 
-def _column(values: np.ndarray, null: int, typ: pa.DataType, strings: pa.Array) -> pa.Array:
+def _column(values: np.ndarray, null: int, typ: pa.DataType, texts: pa.Array) -> pa.Array:
     mask = values == null
     if pa.types.is_string(typ):
-        return _string_column(values, mask, strings)
+        return _string_column(values, mask, texts)
     if pa.types.is_dictionary(typ):
-        return pa.DictionaryArray.from_arrays(_ints(np.where(mask, 0, values), mask, pa.int32(), np.int32), strings)
+        return pa.DictionaryArray.from_arrays(from_numpy(np.where(mask, 0, values).astype(np.int32), ~mask), texts)
     if typ == pa.int32():
-        return _ints(values, mask, typ, np.int32)
-    return _ints(values, mask, pa.int64(), np.int64)  # every other column of SCHEMA packs as int64
+        return from_numpy(values.astype(np.int32), ~mask)
+    return from_numpy(values, ~mask)  # every other column of SCHEMA packs as int64
 
 
 def packed_table(data: bytes | memoryview, columns: list[str], fill: dict[str, int], null: int,
@@ -97,17 +82,16 @@ def packed_table(data: bytes | memoryview, columns: list[str], fill: dict[str, i
     columns are codes into `texts`, `null` is null, a column in `fill` holds that constant, any other is null."""
     arr = np.frombuffer(data, dtype="<i8").reshape(-1, len(columns))
     by_field = arr.T[:, order] if order is not None else np.ascontiguousarray(arr.T)  # one copy: columns contiguous
-    strings = _strings(texts)
+    table_strings = strings(texts)
     n = arr.shape[0]
     cols = []
     for field in SCHEMA:
         if field.name in columns:
-            cols.append(_column(by_field[columns.index(field.name)], null, field.type, strings))
+            cols.append(_column(by_field[columns.index(field.name)], null, field.type, table_strings))
         elif field.name in fill:
-            typ, np_type = (pa.int32(), np.int32) if field.type == pa.int32() else (pa.int64(), np.int64)
-            cols.append(_ints(np.full(n, fill[field.name], dtype=np.int64), np.zeros(n, dtype=bool), typ, np_type))
+            cols.append(from_numpy(np.full(n, fill[field.name], dtype=np.int32 if field.type == pa.int32() else np.int64)))
         else:
-            cols.append(pa.nulls(n, field.type))
+            cols.append(nulls(n, field.type))
     return pa.Table.from_arrays(cols, schema=SCHEMA)
 
 

@@ -10,22 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from paradise.format.arrays import bitmap, from_numpy, to_numpy, validity
+from paradise.format.arrays import bitmap, from_numpy, strings, to_numpy, validity
 
 __all__ = ["from_numpy", "strings", "sparse_dict_strings", "to_numpy", "validity"]
-
-def strings(values: list) -> pa.Array:
-    """A string array from str/None values (None -> null)."""
-    n = len(values)
-    encoded = [b"" if v is None else v.encode() for v in values]
-    lens = np.fromiter(map(len, encoded), dtype=np.int64, count=n)
-    offsets = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(lens, out=offsets[1:])
-    valid = np.fromiter((v is not None for v in values), dtype=np.bool_, count=n)
-    nulls = int(n - np.count_nonzero(valid))
-    buffers = [bitmap(valid) if nulls else None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
-    return pa.Array.from_buffers(pa.string(), n, buffers, null_count=nulls)
-
 
 def sparse_dict_strings(n: int, items: list[tuple[int, str]]) -> pa.DictionaryArray:
     """A dictionary column of n rows, null except at the (row, text) items given."""

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from paradise.format import COLUMN_NAMES
+from paradise.format import row_tuple
 from tracers.charm.rowbuf import LAYOUT, PyRecorder, Strings
 from tracers.spool import Spool
 
@@ -44,10 +44,7 @@ class PackedWriter:
         self._rows.append(row)
 
     def append_dict(self, **fields: Any) -> None:
-        unknown = set(fields) - set(COLUMN_NAMES)
-        if unknown:
-            raise ValueError(f"unknown trace columns: {sorted(unknown)}")
-        self.append(tuple(fields.get(c) for c in COLUMN_NAMES))
+        self.append(row_tuple(**fields))
 
     def set_metadata(self, **fields: Any) -> None:
         """Metadata from here on (the converted file holds the last value of each field)."""

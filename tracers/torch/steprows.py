@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from paradise.format import COLUMN_NAMES
+from paradise.format import row_tuple
 from paradise.format.spool import NULL
 from tracers.spool import Spool
 
@@ -110,10 +110,7 @@ class StepRowWriter:
             self.flush()
 
     def append_dict(self, **fields: Any) -> None:
-        unknown = set(fields) - set(COLUMN_NAMES)
-        if unknown:
-            raise ValueError(f"unknown trace columns: {sorted(unknown)}")
-        self.append(tuple(fields.get(c) for c in COLUMN_NAMES))
+        self.append(row_tuple(**fields))
 
     def set_metadata(self, **fields: Any) -> None:
         """Metadata from here on (the converted file holds the last value of each field)."""
