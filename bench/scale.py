@@ -6,7 +6,7 @@ torch trace (`--torch`, default 10^8 rows), each command runs once as a subproce
             (count, sums, distinct counts): the floor any analysis pays,
   * full:   `paradise analyze --json` (every analysis that applies),
   * first:  `paradise analyze --json --only overview` (the first report),
-  * dask:   `paradise analyze --json --scheduler local --workers 2 --worker-memory 2GiB`,
+  * dask:   `paradise analyze --json --scheduler local --workers 2 --worker-memory 2GiB` (--worker-memory),
   * floor:  (charm) a fresh interpreter running, in DuckDB under the memory share analyze gives it,
             only the two operations any exact exec graph needs: each exec's predecessor on its PE
             (a window per PE in (t0, t1) order) and each exec's send (a hash join on msg), on the
@@ -24,7 +24,7 @@ reported as such. Each full run is checked against the trace's ground truth (syn
 Then the ratios: CPU of full / scan per size and time per row growth from 10^7 to 10^8 rows.
 
 Run: flock /tmp/paradise-bench.lock nice -n 5 .venv/bin/python bench/scale.py [--sizes 1e6,1e7]
-     [--torch 1e8|0] [--pes 64] [--dir /tmp/paradise-scale] [--rss-cap 12GiB] [--memory-limit 2GiB] [--keep]
+     [--torch 1e8|0] [--pes 64] [--dir /tmp/paradise-scale] [--rss-cap 12GiB] [--memory-limit 2GiB] [--worker-memory 2GiB] [--keep]
      [--commands scan,full,first,dask,floor] [--spill-log FILE]
 """
 
@@ -281,7 +281,7 @@ COMMANDS = ("scan", "full", "first", "dask", "floor")
 
 
 def one_size(kind: str, rows: int, pes: int, base: Path, cap: int, keep: bool,
-             commands: tuple[str, ...] = COMMANDS) -> dict[str, Run]:
+             commands: tuple[str, ...] = COMMANDS, worker_memory: str = "2GiB") -> dict[str, Run]:
     """The commands on one trace, the trace deleted afterwards unless kept."""
     print(f"{kind} trace, {rows:.0e} rows, {pes} PEs:", flush=True)
     path = generate(kind, rows, pes, base)
@@ -291,7 +291,7 @@ def one_size(kind: str, rows: int, pes: int, base: Path, cap: int, keep: bool,
         for label, cmd in (("scan", scan_cmd(path)), ("full", analyze_cmd(path)),
                            ("first", analyze_cmd(path, "--only", "overview")),
                            ("dask", analyze_cmd(path, "--scheduler", "local", "--workers", "2",
-                                                "--worker-memory", "2GiB")),
+                                                "--worker-memory", worker_memory)),
                            ("floor", floor_cmd(path))):
             if label not in commands or (label == "floor" and kind != "charm"):
                 continue
@@ -326,9 +326,10 @@ def cpu_ratio(r: dict[str, Run], label: str) -> str:
     return f"{r[label].cpu_s / max(r['scan'].cpu_s, 1e-9):.2f}x" if ok else "n/a"
 
 
-def summary(results: dict[tuple[str, int], dict[str, Run]]) -> None:
+def summary(results: dict[tuple[str, int], dict[str, Run]], worker_memory: str = "2GiB") -> None:
     print("\nsummary (wall s / CPU s / peak RSS MiB; ratios of CPU seconds to the scan's):")
-    print(f"  {'trace':14s} {'scan':>26s} {'full analyze':>26s} {'first report':>26s} {'dask (2 x 2 GiB)':>26s}"
+    dask = f"dask (2 x {worker_memory})"
+    print(f"  {'trace':14s} {'scan':>26s} {'full analyze':>26s} {'first report':>26s} {dask:>26s}"
           f" {'floor':>26s}  full/scan cpu  first/scan cpu  floor/scan cpu")
     for (kind, rows), r in results.items():
         cells = [r[k].cell() if k in r else "-" for k in ("scan", "full", "first", "dask", "floor")]
@@ -341,6 +342,12 @@ def summary(results: dict[tuple[str, int], dict[str, Run]]) -> None:
             if a and b and not (a.killed or b.killed or a.err or b.err):
                 print(f"  time per row 1e7 -> 1e8, {label}: wall {b.wall_s / 10 / a.wall_s:.2f}x, "
                       f"CPU {b.cpu_s / 10 / a.cpu_s:.2f}x (goal for full: <= 1.1x)")
+    if 10**8 in charm and 10**9 in charm:
+        for label in ("dask", "scan"):
+            a, b = charm[10**8].get(label), charm[10**9].get(label)
+            if a and b and not (a.killed or b.killed or a.err or b.err):
+                print(f"  time per row 1e8 -> 1e9, {label}: wall {b.wall_s / 10 / a.wall_s:.2f}x, "
+                      f"CPU {b.cpu_s / 10 / a.cpu_s:.2f}x (goal for dask: <= 1.2x)")
     torch = {rows: r for (kind, rows), r in results.items() if kind == "torch"}
     if 10**8 in torch:
         print(f"  torch 10^8 rows: full analyze {cpu_ratio(torch[10**8], 'full')} the scan's CPU (goal <= 6x), "
@@ -368,6 +375,7 @@ def main() -> None:
     ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "paradise-scale")
     ap.add_argument("--rss-cap", default="12GiB", help="kill a command whose process tree exceeds this")
     ap.add_argument("--keep", action="store_true", help="keep the generated traces")
+    ap.add_argument("--worker-memory", default="2GiB", help="each Dask worker's memory (the dask command)")
     ap.add_argument("--memory-limit", default=None, help="pass --memory-limit SIZE to every analyze run")
     ap.add_argument("--reuse", action="store_true",
                     help="use a trace an earlier --keep run generated under --dir instead of generating it again "
@@ -400,8 +408,8 @@ def main() -> None:
     results = {}
     for kind, rows in sizes:
         results[(kind, rows)] = one_size(kind, rows, args.pes if kind == "charm" else 8, args.dir, cap, args.keep,
-                                         commands)
-    summary(results)
+                                         commands, args.worker_memory)
+    summary(results, args.worker_memory)
     print(f"load average at end {os.getloadavg()[0]:.1f}")
 
 
