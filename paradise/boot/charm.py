@@ -45,9 +45,7 @@ def install(trace_dir: str | None, hints_dir: str | None, program: str) -> None:
         hooks.install_migration_hook(charm)
         hooks.install_greenlet_trace()
         hooks.install_atsync(chare)
-        import tracers.charm as api
-
-        api._step_hook = hooks.record_step
+        hooks.install_step_api()
     creation.install_creation_hooks(chare, charm)
     if hints_dir:
         from hints.runtime.charm_map import MappingConsumer

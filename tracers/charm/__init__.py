@@ -6,7 +6,7 @@ calling chare. It is a no-op unless the program runs under ``paradise trace char
 
 from __future__ import annotations
 
-_step_hook = None  # set by tracers.charm.hooks.install() when tracing is on
+_step_hook = None  # set by tracers.charm.hooks.install_step_api() when tracing is on (which may replace step too)
 
 
 def step(n: int) -> None:

@@ -26,8 +26,8 @@ static const int PACKED_TO_LAYOUT[NF] = {L_KIND, L_PE, L_T0, L_T1, L_ACTIVE, L_C
                                          L_NAME, L_MSG, L_PEER_PE, L_PEER_COLL, L_PEER_OBJ, L_BYTES, L_STEP,
                                          L_ARGS, L_EXEC_T0};
 /* identity record fields (tracers.charm.identity) */
-enum { I_COLL, I_OBJ, I_INDEX, I_CAT, I_STEP };
-enum { K_EXEC = 0, K_SEND = 1, K_IDLE = 2, K_PIECE = 6 }; /* hooks.KINDS */
+enum { I_COLL, I_OBJ, I_INDEX, I_CAT, I_STEP, I_EXPLICIT };
+enum { K_EXEC = 0, K_SEND = 1, K_IDLE = 2, K_STEP = 5, K_PIECE = 6 }; /* hooks.KINDS */
 #define MSG_PE_SHIFT 40
 #define IDLE_MIN_NS 10000
 
@@ -606,12 +606,14 @@ typedef struct {
     PyObject *run_globals; /* exec: the globals of charm4py 1.1's EntryMethod._run (em_run does its work), or NULL */
     PyObject *em_failed;   /* exec: hooks.em_failed, _run's except clauses */
     PyObject *em_block;    /* exec: hooks.em_block, _run's reply to a blocking call */
+    PyObject *ids;         /* exec: Registry.ids, id(chare) -> (weakref to it, identity record), or NULL */
     long long bcast, combined, index_bits;
+    long long step_name; /* step: code of the row name "step" */
 } Hook;
 
-enum { H_EXEC, H_PACK, H_ASEND };
+enum { H_EXEC, H_PACK, H_ASEND, H_STEP };
 enum { HEADER_MSG_KEY = 0, HEADER_CREATE_KEY = 1 }; /* rowbuf.MSG_KEY, CREATE_KEY: header keys of msg id, creation */
-static PyObject *s_pt_key, *s_pc_key, *s_dcopy_key, *s_pt_attr, *s_ptid_attr, *s_pending_create, *s_zero;
+static PyObject *s_pt_key, *s_pc_key, *s_dcopy_key, *s_pt_attr, *s_pending_create, *s_zero;
 static PyObject *s_charm, *s_last_em_exec, *s_name, *s_ret_fut, *s_block_key;
 
 #define EM_MAX_ARGS 16
@@ -696,6 +698,21 @@ static inline int list_get_ll(PyObject *list, Py_ssize_t i, long long *out) {
     return get_ll(PyList_GET_ITEM(list, i), out);
 }
 
+/* The identity record of a chare in h->ids (Registry.ids: id(obj) -> (weakref to obj, record)), a new
+ * reference; NULL without an error when it has none (or a record that is not a list). */
+static PyObject *ids_lookup(Hook *h, PyObject *obj) {
+    if (h->ids == NULL) return NULL;
+    PyObject *key = PyLong_FromVoidPtr(obj);
+    if (key == NULL) return NULL;
+    PyObject *e = PyDict_GetItemWithError(h->ids, key); /* borrowed */
+    Py_DECREF(key);
+    if (e == NULL || !PyTuple_CheckExact(e) || PyTuple_GET_SIZE(e) != 2) return NULL;
+    PyObject *ref = PyTuple_GET_ITEM(e, 0), *ident = PyTuple_GET_ITEM(e, 1);
+    if (!PyWeakref_CheckRef(ref) || PyWeakref_GET_OBJECT(ref) != obj || !PyList_Check(ident)) return NULL;
+    Py_INCREF(ident);
+    return ident;
+}
+
 /* EntryMethod._run(self, obj, header, args[, ret_fut]) of a plain entry method on a known object,
  * run while no other execution runs (charm4py passes ret_fut by keyword: the keywords go through
  * to the wrapped _run as they came). A nested execution goes to the Python hook, which pauses the
@@ -721,16 +738,16 @@ static PyObject *hook_exec(Hook *h, PyObject *const *args, size_t nargsf, PyObje
         Py_DECREF(pt);
         id_put(&h->em_names, em, name);
     }
-    /* obj._pt_id: set once per chare (hooks.run), dropped when it migrates away (forget) */
+    /* the chare's identity: remembered once per chare (hooks.run: Registry.remember), dropped when
+     * it migrates away (forget); never an attribute of the chare (Registry.ids says why) */
     PyObject *ident = id_get(&h->idents, obj);
     if (ident != NULL)
         Py_INCREF(ident);
     else {
-        ident = PyObject_GetAttr(obj, s_ptid_attr);
+        ident = ids_lookup(h, obj);
         if (ident == NULL) {
             Py_DECREF(name);
-            if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
-            PyErr_Clear();
+            if (PyErr_Occurred()) return NULL;
             return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
         }
         id_put(&h->idents, obj, ident);
@@ -1020,27 +1037,98 @@ fail:
     return NULL;
 }
 
+/* identity.set_step in compiled code: ident[STEP] = step and the record's packed row tails
+ * (rowbuf.tails: the exec tail from L_PEER_COLL, the send tail from L_KIND) rebuilt for it. */
+static int set_step(PyObject *ident, PyObject *step, long long step_v) {
+    if (!PyList_Check(ident) || PyList_GET_SIZE(ident) <= I_STAIL) {
+        PyErr_SetString(PyExc_TypeError, "identity record expected");
+        return -1;
+    }
+    int64_t row[NF];
+    if (put_ident(row, ident) < 0) return -1;
+    row[L_STEP] = step_v;
+    row[L_PEER_COLL] = row[L_PEER_OBJ] = row[L_BYTES] = row[L_ARGS] = row[L_EXEC_T0] = NUL;
+    row[L_KIND] = K_EXEC;
+    PyObject *xtail = PyBytes_FromStringAndSize((const char *)(row + L_PEER_COLL), (NF - L_PEER_COLL) * 8);
+    if (xtail == NULL) return -1;
+    row[L_KIND] = K_SEND;
+    PyObject *stail = PyBytes_FromStringAndSize((const char *)(row + L_KIND), (NF - L_KIND) * 8);
+    if (stail == NULL) {
+        Py_DECREF(xtail);
+        return -1;
+    }
+    Py_INCREF(step);
+    PyList_SetItem(ident, I_STEP, step); /* steals the new references */
+    PyList_SetItem(ident, I_XTAIL, xtail);
+    PyList_SetItem(ident, I_STAIL, stail);
+    return 0;
+}
+
+/* tracers.charm.step(n) (hooks.record_step): the running chare's later rows carry step n (set
+ * explicitly), and a `step` row. Anything but an int, or no identity record, goes to record_step. */
+static PyObject *hook_step(Hook *h, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (kwnames != NULL || nargs != 1 || !PyLong_CheckExact(args[0]))
+        return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
+    PyObject *step = args[0], *rec = PyList_GET_ITEM(h->cur, 0), *ident = h->no_object;
+    if (rec != Py_None) {
+        if (!PyList_Check(rec) || PyList_GET_SIZE(rec) < 4 || !PyList_Check(PyList_GET_ITEM(rec, 3)))
+            return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
+        ident = PyList_GET_ITEM(rec, 3);
+    }
+    long long step_v = PyLong_AsLongLong(step);
+    if (step_v == -1 && PyErr_Occurred()) return NULL;
+    long long t = now_ns();
+    Py_INCREF(ident);
+    if (rec != Py_None) {
+        if (set_step(ident, step, step_v) < 0) goto fail;
+        Py_INCREF(Py_True);
+        PyList_SetItem(ident, I_EXPLICIT, Py_True);
+    }
+    Recorder *r = h->rec;
+    int64_t *row = next_row(r);
+    if (row == NULL) goto fail;
+    if (put_ident(row, ident) < 0) {
+        r->n--;
+        goto fail;
+    }
+    row[L_T0] = t - r->origin;
+    row[L_KIND] = K_STEP;
+    row[L_PE] = r->pe;
+    row[L_NAME] = h->step_name;
+    row[L_STEP] = step_v;
+    row[L_T1] = row[L_ACTIVE] = row[L_MSG] = row[L_PEER_PE] = row[L_PEER_COLL] = row[L_PEER_OBJ] = row[L_BYTES] =
+        row[L_ARGS] = row[L_EXEC_T0] = NUL;
+    Py_DECREF(ident);
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(ident);
+    return NULL;
+}
+
 static PyObject *H_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     static char *kw[] = {"kind", "orig", "slow", "recorder", "cur", "pend", "mute", "state", "acodes", "epcodes",
                          "no_object", "bcast", "combined", "index_bits", "run_globals", "em_failed", "em_block",
-                         NULL};
+                         "ids", "step_name", NULL};
     const char *kind;
     PyObject *orig, *slow, *rec, *cur, *pend, *mute, *state, *acodes, *epcodes, *no_object;
-    PyObject *run_globals = Py_None, *em_failed = Py_None, *em_block = Py_None;
-    long long bcast, combined, index_bits;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOOO!O!O!O!OO!O!O!LLL|OOO", kw, &kind, &orig, &slow, &RecorderType,
+    PyObject *run_globals = Py_None, *em_failed = Py_None, *em_block = Py_None, *ids = Py_None;
+    long long bcast, combined, index_bits, step_name = NUL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOOO!O!O!O!OO!O!O!LLL|OOOOL", kw, &kind, &orig, &slow, &RecorderType,
                                      &rec, &PyList_Type, &cur, &PyList_Type, &pend, &PyList_Type, &mute, &state,
                                      &PyDict_Type, &acodes, &PyDict_Type, &epcodes, &PyList_Type, &no_object,
-                                     &bcast, &combined, &index_bits, &run_globals, &em_failed, &em_block))
+                                     &bcast, &combined, &index_bits, &run_globals, &em_failed, &em_block, &ids, &step_name))
         return NULL;
     if (run_globals != Py_None && (!PyDict_Check(run_globals) || !PyCallable_Check(em_failed) ||
                                    !PyCallable_Check(em_block)))
         return PyErr_Format(PyExc_TypeError, "run_globals must be a dict, em_failed and em_block callables");
+    if (ids != Py_None && !PyDict_Check(ids)) return PyErr_Format(PyExc_TypeError, "ids must be a dict");
     int k;
     vectorcallfunc fn;
     if (strcmp(kind, "exec") == 0) { k = H_EXEC; fn = (vectorcallfunc)hook_exec; }
     else if (strcmp(kind, "pack") == 0) { k = H_PACK; fn = (vectorcallfunc)hook_pack; }
     else if (strcmp(kind, "array_send") == 0) { k = H_ASEND; fn = (vectorcallfunc)hook_asend; }
+    else if (strcmp(kind, "step") == 0) { k = H_STEP; fn = (vectorcallfunc)hook_step; }
     else return PyErr_Format(PyExc_ValueError, "unknown hook kind %s", kind);
     if (PyList_GET_SIZE(cur) < 1 || PyList_GET_SIZE(pend) < 1 || PyList_GET_SIZE(mute) < 1)
         return PyErr_Format(PyExc_ValueError, "cur, pend and mute must hold one item");
@@ -1073,9 +1161,14 @@ static PyObject *H_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
         h->em_failed = em_failed;
         h->em_block = em_block;
     }
+    if (ids != Py_None) {
+        Py_INCREF(ids);
+        h->ids = ids;
+    }
     h->bcast = bcast;
     h->combined = combined;
     h->index_bits = index_bits;
+    h->step_name = step_name;
     return (PyObject *)h;
 }
 
@@ -1094,6 +1187,7 @@ static int H_traverse(Hook *h, visitproc visit, void *arg) {
     Py_VISIT(h->run_globals);
     Py_VISIT(h->em_failed);
     Py_VISIT(h->em_block);
+    Py_VISIT(h->ids);
     int err = id_traverse(&h->em_names, visit, arg);
     if (!err) err = id_traverse(&h->em_mnames, visit, arg);
     if (!err) err = id_traverse(&h->idents, visit, arg);
@@ -1116,6 +1210,7 @@ static int H_clear(Hook *h) {
     Py_CLEAR(h->run_globals);
     Py_CLEAR(h->em_failed);
     Py_CLEAR(h->em_block);
+    Py_CLEAR(h->ids);
     id_clear(&h->em_names);
     id_clear(&h->em_mnames);
     id_clear(&h->idents);
@@ -1206,7 +1301,6 @@ PyMODINIT_FUNC PyInit__recorder(void) {
         return NULL;
     if (!(s_pt_key = PyLong_FromLong(HEADER_MSG_KEY)) || !(s_pc_key = PyLong_FromLong(HEADER_CREATE_KEY)) ||
         !(s_dcopy_key = PyBytes_FromString("dcopy")) || !(s_pt_attr = PyUnicode_InternFromString("_pt")) ||
-        !(s_ptid_attr = PyUnicode_InternFromString("_pt_id")) ||
         !(s_pending_create = PyUnicode_InternFromString("pending_create")) || !(s_zero = PyLong_FromLong(0)) ||
         !(s_null = PyLong_FromLongLong(NUL)) || !(s_charm = PyUnicode_InternFromString("charm")) ||
         !(s_last_em_exec = PyUnicode_InternFromString("last_em_exec")) ||

@@ -77,6 +77,7 @@ def install_exec_hooks(entry_method_mod) -> None:
     orig_init, orig_run = EM.__init__, EM._run
     ST.orig["em_init"], ST.orig["em_run"] = orig_init, orig_run
     rexec, cur, reg, opened = ST.rec.exec, ST.cur, ST.reg, ST.open
+    ids_get = reg.ids.get
     seed_strings()
 
     def em_init(self, C, name, profile=False):
@@ -87,11 +88,12 @@ def install_exec_hooks(entry_method_mod) -> None:
         name, flag, coro = self._pt
         if flag == F_SKIP:
             return orig_run(self, obj, header, args, ret_fut)
-        try:
-            ident = obj._pt_id
-        except AttributeError:
+        e = ids_get(id(obj))
+        if e is not None and e[0]() is obj:
+            ident = e[1]
+        else:
             ident = reg.identify(obj, header)
-            obj._pt_id = ident
+            reg.remember(obj, ident)
         mid = header.get(MSG_KEY, NULL) if header else NULL
         t0 = clock()
         parent = cur[0]
@@ -127,7 +129,9 @@ def _special(flag: int, obj, ident: list, mid: int, t: int) -> None:
     if flag == F_INIT:
         row = (K_CREATE, code(type(obj).__name__), mid, NULL if mid == NULL else mid >> MSG_PE_SHIFT)
     elif flag == F_MIGRATED:
-        src = obj.__dict__.pop("_pt_from", None)
+        src = getattr(obj, "_pt_from", None)
+        if src is not None:
+            del obj._pt_from
         row = (K_MIGRATE, code("migrate"), NULL, NULL if src is None else src)
     elif flag == F_SYNC:
         ident[SYNCS] += 1
@@ -155,6 +159,21 @@ def record_step(n: int) -> None:
     _step_row(ident, "step", int(n))
 
 
+def install_step_api() -> None:
+    """tracers.charm.step records: with the native recorder the compiled hook (no Python frame per
+    call) becomes `tracers.charm.step` itself, for programs that import it after the hooks are in."""
+    import tracers.charm as api
+
+    if isinstance(ST.rec, PyRecorder):
+        api._step_hook = record_step
+        return
+    from tracers.charm._recorder import Hook
+
+    hook = Hook("step", record_step, record_step, ST.rec, ST.cur, ST.pend, ST.mute, ST, {}, {}, NO_OBJECT, 0, 0,
+                INDEX_BITS, step_name=ST.strings.code("step"))
+    api._step_hook = api.step = hook
+
+
 def install_atsync(chare_mod) -> None:
     """Chare.AtSync marks an LB step boundary (`step` row named AtSync)."""
     Chare = chare_mod.Chare
@@ -162,7 +181,7 @@ def install_atsync(chare_mod) -> None:
     ST.orig["AtSync"] = orig
 
     def AtSync(self):
-        ident = getattr(self, "_pt_id", None) or NO_OBJECT
+        ident = ST.reg.ident_of(self) or NO_OBJECT
         _step_row(ident, "AtSync", ident[STEP])
         return orig(self)
 
@@ -282,7 +301,7 @@ def _native_hook(kind: str, orig, slow, acodes: dict | None = None, ep_codes: di
 
     return Hook(kind, orig, slow, ST.rec, ST.cur, ST.pend, ST.mute, ST, {} if acodes is None else acodes,
                 {} if ep_codes is None else ep_codes, NO_OBJECT, bcast, combined, INDEX_BITS, run_globals,
-                emrun.em_failed, emrun.em_block)
+                emrun.em_failed, emrun.em_block, ST.reg.ids)
 
 
 def install_multicast_hook(charm) -> None:

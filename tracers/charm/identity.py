@@ -9,6 +9,8 @@ and the name travels to the other PEs in the creation message header.
 
 from __future__ import annotations
 
+import weakref
+
 from paradise.format import index_text, pack_index
 from tracers.charm import rowbuf
 from tracers.charm.rowbuf import NULL, Strings, tails
@@ -47,6 +49,18 @@ NO_OBJECT = record(NULL, NULL, NULL, NULL, NULL, False, 0)
 """Identity used for events outside any entry method (sends from the scheduler, startup)."""
 
 
+class _Held:
+    """A strong reference called like a weak one (objects that take no weak reference)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj) -> None:
+        self.obj = obj
+
+    def __call__(self):
+        return self.obj
+
+
 class Registry:
     """Maps runtime ids (aid, gid) to stable collection names on one PE."""
 
@@ -56,6 +70,31 @@ class Registry:
         self.groups: dict[int, tuple[str, str]] = {}
         self._counters: dict[str, int] = {}
         self.main: tuple[str, str] = (MAIN_COLL, "mainchare")
+        self.ids: dict[int, tuple] = {}
+        """id(chare) -> (weak reference to it, its identity record). Kept beside the chare, never on
+        it: an attribute added after __init__ turns CPython's inline instance values into a dict, and
+        every `self.x` of the program's entry methods then misses the interpreter's attribute caches."""
+
+    def ident_of(self, obj) -> list | None:
+        """Identity record remembered for a chare (None: not seen on this PE yet)."""
+        e = self.ids.get(id(obj))
+        return e[1] if e is not None and e[0]() is obj else None
+
+    def remember(self, obj, ident: list | None) -> None:
+        """Keeps a chare's identity until it leaves the PE (carry) or is freed."""
+        key, ids = id(obj), self.ids
+        try:
+            ref = weakref.ref(obj, lambda _r: ids.pop(key, None))
+        except TypeError:  # no weak references (__slots__): held, as the compiled hook's cache holds chares
+            ref = _Held(obj)
+        ids[key] = (ref, ident)
+
+    def drop(self, obj) -> list | None:
+        """Forgets a chare's identity; returns it (None when there was none)."""
+        ident = self.ident_of(obj)
+        if ident is not None:
+            del self.ids[id(obj)]
+        return ident
 
     def new_name(self, cls_name: str, pe: int) -> str:
         """Next collection name of a class: 'Cell#0', 'Cell#1', ... ('Cell#3.0' if made on PE 3)."""
@@ -72,8 +111,9 @@ class Registry:
         cls_name = type(obj).__name__
         if cls_name in SKIP_CLASSES:
             return None
-        carried = obj.__dict__.pop("_pt_carry", None)
-        if carried is not None:  # migrated in: codes are per PE, so the texts travelled
+        carried = getattr(obj, "_pt_carry", None)
+        if carried is not None:
+            del obj._pt_carry  # migrated in: codes are per PE, so the texts travelled
             coll, index, cat, step, explicit, syncs = carried
             code = self.strings.code
             return record(code(coll), pack_index(index), code(index_text(index)), code(cat), step, explicit, syncs)
@@ -102,7 +142,7 @@ class Registry:
 
     def carry(self, obj) -> None:
         """Before an element migrates: replace its identity codes by texts that mean the same anywhere."""
-        ident = obj.__dict__.pop("_pt_id", None)
+        ident = self.drop(obj)
         if ident is None:
             return
         texts = self.strings.texts
