@@ -868,7 +868,8 @@ fail0:
 /* packMsg(destObj, msgArgs, header): tags the message with its id, notes it in pend. */
 static PyObject *hook_pack(Hook *h, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (kwnames != NULL || nargs != 3 || !PyDict_Check(args[2]) || PyObject_IsTrue(PyList_GET_ITEM(h->mute, 0)))
+    PyObject *muted = PyList_GET_ITEM(h->mute, 0);
+    if (kwnames != NULL || nargs != 3 || !PyDict_Check(args[2]) || (muted != s_zero && PyObject_IsTrue(muted)))
         return PyObject_Vectorcall(h->slow, args, nargs, kwnames);
     PyObject *dest = args[0], *header = args[2];
     long long t = now_ns();
@@ -897,7 +898,21 @@ static PyObject *hook_pack(Hook *h, PyObject *const *args, size_t nargsf, PyObje
         if (size < 0) goto fail_m0;
         PyObject *dc = PyDict_GetItemWithError(header, s_dcopy_key);
         if (dc == NULL && PyErr_Occurred()) goto fail_m0;
-        if (dc != NULL && PyObject_IsTrue(dc)) {
+        if (dc != NULL && PyList_CheckExact(dc)) { /* charm4py's list of (i, kind, meta, nbytes) */
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(dc); i++) {
+                PyObject *d = PyList_GET_ITEM(dc, i), *x;
+                long long xv;
+                if (PyTuple_CheckExact(d) && PyTuple_GET_SIZE(d) >= 4) {
+                    if (get_ll(PyTuple_GET_ITEM(d, 3), &xv) < 0) goto fail_m0;
+                } else {
+                    if ((x = PySequence_GetItem(d, 3)) == NULL) goto fail_m0;
+                    int bad = get_ll(x, &xv) < 0;
+                    Py_DECREF(x);
+                    if (bad) goto fail_m0;
+                }
+                size += xv;
+            }
+        } else if (dc != NULL && PyObject_IsTrue(dc)) {
             PyObject *it = PyObject_GetIter(dc), *d;
             if (it == NULL) goto fail_m0;
             while ((d = PyIter_Next(it)) != NULL) {
