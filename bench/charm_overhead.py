@@ -5,9 +5,13 @@
 For every (program, PEs) it runs REPS untraced/traced pairs (interleaved, so a busy machine
 hurts both alike) and prints the median times, their ratio, and the tracer's cost per
 message = (traced - untraced) / messages, messages = `send` rows in the traced run's trace.
-Two times are compared: the program's own `elapsed_s=` from its RESULT line when it prints
-one (the measured region, without interpreter start-up and the final trace compaction),
-and the whole charmrun wall time. A tracer that spools (PEs append raw rows, converted to Parquet
+Three times are compared: the program's own `elapsed_s=` from its RESULT line when it prints
+one (the measured region, without interpreter start-up and the final trace compaction), its
+`cpu_s=` when it prints one (the CPU time of PE 0's process over the same region, all its threads:
+what a busy machine does not inflate), and the whole charmrun wall time. Beside each ratio of
+medians, the 95 % interval of the median of the rounds' own traced/untraced ratios (order
+statistics, distribution-free; rounds are interleaved pairs), which says whether a limit such as
+1.03x is met, missed or not decided by the rounds run. A tracer that spools (PEs append raw rows, converted to Parquet
 after charmrun exits, as `paradise trace charm` does) has its conversion timed apart ("compact s",
 not inside wall; "wall+c" adds it back); an older tracer writes Parquet inside wall (compact s 0).
 
@@ -51,6 +55,7 @@ PROGRAMS: dict[str, tuple[str, list[str]]] = {
 }
 RUN_TIMEOUT_S = 300
 ELAPSED_RE = re.compile(r"elapsed_s=([0-9.eE+-]+)")
+CPU_RE = re.compile(r"cpu_s=([0-9.eE+-]+)")
 
 
 CLOSE_RE = re.compile(r"(?:trace file written|closed) in ([0-9.]+) s after the program's end")
@@ -70,9 +75,9 @@ def _compact(trace_dir: Path) -> float:
 
 
 def _one(path: Path, args: list[str], pes: int, trace_dir: Path | None,
-         tree: Path | None = None) -> tuple[float, float | None, float, float]:
-    """(wall s, the program's elapsed_s, the slowest PE's trace close s, the spools' conversion s)
-    of one run; `tree`: the source tree whose tracer runs (PYTHONPATH; default this one)."""
+         tree: Path | None = None) -> tuple[float, float | None, float, float, float | None]:
+    """(wall s, the program's elapsed_s, the slowest PE's trace close s, the spools' conversion s, the
+    program's cpu_s) of one run; `tree`: the source tree whose tracer runs (PYTHONPATH; default this one)."""
     old = os.environ.get("PYTHONPATH")
     if tree is not None:
         os.environ["PYTHONPATH"] = str(tree)
@@ -87,10 +92,24 @@ def _one(path: Path, args: list[str], pes: int, trace_dir: Path | None,
     if res.returncode != 0 or "RESULT ok" not in (res.stdout or ""):
         raise RuntimeError(f"{path.name} +p{pes} {'traced' if trace_dir else 'untraced'} failed "
                            f"({res.returncode}): {(res.stderr or '')[-500:]}")
-    m = ELAPSED_RE.search(res.stdout.split("RESULT ok", 1)[1])
+    result = res.stdout.split("RESULT ok", 1)[1]
+    m, c = ELAPSED_RE.search(result), CPU_RE.search(result)
     closes = [float(c) for c in CLOSE_RE.findall((res.stderr or "") + (res.stdout or ""))]
     compact = _compact(trace_dir) if trace_dir is not None else 0.0
-    return res.wall_s, float(m.group(1)) if m else None, max(closes, default=0.0), compact
+    return (res.wall_s, float(m.group(1)) if m else None, max(closes, default=0.0), compact,
+            float(c.group(1)) if c else None)
+
+
+def median_interval(values: list[float], level: float = 0.95) -> tuple[float, float] | None:
+    """Distribution-free interval of the median (order statistics): None when too few values."""
+    from math import comb
+
+    n, xs = len(values), sorted(values)
+    k, below = 0, 0.0  # k = how many values below the interval: P(Binomial(n, 1/2) < k) <= (1 - level) / 2
+    while below + comb(n, k) / 2**n <= (1 - level) / 2:
+        below += comb(n, k) / 2**n
+        k += 1
+    return None if k == 0 else (xs[k - 1], xs[n - k])
 
 
 def _messages(trace_dir: Path) -> int:
@@ -102,9 +121,10 @@ def _messages(trace_dir: Path) -> int:
 
 def bench(path: Path, args: list[str], pes: int, reps: int, tracers: dict[str, Path | None]) -> dict:
     """Medians of REPS interleaved rounds (untraced, then each tracer) of one program; per tracer
-    (prog/wall: untraced s, traced s, ratio, us/msg) and its close s."""
+    (prog/cpu/wall: untraced s, traced s, ratio, us/msg, interval of the rounds' ratios) and its close s."""
     wall: dict[str, list[float]] = {k: [] for k in ("untraced", *tracers)}
     prog: dict[str, list[float | None]] = {k: [] for k in wall}
+    cpu: dict[str, list[float | None]] = {k: [] for k in wall}
     close: dict[str, list[float]] = {k: [] for k in tracers}
     compact: dict[str, list[float]] = {k: [] for k in tracers}
     wallc: dict[str, list[float]] = {k: [] for k in tracers}
@@ -112,14 +132,16 @@ def bench(path: Path, args: list[str], pes: int, reps: int, tracers: dict[str, P
     tmp = Path(tempfile.mkdtemp(prefix="paradise-bench-"))
     try:
         for r in range(reps):
-            w, p, _, _ = _one(path, args, pes, None)
+            w, p, _, _, u = _one(path, args, pes, None)
             wall["untraced"].append(w)
             prog["untraced"].append(p)
+            cpu["untraced"].append(u)
             for label, tree in tracers.items():
                 out = tmp / f"{label}-{r}"
-                w, p, c, k = _one(path, args, pes, out, tree)
+                w, p, c, k, u = _one(path, args, pes, out, tree)
                 wall[label].append(w)
                 prog[label].append(p)
+                cpu[label].append(u)
                 close[label].append(c)
                 compact[label].append(k)
                 wallc[label].append(w + k)
@@ -130,11 +152,12 @@ def bench(path: Path, args: list[str], pes: int, reps: int, tracers: dict[str, P
     for label in tracers:
         row[label] = {"close": statistics.median(close[label]), "compact": statistics.median(compact[label]),
                       "wall+c": statistics.median(wallc[label]) / statistics.median(wall["untraced"])}
-        for kind, times in (("prog", prog), ("wall", wall)):
+        for kind, times in (("prog", prog), ("cpu", cpu), ("wall", wall)):
             if None in times["untraced"] or None in times[label]:
                 continue
             a, b = statistics.median(times["untraced"]), statistics.median(times[label])
-            row[label][kind] = (a, b, b / a, (b - a) / msgs * 1e6 if msgs else float("nan"))
+            ci = median_interval([t / u for t, u in zip(times[label], times["untraced"])])
+            row[label][kind] = (a, b, b / a, (b - a) / msgs * 1e6 if msgs else float("nan"), ci)
     return row
 
 
@@ -282,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"charm4py tracer overhead: median of {a.reps} interleaved rounds (untraced, {', '.join(tracers)}) per row"
           + (f"; before = the tracer of {a.before}" if a.before else ""))
     print(f"{'program':<13}{'PEs':>4}{'messages':>10}  {'time':<5}{'tracer':<8}{'untraced s':>11}{'traced s':>10}"
-          f"{'ratio':>7}{'us/msg':>8}{'close s':>9}{'compact s':>10}{'wall+c':>7}")
+          f"{'ratio':>7}{'round ratios 95%':>18}{'us/msg':>8}{'close s':>9}{'compact s':>10}{'wall+c':>7}")
     for name in names:
         rel, args = PROGRAMS[name]
         path = ROOT / rel
@@ -295,19 +318,21 @@ def main(argv: list[str] | None = None) -> int:
             except RuntimeError as exc:  # a hung or failed run (either side) is reported, not fatal
                 print(f"{name:<13}{pes:>4}  (skipped: {exc})")
                 continue
-            for kind in ("prog", "wall"):
+            for kind in ("prog", "cpu", "wall"):
                 for label in tracers:
                     if kind not in row[label]:
                         continue
-                    plain, traced, ratio, per_msg = row[label][kind]
+                    plain, traced, ratio, per_msg, ci = row[label][kind]
+                    ci_text = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "(few rounds)"
                     close = (f"{row[label]['close']:>9.3f}{row[label]['compact']:>10.3f}{row[label]['wall+c']:>7.2f}"
                              if kind == "wall" else "")
                     print(f"{name:<13}{pes:>4}{row['messages']:>10}  {kind:<5}{label:<8}{plain:>11.3f}{traced:>10.3f}"
-                          f"{ratio:>7.2f}{per_msg:>8.1f}{close}")
+                          f"{ratio:>7.3f}{ci_text:>18}{per_msg:>8.1f}{close}")
             sys.stdout.flush()
     print(f"load average {os.getloadavg()[0]:.1f} at end")
-    print("prog: the program's own elapsed_s (measured region); wall: whole charmrun run incl. start-up and "
-          "the PEs' trace close. us/msg = (traced - untraced) / send rows. close s: the slowest PE's trace "
+    print("prog: the program's own elapsed_s (measured region); cpu: its cpu_s (PE 0's process CPU over that "
+          "region); wall: whole charmrun run incl. start-up and the PEs' trace close. round ratios 95%: interval "
+          "of the median of the rounds' traced/untraced ratios. us/msg = (traced - untraced) / send rows. close s: the slowest PE's trace "
           "close after the program's end (inside wall), as the tracer reports it (0: not reported). "
           "compact s: converting the spools to Parquet after charmrun exits (outside wall; 0: the tracer "
           "wrote Parquet inside wall). wall+c: (wall + compact s) / untraced wall.")

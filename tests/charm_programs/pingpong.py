@@ -1,7 +1,7 @@
 """Message-rate microbenchmark: 2 elements bounce one small message HOPS times.
 
-Prints `RESULT ok hops=H elapsed_s=T` where T covers only the bouncing (used by
-bench/charm_overhead.py to price the tracer per message).
+Prints `RESULT ok hops=H elapsed_s=T cpu_s=C` where T (wall) and C (this process's CPU) cover only
+the bouncing (used by bench/charm_overhead.py to price the tracer per message).
 """
 
 import time
@@ -25,10 +25,11 @@ def main(args):
     done = charm.Future()
     p = Array(Player, 2, args=[hops, done])
     charm.awaitCreation(p)
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     p[0].ball(0, b"x" * 64)
     assert done.get() == hops
-    print(f"RESULT ok hops={hops} elapsed_s={time.perf_counter() - t:.4f}")
+    elapsed, cpu = time.perf_counter() - t, time.process_time() - c
+    print(f"RESULT ok hops={hops} elapsed_s={elapsed:.4f} cpu_s={cpu:.4f}")
     charm.exit()
 
 
