@@ -134,8 +134,213 @@ def windows(eng: DuckDBEngine, files: list[str]) -> tuple[pa.Table, Totals]:
     return t.drop_columns(["busy_ns", "covered_ns", "busy_rows", "idle_rows"]), totals
 
 
+ONE_PASS_STRINGS = ("kind", "name", "coll", "cat")
+"""overview_pe's string keys, read as the files' dictionaries (codes, never strings)."""
+I64 = np.iinfo(np.int64)
+
+
+def _null_columns(meta: pq.RowGroupMetaData) -> set[str]:
+    """Columns whose footer statistics say every value of the row group is null: never read."""
+    out = set()
+    for i in range(meta.num_columns):
+        c = meta.column(i)
+        s = c.statistics
+        if s is not None and s.has_null_count and s.null_count == meta.num_rows:
+            out.add(c.path_in_schema)
+    return out
+
+
+def _codes(col: pa.Array | None) -> tuple[np.ndarray | None, list]:
+    """A dictionary column's codes (null: the last code) and the values they name (None last)."""
+    if col is None:
+        return None, [None]
+    words = col.dictionary.to_pylist()
+    idx = busy._values(col.indices)
+    if col.null_count:
+        idx = np.where(busy.validity(col), idx, len(words))
+    return idx, words + [None]
+
+
+class OnePass:
+    """overview_pe's groups and the busy sweep from one pyarrow read of each row group (footer
+    statistics skip the columns a row group holds no value of), the aggregate in numpy."""
+
+    def __init__(self) -> None:
+        self.sweep = busy._Sweep()
+        self.groups: dict[tuple, list] = {}
+        self.neutral: dict[int, int] = {}  # pe -> rows swept as running rows of length 0
+
+    def file(self, path: str) -> None:
+        pf = pq.ParquetFile(path, read_dictionary=list(ONE_PASS_STRINGS))
+        have = set(pf.schema_arrow.names)
+        for i in range(pf.num_row_groups):
+            skip = _null_columns(pf.metadata.row_group(i))
+            cols = [c for c in COLUMNS if c in have and c not in skip]
+            t = pf.read_row_group(i, columns=cols, use_threads=False)
+            self.batch({c: t.column(c).chunk(0) if t.column(c).num_chunks == 1 else t.column(c).combine_chunks()
+                        for c in cols}, t.num_rows)
+
+    def batch(self, t: dict[str, pa.Array], n: int) -> None:
+        kc, kv = _codes(t.get("kind"))
+        pe = busy._values(t["pe"])  # the format's pe is never null in these traces
+        t0 = busy._values(t["t0"])
+        t1a = t.get("t1")
+        t1 = busy._values(t1a) if t1a is not None else t0
+        t1_ok = None if t1a is None or not t1a.null_count else busy.validity(t1a)
+        if t1a is None:
+            t1_ok = np.zeros(n, bool)
+        end = t1 if t1_ok is None else np.where(t1_ok, t1, t0)
+        d = end - t0
+        d_ok = None
+        exec_code = kv.index("exec") if "exec" in kv else -1
+        if t1_ok is not None or "active" in t:  # exec rows: coalesce(active, t1 - t0), null when neither
+            ex = kc == exec_code
+            if "active" in t:
+                a = t["active"]
+                a_ok = busy.validity(a) if a.null_count else np.ones(n, bool)
+                d = np.where(ex & a_ok, busy._values(a), d)
+            else:
+                a_ok = np.zeros(n, bool)
+            if t1_ok is not None:
+                d_ok = ~(ex & ~a_ok & ~t1_ok)
+        # the group key: kind, pe, name, coll, cat, and on send rows peer_pe and size_log2
+        key = kc.astype(np.int64)
+        sizes, vals = [len(kv)], [kv]
+        plo, phi = int(pe.min()), int(pe.max())
+        if phi > plo:
+            key *= phi - plo + 1
+            key += pe - plo
+        sizes.append(phi - plo + 1)
+        vals.append(list(range(plo, phi + 1)))
+        for c in ("name", "coll", "cat"):
+            cc, cv = _codes(t.get(c))
+            if len(cv) > 1:
+                key *= len(cv)
+                key += cc
+            sizes.append(len(cv))
+            vals.append(cv)
+        b = t.get("bytes")
+        send_code = kv.index("send") if "send" in kv else -1
+        if send_code >= 0:
+            sd = kc == send_code
+            pp = t.get("peer_pe")
+            lo, hi = (0, -1) if pp is None else (int(busy._values(pp).min()), int(busy._values(pp).max()))
+            pv = busy._values(pp) - lo if pp is not None else np.zeros(n, np.int64)
+            if pp is not None and pp.null_count:
+                pv = np.where(busy.validity(pp), pv, hi - lo + 1)
+            bv = busy._values(b) if b is not None else np.zeros(n, np.int64)
+            if b is not None and b.null_count:
+                bv = np.where(busy.validity(b), bv, 0)
+            lg = np.floor(np.log2(np.maximum(bv, 1))).astype(np.int64)
+            sub = np.where(sd, pv * 64 + lg + 1, 0)
+            key *= (hi - lo + 2) * 64 + 1
+            key += sub
+            sizes.append((hi - lo + 2) * 64 + 1)
+            vals.append((lo, hi))
+        K = int(np.prod(sizes, dtype=np.int64))
+        inv = None
+        if K > 4 * n + 1024:
+            uk, key = np.unique(key, return_inverse=True)
+            inv, K = uk, len(uk)
+        rows = np.bincount(key, minlength=K)
+        w = d if d_ok is None else np.where(d_ok, d, 0)
+        dur = np.bincount(key, weights=w, minlength=K)
+        nd = rows if d_ok is None else np.bincount(key, weights=d_ok, minlength=K)
+        tf = np.full(K, I64.max)
+        np.minimum.at(tf, key, t0)
+        tl = np.full(K, I64.min)
+        np.maximum.at(tl, key, end)
+        mx = np.full(K, I64.min)
+        np.maximum.at(mx, key, d if d_ok is None else np.where(d_ok, d, I64.min))
+        if b is not None:  # the rows with bytes only (a small share: sends, collectives)
+            at = np.flatnonzero(busy.validity(b)) if b.null_count else np.arange(n)
+            bk, bv = key[at], busy._values(b)[at]
+            bs = np.bincount(bk, weights=bv, minlength=K)
+            bn = np.bincount(bk, minlength=K)
+            bmin = np.full(K, I64.max)
+            np.minimum.at(bmin, bk, bv)
+            bmax = np.full(K, I64.min)
+            np.maximum.at(bmax, bk, bv)
+        for k in np.flatnonzero(rows):
+            kk = int(k) if inv is None else int(inv[k])
+            parts = []
+            for s, v in zip(reversed(sizes), reversed(vals)):
+                parts.append((v, kk % s))
+                kk //= s
+            parts.reverse()
+            g = [v[i] for v, i in parts[:5]]
+            if len(parts) > 5:
+                (lo, hi), sub = parts[5]
+                if sub == 0:
+                    g += [None, None]
+                else:
+                    pv, lg = divmod(sub - 1, 64)
+                    g += [None if pv == hi - lo + 1 else pv + lo, lg - 1]
+            else:
+                g += [None, None]
+            has_d = int(nd[k]) > 0
+            new = [int(rows[k]), int(tf[k]), int(tl[k]), int(dur[k]) if has_d else None, int(mx[k]) if has_d else None]
+            if b is not None and int(bn[k]):
+                new += [int(bs[k]), int(bmin[k]), int(bmax[k])]
+            else:
+                new += [None, None, None]
+            self._merge(tuple(g), new)
+        # the sweep reads every row: a row that is no interval (or has no end) goes in as a running row
+        # of length 0 at its start, which adds nothing to either union and, the rows being in t0
+        # order, moves no later row's start; its count is taken off busy_rows at the end
+        flag = np.array([1 if w_ in RUNNING else 0 if w_ == "idle" else -1 for w_ in kv], np.int8)[kc]
+        inter = flag >= 0
+        if t1_ok is not None:
+            inter &= t1_ok
+        n_other = n - int(np.count_nonzero(inter))
+        t1e = t1 if not n_other else np.where(inter, t1, t0)
+        running = flag != 0
+        self.sweep.batch(pe, t0, t1e, None if running.all() else running)
+        if n_other:
+            if phi == plo:
+                self.neutral[plo] = self.neutral.get(plo, 0) + n_other
+            else:
+                for p_, c_ in zip(*np.unique(pe[~inter], return_counts=True)):
+                    self.neutral[int(p_)] = self.neutral.get(int(p_), 0) + int(c_)
+
+    def totals(self) -> Totals:
+        """The sweep's totals less the rows of length 0 it was given (rows that are no interval)."""
+        out = {}
+        for p_, t_ in self.sweep.totals.items():
+            t_ = [t_[0], t_[1], t_[2] - self.neutral.get(p_, 0), t_[3]]
+            if any(t_):
+                out[p_] = t_
+        return out
+
+    def _merge(self, g: tuple, new: list) -> None:
+        cur = self.groups.get(g)
+        if cur is None:
+            self.groups[g] = new
+            return
+        add = lambda a, b: b if a is None else a if b is None else a + b  # noqa: E731
+        pick = lambda f, a, b: b if a is None else a if b is None else f(a, b)  # noqa: E731
+        cur[0] += new[0]
+        cur[1], cur[2] = min(cur[1], new[1]), max(cur[2], new[2])
+        cur[3], cur[4] = add(cur[3], new[3]), pick(max, cur[4], new[4])
+        cur[5], cur[6], cur[7] = add(cur[5], new[5]), pick(min, cur[6], new[6]), pick(max, cur[7], new[7])
+
+    def table(self) -> pa.Table:
+        names = ["kind", "pe", "name", "coll", "cat", "peer_pe", "size_log2", "rows", "t_first", "t_last",
+                 "dur_ns", "max_ns", "bytes", "min_bytes", "max_bytes"]
+        rows = [dict(zip(names, list(g) + v)) for g, v in self.groups.items()]
+        return pa.Table.from_pylist(rows)
+
+
+def one_pass(eng: DuckDBEngine, files: list[str]) -> tuple[pa.Table, Totals]:
+    p = OnePass()
+    for f in files:
+        p.file(f)
+    return p.table(), p.totals()
+
+
 DESIGNS: dict[str, Callable[[DuckDBEngine, list[str]], tuple[pa.Table, Totals]]] = {
     "two reads (shipped)": two_reads, "duckdb tee": duckdb_tee, "pyarrow tee": pyarrow_tee, "windows": windows,
+    "numpy one pass": one_pass,
 }
 
 
@@ -152,6 +357,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("trace", type=Path)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--designs", default=",".join(DESIGNS),
+                    help="comma-separated designs to run, the first one the reference (default: all)")
     args = ap.parse_args()
     trace = open_trace(args.trace)
     if trace.corrections or trace.may_hold_pieces:
@@ -161,7 +368,8 @@ def main() -> None:
           f"pyarrow {pa.__version__}, numpy {np.__version__}; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
     ref: tuple[pa.Table, Totals] | None = None
     for rnd in range(args.rounds):
-        for label, fn in DESIGNS.items():
+        for label in args.designs.split(","):
+            fn = DESIGNS[label]
             with DuckDBEngine(trace) as eng:
                 c, w = cpu(), time.perf_counter()
                 groups, totals = fn(eng, files)
