@@ -221,23 +221,33 @@ class OnePass:
             vals.append(cv)
         b = t.get("bytes")
         send_code = kv.index("send") if "send" in kv else -1
-        if send_code >= 0:
-            sd = kc == send_code
+        base = int(np.prod(sizes, dtype=np.int64))
+        present, S = None, 1
+        if send_code >= 0:  # send rows: the key goes on with (peer_pe, size_log2), over the send rows only
+            at = np.flatnonzero(kc == send_code)
             pp = t.get("peer_pe")
-            lo, hi = (0, -1) if pp is None else (int(busy._values(pp).min()), int(busy._values(pp).max()))
-            pv = busy._values(pp) - lo if pp is not None else np.zeros(n, np.int64)
+            pv = busy._values(pp)[at] if pp is not None else np.zeros(len(at), np.int64)
+            lo, hi = (int(pv.min()), int(pv.max())) if len(at) else (0, -1)
+            pv = pv - lo
             if pp is not None and pp.null_count:
-                pv = np.where(busy.validity(pp), pv, hi - lo + 1)
-            bv = busy._values(b) if b is not None else np.zeros(n, np.int64)
+                pv = np.where(busy.validity(pp)[at], pv, hi - lo + 1)
+            bv = busy._values(b)[at] if b is not None else np.zeros(len(at), np.int64)
             if b is not None and b.null_count:
-                bv = np.where(busy.validity(b), bv, 0)
+                bv = np.where(busy.validity(b)[at], bv, 0)
             lg = np.floor(np.log2(np.maximum(bv, 1))).astype(np.int64)
-            sub = np.where(sd, pv * 64 + lg + 1, 0)
-            key *= (hi - lo + 2) * 64 + 1
-            key += sub
-            sizes.append((hi - lo + 2) * 64 + 1)
-            vals.append((lo, hi))
-        K = int(np.prod(sizes, dtype=np.int64))
+            llo = int(lg.min()) if len(at) else 0
+            L = (int(lg.max()) - llo + 1) if len(at) else 1
+            S = (hi - lo + 2) * L + 1
+            cnt = np.bincount(key, minlength=base)  # the base keys present, numbered densely
+            present = np.flatnonzero(cnt)
+            dense = np.zeros(base, np.int64)
+            dense[present] = np.arange(len(present))
+            key = dense[key]
+            key *= S
+            key[at] += pv * L + (lg - llo) + 1
+            K = len(present) * S
+        else:
+            K = base
         inv = None
         if K > 4 * n + 1024:
             uk, key = np.unique(key, return_inverse=True)
@@ -263,19 +273,18 @@ class OnePass:
             np.maximum.at(bmax, bk, bv)
         for k in np.flatnonzero(rows):
             kk = int(k) if inv is None else int(inv[k])
+            sub = 0
+            if present is not None:
+                kk, sub = divmod(kk, S)
+                kk = int(present[kk])
             parts = []
-            for s, v in zip(reversed(sizes), reversed(vals)):
-                parts.append((v, kk % s))
-                kk //= s
-            parts.reverse()
-            g = [v[i] for v, i in parts[:5]]
-            if len(parts) > 5:
-                (lo, hi), sub = parts[5]
-                if sub == 0:
-                    g += [None, None]
-                else:
-                    pv, lg = divmod(sub - 1, 64)
-                    g += [None if pv == hi - lo + 1 else pv + lo, lg - 1]
+            for sz, v in zip(reversed(sizes), reversed(vals)):
+                parts.append(v[kk % sz])
+                kk //= sz
+            g = parts[::-1]
+            if sub:
+                pv_, lg_ = divmod(sub - 1, L)
+                g += [None if pv_ == hi - lo + 1 else pv_ + lo, lg_ + llo]
             else:
                 g += [None, None]
             has_d = int(nd[k]) > 0
