@@ -362,12 +362,35 @@ def same_groups(a: pa.Table, b: pa.Table) -> bool:
     return a.num_rows == b.num_rows and diff[0][0] == 0
 
 
+def per_column(files: list[str]) -> None:
+    """Each column overview_pe and the sweep read: its bytes on disk (footers) and the CPU seconds of
+    reading it alone, by pyarrow (one thread, then its thread pool) and by DuckDB (count of it)."""
+    metas = [pq.ParquetFile(f).metadata for f in files]
+    con = duckdb.connect()
+    print("  column      MiB on disk  pyarrow 1 thread  pyarrow threads  duckdb")
+    for c in COLUMNS:
+        size = sum(m.row_group(g).column(m.schema.names.index(c)).total_compressed_size
+                   for m in metas for g in range(m.num_row_groups))
+        cells = []
+        for threads in (False, True):
+            t0 = cpu()
+            for f in files:
+                pq.ParquetFile(f, read_dictionary=[c] if c in ONE_PASS_STRINGS else None).read(
+                    columns=[c], use_threads=threads)
+            cells.append(cpu() - t0)
+        t0 = cpu()
+        con.execute(f"SELECT count({c}) FROM read_parquet($f)", {"f": files}).fetchall()
+        cells.append(cpu() - t0)
+        print(f"  {c:10s} {size / 2**20:12.1f}  {cells[0]:16.2f}  {cells[1]:15.2f}  {cells[2]:6.2f}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("trace", type=Path)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--designs", default=",".join(DESIGNS),
                     help="comma-separated designs to run, the first one the reference (default: all)")
+    ap.add_argument("--columns", action="store_true", help="first, each column's bytes and read CPU alone")
     args = ap.parse_args()
     trace = open_trace(args.trace)
     if trace.corrections or trace.may_hold_pieces:
@@ -375,6 +398,8 @@ def main() -> None:
     files = [str(f) for f in trace.files]
     print(f"{args.trace}: {trace.num_rows:,} rows, {len(files)} files; duckdb {duckdb.__version__}, "
           f"pyarrow {pa.__version__}, numpy {np.__version__}; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+    if args.columns:
+        per_column(files)
     ref: tuple[pa.Table, Totals] | None = None
     for rnd in range(args.rounds):
         for label in args.designs.split(","):
