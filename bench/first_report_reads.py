@@ -362,6 +362,84 @@ def same_groups(a: pa.Table, b: pa.Table) -> bool:
     return a.num_rows == b.num_rows and diff[0][0] == 0
 
 
+OVERVIEW_SCHEMA = pa.schema([
+    ("kind", pa.string()), ("pe", pa.int32()), ("name", pa.string()), ("coll", pa.string()), ("cat", pa.string()),
+    ("peer_pe", pa.int32()), ("size_log2", pa.int32()), ("rows", pa.int64()), ("t_first", pa.int64()),
+    ("t_last", pa.int64()), ("dur_ns", pa.int64()), ("max_ns", pa.int64()), ("bytes", pa.int64()),
+    ("min_bytes", pa.int64()), ("max_bytes", pa.int64())])
+"""overview_pe's result as the DuckDB engine returns it."""
+
+
+def install_one_pass() -> None:
+    """Makes the session's `overview_groups` and `pe_time` come from one OnePass over the trace's
+    files (for `--cli`: the first report as it would run with the pass shipped)."""
+    import pyarrow.compute as pc
+
+    from paradise.analyses import session as S
+
+    done: dict[str, OnePass] = {}
+    lock = __import__("threading").Lock()
+
+    def run(s: S.Session) -> OnePass:
+        with lock:
+            if "p" not in done:
+                assert not s.trace.corrections and not s.trace.may_hold_pieces
+                p = done["p"] = OnePass()
+                for f in s.trace.files:
+                    p.file(str(f))
+            return done["p"]
+
+    def groups(s: S.Session) -> pa.Table:
+        t = run(s).table()
+        t = pa.table({f.name: t.column(f.name).cast(f.type) for f in OVERVIEW_SCHEMA}, schema=OVERVIEW_SCHEMA)
+        keys = [(c, "ascending") for c in ("kind", "pe", "name", "coll", "cat", "peer_pe", "size_log2")]
+        return t.take(pc.sort_indices(t, sort_keys=keys, null_placement="at_start"))
+
+    def pe_time(s: S.Session) -> pa.Table:  # paradise.engines.busy.pe_time's tail, on the pass's totals
+        totals = run(s).totals()
+        pes, first, last = busy.spans(s.get("overview_groups"))
+        t = np.array([totals.get(int(p_), [0, 0, 0, 0]) for p_ in pes], np.int64).reshape(len(pes), 4)
+        b, covered = t[:, 0], t[:, 1]
+        cols = [pes.astype(np.int32), first, last, last - first, b, covered - b, last - first - covered,
+                t[:, 2], t[:, 3]]
+        return pa.Table.from_arrays([busy.from_numpy(np.ascontiguousarray(c)) for c in cols], schema=busy.SCHEMA)
+
+    S.SHARED["overview_groups"] = groups
+    S.SHARED["pe_time"] = pe_time
+
+
+def first_reports(trace: Path, rounds: int) -> None:
+    """`paradise analyze --json --only overview` as shipped and with the one pass installed, each in
+    a fresh interpreter (CPU of the child), their JSON compared; and the bench's scan for the ratio."""
+    import json
+    import subprocess
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import scale
+
+    main = "import sys; from paradise.cli.main import main; sys.argv[0] = 'paradise'; sys.exit(main())"
+    patched = (f"import sys; sys.path.insert(0, {str(ROOT / 'bench')!r}); import first_report_reads as F; "
+               "F.install_one_pass(); " + main)
+    cmds = {"scan": scale.scan_cmd(trace)}
+    for label, code in (("first (shipped)", main), ("first (one pass)", patched)):
+        cmds[label] = [sys.executable, "-c", code, "analyze", "--json", "--only", "overview", str(trace)]
+    outs: dict[str, str] = {}
+    for rnd in range(rounds):
+        for label, cmd in cmds.items():
+            before, w = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+            r = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=ROOT)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            c = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+            if label != "scan":
+                outs.setdefault(label, r.stdout)
+            print(f"  round {rnd + 1}  {label:18s} CPU {c:6.2f} s  wall {time.perf_counter() - w:6.2f} s", flush=True)
+    a, b = (json.loads(v) for v in outs.values())
+    for doc in (a, b):
+        doc.pop("timing", None)
+        doc.pop("elapsed_s", None)
+    print(f"  --json of the two first reports: {'same' if a == b else 'DIFFERENT'}")
+
+
 def per_column(files: list[str]) -> None:
     """Each column overview_pe and the sweep read: its bytes on disk (footers) and the CPU seconds of
     reading it alone, by pyarrow (one thread, then its thread pool) and by DuckDB (count of it)."""
@@ -390,6 +468,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--designs", default=",".join(DESIGNS),
                     help="comma-separated designs to run, the first one the reference (default: all)")
+    ap.add_argument("--cli", action="store_true",
+                    help="instead: the first report (paradise analyze --json --only overview) as shipped and with "
+                         "the one pass installed, in fresh interpreters, beside the bench's scan")
     ap.add_argument("--columns", action="store_true", help="first, each column's bytes and read CPU alone")
     args = ap.parse_args()
     trace = open_trace(args.trace)
@@ -398,6 +479,9 @@ def main() -> None:
     files = [str(f) for f in trace.files]
     print(f"{args.trace}: {trace.num_rows:,} rows, {len(files)} files; duckdb {duckdb.__version__}, "
           f"pyarrow {pa.__version__}, numpy {np.__version__}; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+    if args.cli:
+        first_reports(args.trace, args.rounds)
+        return
     if args.columns:
         per_column(files)
     ref: tuple[pa.Table, Totals] | None = None
