@@ -10,10 +10,17 @@ gives the same overview_pe rows and busy totals:
                    and handed to a second DuckDB connection that runs overview_pe's SQL over the stream,
   * pyarrow tee:   the same, the files read by pyarrow (dictionary columns kept as dictionaries),
   * windows:       one DuckDB query, overview_pe's aggregate plus the sweep as streaming windows
-                   (running maximum end per PE as HUGEINT pe << 64 | end, and lag), no Python pass.
+                   (running maximum end per PE as HUGEINT pe << 64 | end, and lag), no Python pass,
+  * numpy one pass: each row group read once by pyarrow (columns its footer says hold no value skipped,
+                   string keys as dictionary codes), overview_pe's aggregate in numpy (bincount,
+                   ufunc.at) and the sweep over the same arrays: no second engine (run 21).
+`--cli` runs instead the first report itself as shipped and with the one pass installed in the
+session (fresh interpreters, --json compared), beside bench/scale.py's scan; `--columns` prints each
+column's bytes and read CPU in pyarrow and DuckDB first.
 CPU seconds are the process's (getrusage, every thread); wall beside them.
 
 Run: flock /tmp/paradise-bench.lock nice -n 5 .venv/bin/python bench/first_report_reads.py TRACE_DIR
+     [--designs 'two reads (shipped),numpy one pass'] [--rounds 2] [--columns | --cli]
 (a trace without clock corrections or pieces, e.g. `paradise synth --kind torch --events 1e7`).
 """
 
