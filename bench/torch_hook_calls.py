@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import collections
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -43,7 +44,8 @@ def count(root: str, steps: int) -> tuple[collections.Counter, collections.Count
     from tracers.torch import hooks
     from tracers.torch.tracer import Tracer
 
-    tr = without_timed_flush(Tracer(tempfile.mkdtemp(prefix="torch-hook-calls-"), rank=0, world_size=1))
+    folder = tempfile.mkdtemp(prefix="torch-hook-calls-")
+    tr = without_timed_flush(Tracer(folder, rank=0, world_size=1))
     frames: collections.Counter = collections.Counter()
     ccalls: collections.Counter = collections.Counter()
     tracer_dir = str(Path(root) / "tracers")
@@ -70,6 +72,7 @@ def count(root: str, steps: int) -> tuple[collections.Counter, collections.Count
         spent = _time_hooks(torch, model, opt, d.train_step, batches, steps)
         tr.flush()
     tr.close(complete=True)
+    shutil.rmtree(folder, ignore_errors=True)
     dist.destroy_process_group()
     return frames, ccalls, spent
 

@@ -76,9 +76,9 @@ def child(root: str, steps: int) -> None:
     from tracers.torch import hooks
     from tracers.torch.tracer import Tracer
 
-    tr = Tracer(tempfile.mkdtemp(prefix="torch-instructions-"), rank=0, world_size=1)
-    variants = {name: cls(tempfile.mkdtemp(prefix="torch-instructions-"), rank=0, world_size=1)
-                for name, cls in _variants().items()}
+    dirs = {name: tempfile.mkdtemp(prefix="torch-instructions-") for name in ("traced", "hooks", "clock")}
+    tr = Tracer(dirs["traced"], rank=0, world_size=1)
+    variants = {name: cls(dirs[name], rank=0, world_size=1) for name, cls in _variants().items()}
     tracers = {"traced": tr, **variants}
     for t in tracers.values():  # flushes only where this script says
         without_timed_flush(t)
@@ -104,7 +104,8 @@ def child(root: str, steps: int) -> None:
             hooks.uninstall()
     for t in tracers.values():
         t.close(complete=True)
-        shutil.rmtree(t.writer.directory, ignore_errors=True)
+    for folder in dirs.values():  # the tracer's writer (a spool now) keeps no directory attribute
+        shutil.rmtree(folder, ignore_errors=True)
     dist.destroy_process_group()
 
 
