@@ -22,7 +22,7 @@ from typing import Any
 from paradise.format import COLUMN_NAMES
 from tracers.clock import record_offset
 from tracers.torch.clock import fake_skew, wall_clock
-from tracers.torch.steprows import FLUSH_ROWS, StepRowWriter
+from tracers.torch.steprows import CHUNK_WIDTH, FLUSH_ROWS, StepRowWriter
 
 COL = {name: i for i, name in enumerate(COLUMN_NAMES)}
 WIDTH = len(COLUMN_NAMES)
@@ -50,11 +50,15 @@ FAILURE_DEDUP_NS = 10_000_000_000
 """A failure within 10 s of one already recorded on the rank is the same incident seen twice
 (an exception recorded by the backward hook, then logged by the checkpoint manager or escaping
 the script): it is not written again."""
-FLUSH_PHASE_VALUES = 3 * FLUSH_ROWS // 2
-"""Phase values (3 a row) after which a step flushes even before the interval: with the step and
-bucket rows beside them, about FLUSH_ROWS rows."""
+FLUSH_STEPS = CHUNK_WIDTH * FLUSH_ROWS // 8
+"""Values of StepRowWriter.chunks (CHUNK_WIDTH per step) after which a step flushes before the
+interval: with a step's phase and bucket rows, about FLUSH_ROWS rows."""
 BUFFER_MAX_ROWS = 10_000
 """Rows held for a step that never ends (a loop without optimizer.step) before writing them untagged."""
+PHASES_MAX = 3 * BUFFER_MAX_ROWS
+"""Values in Tracer._phases (3 a phase) past which they are written untagged."""
+BUCKETS_MAX = 7 * BUFFER_MAX_ROWS
+"""Values in Tracer._buckets (7 a bucket) past which they are written untagged."""
 
 ENV_DIR = "PARADISE_TRACE"
 ENV_ORIGIN = "PARADISE_TRACE_ORIGIN_NS"
@@ -166,24 +170,27 @@ class Tracer:
         return row
 
     def compute(self, name: str, t0: int, t1: int) -> None:
-        """Records a compute phase (forward, loss, backward, optimizer): the per-step hot path.
+        """Records a compute phase (forward, loss, backward, optimizer).
 
-        Three appends to a flat list and no row object until the step ends: every container a
-        hook allocates also brings Python's cyclic GC (which walks torch's large heap) closer."""
-        ph = self._phases
-        ph.append(name)
-        ph.append(t0)
-        ph.append(t1)
-        if len(ph) > 3 * BUFFER_MAX_ROWS and not self.closed:
+        The hooks append the same three values to `_phases` themselves (no frame for this call):
+        no row object until the step ends, since every container a hook allocates also brings
+        Python's cyclic GC (which walks torch's large heap) closer."""
+        self._phases.extend((name, t0, t1))
+        if len(self._phases) > PHASES_MAX:
+            self.phases_overflow()
+
+    def phases_overflow(self) -> None:
+        """Writes the rows of a step that never ends (a loop without optimizer.step), untagged:
+        the hooks call it when `_phases` or `_buckets` grow past PHASES_MAX or BUCKETS_MAX."""
+        if not self.closed:
             self._emit_buffer(None, None)
 
     def bucket(self, t0: int, t1: int, obj: int, nbytes: int, dtype: str | None, group: str | None,
                group_size: int | None) -> None:
         """Records a DDP bucket all-reduce of the step in progress (a `collective` row, cat ddp_bucket)."""
-        b = self._buckets
-        b.extend((t0, t1, obj, nbytes, dtype, group, group_size))
-        if len(b) > 7 * BUFFER_MAX_ROWS and not self.closed:
-            self._emit_buffer(None, None)
+        self._buckets.extend((t0, t1, obj, nbytes, dtype, group, group_size))
+        if len(self._buckets) > BUCKETS_MAX:
+            self.phases_overflow()
 
     def buffer(self, row: list[Any]) -> None:
         """Adds a row of the step in progress (written when the step ends)."""
@@ -263,9 +270,13 @@ class Tracer:
             start = self._prev_end  # no DDP module (e.g. FSDP): the step runs from the previous one's end
         if start is None:
             start = min([r[T0] for r in self._buffer if r[K] == "phase"] + self._phases[1::3], default=t1)
+        w = self.writer
         if not self.closed:
-            self.writer.step_row(start, t1, n)
-        self._emit_buffer(n, start)
+            w.add_step(n, start, t1, self._phases, self._buckets)
+            self._phases.clear()
+            self._buckets.clear()
+        if self._buffer or self._inflight or self._auto_io:
+            self._emit_buffer(n, start)
         self._counter += 1
         self.step = n + 1
         self.step_start = None
@@ -274,8 +285,7 @@ class Tracer:
         self._prev_end = t1
         for cb in self.step_callbacks:
             cb()
-        w = self.writer
-        if time.monotonic_ns() - w._last_flush > self.flush_interval_ns or len(w.phases) > FLUSH_PHASE_VALUES:
+        if time.monotonic_ns() - w._last_flush > self.flush_interval_ns or len(w.chunks) > FLUSH_STEPS:
             self.flush()
 
     def explicit_step(self, n: int, t0_wall: int, t1_wall: int) -> None:
@@ -290,11 +300,9 @@ class Tracer:
             self._buckets.clear()
             return
         append = self.writer.append
-        if self._phases:
-            self.writer.add_phases(self._phases, n, start)
+        if self._phases or self._buckets:
+            self.writer.add_step(n, start, None, self._phases, self._buckets)
             self._phases.clear()
-        if self._buckets:
-            self.writer.add_buckets(self._buckets, n, start)
             self._buckets.clear()
         for row in self._buffer:
             if n is not None and row[T0] >= start:
