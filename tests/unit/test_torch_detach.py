@@ -122,7 +122,7 @@ def test_a_programs_own_comm_hook_records_nothing_once_detached(tmp_path, world_
 def test_hooks_read_the_clock_without_a_python_frame(tmp_path, world_of_one):
     """A traced step reads the clock by C calls (time.time_ns), never through Tracer.now's frame,
     enters Python only for its hooks (forward, backward, a launch per bucket, optimizer pre and
-    post) and the step's hand-over (Tracer.end_step, StepRowWriter.add_step), and still records
+    post) and the step's end (Tracer.end_step, which hands the rows over without a call), and records
     one phase row per hook and a row per bucket."""
     import sys
 
@@ -158,8 +158,8 @@ def test_hooks_read_the_clock_without_a_python_frame(tmp_path, world_of_one):
     assert calls.get("Tracer.now", 0) == 0
     # forward 2 reads, backward 2, optimizer pre and post 1 each, a launch per bucket
     assert calls.get("c:time_ns", 0) == n * (6 + buckets)
-    assert calls["tracer frames"] == n * (4 + buckets + 2)
-    assert calls.get("StepRowWriter.add_step", 0) == n
+    assert calls["tracer frames"] == n * (4 + buckets + 1)
+    assert calls.get("Tracer.end_step", 0) == n
     with DuckDBEngine(open_trace(tmp_path / "trace")) as eng:
         last = "step > (SELECT min(step) FROM events WHERE kind = 'step')"  # the n profiled steps
         phases = eng.sql(f"SELECT name, count(*) AS n FROM events WHERE kind = 'phase' AND {last} "

@@ -1,18 +1,20 @@
 """The rows every training step makes (its `step` row, compute phases, DDP bucket all-reduces),
-packed as they are handed over into one growing array of int64 rows for the rank's spool
+kept as flat lists of values and packed at the flush into int64 rows for the rank's spool
 (tracers.spool; strings as codes of a per-rank table, nulls as NULL).
 
-A step hands over its rows in one call (`add_step`: three list extends, nothing built per row);
-a flush packs all steps' rows into one array('q') in one Python loop and hands its bytes to one
+The hooks append a step's values to the writer's own flat lists, and the step hands them over
+by one list extend (`add_step`: where its values end, its number, start and end; nothing built per row);
+a flush packs all steps' rows into one array('q'), column by column, and hands its bytes to one
 write(): no numpy, no Arrow and no Parquet in the training process (paradise.format.compact
 converts the spool after the run). Packing at the flush instead of per step: what a traced step
-pays is mostly its cold entries into Python code (the training step has evicted it), so a loop
-run once for many steps costs less than the same loop entered in every step. Rows that are not
+pays is mostly its cold entries into Python code (the training step has evicted it), so code run
+once for many steps costs less than the same code entered in every step. Rows that are not
 per-step (marks, failures, torch.distributed calls, checkpoint I/O, the program's own
 record_event rows) go as tuples (`append`), written after the packed rows of the same flush.
 
-Row order: per step, the step row, its phase rows, its bucket rows (a step row before its first
-forward phase, which shares its t0); the conversion sorts each rank's rows by t0, stably.
+Row order in a flush: step rows, phase rows, bucket rows, then the appended rows, which keeps the
+order rows with equal t0 were written in (a step row before its first forward phase); the
+conversion sorts each rank's rows by t0, stably.
 """
 
 from __future__ import annotations
@@ -97,9 +99,10 @@ class StepRowWriter:
         self.codes = code = Codes()
         self._sent = 0  # strings already in the spool
         self.spool = Spool(Path(directory), stem or f"pe-{pe:05d}", LAYOUT, {}, self.metadata)
+        # Filled by the tracer's hooks (the same list objects for the writer's life):
         self.phases: list[Any] = []  # PHASE_WIDTH values per phase row
         self.buckets: list[Any] = []  # BUCKET_WIDTH values per bucket row
-        self.chunks: list[int] = []  # per add_step: end in phases, end in buckets, step, start, t1
+        self.chunks: list[int] = []  # per step handed over: end in phases, end in buckets, step, start, t1
         # constant codes of the packed kinds (interned once, first in the table)
         self._step = code["step"]
         self._phase, self._compute = code["phase"], code["compute"]
@@ -110,23 +113,23 @@ class StepRowWriter:
         self._closed = False
         self.rows_written = 0
 
-    def add_step(self, step: int | None, start: int | None, t1: int | None, phases: list[Any],
-                 buckets: list[Any]) -> None:
-        """Takes one step's rows: its step row (when t1 is given: from `start` to t1), the phases
-        (PHASE_WIDTH values each) and the buckets (BUCKET_WIDTH values each), those starting at
-        or after `start` tagged with `step` (all untagged when step is None). Three list extends:
-        the packing waits for the flush, which runs its loop once for many steps."""
-        self.phases.extend(phases)
-        self.buckets.extend(buckets)
+    def add_step(self, step: int | None, start: int | None, t1: int | None) -> None:
+        """Closes a step's chunk: the phases and buckets appended since the last chunk belong to it;
+        a step row from `start` to t1 when t1 is given; rows starting at or after `start` tagged
+        with `step` (all untagged when step is None). One list extend (Tracer.end_step makes the
+        same one through a bound `chunks.extend`: no frame)."""
         self.chunks.extend((len(self.phases), len(self.buckets), NULL if step is None else step, start or 0,
                             NULL if t1 is None else t1))
 
     def _packed(self) -> memoryview:
-        """The step, phase and bucket rows held so far, packed (LAYOUT order) as bytes, taken out:
-        each column written at once by an array slice assignment (a C loop), step rows first,
-        then phase rows, then bucket rows."""
-        phases, self.phases, buckets, self.buckets = self.phases, [], self.buckets, []
-        chunks, self.chunks = self.chunks, []
+        """The rows of the closed chunks, packed (LAYOUT order) as bytes, taken out (the values of
+        a step in progress stay): each column written at once by an array slice assignment (a C
+        loop), step rows first, then phase rows, then bucket rows."""
+        chunks = self.chunks[:]
+        self.chunks.clear()
+        p_end, b_end = chunks[-CHUNK_WIDTH], chunks[-CHUNK_WIDTH + 1]
+        phases, buckets = self.phases[:p_end], self.buckets[:b_end]
+        del self.phases[:p_end], self.buckets[:b_end]  # in place: the hooks hold these lists
         code = self.codes
         c_step, c_start, c_t1 = chunks[2::CHUNK_WIDTH], chunks[3::CHUNK_WIDTH], chunks[4::CHUNK_WIDTH]
         steps = [k for k, (n, t1) in enumerate(zip(c_step, c_t1)) if n != NULL and t1 != NULL]

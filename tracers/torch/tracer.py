@@ -123,8 +123,11 @@ class Tracer:
         self.step: int | None = None  # number of the step in progress (None before the first)
         self._counter = 0  # steps completed in this process (fallback numbering)
         self._buffer: list[list[Any]] = []  # rows of the step in progress
-        self._phases: list[Any] = []  # compute phases of the step in progress: name, t0, t1, name, ...
-        self._buckets: list[Any] = []  # DDP bucket rows of the step in progress (steprows.BUCKET_WIDTH values each)
+        # The writer's flat lists, which the hooks append to: compute phases (name, t0, t1, name, ...)
+        # and DDP bucket rows (steprows.BUCKET_WIDTH values each); a step's end hands them over.
+        self._phases: list[Any] = self.writer.phases
+        self._buckets: list[Any] = self.writer.buckets
+        self._hand_over = self.writer.chunks.extend  # StepRowWriter.add_step without its frame
         self._inflight: list[list[Any]] = []  # async collectives not yet completed at their step's end
         self._auto_io: list[list[Any]] = []  # torch.save/dcp rows, dropped when record_event covers them
         self._explicit = False  # the program marks steps itself with tracers.torch.step()
@@ -180,10 +183,18 @@ class Tracer:
             self.phases_overflow()
 
     def phases_overflow(self) -> None:
-        """Writes the rows of a step that never ends (a loop without optimizer.step), untagged:
-        the hooks call it when `_phases` or `_buckets` grow past PHASES_MAX or BUCKETS_MAX."""
-        if not self.closed:
+        """The hooks' call when `_phases` or `_buckets` hold more than PHASES_MAX or BUCKETS_MAX
+        values: a flush, and when half of them belong to the step in progress, a step that never
+        ends (a loop without optimizer.step), its rows first, untagged. After close: dropped."""
+        if self.closed:
+            self._phases.clear()
+            self._buckets.clear()
+            return
+        chunks = self.writer.chunks
+        p0, b0 = (chunks[-CHUNK_WIDTH], chunks[-CHUNK_WIDTH + 1]) if chunks else (0, 0)
+        if len(self._phases) - p0 > PHASES_MAX // 2 or len(self._buckets) - b0 > BUCKETS_MAX // 2:
             self._emit_buffer(None, None)
+        self.flush()
 
     def bucket(self, t0: int, t1: int, obj: int, nbytes: int, dtype: str | None, group: str | None,
                group_size: int | None) -> None:
@@ -268,13 +279,12 @@ class Tracer:
         start = self.step_start if t0 is None else t0
         if t0 is None and not self.forward_seen and self._prev_end is not None:
             start = self._prev_end  # no DDP module (e.g. FSDP): the step runs from the previous one's end
-        if start is None:
-            start = min([r[T0] for r in self._buffer if r[K] == "phase"] + self._phases[1::3], default=t1)
         w = self.writer
+        if start is None:
+            mine = self._phases[w.chunks[-CHUNK_WIDTH] if w.chunks else 0:]  # this step's phases
+            start = min([r[T0] for r in self._buffer if r[K] == "phase"] + mine[1::3], default=t1)
         if not self.closed:
-            w.add_step(n, start, t1, self._phases, self._buckets)
-            self._phases.clear()
-            self._buckets.clear()
+            self._hand_over((len(self._phases), len(self._buckets), n, start, t1))
         if self._buffer or self._inflight or self._auto_io:
             self._emit_buffer(n, start)
         self._counter += 1
@@ -300,10 +310,7 @@ class Tracer:
             self._buckets.clear()
             return
         append = self.writer.append
-        if self._phases or self._buckets:
-            self.writer.add_step(n, start, None, self._phases, self._buckets)
-            self._phases.clear()
-            self._buckets.clear()
+        self.writer.add_step(n, start, None)
         for row in self._buffer:
             if n is not None and row[T0] >= start:
                 row[STEP] = n
