@@ -56,9 +56,9 @@ interval: with a step's phase and bucket rows, about FLUSH_ROWS rows."""
 BUFFER_MAX_ROWS = 10_000
 """Rows held for a step that never ends (a loop without optimizer.step) before writing them untagged."""
 PHASES_MAX = 3 * BUFFER_MAX_ROWS
-"""Values in Tracer._phases (3 a phase) past which they are written untagged."""
+"""Values held in Tracer._phases (3 a phase) past which they are flushed (Tracer.phases_overflow)."""
 BUCKETS_MAX = 7 * BUFFER_MAX_ROWS
-"""Values in Tracer._buckets (7 a bucket) past which they are written untagged."""
+"""Values held in Tracer._buckets (7 a bucket) past which they are flushed (Tracer.phases_overflow)."""
 
 ENV_DIR = "PARADISE_TRACE"
 ENV_ORIGIN = "PARADISE_TRACE_ORIGIN_NS"
