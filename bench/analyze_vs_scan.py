@@ -230,11 +230,12 @@ def breakdown(trace: object) -> str:
     with DuckDBEngine(trace) as eng:  # type: ignore[arg-type]
         for name in ANALYSES:
             module = importlib.import_module(f"paradise.analyses.{name}")
-            if not module.applies(trace):
+            session = Session(eng, trace)
+            if not module.applies(session):
                 parts.append(f"{name} n/a")
                 continue
             t = time.perf_counter()
-            module.analyze(Session(eng, trace), AnalysisConfig())
+            module.analyze(session, AnalysisConfig())
             parts.append(f"{name} {time.perf_counter() - t:.2f}")
     return ", ".join(parts)
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import collections
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -27,35 +28,24 @@ import time
 from pathlib import Path
 from typing import Any
 
+from torch_one_rank import warmed_up, without_timed_flush
+
 ROOT = Path(__file__).resolve().parents[1]
-WARMUP_STEPS = 20
 CLOCKS = {"time_ns", "monotonic_ns", "perf_counter_ns", "thread_time_ns", "process_time_ns"}
 
 
 def count(root: str, steps: int) -> tuple[collections.Counter, collections.Counter, dict[str, list[int]]]:
     """(Python frames by function, C calls by name) of `steps` traced steps, as totals; then each
     hook's own ns per step over `steps` more steps (_time_hooks)."""
-    sys.path.insert(0, root)
-    sys.path.insert(0, str(Path(root) / "examples"))
-    os.environ.update(MASTER_ADDR="127.0.0.1", RANK="0", WORLD_SIZE="1")
-    os.environ.setdefault("MASTER_PORT", str(29500 + os.getpid() % 1000))
-    import ddp_train as d
+    d, (model, opt), batches = warmed_up(root, steps)
     import torch
     import torch.distributed as dist
 
     from tracers.torch import hooks
     from tracers.torch.tracer import Tracer
 
-    args = d.parse_args([])
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo")
-    cpu = torch.device("cpu")
-    model, opt = d.build(args, 0, cpu)
-    batches = [d.batch_for(args, 0, s, cpu) for s in range(steps)]
-    for s in range(WARMUP_STEPS):  # DDP's bucket rebuild, Adam's state
-        d.train_step(model, opt, *batches[s % steps])
-    tr = Tracer(tempfile.mkdtemp(prefix="torch-hook-calls-"), rank=0, world_size=1)
-    tr.flush_interval_ns = tr.writer.flush_interval_ns = 10**18  # no timed flush inside the counted steps
+    folder = tempfile.mkdtemp(prefix="torch-hook-calls-")
+    tr = without_timed_flush(Tracer(folder, rank=0, world_size=1))
     frames: collections.Counter = collections.Counter()
     ccalls: collections.Counter = collections.Counter()
     tracer_dir = str(Path(root) / "tracers")
@@ -82,6 +72,7 @@ def count(root: str, steps: int) -> tuple[collections.Counter, collections.Count
         spent = _time_hooks(torch, model, opt, d.train_step, batches, steps)
         tr.flush()
     tr.close(complete=True)
+    shutil.rmtree(folder, ignore_errors=True)
     dist.destroy_process_group()
     return frames, ccalls, spent
 

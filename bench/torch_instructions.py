@@ -32,9 +32,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from torch_one_rank import warmed_up, without_timed_flush
+
 ROOT = Path(__file__).resolve().parents[1]
-WARMUP_STEPS = 20
-"""Untraced steps before the blocks: the first ones run ~1 % more instructions than later ones."""
 BLOCKS = ("untraced", "traced", "hooks", "clock", "flush", "clock", "hooks", "traced", "untraced")
 
 
@@ -70,31 +70,18 @@ def _variants() -> dict:
 
 def child(root: str, steps: int) -> None:
     """The measured process: marks each block's start and end with getppid()."""
-    sys.path.insert(0, root)
-    sys.path.insert(0, str(Path(root) / "examples"))
-    os.environ.update(MASTER_ADDR="127.0.0.1", RANK="0", WORLD_SIZE="1")
-    os.environ.setdefault("MASTER_PORT", str(29500 + os.getpid() % 1000))
-    import ddp_train as d
-    import torch
+    d, model, batches = warmed_up(root, steps)
     import torch.distributed as dist
 
     from tracers.torch import hooks
     from tracers.torch.tracer import Tracer
 
-    args = d.parse_args([])
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo")
-    cpu = torch.device("cpu")
-    model = d.build(args, 0, cpu)
-    tr = Tracer(tempfile.mkdtemp(prefix="torch-instructions-"), rank=0, world_size=1)
-    variants = {name: cls(tempfile.mkdtemp(prefix="torch-instructions-"), rank=0, world_size=1)
-                for name, cls in _variants().items()}
+    dirs = {name: tempfile.mkdtemp(prefix="torch-instructions-") for name in ("traced", "hooks", "clock")}
+    tr = Tracer(dirs["traced"], rank=0, world_size=1)
+    variants = {name: cls(dirs[name], rank=0, world_size=1) for name, cls in _variants().items()}
     tracers = {"traced": tr, **variants}
-    for t in tracers.values():
-        t.flush_interval_ns = t.writer.flush_interval_ns = 10**18  # flushes only where this script says
-    batches = [d.batch_for(args, 0, s, cpu) for s in range(steps)]
-    for s in range(WARMUP_STEPS):  # DDP's bucket rebuild, the allocator, Adam's state
-        d.train_step(*model, *batches[s % steps])
+    for t in tracers.values():  # flushes only where this script says
+        without_timed_flush(t)
     for t in tracers.values():
         with hooks.tracing(t, [model[0]]):  # the tracer's bucket hooks, its first rows
             for s in range(5):
@@ -117,7 +104,8 @@ def child(root: str, steps: int) -> None:
             hooks.uninstall()
     for t in tracers.values():
         t.close(complete=True)
-        shutil.rmtree(t.writer.directory, ignore_errors=True)
+    for folder in dirs.values():  # the tracer's writer (a spool now) keeps no directory attribute
+        shutil.rmtree(folder, ignore_errors=True)
     dist.destroy_process_group()
 
 

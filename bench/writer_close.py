@@ -1,4 +1,4 @@
-"""What does putting a PE's rows in time order cost the tracer at close? TraceWriter.close() on rows
+"""What does putting a PE's rows in time order cost at close? TraceWriter.close() (tests/trace_writer.py) on rows
 appended as a tracer appends them (an execution when it ends, after the sends it made), side by
 side: this tree and a baseline source tree (`--baseline-src`, e.g. an export of main), each in a
 fresh process, for wall and CPU seconds of close() and the process' peak RSS.
@@ -21,7 +21,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 CHILD = r"""
 import json, os, resource, sys, tempfile, time
-from tracers.writer import TraceWriter
+try:
+    from tests.trace_writer import TraceWriter
+except ImportError:  # a baseline tree from before the writer moved out of tracers/
+    from tracers.writer import TraceWriter
 rows, sends = int(sys.argv[1]), 4
 with tempfile.TemporaryDirectory() as d:
     w = TraceWriter(d, 0, source="synthetic", program="bench", pes=1)

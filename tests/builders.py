@@ -1,4 +1,4 @@
-"""Tiny synthetic paradise traces for tests, written with the real tracers.writer.TraceWriter.
+"""Tiny synthetic paradise traces for tests, written with the real tests.trace_writer.TraceWriter.
 
 Build rows with a TraceBuilder (one call per event, times in ns), then `write(dir)`:
 
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from paradise.format import COLUMN_NAMES, index_text, pack_index
-from tracers.writer import TraceWriter
+from tests.trace_writer import TraceWriter
 
 
 class TraceBuilder:

@@ -1,7 +1,7 @@
 """Analyses, one module per characteristic family. The CLI iterates ANALYSES in this order.
 
 Contract of each module `paradise.analyses.<name>`:
-    applies(trace: TraceHandle) -> bool
+    applies(session: Session) -> bool   (the trace as session.trace; a check that reads rows uses session.engine)
     analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisResult
 Pure: no printing, no file writes. Stage-1 SQL lives in paradise/sql/<analysis>_<what>.sql.
 Rendering lives in paradise/report/<name>.py as render(console, result_dict).

@@ -10,13 +10,12 @@ from __future__ import annotations
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
 from paradise.analyses.devices import records
 from paradise.analyses.session import Session
-from paradise.store import TraceHandle
 from paradise.units import count, duration
 
 
-def applies(trace: TraceHandle) -> bool:
+def applies(session: Session) -> bool:
     """Kineto and Nsight Systems traces (user annotations and NVTX ranges are profiler categories)."""
-    return trace.source in ("kineto", "nsys")
+    return session.trace.source in ("kineto", "nsys")
 
 
 def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisResult:

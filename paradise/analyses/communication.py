@@ -37,9 +37,9 @@ SAME_PE_SOURCES = frozenset({"charm4py"})
 or not, which hints.runtime.charm_combine's batches to the PE's own receiver skip."""
 
 
-def applies(trace: Any) -> bool:
+def applies(session: Session) -> bool:
     """Charm-style traces with messages between objects."""
-    return not training_like(trace.source)
+    return not training_like(session.trace.source)
 
 
 def pattern_characteristics(patterns: dict[str, list[dict[str, Any]]]) -> list[Characteristic]:

@@ -12,7 +12,6 @@ import pandas as pd
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
 from paradise.analyses.devices import has_device_rows, records
 from paradise.analyses.session import Session
-from paradise.store import TraceHandle
 from paradise.units import duration
 
 KERNEL_DELAY_NS = 30_000
@@ -23,9 +22,9 @@ HOST_BOUND_SHARE = 0.5
 CAUSES = ("host_wait", "kernel_wait", "other")
 
 
-def applies(trace: TraceHandle) -> bool:
+def applies(session: Session) -> bool:
     """Training traces with rows on a device stream."""
-    return has_device_rows(trace)
+    return has_device_rows(session.trace)
 
 
 def per_stream(raw: pd.DataFrame) -> pd.DataFrame:

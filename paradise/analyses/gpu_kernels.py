@@ -15,7 +15,6 @@ import pandas as pd
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
 from paradise.analyses.devices import has_device_rows, records, type_label
 from paradise.analyses.session import Session
-from paradise.store import TraceHandle
 
 LOW_OVERLAP = 0.5
 """Communication hidden behind computation less than half of its time is reported as exposed."""
@@ -23,9 +22,9 @@ MOSTLY_IDLE = 0.5
 """A device idle more than half of its kernel span is reported as starved."""
 
 
-def applies(trace: TraceHandle) -> bool:
+def applies(session: Session) -> bool:
     """Training traces with rows on a device stream."""
-    return has_device_rows(trace)
+    return has_device_rows(session.trace)
 
 
 def per_rank(types: pd.DataFrame) -> pd.DataFrame:

@@ -12,7 +12,6 @@ import pandas as pd
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
 from paradise.analyses.devices import has_device_rows, records
 from paradise.analyses.session import Session
-from paradise.store import TraceHandle
 from paradise.units import duration
 
 RUNTIME_CUTOFF_NS = 50_000
@@ -27,9 +26,9 @@ TOP_ROWS = 50
 """(op, kernel) rows kept per list in the result."""
 
 
-def applies(trace: TraceHandle) -> bool:
+def applies(session: Session) -> bool:
     """Training traces with rows on a device stream."""
-    return has_device_rows(trace)
+    return has_device_rows(session.trace)
 
 
 def per_rank(rows: pd.DataFrame) -> pd.DataFrame:

@@ -13,7 +13,6 @@ import pandas as pd
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence
 from paradise.analyses.devices import has_device_rows, records
 from paradise.analyses.session import Session
-from paradise.store import TraceHandle
 from paradise.units import duration
 
 MAX_QUEUE_LENGTH = 1024
@@ -24,9 +23,9 @@ SHALLOW_QUEUE = 1.0
 host hiccup idles the device."""
 
 
-def applies(trace: TraceHandle) -> bool:
+def applies(session: Session) -> bool:
     """Training traces with rows on a device stream."""
-    return has_device_rows(trace)
+    return has_device_rows(session.trace)
 
 
 def _quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:

@@ -17,7 +17,6 @@ import pyarrow as pa
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence, json_scalar
 from paradise.analyses.pe_time import BUSY_UNKNOWN, IMBALANCE_THRESHOLD, busy_known, load_imbalance
 from paradise.analyses.session import Session
-from paradise.store import TraceHandle
 
 DEFAULT_TOP = 10
 """Entries shown in top_entries unless --top says otherwise."""
@@ -25,7 +24,7 @@ COMM_MATRIX_MAX_EDGES = 10_000
 """Largest number of PE pairs kept in comm_matrix (by bytes); the totals always count all."""
 
 
-def applies(trace: TraceHandle) -> bool:
+def applies(session: Session) -> bool:
     """Every trace has PEs and times, so the overview always applies."""
     return True
 

@@ -43,9 +43,9 @@ FIXED_CATS = ("group", "nodegroup", "chare", "mainchare", "main", "runtime")
 Obj = tuple[str, str]
 
 
-def applies(trace: Any) -> bool:
+def applies(session: Session) -> bool:
     """Charm-style traces (objects, entry methods); not PyTorch ranks."""
-    return not training_like(trace.source)
+    return not training_like(session.trace.source)
 
 
 def _pes(trace: Any, pe_load: pd.DataFrame) -> int:

@@ -41,9 +41,9 @@ MIN_FAILURES_CONFIDENT = 10
 """Failures needed before the job's own MTBF estimate gets full confidence (relative error ~1/sqrt(n))."""
 
 
-def applies(trace: TraceHandle) -> bool:
+def applies(session: Session) -> bool:
     """Training traces: PyTorch runs recorded by the tracer or imported from Kineto."""
-    return training_like(trace.source)
+    return training_like(session.trace.source)
 
 
 def _args(text: Any) -> dict[str, Any]:

@@ -81,7 +81,7 @@ def run_analyses(
 
     def one(name: str) -> AnalysisResult | None:
         module = importlib.import_module(f"paradise.analyses.{name}")
-        return module.analyze(session, config) if module.applies(session.trace) else None
+        return module.analyze(session, config) if module.applies(session) else None
 
     workers = 2 if concurrent(session) and len(names) > 1 else 1
     outcomes: dict[str, AnalysisResult | None | BaseException] = {}
@@ -107,12 +107,12 @@ def run_analyses(
     return results, errors
 
 
-def needs(trace: TraceHandle, names: tuple[str, ...]) -> frozenset[str]:
-    """The shared results the analyses `names` that apply to the trace declare (their NEEDS)."""
+def needs(session: Session, names: tuple[str, ...]) -> frozenset[str]:
+    """The shared results the analyses `names` that apply to the session's trace declare (their NEEDS)."""
     out: set[str] = set()
     for name in names:
         module = importlib.import_module(f"paradise.analyses.{name}")
-        if module.applies(trace):
+        if module.applies(session):
             out |= set(getattr(module, "NEEDS", ()))
     return frozenset(out)
 

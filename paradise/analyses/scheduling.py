@@ -37,8 +37,8 @@ PRIO_MIN_GAIN = 0.005
 """A schedule hint is written only when the replay with priorities is at least 0.5 % shorter."""
 
 
-def applies(trace: Any) -> bool:
-    return not training_like(trace.source)
+def applies(session: Session) -> bool:
+    return not training_like(session.trace.source)
 
 
 NEEDS = frozenset({"exec_graph", "critical_path", "latency_model", "replayer", "pe_time"})

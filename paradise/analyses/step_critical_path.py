@@ -21,7 +21,6 @@ from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristi
 from paradise.analyses.devices import has_device_rows, records
 from paradise.analyses.session import Session
 from paradise.engines import Engine
-from paradise.store import TraceHandle
 from paradise.units import duration
 
 TOP = 10
@@ -30,9 +29,9 @@ PEER_SLACK_NS = 1_000
 """A collective waited for a peer when the peer's matching row started this much later or more."""
 
 
-def applies(trace: TraceHandle) -> bool:
+def applies(session: Session) -> bool:
     """Training traces with device rows (launches link the host to the device)."""
-    return has_device_rows(trace)
+    return has_device_rows(session.trace)
 
 
 class _Rows:

@@ -47,26 +47,17 @@ MAX_STEP_ROWS = 5000
 """Per-step breakdown rows kept in the JSON result (the per-rank summary always covers all)."""
 
 
-def applies(trace: TraceHandle) -> bool:
-    """PyTorch and Kineto traces; other sources only when they hold step or collective rows."""
-    if training_like(trace.source):
+def applies(session: Session) -> bool:
+    """PyTorch and Kineto traces; sources no importer declares only when they hold phase rows or
+    DDP bucket collectives (training_rows_present.sql, on the run's engine)."""
+    source = session.trace.source
+    if training_like(source):
         return True
     from paradise.importers import IMPORTERS
 
-    if any(imp.source == trace.source and not imp.training_like for imp in IMPORTERS.values()):
+    if any(imp.source == source and not imp.training_like for imp in IMPORTERS.values()):
         return False  # an importer declared the source Charm-like
-    import duckdb
-
-    con = duckdb.connect(":memory:")
-    try:
-        rows = con.sql(
-            "SELECT 1 FROM read_parquet($files, union_by_name = true) "
-            "WHERE kind = 'phase' OR (kind = 'collective' AND cat = 'ddp_bucket') LIMIT 1",
-            params={"files": trace.sql_files()},
-        ).fetchall()
-    finally:
-        con.close()
-    return bool(rows)
+    return bool(session.engine.query("training_rows_present").column("found")[0].as_py())
 
 
 _py = json_scalar

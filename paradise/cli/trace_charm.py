@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from paradise import units
+from paradise.cli.compaction import compact
 from paradise.errors import InvalidOption, OutputExists, TraceNotFound
 
 MAX_TIMEOUT_S = 1e7
@@ -49,10 +50,11 @@ def _pe_list(pes: list[int]) -> str:
 
 def _prepare_out(out: Path, force: bool, program: Path) -> None:
     """Refuses a trace directory that already holds a trace, unless --force (then clears it)."""
+    from paradise.format.compact import spools
     from paradise.store.output import prepare_output_folder  # pyarrow loads only when a command runs
 
     prepare_output_folder(out, inputs=[program])
-    old = list(out.glob("pe-*.parquet")) + list(out.glob("pe-*.rows")) + list(out.glob(".pe-*.tmp"))
+    old = list(out.glob("pe-*.parquet")) + spools(out) + list(out.glob(".pe-*.tmp"))
     if old and not force:
         raise OutputExists(f"{out}: already holds a trace; pass --force to overwrite it")
     for f in old:
@@ -60,28 +62,10 @@ def _prepare_out(out: Path, force: bool, program: Path) -> None:
 
 
 def _written(out: Path) -> str:
-    partial = any(out.glob("pe-*.parquet")) or any(out.glob("pe-*.rows"))
+    from paradise.format.compact import spools
+
+    partial = any(out.glob("pe-*.parquet")) or bool(spools(out))
     return f"partial trace in {out} (marked incomplete)" if partial else "no trace written"
-
-
-def compact(out: Path) -> str:
-    """The run's spools into its per-PE (per-rank) Parquet files (paradise.format.compact), timed apart
-    from the run: `compacted N rows in X s` for the command's summary line ("" when there were none)."""
-    import time
-
-    from paradise.errors import NotAParadiseTrace
-    from paradise.format.compact import SpoolError, convert_all
-
-    t0 = time.monotonic()
-    try:
-        files, rows = convert_all(out)
-    except SpoolError as exc:
-        raise NotAParadiseTrace(str(exc)) from None
-    except OSError as exc:  # a full disk, a file size limit: the run's outcome says the rest
-        print(f"paradise: warning: {out}: the raw spools could not be converted to Parquet ({exc.strerror or exc}); "
-              f"they are kept (pe-*.rows: the next read converts them)", file=sys.stderr, flush=True)
-        return ""
-    return f"compacted {rows:,} rows in {time.monotonic() - t0:.3f} s" if files else ""
 
 
 def register(app: typer.Typer) -> None:

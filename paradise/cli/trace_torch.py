@@ -17,7 +17,8 @@ from pathlib import Path
 
 import typer
 
-from paradise.cli.trace_charm import check_run_options, compact
+from paradise.cli.compaction import compact
+from paradise.cli.trace_charm import check_run_options
 from paradise.errors import InvalidOption, OutputExists, ParadiseError, TraceNotFound
 
 TRACER_MODULE = "paradise.boot.torch"
@@ -49,13 +50,14 @@ MAX_RESTARTS = 1000
 
 def _prepare_output(out: Path, force: bool, script: Path) -> None:
     """Refuses a non-empty output directory unless forced; with force, clears only trace outputs."""
+    from paradise.format.compact import spools
     from paradise.store.output import prepare_output_folder  # pyarrow loads only when a command runs
 
     prepare_output_folder(out, inputs=[script])
     if any(out.iterdir()):
         if not force:
             raise OutputExists(f"{out}: already exists and is not empty; pass --force to overwrite it")
-        for p in list(out.glob("*.parquet")) + list(out.glob("pe-*.rows")):
+        for p in list(out.glob("*.parquet")) + spools(out):
             p.unlink()
         for p in list(out.glob(".*.tmp")) + list(out.glob("*.tmp")):
             p.unlink()
@@ -104,9 +106,10 @@ def failure_summary(out: Path) -> str | None:
     import json
 
     from paradise.errors import ParadiseError
+    from paradise.format.compact import spools
     from paradise.run import open_run
 
-    if not any(out.glob("*.parquet")) and not any(out.glob("pe-*.rows")):
+    if not any(out.glob("*.parquet")) and not spools(out):
         return None
     try:
         with open_run(out) as session:

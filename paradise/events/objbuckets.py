@@ -31,18 +31,11 @@ from paradise.events import partitions
 PARTS_QUERY, STEPS_QUERY = "events_object_step_parts", "events_object_steps"
 TABLE, PARTS = "object_steps", "object_step_parts"
 """The relations events_object_steps and its readers name."""
+SPLIT, PART_FILES = "object_step_split", "bucket_part_files"
+"""The relations events_object_bucket_split and events_object_bucket_parts read."""
 PART_ROW_BYTES = 32
 """Memory a bucket step needs per trace row of its bucket (the parts' aggregate; a part row stands
 for several execs, each one of several rows)."""
-SPLIT_COLUMNS = ("coll, index, step, load_ns, execs, CAST(last >> 32 AS BIGINT) AS last_t1, "
-                 "CAST(last & 4294967295 AS BIGINT) AS last_pe")
-"""The parts as written: `last` (a HUGEINT, which Parquet does not keep exactly) as its two halves."""
-RANK_SQL = ("SELECT bucket, local, CAST(dense_rank() OVER (ORDER BY coll, index) - 1 AS BIGINT) AS oid "
-            "FROM objects")
-"""The global object ids: the rank of (coll, index) over every bucket's objects (each is in one)."""
-
-STEP_LOAD_SQL = f"SELECT CAST(coalesce(sum(load_ns) FILTER (WHERE step >= 0), 0) AS BIGINT) FROM {TABLE}"
-"""The bucket's part of events_object_stepped: its sum, which the client adds up and compares to 0."""
 
 
 @dataclass(frozen=True)
@@ -59,9 +52,9 @@ class BucketResult:
 
 def split_step(con: Any, root: str, i: int, buckets: int) -> None:
     """Split step I: the step's files' object-step parts, by bucket of (coll, index), under `root`."""
-    rows = (f"SELECT {SPLIT_COLUMNS}, CAST(hash(coll, index) % {int(buckets)} AS INTEGER) AS bucket "
-            f"FROM ({load_sql(PARTS_QUERY)})")
-    partitions.copy_by_bucket(con, rows, root, "parts", f"g{int(i)}", schema_file=i == 0)
+    rows = f"WITH {SPLIT} AS ({load_sql(PARTS_QUERY)}) {load_sql('events_object_bucket_split')}"
+    partitions.copy_by_bucket(con, rows, root, "parts", f"g{int(i)}", schema_file=i == 0,
+                              params={"buckets": int(buckets)})
 
 
 def _steps_file(root: str, b: int) -> str:
@@ -76,20 +69,18 @@ def merge_step(con: Any, root: str, b: int) -> pa.Table:
     out = _steps_file(root, b)
     if not os.path.exists(out):
         files = partitions.bucket_files(root, "parts", b)
-        con.execute(
-            f"CREATE OR REPLACE TEMP VIEW {PARTS} AS SELECT coll, index, step, CAST(sum(load_ns) AS BIGINT) AS load_ns, "
-            "CAST(sum(execs) AS BIGINT) AS execs, max((CAST(last_t1 AS HUGEINT) << 32) + last_pe) AS last "
-            f"FROM read_parquet({partitions._files(files)}, hive_partitioning = false) GROUP BY coll, index, step")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {PART_FILES} AS SELECT * "
+                    f"FROM read_parquet({partitions._files(files)}, hive_partitioning = false)")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {PARTS} AS {load_sql('events_object_bucket_parts')}")
         try:
             os.makedirs(os.path.dirname(out), exist_ok=True)
             con.execute(f"COPY ({load_sql(STEPS_QUERY)}) TO {partitions.quoted(out + '.tmp')} ({partitions.PARQUET})")
         finally:
-            con.execute(f"DROP VIEW IF EXISTS {PARTS}")
+            con.execute(f"DROP VIEW IF EXISTS {PARTS}; DROP VIEW IF EXISTS {PART_FILES}")
         os.replace(out + ".tmp", out)
         for f in files[:-1]:
             os.remove(f)
-    return con.sql(f"SELECT DISTINCT oid AS local, coll, index FROM read_parquet({partitions.quoted(out)}) "
-                   "WHERE oid IS NOT NULL ORDER BY local").to_arrow_table()
+    return con.sql(load_sql("events_object_bucket_objects"), params={"file": out}).to_arrow_table()
 
 
 def read_step(con: Any, root: str, b: int, gid: np.ndarray, with_rows: bool) -> BucketResult:
@@ -97,11 +88,11 @@ def read_step(con: Any, root: str, b: int, gid: np.ndarray, with_rows: bool) -> 
     TABLE, and objloads' readers over it (the step rows only `with_rows`, or when the bucket has a
     tie)."""
     con.register("gid", pa.table({"local": np.arange(len(gid), dtype=np.int64), "oid": gid.astype(np.int64)}))
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {TABLE} AS SELECT g.oid, s.* EXCLUDE (oid) "
-                f"FROM read_parquet({partitions.quoted(_steps_file(root, b))}) s LEFT JOIN gid g ON s.oid = g.local")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {TABLE} AS {load_sql('events_object_bucket_steps')}",
+                {"file": _steps_file(root, b)})
     con.unregister("gid")
     objects = con.sql(load_sql("events_object_summary")).to_arrow_table()
-    step_load = int(con.sql(STEP_LOAD_SQL).to_arrow_table().column(0)[0].as_py())
+    step_load = int(con.sql(load_sql("events_object_bucket_load")).to_arrow_table().column("step_load")[0].as_py())
     steps = con.sql(load_sql("events_object_step_numbers")).to_arrow_table().column("step").to_numpy()
     loads = os.path.join(root, "loads", f"b{int(b)}.parquet")
     os.makedirs(os.path.dirname(loads), exist_ok=True)
@@ -122,7 +113,7 @@ def bucketed(engine: Any) -> tuple[list[BucketResult], pd.DataFrame]:
     objs = engine.run_steps(merge_step, [{"root": root, "b": b} for b in range(buckets)], files=none)
     every = pa.concat_tables([t.append_column("bucket", pa.array(np.full(len(t), b, np.int32)))
                               for b, t in enumerate(objs)])
-    ranked = query_tables({"objects": every}, RANK_SQL)
+    ranked = query_tables({"bucket_objects": every}, load_sql("events_object_ranks"))
     bucket, local, oid = (ranked.column(c).to_numpy() for c in ("bucket", "local", "oid"))
     gids = []
     for b, t in enumerate(objs):

@@ -64,15 +64,16 @@ def quoted(path: str) -> str:
     return _quoted(path)
 
 
-def copy_by_bucket(con: Any, rows: str, root: str, part: str, prefix: str, schema_file: bool) -> None:
-    """Writes query `rows` (which has a `bucket` column) as root/part/bucket=B/{prefix}_N.parquet;
-    with `schema_file`, also root/part.parquet: no rows, the schema without `bucket`, which stands
-    for a bucket that got no file."""
+def copy_by_bucket(con: Any, rows: str, root: str, part: str, prefix: str, schema_file: bool,
+                   params: dict[str, Any] | None = None) -> None:
+    """Writes query `rows` (which has a `bucket` column; `params` bound) as
+    root/part/bucket=B/{prefix}_N.parquet; with `schema_file`, also root/part.parquet: no rows, the
+    schema without `bucket`, which stands for a bucket that got no file."""
     con.execute(f"COPY ({rows}) TO {_quoted(os.path.join(root, part))} ({PARQUET}, PARTITION_BY (bucket), "
-                f"FILENAME_PATTERN '{prefix}_{{i}}', OVERWRITE_OR_IGNORE)")
+                f"FILENAME_PATTERN '{prefix}_{{i}}', OVERWRITE_OR_IGNORE)", params)
     if schema_file:
         con.execute(f"COPY (SELECT * EXCLUDE (bucket) FROM ({rows}) LIMIT 0) TO "
-                    f"{_quoted(os.path.join(root, part + '.parquet'))} ({PARQUET})")
+                    f"{_quoted(os.path.join(root, part + '.parquet'))} ({PARQUET})", params)
 
 
 def split_files(engine: Any, step: Any, row_bytes: int, prefix: str) -> tuple[str, int]:

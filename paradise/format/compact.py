@@ -252,17 +252,12 @@ def convert(spool: str | os.PathLike, *, wait_s: float = LOCK_WAIT_S) -> tuple[P
             fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=spool.parent)
             with os.fdopen(fd, "wb") as out_fh:
                 tables = _ordered(reader, scratch)
-                out = None
-                # the tables come once every record was read: the metadata (the last META record, a
-                # clean close's) is final by then
-                for table in tables:
-                    if out is None:
-                        out = pq.ParquetWriter(out_fh, SCHEMA.with_metadata(_metadata(spool, reader)), **FINAL_WRITE)
-                    out.write_table(table)
-                if out is None:
-                    out = pq.ParquetWriter(out_fh, SCHEMA.with_metadata(_metadata(spool, reader)), **FINAL_WRITE)
-                    out.write_table(SCHEMA.empty_table())
-                out.close()
+                # the first table comes once every record was read: the metadata (the last META
+                # record, a clean close's) is final by then; a spool without rows gives an empty file
+                first = next(tables, SCHEMA.empty_table())
+                with pq.ParquetWriter(out_fh, SCHEMA.with_metadata(_metadata(spool, reader)), **FINAL_WRITE) as out:
+                    for table in itertools.chain([first], tables):
+                        out.write_table(table)
             os.replace(tmp, final)
             tmp = None
         finally:

@@ -73,8 +73,8 @@ def open_run(path: str | Path | TraceHandle, *, engine: str = "duckdb", schedule
 
 
 def _damaged(exc: BaseException, trace: TraceHandle) -> BaseException:
-    """The damaged-file error for a DuckDB error raised outside the engine's guard (an analysis'
-    `applies`, a stream read by the caller); any other error unchanged."""
+    """The damaged-file error for a DuckDB error raised outside the engine's guard (a stream read
+    by the caller); any other error unchanged."""
     import duckdb
 
     if not isinstance(exc, duckdb.Error):
@@ -95,7 +95,7 @@ def analyze_run(session: Session, config: AnalysisConfig | None = None, names: t
     from paradise.analyses.runner import concurrent, needs, run_analyses
 
     if concurrent(session):
-        session.prefetch(k for k in PREFETCH if k in needs(session.trace, names))
+        session.prefetch(k for k in PREFETCH if k in needs(session, names))
     if bar is not None or progress is None:
         return run_analyses(session, config or AnalysisConfig(), names, progress=bar)
     with progress("analyzing", len(names)) as made:

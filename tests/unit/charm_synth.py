@@ -3,7 +3,7 @@
 A `Prog` is a list of executions (object, entry, cost) and messages (sent by an execution at an
 offset, causing one or more executions). `write()` times it with a small FIFO-per-PE event
 simulation (its own code, independent of paradise.whatif) and writes a paradise trace with
-tracers.writer.TraceWriter: exec, send and create rows, as the charm4py tracer does.
+tests.trace_writer.TraceWriter: exec, send and create rows, as the charm4py tracer does.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import itertools
 from pathlib import Path
 
 from paradise.format import index_text, pack_index
-from tracers.writer import TraceWriter
+from tests.trace_writer import TraceWriter
 
 Key = tuple[str, tuple[int, ...]]
 

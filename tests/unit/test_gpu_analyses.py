@@ -24,7 +24,8 @@ def results(real_data, tmp_path_factory):
     with DuckDBEngine(trace) as eng:
         mods = {n: importlib.import_module(f"paradise.analyses.{n}")
                 for n in ("gpu_kernels", "gpu_idle", "gpu_queue", "gpu_launches", "annotations")}  # fmt: skip
-        return {n: m.analyze(Session(eng, trace), AnalysisConfig()).to_dict() for n, m in mods.items() if m.applies(trace)}
+        session = Session(eng, trace)
+        return {n: m.analyze(session, AnalysisConfig()).to_dict() for n, m in mods.items() if m.applies(session)}
 
 
 @pytest.fixture(scope="module")

@@ -59,6 +59,22 @@ def engine_constructions(source: str) -> list[str]:
     return out
 
 
+def database_connections(source: str) -> list[str]:
+    """Calls that open a DuckDB database of the module's own: duckdb.connect(...), or a `connect`
+    imported from duckdb or from paradise's DuckDB engine."""
+    tree = ast.parse(source)
+    imported = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                and node.module in ("duckdb", "paradise.engines.duckdb_engine") for a in node.names if a.name == "connect"}
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if (isinstance(f, ast.Attribute) and f.attr == "connect" and isinstance(f.value, ast.Name)
+                    and f.value.id == "duckdb") or (isinstance(f, ast.Name) and f.id in imported):
+                out.append(f"connect (line {node.lineno})")
+    return out
+
+
 def sql_in(source: str) -> list[str]:
     """String literals that hold SQL, and imports of duckdb, in a module's source."""
     out = []
@@ -80,12 +96,26 @@ def test_the_checks_find_what_they_look_for() -> None:
     assert engine_constructions(bad) == ["DuckDBEngine (line 5)", "get_engine (line 6)"]
     assert sql_in(bad) == ["import duckdb (line 1)", "SQL text (line 3)"]
     assert engine_constructions("from paradise.run import open_run\nopen_run('t')\n") == []
+    assert database_connections(bad + "def g():\n    return duckdb.connect(':memory:')\n") == ["connect (line 8)"]
+    assert database_connections("from duckdb import connect as c\nc()\nimport sqlite3\nsqlite3.connect('x')\n") \
+        == ["connect (line 2)"]
     assert sql_in('HELP = "select the events to keep from a trace"\n') == []
 
 
 def test_only_the_run_package_and_the_engines_construct_engines() -> None:
     found = {f: hits for f, src in _sources("paradise").items()
              if not f.startswith(("paradise/run/", "paradise/engines/")) and (hits := engine_constructions(src))}
+    assert found == {}
+
+
+OWN_DATABASE = {"paradise/analyses/overview.py": "stage 2's roll-ups over overview_pe's small Arrow table, not the trace"}
+"""Analyses allowed a DuckDB of their own, and why: never one over the trace's files."""
+
+
+def test_no_analysis_opens_a_database_of_its_own() -> None:
+    """An analysis reads the trace through the run's engine (session.engine), never a connection it opens."""
+    found = {f: hits for f, src in _sources("paradise/analyses").items()
+             if f not in OWN_DATABASE and (hits := database_connections(src))}
     assert found == {}
 
 

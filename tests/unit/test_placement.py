@@ -133,7 +133,7 @@ def test_generators():
 
 
 def test_empty_trace_gives_no_hint(tmp_path):
-    from tracers.writer import TraceWriter
+    from tests.trace_writer import TraceWriter
 
     with TraceWriter(tmp_path / "e", 0, source="synthetic", program="e", pes=1):
         pass

@@ -12,6 +12,7 @@ from paradise.analyses import resilience
 from paradise.analyses.base import AnalysisConfig
 from paradise.analyses.session import Session
 from paradise.engines.duckdb_engine import DuckDBEngine
+from paradise.run import open_run
 from paradise.store import open_trace
 from tests.builders import TraceBuilder
 
@@ -109,4 +110,5 @@ def test_checkpoint_hint_round_trips(tmp_path):
 def test_applies_only_to_training_traces(tmp_path):
     b = TraceBuilder(1, source="charm4py")
     b.exec(0, 0, 10, "work")
-    assert not resilience.applies(open_trace(b.write(tmp_path / "charm")))
+    with open_run(b.write(tmp_path / "charm")) as session:
+        assert not resilience.applies(session)

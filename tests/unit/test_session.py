@@ -80,9 +80,11 @@ def test_two_at_a_time_equals_one_at_a_time(tmp_path, monkeypatch):
 
 def test_needs_are_declared_by_the_analyses_that_apply(tmp_path):
     trace = open_trace(charm_like(pes=2, steps=1).write(tmp_path / "t"))
-    assert needs(trace, ("overview",)) == {"overview_groups", "pe_time"}
-    assert {"exec_graph", "critical_path", "communication_edges"} <= needs(trace, ("placement", "scheduling",
-                                                                                     "communication"))
+    with DuckDBEngine(trace) as eng:
+        session = Session(eng, trace)
+        assert needs(session, ("overview",)) == {"overview_groups", "pe_time"}
+        assert {"exec_graph", "critical_path", "communication_edges"} <= needs(session, ("placement", "scheduling",
+                                                                                           "communication"))
     for name in ANALYSES:  # every need names a shared result
         assert set(getattr(importlib.import_module(f"paradise.analyses.{name}"), "NEEDS", ())) <= set(
             session_mod.SHARED), name

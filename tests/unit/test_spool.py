@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from paradise.format.compact import SpoolError, convert, convert_all
+from paradise.format.schema import SCHEMA
 from paradise.format.spool import NULL, RECORD
 from tracers.spool import Spool
 
@@ -57,6 +58,14 @@ def test_rows_come_back_in_time_order_on_either_path(tmp_path):
         assert got[label] == [(t, names[i], k) for t, i, k in want]
         assert b'"complete": true' in pq.read_metadata(final).metadata[b"paradise"]
     assert got["memory"] == got["spilled"]
+
+
+def test_spool_without_rows_becomes_an_empty_file_with_its_metadata(tmp_path):
+    """A PE that recorded nothing still gets its file: no rows, the schema, the clean close's metadata."""
+    final, n = convert(_write(tmp_path, []))
+    table = pq.read_table(final)
+    assert n == table.num_rows == 0 and table.column_names == SCHEMA.names
+    assert b'"complete": true' in pq.read_metadata(final).metadata[b"paradise"]
 
 
 def test_killed_writer_torn_record_dropped_and_marked_incomplete(tmp_path):

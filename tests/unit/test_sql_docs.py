@@ -91,6 +91,12 @@ EVENT_TABLES = {
     "object_steps": lambda eng: (eng.execute("CREATE OR REPLACE VIEW object_step_parts AS "
                                              + load_sql("events_object_step_parts")),
                                  eng.materialize("object_steps", "events_object_steps")),
+    "bucket_part_files": lambda eng: eng.con.execute(  # one bucket of the split rows: the whole trace
+        f"CREATE OR REPLACE TABLE bucket_part_files AS WITH object_step_split AS ({load_sql('events_object_step_parts')}) "
+        + load_sql("events_object_bucket_split"), {"buckets": 1}),
+    "bucket_objects": lambda eng: (EVENT_TABLES["object_steps"](eng), eng.con.execute(  # one bucket's objects
+        "CREATE OR REPLACE TABLE bucket_objects AS SELECT DISTINCT 0 AS bucket, oid AS local, coll, index "
+        "FROM object_steps WHERE oid IS NOT NULL")),
 }
 """The event layer's engine tables, and what builds each."""
 

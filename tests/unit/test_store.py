@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 
 from paradise.format import META_KEY, SCHEMA, make_metadata, read_metadata
 from paradise.store import open_trace
-from tracers.writer import TraceWriter
+from tests.trace_writer import TraceWriter
 
 
 def _good_trace(folder: Path, pe: int = 0) -> Path:

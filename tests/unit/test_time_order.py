@@ -15,7 +15,7 @@ from paradise.format import SCHEMA
 from paradise.format.order import NotInTimeOrder, merge_time_ordered, time_ordered
 from tests.builders import charm_like
 from tests.integration.charm_helpers import PROGRAMS, require_ok, trace_charm
-from tracers.writer import TraceWriter
+from tests.trace_writer import TraceWriter
 
 HTA = Path("hta/tests/data")
 PIPIT = Path("pipit/pipit/tests/data")

@@ -67,8 +67,8 @@ def test_appended_rows_convert_as_the_generic_writer_does(tmp_path):
     (the oracle) makes them."""
     from paradise.format import COLUMN_NAMES
     from paradise.format.compact import convert
+    from tests.trace_writer import TraceWriter
     from tracers.torch.steprows import StepRowWriter
-    from tracers.writer import TraceWriter
 
     col = {c: i for i, c in enumerate(COLUMN_NAMES)}
 

@@ -14,6 +14,7 @@ from paradise.analyses import training
 from paradise.analyses.base import AnalysisConfig
 from paradise.analyses.session import Session
 from paradise.engines.duckdb_engine import DuckDBEngine
+from paradise.run import open_run
 from paradise.store import open_trace
 
 MS = 1_000_000
@@ -169,11 +170,31 @@ def test_input_stalls_exclude_checkpoint_time(tmp_path):
     ]
 
 
+def _applies(path) -> bool:
+    with open_run(path) as session:
+        return training.applies(session)
+
+
 def test_applies_to_torch_not_charm(tmp_path):
     b = TraceBuilder(1, source="torch")
     b.step(0, 0, 0, 10)
-    assert training.applies(open_trace(b.write(tmp_path / "torch")))
-    assert not training.applies(open_trace(charm_like(pes=2, steps=2).write(tmp_path / "charm")))
+    assert _applies(b.write(tmp_path / "torch"))
+    assert not _applies(charm_like(pes=2, steps=2).write(tmp_path / "charm"))
+
+
+def test_applies_to_an_undeclared_source_only_with_training_rows(tmp_path):
+    """A source that neither a tracer nor an importer declares (the builder's `synthetic`) is a
+    training trace when a file holds a phase or a DDP bucket collective, read on the run's engine."""
+    plain = TraceBuilder(2)
+    plain.exec(0, 0, 10)
+    plain.add(1, "collective", 0, 5, name="allreduce", cat="c10d")
+    phase, bucket = TraceBuilder(2), TraceBuilder(2)
+    for b in (phase, bucket):
+        b.exec(0, 0, 10)
+    phase.add(1, "phase", 0, 5, name="forward")
+    bucket.add(1, "collective", 0, 5, name="allreduce", cat="ddp_bucket")
+    assert [_applies(b.write(tmp_path / n)) for n, b in (("plain", plain), ("phase", phase), ("bucket", bucket))] \
+        == [False, True, True]
 
 
 # --- real Kineto traces (HTA test data) --------------------------------------------------------

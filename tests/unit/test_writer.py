@@ -16,7 +16,7 @@ import pytest
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.format import read_metadata
 from paradise.store import open_trace
-from tracers.writer import TraceWriter
+from tests.trace_writer import TraceWriter
 
 FLUSH_ROWS = 50
 
@@ -26,7 +26,7 @@ FLUSH_ROWS = 50
 CHILD = textwrap.dedent(
     """
     import os, sys, time
-    from tracers.writer import TraceWriter
+    from tests.trace_writer import TraceWriter
 
     out, report, pause_at = sys.argv[1], sys.argv[2], int(sys.argv[3])
 

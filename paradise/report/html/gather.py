@@ -134,14 +134,8 @@ def critical_segments(session: Any, w0: int, w1: int) -> list[tuple[int, int, in
     path = session.get("critical_path")
     if not path.lo:
         return []
-    rows = session.engine.sql(
-        "WITH seg AS (SELECT unnest($lo::BIGINT[]) AS lo, unnest($hi::BIGINT[]) AS hi) "
-        "SELECT r.pe, greatest(r.t0, $w0) AS t0, least(r.t1, $w1) AS t1 "
-        "FROM exec_graph g JOIN seg ON g.id BETWEEN seg.lo AND seg.hi "
-        "JOIN running r ON r.pe = g.pe AND r.exec_t0 = g.t0 AND r.name IS NOT DISTINCT FROM g.name "
-        "AND r.kind IN ('exec', 'piece') "
-        "WHERE r.t1 >= $w0 AND r.t0 <= $w1 AND g.t1 >= $w0 AND g.t0 <= $w1 ORDER BY g.id, r.t0",
-        lo=list(path.lo), hi=list(path.hi), w0=w0, w1=w1).to_pydict()
+    rows = session.engine.query("report_critical_segments", lo=list(path.lo), hi=list(path.hi),
+                                w0=w0, w1=w1).to_pydict()
     return list(zip(rows["pe"], rows["t0"], rows["t1"]))
 
 

@@ -1,6 +1,7 @@
 """Crash-safe per-PE Parquet writer of row tuples, for traces written from Python in one process
-(tests' synthetic traces, benches). paradise's own tracers do not use it: they append raw rows to
-a spool (tracers/spool.py) that is converted after the run (paradise/format/compact.py).
+(tests' synthetic traces, bench/writer_close.py): it writes the part files the store reads.
+paradise's own tracers do not use it: they append raw rows to a spool (tracers/spool.py) that is
+converted after the run (paradise/format/compact.py).
 
 Parquet needs a footer, so a file still open when its process is killed is unreadable.
 The writer therefore flushes each batch of rows as its own small, complete part file
