@@ -10,7 +10,9 @@ or `profiler` (torch.profiler, CPU activities, `prof.step()` per step). The comp
 turns pair by pair, and the compared block comes first in half of each mode's pairs and second in
 the other half, so drift (load, frequency, caches) cancels inside a pair and order effects across
 pairs. Hooks and profiler start and stop outside the timed region. Each block is timed in process
-CPU (all threads of the rank: hooks, gloo threads, spool flushes), main-thread CPU and wall.
+CPU (all threads of the rank: hooks, gloo threads, spool flushes), main-thread CPU and wall, on
+every rank; with several ranks each step's times are the mean over the ranks (rank_mean), so a
+pair's difference is the mean of the ranks' own differences (their noise is drawn apart).
 A pair's difference is the compared block's time per step minus its untraced partner's; the
 median and the mean of a mode's pair differences are given with 95 % bootstrap intervals (pairs
 resampled), the noise floor's beside them.
@@ -241,6 +243,8 @@ def ab_child(pairs: int, block: int, cprofile_blocks: int, flush_s: float, train
         b = run_block("untraced" if first else mode)
         results.append([mode, first, a, b] if first else [mode, first, b, a])
     flush_stats = dict(flushes, steps=sum(r[0] == "paradise" for r in results) * block)
+    every_rank = [None] * world if rank == 0 else None  # each rank's own pairs and flushes
+    dist.gather_object((results, flush_stats), every_rank, dst=0)
     report = ""
     if cprofile_blocks:
         if rank == 0:
@@ -249,6 +253,8 @@ def ab_child(pairs: int, block: int, cprofile_blocks: int, flush_s: float, train
             for _ in range(cprofile_blocks):
                 traced_block()
     tracer.close(complete=True)
+    if rank == 0:
+        results, flush_stats = rank_mean(every_rank)
     from paradise.format.compact import convert_all
 
     c0 = time.perf_counter()
@@ -259,6 +265,22 @@ def ab_child(pairs: int, block: int, cprofile_blocks: int, flush_s: float, train
     if rank == 0:
         print("RESULT " + json.dumps({"world": world, "pairs": results, "flushes": flush_stats,
                                              "cprofile": report}), flush=True)
+
+
+def rank_mean(every_rank: list) -> tuple[list[list], dict]:
+    """One rank's (pairs, flush stats) per rank as one: each step's times and each flush count are
+    the mean over the ranks (the ranks ran the same blocks in the same order, in step between
+    barriers), so a pair's difference is the mean of the ranks' differences: at 2 ranks its
+    noise, which each rank draws apart, shrinks by up to sqrt(2)."""
+    per_rank = [pairs for pairs, _f in every_rank]
+    k = len(per_rank)
+    merged = []
+    for same in zip(*per_rank):
+        mode, first = same[0][0], same[0][1]
+        blocks = [[[sum(vals) / k for vals in zip(*steps)] for steps in zip(*(p[i] for p in same))] for i in (2, 3)]
+        merged.append([mode, first, *blocks])
+    flushes = {key: sum(f[key] for _p, f in every_rank) / k for key in every_rank[0][1]}
+    return merged, flushes
 
 
 def bootstrap(diffs: list[float], stat=statistics.median, reps: int = BOOTSTRAP, seed: int = 25) -> tuple[float, float]:  # noqa: ANN001
@@ -349,7 +371,7 @@ def interleaved(nproc: int, args: argparse.Namespace) -> None:
     print(
         f"\n{nproc} rank(s), gloo, ddp_train.py {' '.join(args.train_args)}: one model, {args.pairs} adjacent "
         f"block pairs (untraced + one of {', '.join(COMPARED)} in turn) x {args.block} steps, a part every "
-        f"{args.flush_s:g} s, rank 0, per step:"
+        f"{args.flush_s:g} s, {'rank 0' if nproc == 1 else f'mean of the {nproc} ranks'}, per step:"
     )
     print("\n".join(summarize(result["pairs"])))
     f = result["flushes"]

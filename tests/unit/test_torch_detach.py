@@ -121,7 +121,9 @@ def test_a_programs_own_comm_hook_records_nothing_once_detached(tmp_path, world_
 
 def test_hooks_read_the_clock_without_a_python_frame(tmp_path, world_of_one):
     """A traced step reads the clock by C calls (time.time_ns), never through Tracer.now's frame,
-    and still records one phase row per hook and a launch per bucket (the hooks' per-step frames)."""
+    enters Python only for its hooks (forward, backward, a launch per bucket, optimizer pre and
+    post) and the step's end (Tracer.end_step, which hands the rows over without a call), and records
+    one phase row per hook and a row per bucket."""
     import sys
 
     from tracers.torch import hooks
@@ -135,6 +137,8 @@ def test_hooks_read_the_clock_without_a_python_frame(tmp_path, world_of_one):
     def count(frame, event, arg):  # noqa: ANN001, ANN202
         if event == "call":
             key = frame.f_code.co_qualname
+            if "/tracers/" in frame.f_code.co_filename:
+                calls["tracer frames"] = calls.get("tracer frames", 0) + 1
         elif event == "c_call" and "/tracers/torch/" in frame.f_code.co_filename:
             key = f"c:{getattr(arg, '__name__', '')}"
         else:
@@ -154,4 +158,12 @@ def test_hooks_read_the_clock_without_a_python_frame(tmp_path, world_of_one):
     assert calls.get("Tracer.now", 0) == 0
     # forward 2 reads, backward 2, optimizer pre and post 1 each, a launch per bucket
     assert calls.get("c:time_ns", 0) == n * (6 + buckets)
-    assert calls.get("Tracer.compute", 0) == n * 4  # forward, loss, backward, optimizer
+    assert calls["tracer frames"] == n * (4 + buckets + 1)
+    assert calls.get("Tracer.end_step", 0) == n
+    with DuckDBEngine(open_trace(tmp_path / "trace")) as eng:
+        last = "step > (SELECT min(step) FROM events WHERE kind = 'step')"  # the n profiled steps
+        phases = eng.sql(f"SELECT name, count(*) AS n FROM events WHERE kind = 'phase' AND {last} "
+                         "GROUP BY name ORDER BY name").to_pylist()
+        rows = eng.sql(f"SELECT count(*) AS n FROM events WHERE cat = 'ddp_bucket' AND {last}").to_pylist()
+    assert phases == [{"name": name, "n": n} for name in ("backward", "forward", "loss", "optimizer")]
+    assert rows == [{"n": n * buckets}]

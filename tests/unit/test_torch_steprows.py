@@ -93,3 +93,47 @@ def test_appended_rows_convert_as_the_generic_writer_does(tmp_path):
     got = pq.read_table(convert(steprows.close())[0])
     assert got.schema.remove_metadata().equals(expected.schema.remove_metadata())
     assert got.to_pylist() == expected.to_pylist()
+
+
+def test_many_short_steps_between_flushes_keep_their_step_tags(tmp_path):
+    """More phase values held between two flushes than the hooks' limit (fast steps): a flush,
+    and every phase still tagged with its step."""
+    from tracers.torch.tracer import PHASES_MAX, Tracer
+
+    tr = Tracer(tmp_path, rank=0, world_size=1, origin_ns=10**18, flush_interval_s=3600)
+    steps = PHASES_MAX // 3  # 2 phases (6 values) a step: twice the limit
+    held = 0
+    for n in range(steps):
+        t = 1_000 + 100 * n
+        tr.step_start = t
+        tr.compute("forward", t, t + 10)
+        tr.compute("optimizer", t + 20, t + 30)
+        tr.end_step(n, None, t + 40)
+        held = max(held, len(tr._phases))
+    tr.close(complete=True)
+    assert held <= PHASES_MAX + 3  # flushed before the end
+    with DuckDBEngine(open_trace(tmp_path)) as eng:
+        got = eng.sql("SELECT count(*) AS n, count(step) AS tagged, count(DISTINCT step) AS steps "
+                      "FROM events WHERE kind = 'phase'").to_pylist()
+        bad = eng.sql("SELECT count(*) AS n FROM events WHERE kind = 'phase' "
+                      "AND step <> (t0 - 1000) // 100").to_pylist()
+    assert got == [{"n": 2 * steps, "tagged": 2 * steps, "steps": steps}]
+    assert bad == [{"n": 0}]
+
+
+def test_phases_without_steps_are_written_untagged_and_memory_stays_bounded(tmp_path):
+    """A loop of forwards without optimizer steps (an evaluation): past the limit the held phases
+    are written untagged, and the tracer never holds more than the limit."""
+    from tracers.torch.tracer import PHASES_MAX, Tracer
+
+    tr = Tracer(tmp_path, rank=0, world_size=1, origin_ns=10**18, flush_interval_s=3600)
+    count = PHASES_MAX  # three times the limit's phases
+    held = 0
+    for k in range(count):
+        tr.compute("forward", 1_000 + 10 * k, 1_005 + 10 * k)
+        held = max(held, len(tr._phases))
+    tr.close(complete=True)
+    assert held <= PHASES_MAX + 3
+    with DuckDBEngine(open_trace(tmp_path)) as eng:
+        got = eng.sql("SELECT count(*) AS n, count(step) AS tagged FROM events WHERE kind = 'phase'").to_pylist()
+    assert got == [{"n": count, "tagged": 0}]

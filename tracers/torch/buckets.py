@@ -4,7 +4,8 @@ Once DDP has rebuilt its buckets (after the first step), its own logging data na
 parameters in the order their gradients became ready and the bucket's size in bytes. One
 post-accumulate-grad hook on the last of them stores one int, the bucket's launch time, into a
 preallocated list; at the end of the backward, which DDP returns from only when every bucket is
-reduced, the buckets become `collective` rows ending there. So a bucket row runs from its launch
+reduced, the backward's hook (tracers.torch.hooks) turns the launched buckets into `collective`
+rows ending there. So a bucket row runs from its launch
 to the moment all buckets of its backward were reduced (exact for the last bucket); the first step
 (before the rebuild) has no bucket rows.
 """
@@ -48,9 +49,8 @@ class BucketWatch:
         self.active = True  # False when the program's own Python comm hook records the buckets
         self.ready = False
         self.tries = 0
-        self.launch: list[int | None] = []
-        self.sizes: list[int] = []
-        self.dtypes: list[str | None] = []
+        self.launch: list[int | None] = []  # launch time of each bucket in the backward in progress
+        self.info: list[tuple[Any, ...]] = []  # (bytes, dtype, group, group size) of each bucket
         self.handles: list[Any] = []  # the buckets' gradient hooks
 
     def try_install(self) -> bool:
@@ -67,10 +67,11 @@ class BucketWatch:
             self.tries = MAX_TRIES  # not the layout this code knows: no bucket rows
             return False
         sizes = [int(x) for x in str(data.get("rebuilt_bucket_sizes") or "").replace(",", " ").split()]
-        self.sizes = sizes if len(sizes) == len(indices) else [
-            sum(params[i].numel() * params[i].element_size() for i in b) for b in indices
-        ]
-        self.dtypes = [str(params[b[0]].dtype).removeprefix("torch.") for b in indices]
+        if len(sizes) != len(indices):
+            sizes = [sum(params[i].numel() * params[i].element_size() for i in b) for b in indices]
+        group, size = self.group_info
+        self.info = [(sizes[k], str(params[b[0]].dtype).removeprefix("torch."), group, size)
+                     for k, b in enumerate(indices)]
         self.launch = [None] * len(indices)
         for k, b in enumerate(indices):
             self.handles.append(params[b[-1]].register_post_accumulate_grad_hook(self._hook(k)))
@@ -88,15 +89,6 @@ class BucketWatch:
                 tr.last_launch = t
 
         return ready
-
-    def emit(self, t_end: int) -> None:
-        """Buffers a row per bucket launched in the backward that ended at t_end."""
-        launch, record = self.launch, self.tr.bucket
-        group, size = self.group_info
-        for k, t0 in enumerate(launch):
-            if t0 is not None:
-                launch[k] = None
-                record(t0, t_end, k, self.sizes[k], self.dtypes[k], group, size)
 
     def remove(self) -> None:
         """Removes the buckets' gradient hooks (the forward hooks stay)."""

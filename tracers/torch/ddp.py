@@ -12,7 +12,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tracers.torch import clock
 from tracers.torch.buckets import MAX_TRIES, BucketWatch
 from tracers.torch.patching import attached, end_on_completion, group_label, guard, installed, patch
-from tracers.torch.tracer import BYTES, CAT, COLL, DTYPE, GROUP, GSIZE, OBJ, Tracer
+from tracers.torch.tracer import BYTES, CAT, COLL, DTYPE, GROUP, GSIZE, OBJ, PHASES_MAX, Tracer
 
 
 def _bucket_row(tr: Tracer, hook_name: str, group_info: tuple[Any, Any], bucket: Any, buf: Any) -> list[Any]:
@@ -52,10 +52,10 @@ def _traced_forward(tr: Tracer, orig_forward: Any) -> Any:
     """DistributedDataParallel.forward that records the forward phase of attached modules.
 
     A class-level wrapper, not module forward hooks: a module with hooks takes nn.Module's slow
-    call path; the wrapper adds one Python frame (its clock reads and the tracer's method are
-    bound once: no frame for the clock)."""
+    call path; the wrapper adds one Python frame (its clock reads are bound once, its phase goes
+    straight into the tracer's flat list: no other frame)."""
     read, base = clock.reader(tr)
-    compute = tr.compute
+    phases, overflow = tr._phases, tr.phases_overflow
 
     def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
         watch = self.__dict__.get("_paradise_buckets")
@@ -67,8 +67,10 @@ def _traced_forward(tr: Tracer, orig_forward: Any) -> Any:
             tr.step_start = t0
         out = orig_forward(self, *args, **kwargs)
         t1 = read() - base
-        compute("forward", t0, t1)
+        phases.extend(("forward", t0, t1))
         tr.fwd_end = t1
+        if len(phases) > PHASES_MAX:  # forwards without steps (an evaluation loop)
+            overflow()
         if not watch.ready and watch.active and watch.tries < MAX_TRIES:
             watch.try_install()
         return out

@@ -41,7 +41,7 @@ from tracers.torch.patching import (
     patch,
     patches,
 )
-from tracers.torch.tracer import BYTES, CAT, DTYPE, GROUP, GSIZE, STEP, T1, Tracer
+from tracers.torch.tracer import BUCKETS_MAX, BYTES, CAT, DTYPE, GROUP, GSIZE, PHASES_MAX, STEP, T1, Tracer
 
 # (function name, index of the payload argument, keyword of it); None = no payload.
 COLLECTIVES: tuple[tuple[str, int | None, str | None], ...] = (
@@ -129,9 +129,13 @@ def _wrap_collective(tr: Tracer, name: str, orig: Any, idx: int | None, key: str
 
 
 def _install_backward(tr: Tracer) -> None:
+    """torch.autograd.backward wrapped: the loss and backward phases, and the DDP buckets launched
+    in it (their rows end where the backward returns: DDP returns once every bucket is reduced).
+    The rows' values go straight into the tracer's flat lists: no Python frame but this one."""
     orig_backward = torch.autograd.backward
     read, base = clock.reader(tr)
-    compute, watches = tr.compute, tr.ddp_watches
+    phases, buckets, watches = tr._phases, tr._buckets, tr.ddp_watches
+    overflow = tr.phases_overflow
 
     def backward(*args: Any, **kwargs: Any) -> Any:
         t0 = read() - base
@@ -139,7 +143,7 @@ def _install_backward(tr: Tracer) -> None:
             tr.step_start = t0
         fwd_end = tr.fwd_end
         if fwd_end is not None:
-            compute("loss", fwd_end, t0)
+            phases.extend(("loss", fwd_end, t0))
             tr.fwd_end = None
         tr.last_launch = None
         try:
@@ -150,9 +154,15 @@ def _install_backward(tr: Tracer) -> None:
         finally:
             t1 = read() - base
             launch = tr.last_launch
-            compute("backward", t0, launch if launch is not None and launch >= t0 else t1)
-            for watch in watches:  # DDP returns once every bucket is reduced
-                watch.emit(t1)
+            phases.extend(("backward", t0, launch if launch is not None and launch >= t0 else t1))
+            for watch in watches:
+                launched, info = watch.launch, watch.info
+                for k, b0 in enumerate(launched):
+                    if b0 is not None:
+                        launched[k] = None
+                        buckets.extend((b0, t1, k, *info[k]))
+            if len(phases) > PHASES_MAX or len(buckets) > BUCKETS_MAX:
+                overflow()
 
     patch(torch.autograd, "backward", backward)
 
@@ -177,7 +187,7 @@ def _install_optimizer(tr: Tracer) -> None:
     pending: dict[int, tuple[int, int]] = {}
     base: dict[int, int] = {}  # id(optimizer) -> number of its next step
     read, t_base = clock.reader(tr)
-    compute, modules = tr.compute, sys.modules
+    phases, modules, end_step = tr._phases, sys.modules, tr.end_step
 
     def pre(opt: Any, args: Any, kwargs: Any) -> None:
         key = id(opt)
@@ -191,9 +201,9 @@ def _install_optimizer(tr: Tracer) -> None:
     def post(opt: Any, args: Any, kwargs: Any) -> None:
         t1 = read() - t_base
         t0, n = pending.pop(id(opt), (t1, tr._counter))
-        compute("optimizer", t0, t1)
+        phases.extend(("optimizer", t0, t1))
         if not tr._explicit:
-            tr.end_step(n, None, t1)
+            end_step(n, None, t1)
         if not tr.dcp_installed and DCP_MODULE in modules:
             install_dcp(tr)
 

@@ -22,7 +22,7 @@ from typing import Any
 from paradise.format import COLUMN_NAMES
 from tracers.clock import record_offset
 from tracers.torch.clock import fake_skew, wall_clock
-from tracers.torch.steprows import FLUSH_ROWS, StepRowWriter
+from tracers.torch.steprows import CHUNK_WIDTH, FLUSH_ROWS, StepRowWriter
 
 COL = {name: i for i, name in enumerate(COLUMN_NAMES)}
 WIDTH = len(COLUMN_NAMES)
@@ -50,11 +50,15 @@ FAILURE_DEDUP_NS = 10_000_000_000
 """A failure within 10 s of one already recorded on the rank is the same incident seen twice
 (an exception recorded by the backward hook, then logged by the checkpoint manager or escaping
 the script): it is not written again."""
-FLUSH_PHASE_VALUES = 3 * FLUSH_ROWS // 2
-"""Phase values (3 a row) after which a step flushes even before the interval: with the step and
-bucket rows beside them, about FLUSH_ROWS rows."""
+FLUSH_STEPS = CHUNK_WIDTH * FLUSH_ROWS // 8
+"""Values of StepRowWriter.chunks (CHUNK_WIDTH per step) after which a step flushes before the
+interval: with a step's phase and bucket rows, about FLUSH_ROWS rows."""
 BUFFER_MAX_ROWS = 10_000
 """Rows held for a step that never ends (a loop without optimizer.step) before writing them untagged."""
+PHASES_MAX = 3 * BUFFER_MAX_ROWS
+"""Values held in Tracer._phases (3 a phase) past which they are flushed (Tracer.phases_overflow)."""
+BUCKETS_MAX = 7 * BUFFER_MAX_ROWS
+"""Values held in Tracer._buckets (7 a bucket) past which they are flushed (Tracer.phases_overflow)."""
 
 ENV_DIR = "PARADISE_TRACE"
 ENV_ORIGIN = "PARADISE_TRACE_ORIGIN_NS"
@@ -119,8 +123,11 @@ class Tracer:
         self.step: int | None = None  # number of the step in progress (None before the first)
         self._counter = 0  # steps completed in this process (fallback numbering)
         self._buffer: list[list[Any]] = []  # rows of the step in progress
-        self._phases: list[Any] = []  # compute phases of the step in progress: name, t0, t1, name, ...
-        self._buckets: list[Any] = []  # DDP bucket rows of the step in progress (steprows.BUCKET_WIDTH values each)
+        # The writer's flat lists, which the hooks append to: compute phases (name, t0, t1, name, ...)
+        # and DDP bucket rows (steprows.BUCKET_WIDTH values each); a step's end hands them over.
+        self._phases: list[Any] = self.writer.phases
+        self._buckets: list[Any] = self.writer.buckets
+        self._hand_over = self.writer.chunks.extend  # StepRowWriter.add_step without its frame
         self._inflight: list[list[Any]] = []  # async collectives not yet completed at their step's end
         self._auto_io: list[list[Any]] = []  # torch.save/dcp rows, dropped when record_event covers them
         self._explicit = False  # the program marks steps itself with tracers.torch.step()
@@ -166,24 +173,35 @@ class Tracer:
         return row
 
     def compute(self, name: str, t0: int, t1: int) -> None:
-        """Records a compute phase (forward, loss, backward, optimizer): the per-step hot path.
+        """Records a compute phase (forward, loss, backward, optimizer).
 
-        Three appends to a flat list and no row object until the step ends: every container a
-        hook allocates also brings Python's cyclic GC (which walks torch's large heap) closer."""
-        ph = self._phases
-        ph.append(name)
-        ph.append(t0)
-        ph.append(t1)
-        if len(ph) > 3 * BUFFER_MAX_ROWS and not self.closed:
+        The hooks append the same three values to `_phases` themselves (no frame for this call):
+        no row object until the step ends, since every container a hook allocates also brings
+        Python's cyclic GC (which walks torch's large heap) closer."""
+        self._phases.extend((name, t0, t1))
+        if len(self._phases) > PHASES_MAX:
+            self.phases_overflow()
+
+    def phases_overflow(self) -> None:
+        """The hooks' call when `_phases` or `_buckets` hold more than PHASES_MAX or BUCKETS_MAX
+        values: a flush, and when half of them belong to the step in progress, a step that never
+        ends (a loop without optimizer.step), its rows first, untagged. After close: dropped."""
+        if self.closed:
+            self._phases.clear()
+            self._buckets.clear()
+            return
+        chunks = self.writer.chunks
+        p0, b0 = (chunks[-CHUNK_WIDTH], chunks[-CHUNK_WIDTH + 1]) if chunks else (0, 0)
+        if len(self._phases) - p0 > PHASES_MAX // 2 or len(self._buckets) - b0 > BUCKETS_MAX // 2:
             self._emit_buffer(None, None)
+        self.flush()
 
     def bucket(self, t0: int, t1: int, obj: int, nbytes: int, dtype: str | None, group: str | None,
                group_size: int | None) -> None:
         """Records a DDP bucket all-reduce of the step in progress (a `collective` row, cat ddp_bucket)."""
-        b = self._buckets
-        b.extend((t0, t1, obj, nbytes, dtype, group, group_size))
-        if len(b) > 7 * BUFFER_MAX_ROWS and not self.closed:
-            self._emit_buffer(None, None)
+        self._buckets.extend((t0, t1, obj, nbytes, dtype, group, group_size))
+        if len(self._buckets) > BUCKETS_MAX:
+            self.phases_overflow()
 
     def buffer(self, row: list[Any]) -> None:
         """Adds a row of the step in progress (written when the step ends)."""
@@ -261,11 +279,14 @@ class Tracer:
         start = self.step_start if t0 is None else t0
         if t0 is None and not self.forward_seen and self._prev_end is not None:
             start = self._prev_end  # no DDP module (e.g. FSDP): the step runs from the previous one's end
+        w = self.writer
         if start is None:
-            start = min([r[T0] for r in self._buffer if r[K] == "phase"] + self._phases[1::3], default=t1)
+            mine = self._phases[w.chunks[-CHUNK_WIDTH] if w.chunks else 0:]  # this step's phases
+            start = min([r[T0] for r in self._buffer if r[K] == "phase"] + mine[1::3], default=t1)
         if not self.closed:
-            self.writer.step_row(start, t1, n)
-        self._emit_buffer(n, start)
+            self._hand_over((len(self._phases), len(self._buckets), n, start, t1))
+        if self._buffer or self._inflight or self._auto_io:
+            self._emit_buffer(n, start)
         self._counter += 1
         self.step = n + 1
         self.step_start = None
@@ -274,8 +295,7 @@ class Tracer:
         self._prev_end = t1
         for cb in self.step_callbacks:
             cb()
-        w = self.writer
-        if time.monotonic_ns() - w._last_flush > self.flush_interval_ns or len(w.phases) > FLUSH_PHASE_VALUES:
+        if time.monotonic_ns() - w._last_flush > self.flush_interval_ns or len(w.chunks) > FLUSH_STEPS:
             self.flush()
 
     def explicit_step(self, n: int, t0_wall: int, t1_wall: int) -> None:
@@ -290,12 +310,7 @@ class Tracer:
             self._buckets.clear()
             return
         append = self.writer.append
-        if self._phases:
-            self.writer.add_phases(self._phases, n, start)
-            self._phases.clear()
-        if self._buckets:
-            self.writer.add_buckets(self._buckets, n, start)
-            self._buckets.clear()
+        self.writer.add_step(n, start, None)
         for row in self._buffer:
             if n is not None and row[T0] >= start:
                 row[STEP] = n
