@@ -1,4 +1,5 @@
-# Set-up and the two jobs the README names. Everything installs into .venv from pyproject.toml.
+# Set-up and the two jobs the README names. Everything installs into .venv from pyproject.toml;
+# the set-up reruns when the native recorder's source changes (pip builds it with the system compiler).
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -6,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: setup browser demo test lint bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py tracers/charm/_recorder.c
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[charm,torch,dev]'
