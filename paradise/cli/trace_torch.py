@@ -18,7 +18,7 @@ from pathlib import Path
 import typer
 
 from paradise.cli.compaction import compact
-from paradise.cli.trace_charm import check_run_options
+from paradise.cli.run_options import check_run_options
 from paradise.errors import InvalidOption, OutputExists, ParadiseError, TraceNotFound
 
 TRACER_MODULE = "paradise.boot.torch"

@@ -96,7 +96,7 @@ def run(runtime: str, program: Path, args: list[str], procs: int, out: Path, *, 
         kinds: str | None, force: bool, echo: Any = None, argv: list[str] | None = None,
         timeout: float | None = None) -> dict[str, Any]:
     """The whole tune; returns tune.json's content (also written to DIR)."""
-    from paradise.cli.trace_charm import check_run_options
+    from paradise.cli.run_options import check_run_options
     from paradise.tune.advisor import CliAdvisor
     from paradise.tune.loop import BaselineFailed, Settings, Tune
     from paradise.tune.record import Record
