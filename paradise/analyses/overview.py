@@ -1,15 +1,16 @@
 """Overview: where each PE's time went, which entry methods / ops cost most, who talked to whom.
 
-Stage 1 (paradise/sql/overview_*.sql): one scan aggregating rows per kind × PE × name × coll ×
+Stage 1 (paradise/sql/overview_pe*.sql): one scan aggregating rows per kind × PE × name × coll ×
 cat × send destination (overview_pe), and each PE's span = busy + idle + other (overview_pe_time,
-the one accounting of PE time, shared through the session). Stage 2 (here, SQL and numpy on those
-small tables; see Rollups): busy share, load imbalance (max / mean busy), top entries,
+the one accounting of PE time, shared through the session). Stage 2 (SQL on those small tables,
+paradise/sql/overview_{per_pe_counts,top_entries,comm_pairs,collectives}.sql, run by the session's
+rollups; numpy here): busy share, load imbalance (max / mean busy), top entries,
 point-to-point volume and collectives, each a roll-up of overview_pe. Docs: docs/analyses/overview.md.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -17,6 +18,9 @@ import pyarrow as pa
 from paradise.analyses.base import AnalysisConfig, AnalysisResult, Characteristic, Evidence, json_scalar
 from paradise.analyses.pe_time import BUSY_UNKNOWN, IMBALANCE_THRESHOLD, busy_known, load_imbalance
 from paradise.analyses.session import Session
+
+if TYPE_CHECKING:
+    from paradise.engines.rollups import Rollups
 
 DEFAULT_TOP = 10
 """Entries shown in top_entries unless --top says otherwise."""
@@ -33,51 +37,12 @@ _py = json_scalar
 Columns = dict[str, np.ndarray]
 """A stage-2 result: numpy arrays by column name (masked arrays where a column has nulls)."""
 
-PER_PE_SQL = """
-SELECT pe, sum(rows)::BIGINT AS rows, {parts}
-FROM groups GROUP BY pe ORDER BY pe NULLS LAST"""
-PER_PE_PARTS = {"exec_rows": ("rows", "exec"), "sends": ("rows", "send"), "send_bytes": ("bytes", "send")}
-"""Per-PE sums of one kind's rows: column -> (overview_pe column, kind)."""
 PE_TIME_COLUMNS = ("t_first", "t_last", "span_ns", "busy_ns", "idle_ns", "other_ns", "busy_rows", "idle_rows")
 """The columns of overview_pe_time (the one accounting of a PE's time) that per_pe carries."""
 __all__ = ["IMBALANCE_THRESHOLD", "analyze", "applies", "load_imbalance", "per_pe_table"]
 Q = "overview_pe_time"
 BUSY_METHOD = "union"
 """How busy time is measured, for the JSON and the report: the union of running intervals."""
-TOP_ENTRIES_SQL = """
-SELECT name, coll, cat, sum(rows)::BIGINT AS count, coalesce(sum(dur_ns), 0)::BIGINT AS total_ns,
-       max(max_ns) AS max_ns
-FROM groups WHERE kind = 'exec' GROUP BY name, coll, cat
-ORDER BY total_ns DESC, name NULLS LAST, coll NULLS LAST, cat NULLS LAST"""
-COMM_SQL = """
-SELECT pe, peer_pe, sum(rows)::BIGINT AS messages, coalesce(sum(bytes), 0)::BIGINT AS bytes
-FROM groups WHERE kind = 'send' GROUP BY pe, peer_pe
-ORDER BY bytes DESC, pe NULLS LAST, peer_pe NULLS LAST"""
-COLLECTIVES_SQL = """
-SELECT name, pe, sum(rows)::BIGINT AS count, coalesce(sum(bytes), 0)::BIGINT AS bytes,
-       coalesce(sum(dur_ns), 0)::BIGINT AS total_ns, max(max_ns) AS max_ns
-FROM groups WHERE kind = 'collective' GROUP BY name, pe ORDER BY name NULLS LAST, pe NULLS LAST"""
-
-
-class Rollups:
-    """Stage 2's group-bys, in SQL on a private DuckDB connection over the overview_pe table
-    (a few hundred to a few thousand rows). Results come back as numpy arrays, never through
-    pyarrow's numpy or pandas conversions: those import pandas, a sixth of a second that a
-    first report (`paradise analyze --only overview`) would pay for nothing."""
-
-    def __init__(self, groups: pa.Table) -> None:
-        import duckdb
-
-        self.con = duckdb.connect(":memory:")
-        self.con.register("groups", groups)
-
-    def __call__(self, sql: str) -> Columns:
-        return self.con.sql(sql).fetchnumpy()
-
-    def close(self) -> None:
-        self.con.close()
-
-
 def _records(cols: Columns, names: list[str], rows: slice = slice(None)) -> list[dict[str, Any]]:
     """Rows of the columns as JSON-safe dicts (masked values become None)."""
     lists = [cols[n][rows].tolist() for n in names]
@@ -87,9 +52,7 @@ def _records(cols: Columns, names: list[str], rows: slice = slice(None)) -> list
 def per_pe_table(pe_time: pa.Table, roll: Rollups) -> Columns:
     """One row per PE: span, busy, idle and other time as overview_pe_time accounts them (busy and
     other unknown, masked, when nothing in the trace measures busy time), plus row counts."""
-    parts = ", ".join(f"coalesce(sum({col}) FILTER (WHERE kind = '{kind}'), 0)::BIGINT AS {name}"
-                      for name, (col, kind) in PER_PE_PARTS.items())
-    counts = roll(PER_PE_SQL.format(parts=parts))
+    counts = roll("overview_per_pe_counts")
     pes = counts["pe"].tolist()
     at = {p: i for i, p in enumerate(pe_time.column("pe").to_pylist())}
     take = np.array([at[p] for p in pes], np.int64)  # both tables hold every PE that has a row
@@ -144,7 +107,7 @@ def _busy_share(per_pe: Columns, known: bool) -> Characteristic:
 
 
 def _top_entries(roll: Rollups, top: int) -> tuple[list[dict[str, Any]], int]:
-    e = roll(TOP_ENTRIES_SQL)
+    e = roll("overview_top_entries")
     total = int(e["total_ns"].sum())
     e["mean_ns"] = np.round(e["total_ns"] / e["count"], 1)
     e["share"] = np.round(e["total_ns"] / total, 6) if total else np.zeros(len(e["count"]))
@@ -153,7 +116,7 @@ def _top_entries(roll: Rollups, top: int) -> tuple[list[dict[str, Any]], int]:
 
 
 def _comm(roll: Rollups) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    c = roll(COMM_SQL)  # heaviest first, for the cut to COMM_MATRIX_MAX_EDGES
+    c = roll("overview_comm_pairs")  # heaviest first, for the cut to COMM_MATRIX_MAX_EDGES
     n = len(c["bytes"])
     local = np.ma.filled(c["pe"] == c["peer_pe"], False)
     totals = {
@@ -170,7 +133,7 @@ def _comm(roll: Rollups) -> tuple[list[dict[str, Any]], dict[str, Any]]:
 
 
 def _collectives(roll: Rollups) -> list[dict[str, Any]]:
-    c = roll(COLLECTIVES_SQL)
+    c = roll("overview_collectives")
     c["mean_ns"] = np.round(c["total_ns"] / c["count"], 1)
     return _records(c, ["name", "pe", "count", "bytes", "total_ns", "mean_ns", "max_ns"])
 
@@ -186,7 +149,7 @@ def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisR
     top = int(config.options.get("top") or DEFAULT_TOP)
     pe_time = session.get("pe_time")
     known = busy_known(pe_time)
-    roll = Rollups(session.get("overview_groups"))
+    roll = session.rollups("overview_groups")
     try:
         per_pe = per_pe_table(pe_time, roll)
         entries, exec_total = _top_entries(roll, top)

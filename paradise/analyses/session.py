@@ -134,6 +134,13 @@ class Session:
             if mine:
                 threading.Thread(target=self._make, args=(key, fut), name=f"paradise-{key}", daemon=True).start()
 
+    def rollups(self, key: str) -> Any:
+        """Stage-2 queries (paradise.engines.rollups) over shared result `key`, a table of a few
+        thousand rows registered under its own name; the caller closes them."""
+        from paradise.engines.rollups import Rollups
+
+        return Rollups(key, self.get(key))
+
     def settle(self) -> None:
         """Waits for every result still being built, so the engine is not closed under it."""
         with self._lock:

@@ -83,6 +83,7 @@ def _bucket_deliveries(eng) -> None:
 
 
 EVENT_TABLES = {
+    "overview_groups": lambda eng: eng.materialize("overview_groups", "overview_pe"),  # the session's shared result
     "bucket_deliveries": _bucket_deliveries,
     "exec_graph": execgraph.materialize,
     "graph_part": _graph_part,
