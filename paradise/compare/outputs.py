@@ -13,12 +13,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from paradise.engines import load_sql
+from paradise.engines.duckdb_engine import connect
 from paradise.errors import NotAParadiseTrace, TraceNotFound, TruncatedTrace
 from paradise.format import OUTPUTS_FILE
 
@@ -213,19 +214,9 @@ def _read(p: Path, columns: list[str]) -> pa.Table:
 
 def _align(b: Path, c: Path) -> tuple[np.ndarray, np.ndarray]:
     """Row numbers of each side for every item of either side (-1 where absent)."""
-    lit = lambda p: "'" + str(p).replace("'", "''") + "'"  # noqa: E731
-    con = duckdb.connect()
-    con.execute("SET enable_progress_bar = false")
+    con = connect()  # outputs tables are no trace, so no engine: the engines' DuckDB settings, over two files
     try:
-        t = con.sql(
-            f"""
-            SELECT b.rn AS rb, c.rn AS rc
-            FROM (SELECT item, file_row_number AS rn FROM read_parquet({lit(b)}, file_row_number = true)) b
-            FULL OUTER JOIN
-                 (SELECT item, file_row_number AS rn FROM read_parquet({lit(c)}, file_row_number = true)) c
-            USING (item)
-            """
-        ).to_arrow_table()
+        t = con.sql(load_sql("compare_outputs_align"), params={"base": str(b), "candidate": str(c)}).to_arrow_table()
     finally:
         con.close()
     rb = t.column("rb").fill_null(-1).to_numpy()

@@ -124,7 +124,8 @@ def column_ranges(pf: pq.ParquetFile, names: tuple[str, ...]) -> dict[str, tuple
 
 
 def scan_ranges(f: Path, names: tuple[str, ...]) -> dict[str, tuple[Any, Any, int]]:
-    """The same as column_ranges, by one DuckDB scan (files written without statistics)."""
+    """The same as column_ranges, by one DuckDB scan (files written without statistics). A DuckDB
+    of its own: the store validates files before any engine exists, and engines sit above it."""
     import duckdb
 
     con = duckdb.connect(":memory:")
