@@ -32,31 +32,9 @@ REAL = (
     / "tests"
     / "data"
 )
-HTA_VENV = ROOT / ".bench" / "hta-venv"
 PARADISE = Path(sys.executable).parent / "paradise"
 
-
-def ensure_hta() -> tuple[Path | None, str]:
-    """The HTA venv's python, creating the venv on first use; (None, reason) if it cannot be had."""
-    py = HTA_VENV / "bin" / "python"
-    if not py.exists():
-        base = getattr(sys, "_base_executable", sys.executable)
-        r = subprocess.run([base, "-m", "venv", str(HTA_VENV)], capture_output=True, text=True)
-        if r.returncode != 0:
-            return None, f"venv creation failed: {r.stderr.strip()[-300:]}"
-        r = subprocess.run(
-            [str(py), "-m", "pip", "install", "-q", "holistictraceanalysis"], capture_output=True, text=True
-        )
-        if r.returncode != 0:
-            return None, f"pip install holistictraceanalysis failed: {r.stderr.strip()[-500:]}"
-    r = subprocess.run(
-        [str(py), "-c", "import importlib.metadata as m; print(m.version('HolisticTraceAnalysis'))"],
-        capture_output=True,
-        text=True,
-    )
-    if r.returncode != 0:
-        return None, f"HTA does not import: {r.stderr.strip()[-300:]}"
-    return py, r.stdout.strip()
+from hta_parity import ensure_hta  # noqa: E402  the one HTA venv (.bench/hta-venv, pinned HTA_VERSION) both benchmarks use
 
 
 def generate(src: Path, dest: Path, replicas: int) -> None:
