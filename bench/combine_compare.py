@@ -41,7 +41,8 @@ DEFAULT_ARGS = "--particles 2000 --steps 8"  # paradise demo --example particles
 RUN_TIMEOUT_S = 600
 
 
-def _paradise(*args: str) -> str:
+def paradise_cli(*args: str) -> str:
+    """stdout of `paradise ARGS` (this checkout's CLI); a failure raises with the end of its stderr."""
     proc = subprocess.run([sys.executable, "-m", "paradise.cli.main", *args], capture_output=True, text=True,
                           timeout=RUN_TIMEOUT_S, cwd=ROOT)
     if proc.returncode != 0:
@@ -89,13 +90,13 @@ def main() -> None:
     try:
         base, all_hints, hints = work / "base", work / "all-hints", work / "hints"
         run_once(args, a.pes, base, None)
-        _paradise("analyze", str(base), "--hints-out", str(all_hints))
+        paradise_cli("analyze", str(base), "--hints-out", str(all_hints))
         if not (all_hints / "comm.json").exists():
             raise SystemExit("no comm.json: the traced run has no small-message streams to combine")
         hints.mkdir()
         shutil.copy(all_hints / "comm.json", hints / "comm.json")
         comm = json.loads((hints / "comm.json").read_text())
-        pred = json.loads(_paradise("whatif", str(base), "--hints", str(hints), "--json"))
+        pred = json.loads(paradise_cli("whatif", str(base), "--hints", str(hints), "--json"))
         base_n = trace_numbers(base)
         untraced = [("default", None), ("hinted", hints)]
         if a.batch_too:

@@ -30,7 +30,6 @@ import re
 import shlex
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -38,23 +37,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from combine_compare import paradise_cli  # noqa: E402
+
 from tracers.charm.launch import launch  # noqa: E402
 
 APP = ROOT / "examples" / "stencil2d.py"
 DEFAULT_ARGS = "--grid 8 8 --block 512 --iters 40"  # paradise demo's
-RUN_TIMEOUT_S = 600
 HANG_S = 150
 """A benchmark run longer than this is killed and counted as hung (seen once: a hinted,
 untraced 8x8 run spinning on both PEs for minutes), not waited for."""
 ELAPSED_RE = re.compile(r"elapsed_s=([0-9.eE+-]+)")
-
-
-def _paradise(*args: str) -> str:
-    proc = subprocess.run([sys.executable, "-m", "paradise.cli.main", *args], capture_output=True, text=True,
-                          timeout=RUN_TIMEOUT_S, cwd=ROOT)
-    if proc.returncode != 0:
-        raise RuntimeError(f"paradise {' '.join(args[:2])} failed: {proc.stderr[-800:]}")
-    return proc.stdout
 
 
 HUNG: list[str] = []
@@ -113,12 +105,12 @@ def main(argv: list[str] | None = None) -> int:
             if _run(args, a.pes, trace_dir=before) is None:
                 print(f"the traced default run hung twice: {'; '.join(HUNG)}")
                 return 1
-        _paradise("analyze", str(before), "--hints-out", str(hints), "--force", "--json")
+        paradise_cli("analyze", str(before), "--hints-out", str(hints), "--force", "--json")
         if not (hints / "mapping.json").exists():
             print("paradise wrote no mapping.json: nothing to compare")
             return 1
         mapping = json.loads((hints / "mapping.json").read_text())
-        pred = json.loads(_paradise("whatif", str(before), "--hints", str(hints), "--json"))
+        pred = json.loads(paradise_cli("whatif", str(before), "--hints", str(hints), "--json"))
         bounds = _bounds(before, a.pes)
         runs: dict[str, list[float]] = {"default": [], "paradise": [], "greedyrefine": []}
         traced: list[int] = []
