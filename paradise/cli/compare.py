@@ -119,8 +119,10 @@ def register(app: typer.Typer) -> None:
         engine: str = typer.Option("duckdb", "--engine", metavar="duckdb|dask", help="Stage-1 engine: duckdb or dask."),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     ) -> None:
-        """Compare two runs: makespan/step time, per-PE busy/idle, per-entry time, volume;
-        and, when both have model outputs, accuracy, flips and KL divergence.
+        """Compare two runs: their performance and, when both have model outputs, their answers.
+
+        Performance: makespan/step time, per-PE busy/idle, per-entry time, volume; model outputs:
+        accuracy, flips and KL divergence.
 
         A difference is called significant only from distributions: per-step samples on both sides, or one sample per run with repeats (Mann-Whitney U, two-sided, 95 % confidence; run-level figures such as the makespan need at least 4 runs per side). Two single numbers are shown as "one run each"."""
         if engine not in ENGINES:

@@ -16,8 +16,9 @@ def chrome_cmd(
     out: Path = typer.Option(..., "-o", "--out", metavar="FILE", help="trace.json or trace.json.gz to write."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing output."),
 ) -> None:
-    """Chrome Trace Event Format (opens in Perfetto UI and chrome://tracing): an event per
-    execution, op or kernel, flows for messages and kernel launches, idle counters."""
+    """Chrome Trace Event Format, for Perfetto UI and chrome://tracing.
+
+    An event per execution, op or kernel, flows for messages and kernel launches, idle counters."""
     from paradise.export import chrome
     from paradise.run import open_run
     from paradise.store import open_trace
@@ -36,8 +37,9 @@ def projections_cmd(
     out: Path = typer.Option(..., "-o", "--out", metavar="DIR", help="Folder to write <program>.sts and <program>.<pe>.log.gz into."),
     force: bool = typer.Option(False, "--force", help="Write into an existing folder, replacing its files of this run."),
 ) -> None:
-    """Charm++ Projections logs (.sts and one .log.gz per PE) that `paradise import projections`
-    and the Projections tool read."""
+    """Charm++ Projections logs (.sts and one .log.gz per PE), for the Projections tool.
+
+    `paradise import projections` reads them back."""
     from paradise.export import projections
     from paradise.run import open_run
 

@@ -42,8 +42,9 @@ def register(app: typer.Typer) -> None:
         trace: Path = typer.Argument(..., help="Trace file or directory."),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     ) -> None:
-        """Show what a trace holds: source, PEs/ranks, events by kind, time span, steps, and how the
-        PEs' clocks were aligned (per-PE offsets to PE 0 at start and end, and their error)."""
+        """Show what a trace holds: source, PEs/ranks, events by kind, time span, steps, clock alignment.
+
+        The clock alignment: per-PE offsets to PE 0 at start and end, and their error."""
         info = trace_info(trace)
         if as_json:
             typer.echo(json.dumps(info, indent=2, sort_keys=True))

@@ -94,8 +94,9 @@ def register(app: typer.Typer) -> None:
             None, "--memory-limit", metavar="SIZE", help="Memory the report may use, e.g. 4GiB (default: half "
             "of physical memory, or of the address-space limit when lower); DuckDB spills beyond its share."),
     ) -> None:
-        """Write one self-contained HTML report (works offline): utilization, timeline, communication,
-        training, hints, every characteristic with its evidence."""
+        """Write one self-contained HTML report that works offline.
+
+        It shows utilization, timeline, communication, training, hints, and every characteristic with its evidence."""
         from paradise.engines.memory import parse_size
         from paradise.store import open_trace
         from paradise.store.output import atomic_output, check_output
