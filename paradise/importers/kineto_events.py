@@ -179,21 +179,11 @@ class _Args(msgspec.Struct):
     input_type: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input type")
 
 
-class _ArgsLoose(msgspec.Struct):
+class _ArgsLoose(_Args):
     """The same fields, any JSON type (odd traces); values are checked one by one."""
 
     correlation: Any = None
     stream: Any = None
-    collective: Any = msgspec.field(default=None, name="Collective name")
-    in_nelems: Any = msgspec.field(default=None, name="In msg nelems")
-    out_nelems: Any = msgspec.field(default=None, name="Out msg nelems")
-    dtype: Any = None
-    group_size: Any = msgspec.field(default=None, name="Group size")
-    pg_name: Any = msgspec.field(default=None, name="Process Group Name")
-    pg_desc: Any = msgspec.field(default=None, name="Process Group Description")
-    pg_id: Any = msgspec.field(default=None, name="Process Group ID")
-    input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input Dims")
-    input_type: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input type")
 
 
 _EVENTS_DECODER = msgspec.json.Decoder(list[_Event])
