@@ -33,6 +33,10 @@ from paradise.store import TraceHandle
 
 FILES_PER_TASK = 16
 """Files per task: few enough to spread a 1000-PE trace over a cluster, enough to amortise start-up."""
+TASK_ROW_BYTES = 64
+"""Step memory per trace row of a task's files (its DuckDB's sort or hash state: a per-PE window, an
+object-step aggregate): a task gets at most step_memory() / TASK_ROW_BYTES rows (whole PEs), so that
+its work per row stays the same as the trace grows instead of spilling."""
 CONNECT_TIMEOUT_S = 5
 """How long to wait for a scheduler before calling it unreachable."""
 HANDSHAKE_TIMEOUT_S = 2 * CONNECT_TIMEOUT_S
@@ -131,24 +135,32 @@ def _task_memory(con: Any) -> None:
     con.execute("SET temp_directory = $d", {"d": f"{worker.local_directory}/duckdb-spill"})
 
 
-def group_files(trace: TraceHandle, files_per_task: int = FILES_PER_TASK) -> list[list[str]]:
-    """Files in groups of about files_per_task, never splitting the files of one PE."""
-    by_pe: dict[Any, list[str]] = {}
-    units: list[list[str]] = []
+def group_files(trace: TraceHandle, files_per_task: int = FILES_PER_TASK,
+                max_rows: int | None = None) -> list[list[str]]:
+    """Files in groups of about files_per_task and at most max_rows rows (None: no bound), never
+    splitting the files of one PE (a PE larger than max_rows is a group of its own)."""
+    by_pe: dict[Any, list[tuple[str, int]]] = {}
+    units: list[list[tuple[str, int]]] = []
     for f, meta in zip(trace.files, trace.file_metadata):
-        pe = meta.get("pe")
+        pe, rows = meta.get("pe"), int(meta.get("_rows") or 0)
         if pe is None:
-            units.append([str(f)])  # a merged file: its own unit
+            units.append([(str(f), rows)])  # a merged file: its own unit
         else:
-            by_pe.setdefault(pe, []).append(str(f))
+            by_pe.setdefault(pe, []).append((str(f), rows))
     units = [by_pe[pe] for pe in sorted(by_pe)] + units
     groups: list[list[str]] = []
     current: list[str] = []
+    current_rows = 0
     for unit in units:
-        current.extend(unit)
+        unit_rows = sum(r for _, r in unit)
+        if current and max_rows is not None and current_rows + unit_rows > max_rows:
+            groups.append(current)
+            current, current_rows = [], 0
+        current.extend(f for f, _ in unit)
+        current_rows += unit_rows
         if len(current) >= max(1, files_per_task):
             groups.append(current)
-            current = []
+            current, current_rows = [], 0
     if current:
         groups.append(current)
     return groups
@@ -203,7 +215,8 @@ class DaskEngine:
         memory_limit: int | None = None,
     ) -> None:
         self.trace = trace
-        self.groups = group_files(trace, files_per_task)
+        self.files_per_task = files_per_task
+        self._groups: list[list[str]] | None = None
         self.memory_limit = memory_limit
         """Bytes the client may use. The event tables' DuckDB runs on a worker, under its memory limit."""
         self.scheduler = scheduler or LOCAL
@@ -231,6 +244,14 @@ class DaskEngine:
                 )
             return Client(self._cluster)
         return _client_within(Client, scheduler)
+
+    @property
+    def groups(self) -> list[list[str]]:
+        """The trace's files in groups, one task each (group_files: at most FILES_PER_TASK files and
+        step_memory() / TASK_ROW_BYTES rows), sized once the cluster's workers are known."""
+        if self._groups is None:
+            self._groups = group_files(self.trace, self.files_per_task, self.step_memory() // TASK_ROW_BYTES)
+        return self._groups
 
     def _workers(self) -> int:
         try:
