@@ -87,6 +87,7 @@ class Run:
     spill_bytes: int = 0  # peak size of the command's TMPDIR
     spill_at: dict[str, int] = field(default_factory=dict)  # its subfolders' sizes at that peak
     spill_part_max: dict[str, int] = field(default_factory=dict)  # each subfolder's own peak
+    steps: dict[str, list[float]] = field(default_factory=dict)  # Dask: task kind -> [worker CPU s, tasks]
     killed: bool = False
     out: bytes = b""
     err: str = ""
@@ -129,15 +130,20 @@ def spill_usage(root: str) -> dict[str, int]:
 
 def run(cmd: list[str], cap_bytes: int, label: str = "") -> Run:
     """Runs cmd in its own session with TMPDIR a new folder, sampling its tree's RSS and the folder's
-    size; kills the tree above cap_bytes."""
+    size; kills the tree above cap_bytes. A Dask run also reports its workers' CPU per task kind
+    (paradise.engines.dask_engine.STEP_CPU_ENV)."""
     import psutil
+
+    from paradise.engines.dask_engine import STEP_CPU_ENV
 
     r = Run()
     spill = tempfile.mkdtemp(prefix="spill-", dir=SPILL_BASE[0] if SPILL_BASE else None)
+    step_file = tempfile.NamedTemporaryFile(prefix="steps-", suffix=".json", dir=SPILL_BASE[0] if SPILL_BASE else None,
+                                            delete=False).name
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, start_new_session=True,
-                                env={**os.environ, "TMPDIR": spill})
+                                env={**os.environ, "TMPDIR": spill, STEP_CPU_ENV: step_file})
         next_du = t
         ps = psutil.Process(proc.pid)
         status = None
@@ -177,6 +183,7 @@ def run(cmd: list[str], cap_bytes: int, label: str = "") -> Run:
                 time.sleep(0.1)
         r.wall_s = time.perf_counter() - t
         shutil.rmtree(spill, ignore_errors=True)
+        r.steps = step_cpu(step_file)
         r.worker_cpu_s = sorted(kid_cpu.values(), reverse=True)
         try:
             os.killpg(proc.pid, signal.SIGKILL)  # leftovers of the session (a Dask nanny)
@@ -190,6 +197,30 @@ def run(cmd: list[str], cap_bytes: int, label: str = "") -> Run:
             lines = err.read().decode(errors="replace").strip().splitlines()
             r.err = f"exit {code}: {lines[-1] if lines else ''}"
     return r
+
+
+def step_cpu(path: str) -> dict[str, list[float]]:
+    """The workers' CPU seconds and tasks per task kind that a Dask run wrote to `path` (summed over
+    workers; none for other commands), the file removed."""
+    try:
+        per_worker = json.loads(Path(path).read_text() or "{}")
+    except (OSError, ValueError):
+        per_worker = {}
+    finally:
+        Path(path).unlink(missing_ok=True)
+    out: dict[str, list[float]] = {}
+    for kinds in per_worker.values():
+        for kind, (cpu, n) in kinds.items():
+            got = out.setdefault(kind, [0.0, 0])
+            got[0] += cpu
+            got[1] += n
+    return out
+
+
+def steps_line(r: Run, top: int = 8) -> str:
+    """The task kinds that took the most worker CPU: `kind CPU s (tasks)`."""
+    kinds = sorted(r.steps.items(), key=lambda kv: -kv[1][0])[:top]
+    return ", ".join(f"{k} {cpu:.1f} ({int(n)})" for k, (cpu, n) in kinds)
 
 
 def trace_files(path: Path) -> list[str]:
@@ -304,6 +335,8 @@ def one_size(kind: str, rows: int, pes: int, base: Path, cap: int, keep: bool,
                     extra += ("; worker CPU s " + ", ".join(f"{c:.1f}" for c in two) + " (shares "
                               + ", ".join(f"{100 * c / sum(two):.0f} %" for c in two) + ")")
             print(f"  {label:5s} wall/cpu s, peak RSS MiB: {r.cell()}{extra}", flush=True)
+            if r.steps:
+                print(f"        worker CPU s by task kind (tasks): {steps_line(r)}", flush=True)
             if label != "scan":
                 on_disk = sum(p.stat().st_size for p in path.glob("*.parquet"))
                 print(f"        spill directory peak {r.spill_bytes / 2**20:,.0f} MiB "
@@ -348,6 +381,17 @@ def summary(results: dict[tuple[str, int], dict[str, Run]], worker_memory: str =
             if a and b and not (a.killed or b.killed or a.err or b.err):
                 print(f"  time per row 1e8 -> 1e9, {label}: wall {b.wall_s / 10 / a.wall_s:.2f}x, "
                       f"CPU {b.cpu_s / 10 / a.cpu_s:.2f}x (goal for dask: <= 1.2x)")
+    sizes = sorted(charm)
+    for a_rows, b_rows in zip(sizes, sizes[1:]):
+        a, b = charm[a_rows].get("dask"), charm[b_rows].get("dask")
+        if a and b and a.steps and b.steps and not (a.killed or b.killed or a.err or b.err):
+            print(f"  time per row {a_rows:.0e} -> {b_rows:.0e}, dask: wall {b.wall_s * a_rows / b_rows / a.wall_s:.2f}x, "
+                  f"CPU {b.cpu_s * a_rows / b_rows / a.cpu_s:.2f}x; worker CPU per row by task kind "
+                  "(ratio, CPU s at the larger size):")
+            grow = sorted(((b.steps[k][0] * a_rows / b_rows / max(a.steps[k][0], 1e-9), k) for k in b.steps
+                           if k in a.steps and b.steps[k][0] >= 0.01 * sum(v[0] for v in b.steps.values())),
+                          reverse=True)
+            print("    " + ", ".join(f"{k} {g:.2f}x ({b.steps[k][0]:.1f})" for g, k in grow))
     torch = {rows: r for (kind, rows), r in results.items() if kind == "torch"}
     if 10**8 in torch:
         print(f"  torch 10^8 rows: full analyze {cpu_ratio(torch[10**8], 'full')} the scan's CPU (goal <= 6x), "

@@ -104,16 +104,17 @@ def step_persistence(per: np.ndarray, med: np.ndarray | None = None) -> Characte
     """load_persistence of a matrix of step loads: one row per object, one column per step in
     step order, NaN where an object has no load in a step, no row or column all NaN; `med`:
     objloads.row_medians(per) when already known."""
-    from paradise.events.objloads import row_medians
+    from paradise.events.steploads import windowed
 
-    # a step in which the OS descheduled the PE reads 10-100x the object's usual load: clip each
-    # object's step loads at STEP_LOAD_CLIP x its median step load (the spike, not the pattern)
-    per = np.minimum(per, STEP_LOAD_CLIP * (row_medians(per) if med is None else med)[:, None])
-    # long runs: compare windows of steps (each object's median step load in the window), so
-    # that timing noise of single steps of tiny objects does not pass for changing loads
-    width = max(1, per.shape[1] // PERSIST_WINDOWS)
-    if width > 1:
-        per = np.column_stack([row_medians(per[:, w:w + width]) for w in range(0, per.shape[1], width)])
+    return persistence(windowed(per, med, STEP_LOAD_CLIP, PERSIST_WINDOWS))
+
+
+def persistence(per: np.ndarray) -> Characteristic:
+    """load_persistence of step loads as steploads.windowed gives them: each object's step loads
+    clipped at STEP_LOAD_CLIP x its median step load (a step in which the OS descheduled the PE reads
+    10-100x the object's usual load: the spike, not the pattern), in long runs the medians of
+    PERSIST_WINDOWS windows of steps (so that timing noise of single steps of tiny objects does not
+    pass for changing loads)."""
     present = ~np.isnan(per)
     corrs, changes, weights = [], [], []
     for a in range(per.shape[1] - 1):
@@ -259,9 +260,7 @@ def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisR
     result = AnalysisResult("placement")
     if pe_load.empty:
         return result
-    steps = obj.matrix  # object x step loads: medians, loads, persistence
-    med = objloads.row_medians(steps)
-    by_oid = objloads.oid_loads(obj, med)
+    by_oid = objloads.oid_loads(obj, obj.med)
     if by_oid is None:  # an object's latest end is tied: its PE as object_loads picks it
         by_oid = object_loads(obj.rows, ("oid",), obj.stepped)
     labels = obj.labels
@@ -272,9 +271,8 @@ def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisR
     chars: list[Characteristic] = []
     if len(app):
         rows = np.unique(app["oid"].to_numpy(np.int64))
-        rows = rows[~np.isnan(steps[rows]).all(axis=1)]  # objects with step loads
-        sub = steps[rows]
-        chars += [distribution(app), step_persistence(sub[:, ~np.isnan(sub).all(axis=0)], med[rows])]
+        rows = rows[obj.ran[rows] > 0]  # objects with step loads
+        chars += [distribution(app), persistence(obj.windows(rows, STEP_LOAD_CLIP, PERSIST_WINDOWS))]
     chars += [locality(edges), creation(cr)]
     result.characteristics = chars
     result.sections["pe_load_ns"] = [int(x) for x in _busy(pe_load, pes)]

@@ -18,6 +18,9 @@ the run stops with one line; so does a run left without any worker for NO_WORKER
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
@@ -30,6 +33,10 @@ from paradise.store import TraceHandle
 
 FILES_PER_TASK = 16
 """Files per task: few enough to spread a 1000-PE trace over a cluster, enough to amortise start-up."""
+TASK_ROW_BYTES = 64
+"""Step memory per trace row of a task's files (its DuckDB's sort or hash state: a per-PE window, an
+object-step aggregate): a task gets at most step_memory() / TASK_ROW_BYTES rows (whole PEs), so that
+its work per row stays the same as the trace grows instead of spilling."""
 CONNECT_TIMEOUT_S = 5
 """How long to wait for a scheduler before calling it unreachable."""
 HANDSHAKE_TIMEOUT_S = 2 * CONNECT_TIMEOUT_S
@@ -48,21 +55,45 @@ NO_WORKER_S = 120.0
 for a nanny to restart a worker process on a loaded machine)."""
 TASK_DUCKDB_SHARE = 0.5
 """Share of a worker's memory limit that the DuckDB of one task may use before spilling."""
+STEP_CPU_ENV = "PARADISE_STEP_CPU"
+"""Environment variable: a file that close() writes each task kind's CPU seconds on each worker to
+(JSON {worker: {label: [cpu_s, tasks]}}; bench/scale.py reads it to say which step grows)."""
+STEP_CPU: dict[str, list[float]] = {}
+"""In a worker process: CPU seconds and tasks per task kind (a query's name, a step's function)."""
+
+
+@contextmanager
+def _charged(label: str) -> Iterator[None]:
+    """Adds the process's CPU time while the block runs to STEP_CPU[label] (a worker runs one task
+    at a time: threads_per_worker=1)."""
+    t = time.process_time()
+    try:
+        yield
+    finally:
+        cpu = STEP_CPU.setdefault(label, [0.0, 0])
+        cpu[0] += time.process_time() - t
+        cpu[1] += 1
+
+
+def step_cpu() -> dict[str, list[float]]:
+    """This worker's STEP_CPU (run on every worker by close())."""
+    return dict(STEP_CPU)
 
 
 def run_group(files: list[str], text: str, params: dict[str, Any],
-              corrections: dict[str, tuple[int, int, float]] | None = None) -> pa.Table:
+              corrections: dict[str, tuple[int, int, float]] | None = None, label: str = "query") -> pa.Table:
     """One task: a stage-1 query over one group of files, in a fresh DuckDB connection."""
     from paradise.engines.duckdb_engine import connect, events_view_sql
 
-    con = connect()
-    try:
-        con.execute("SET threads = 1")  # one core per task: the cluster provides the parallelism
-        _task_memory(con)
-        con.execute(events_view_sql(files, corrections))
-        return con.sql(text, params=params or None).to_arrow_table()
-    finally:
-        con.close()
+    with _charged(label):
+        con = connect()
+        try:
+            con.execute("SET threads = 1")  # one core per task: the cluster provides the parallelism
+            _task_memory(con)
+            con.execute(events_view_sql(files, corrections))
+            return con.sql(text, params=params or None).to_arrow_table()
+        finally:
+            con.close()
 
 
 def run_step(item: tuple[dict[str, Any], list[str]], step: Any,
@@ -72,15 +103,22 @@ def run_step(item: tuple[dict[str, Any], list[str]], step: Any,
     from paradise.engines.duckdb_engine import connect, events_view_sql
 
     kwargs, files = item
-    con = connect()
-    try:
-        con.execute("SET threads = 1")
-        _task_memory(con)
-        if files:
-            con.execute(events_view_sql(files, corrections))
-        return step(con, **kwargs)
-    finally:
-        con.close()
+    with _charged(task_label(step, kwargs)):
+        con = connect()
+        try:
+            con.execute("SET threads = 1")
+            _task_memory(con)
+            if files:
+                con.execute(events_view_sql(files, corrections))
+            return step(con, **kwargs)
+        finally:
+            con.close()
+
+
+def task_label(step: Any, kwargs: dict[str, Any]) -> str:
+    """A step task's kind: its function's name, with the query a reader step runs."""
+    name = getattr(step, "__name__", "step")
+    return f"{name}:{kwargs['name']}" if isinstance(kwargs.get("name"), str) else name
 
 
 def _task_memory(con: Any) -> None:
@@ -97,24 +135,32 @@ def _task_memory(con: Any) -> None:
     con.execute("SET temp_directory = $d", {"d": f"{worker.local_directory}/duckdb-spill"})
 
 
-def group_files(trace: TraceHandle, files_per_task: int = FILES_PER_TASK) -> list[list[str]]:
-    """Files in groups of about files_per_task, never splitting the files of one PE."""
-    by_pe: dict[Any, list[str]] = {}
-    units: list[list[str]] = []
+def group_files(trace: TraceHandle, files_per_task: int = FILES_PER_TASK,
+                max_rows: int | None = None) -> list[list[str]]:
+    """Files in groups of about files_per_task and at most max_rows rows (None: no bound), never
+    splitting the files of one PE (a PE larger than max_rows is a group of its own)."""
+    by_pe: dict[Any, list[tuple[str, int]]] = {}
+    units: list[list[tuple[str, int]]] = []
     for f, meta in zip(trace.files, trace.file_metadata):
-        pe = meta.get("pe")
+        pe, rows = meta.get("pe"), int(meta.get("_rows") or 0)
         if pe is None:
-            units.append([str(f)])  # a merged file: its own unit
+            units.append([(str(f), rows)])  # a merged file: its own unit
         else:
-            by_pe.setdefault(pe, []).append(str(f))
+            by_pe.setdefault(pe, []).append((str(f), rows))
     units = [by_pe[pe] for pe in sorted(by_pe)] + units
     groups: list[list[str]] = []
     current: list[str] = []
+    current_rows = 0
     for unit in units:
-        current.extend(unit)
+        unit_rows = sum(r for _, r in unit)
+        if current and max_rows is not None and current_rows + unit_rows > max_rows:
+            groups.append(current)
+            current, current_rows = [], 0
+        current.extend(f for f, _ in unit)
+        current_rows += unit_rows
         if len(current) >= max(1, files_per_task):
             groups.append(current)
-            current = []
+            current, current_rows = [], 0
     if current:
         groups.append(current)
     return groups
@@ -169,7 +215,8 @@ class DaskEngine:
         memory_limit: int | None = None,
     ) -> None:
         self.trace = trace
-        self.groups = group_files(trace, files_per_task)
+        self.files_per_task = files_per_task
+        self._groups: list[list[str]] | None = None
         self.memory_limit = memory_limit
         """Bytes the client may use. The event tables' DuckDB runs on a worker, under its memory limit."""
         self.scheduler = scheduler or LOCAL
@@ -197,6 +244,14 @@ class DaskEngine:
                 )
             return Client(self._cluster)
         return _client_within(Client, scheduler)
+
+    @property
+    def groups(self) -> list[list[str]]:
+        """The trace's files in groups, one task each (group_files: at most FILES_PER_TASK files and
+        step_memory() / TASK_ROW_BYTES rows), sized once the cluster's workers are known."""
+        if self._groups is None:
+            self._groups = group_files(self.trace, self.files_per_task, self.step_memory() // TASK_ROW_BYTES)
+        return self._groups
 
     def _workers(self) -> int:
         try:
@@ -283,7 +338,7 @@ class DaskEngine:
         if rule.client:
             return self.sql(text, **params)
         partials = self.run_tasks(run_group, self.groups, text=text, params=dict(params),
-                                  corrections=self.trace.corrections)
+                                  corrections=self.trace.corrections, label=name)
         return merge_partials(list(partials), rule, name)
 
     def _event_tables(self) -> Any:
@@ -310,8 +365,24 @@ class DaskEngine:
         """An event-level table (`-- merge: client` queries): kept by the event tables' DuckDB."""
         self._event_tables().materialize(table, name, append=append, **params)
 
+    def _write_step_cpu(self) -> None:
+        """With STEP_CPU_ENV set: every worker's CPU seconds per task kind, as JSON, to that file."""
+        import json
+        import os
+
+        path = os.environ.get(STEP_CPU_ENV)
+        if not path or self.client is None:
+            return
+        try:
+            per_worker = self.client.run(step_cpu)
+        except Exception:  # the cluster is gone: nothing to say
+            return
+        with open(path, "w") as f:
+            json.dump(per_worker, f)
+
     def close(self) -> None:
         try:
+            self._write_step_cpu()
             if self._events is not None:
                 self._events.close()
         finally:

@@ -6,8 +6,9 @@ table. Walking back along it, a path stays on one PE through consecutive ids unt
 a message released (or the PE's first exec): only those hop rows are fetched
 (events_critical_hops, a bucket of the graph at a time: paradise.events.graphread), the walk jumps
 from hop to hop, and the path is kept as segments of consecutive ids that SQL then aggregates
-(events_critical_entries) over the path's rows, which each bucket gives (events_critical_rows): the
-path is kept whole on the client, as its hop rows are (at most one row per exec on the path).
+(events_critical_entries) over the path's rows, which each bucket gives (events_critical_rows), in
+ranges of exec ids on the engine's steps (paradise.events.critentries): the client keeps the path's
+segments and its hop rows (at most one row per exec on the path), never the path's rows.
 """
 
 from __future__ import annotations
@@ -17,9 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from paradise.engines import load_sql
-from paradise.engines.merge import query_tables
-from paradise.events import graphread
+from paradise.events import critentries, graphread
 from paradise.events.execgraph import ExecGraphInfo, LatencyModel
 
 
@@ -117,8 +116,7 @@ def _hops(engine: Any, info: ExecGraphInfo) -> tuple[np.ndarray, np.ndarray]:
 
 def path_entries(engine: Any, info: ExecGraphInfo, path: CriticalPath, model: LatencyModel) -> Any:
     """Per (coll, entry) on the path: compute, queue delay, execs and same-PE message hops
-    (events_critical_entries over the path's rows that each bucket gives, events_critical_rows),
+    (events_critical_entries, summed in ranges of exec ids by engine steps: paradise.events.critentries),
     as a pyarrow table."""
-    rows = graphread.united(engine, info.parts, "events_critical_rows", lo=path.lo, hi=path.hi)
-    return query_tables({"critical_rows": rows}, load_sql("events_critical_entries"), lo=path.lo, hi=path.hi,
-                        a_ns=float(model.a_ns), ns_per_byte=float(model.ns_per_byte), local_ns=float(model.local_ns))
+    cost = {"a_ns": float(model.a_ns), "ns_per_byte": float(model.ns_per_byte), "local_ns": float(model.local_ns)}
+    return critentries.path_entries(engine, info.parts, list(path.lo), list(path.hi), cost)

@@ -66,13 +66,15 @@ def value_counts(tables: list[pa.Table]) -> dict[str, tuple[np.ndarray, np.ndarr
     """Per sample of events_latency_samples' results: its distinct values ascending, their counts,
     and the samples' exact sum."""
     t = pa.concat_tables(tables)
-    sample = np.asarray(t.column("sample").to_pylist(), dtype=object)
+    sample = t.column("sample").dictionary_encode().combine_chunks()  # codes, not a Python string per row
+    names = sample.dictionary.to_pylist()
+    code = sample.indices.to_numpy(zero_copy_only=False)
     value = t.column("value").to_numpy()
     n = t.column("n").to_numpy().astype(np.int64)
     total = t.column("total").to_numpy().astype(np.int64)
     out = {}
-    for s in np.unique(sample) if len(sample) else []:
-        keep = sample == s
+    for i, s in sorted(enumerate(names), key=lambda kv: str(kv[1])):
+        keep = code == i
         vals, inv = np.unique(value[keep], return_inverse=True)
         out[str(s)] = (vals, np.bincount(inv, weights=n[keep]).astype(np.int64), int(total[keep].sum()))
     return out

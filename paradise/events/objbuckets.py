@@ -24,9 +24,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from paradise.engines import load_sql
-from paradise.events import partitions
+from paradise.events import partitions, steploads
 
 PARTS_QUERY, STEPS_QUERY = "events_object_step_parts", "events_object_steps"
 TABLE, PARTS = "object_steps", "object_step_parts"
@@ -48,6 +49,12 @@ class BucketResult:
     loads: str
     """The file of the bucket's events_object_step_loads rows."""
     rows: pa.Table | None
+    oids: np.ndarray
+    """The bucket's objects with a step load (global oids, ascending), and of each:"""
+    med: np.ndarray
+    """its median step load (steploads.row_medians),"""
+    ran: np.ndarray
+    """and the steps it ran in."""
 
 
 def split_step(con: Any, root: str, i: int, buckets: int) -> None:
@@ -100,8 +107,71 @@ def read_step(con: Any, root: str, b: int, gid: np.ndarray, with_rows: bool) -> 
     rows = None
     if with_rows or (len(objects) and pc.max(objects.column("latest_rows")).as_py() > 1):
         rows = con.sql(load_sql("events_object_step_rows")).to_arrow_table()
+    oids, matrix = bucket_matrix(loads)
+    med, ran = steploads.per_object(matrix)
     return BucketResult(objects=objects, step_load=step_load, steps=steps.astype(np.int64),
-                        loads=loads, rows=rows)
+                        loads=loads, rows=rows, oids=oids, med=med, ran=ran)
+
+
+def bucket_matrix(loads: str, oids: np.ndarray | None = None, steps: np.ndarray | None = None,
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """A bucket's step loads (its loads file) as (oids, matrix): a row per object of `oids` (None:
+    every object of the file, ascending), a column per step of `steps` (None: the file's)."""
+    t = pq.read_table(loads, columns=["oid", "step", "load_ns"], use_threads=False)
+    oid = t.column("oid").to_numpy()
+    if oids is not None:
+        keep = np.isin(oid, oids)
+        t, oid = t.filter(pa.array(keep)), oid[keep]
+    oids = np.unique(oid) if oids is None else np.intersect1d(oids, oid)
+    steps = np.unique(t.column("step").to_numpy()) if steps is None else steps
+    row_of = np.zeros(int(oids[-1]) + 1 if len(oids) else 0, np.int64)
+    row_of[oids] = np.arange(len(oids))
+    matrix = np.full((len(oids), len(steps)), np.nan)
+    return oids, steploads.fill(matrix, steps, t.to_batches(), row_of)
+
+
+def app_steps_step(con: Any, loads: str, oids: np.ndarray) -> np.ndarray:
+    """The steps in which any of `oids` has a load in the bucket (BucketLoads.windows' columns)."""
+    t = pq.read_table(loads, columns=["oid", "step"], use_threads=False)
+    return np.unique(t.column("step").to_numpy()[np.isin(t.column("oid").to_numpy(), oids)])
+
+
+def window_step(con: Any, loads: str, oids: np.ndarray, med: np.ndarray, steps: np.ndarray, clip: float,
+                windows: int) -> tuple[np.ndarray, np.ndarray]:
+    """The bucket's rows of steploads.windowed over the columns `steps`: (its objects among `oids`,
+    their rows); `med`: the medians of `oids`."""
+    mine, matrix = bucket_matrix(loads, oids, steps)
+    return mine, steploads.windowed(matrix, med[np.searchsorted(oids, mine)], clip, windows)
+
+
+@dataclass(frozen=True)
+class BucketLoads:
+    """The step loads of a Dask run: the buckets' loads files, read by steps on the workers."""
+
+    engine: Any
+    files: tuple[str, ...]
+
+    def matrix(self, objects: int, steps: np.ndarray) -> np.ndarray:
+        """The whole object x step matrix, on the client (tests and small traces)."""
+        matrix = np.full((objects, len(steps)), np.nan)
+        for f in self.files:
+            oids, part = bucket_matrix(f, None, steps)
+            matrix[oids] = part
+        return matrix
+
+    def windows(self, oids: np.ndarray, med: np.ndarray, clip: float, windows: int) -> np.ndarray:
+        """steploads.windowed of `oids` (ascending) over the steps any of them ran in: the steps
+        from every bucket first, then each bucket's rows over them; the client holds rows of windows."""
+        none: list[list[str]] = [[] for _ in self.files]
+        steps = np.unique(np.concatenate([np.empty(0, np.int64)] + self.engine.run_steps(
+            app_steps_step, [{"loads": f, "oids": oids} for f in self.files], files=none)))
+        parts = self.engine.run_steps(window_step, [{"loads": f, "oids": oids, "med": med, "steps": steps, "clip": clip,
+                                                     "windows": windows} for f in self.files], files=none)
+        got = np.concatenate([p[0] for p in parts])
+        rows = np.concatenate([p[1] for p in parts])[np.argsort(got, kind="stable")]
+        if not np.array_equal(np.sort(got), oids):
+            raise ValueError("object steps: the buckets' objects differ from those asked for")
+        return rows
 
 
 def bucketed(engine: Any) -> tuple[list[BucketResult], pd.DataFrame]:

@@ -1,8 +1,10 @@
 """Object loads per step: the engine rolls the execs up into one row per object and step
 (events_object_step_parts, then events_object_steps: objects as integer ids in the text order of
-(coll, index)); the client receives the step matrix, filled from streamed batches, and one row per
-object. No side holds a row per event; the embedded engine keeps the rows per object and step in
-its database; a Dask run keeps them in object-hash buckets on its workers (paradise.events.objbuckets).
+(coll, index)); the client receives one row per object. No side holds a row per event. The embedded
+engine's client fills the step matrix from streamed batches; a Dask run keeps the rows per object
+and step in object-hash buckets on its workers (paradise.events.objbuckets), whose steps give each
+object's median and the windows placement compares, so that its client holds nothing that grows
+with the steps.
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from paradise.engines import load_sql
 from paradise.events import objbuckets
+from paradise.events.steploads import MatrixLoads, fill, per_object, row_medians
+
+__all__ = ["ObjectSteps", "object_steps", "oid_loads", "row_medians"]
 
 TABLE = "object_steps"
 """The engine table events_object_steps fills (one row per object and step)."""
@@ -28,19 +32,23 @@ BATCH_ROWS = 1 << 20
 
 @dataclass(frozen=True)
 class ObjectSteps:
-    """The objects of a run and their loads per step."""
+    """The objects of a run and their loads per step. The step loads stay where the engine keeps
+    them (MatrixLoads, or a Dask run's bucket files): the client holds per-object figures and the
+    windows that placement reads, never a matrix that grows with the steps."""
 
-    matrix: np.ndarray
-    """Step loads (ns, float), one row per oid (0..objects-1), one column per step of `steps`;
-    NaN where the object has no exec in that step. An object's execs on several PEs in one step
-    are summed."""
     steps: np.ndarray
-    """The steps (>= 0) any object ran in, ascending: the matrix's columns."""
+    """The steps (>= 0) any object ran in, ascending: the step loads' columns."""
     objects: pd.DataFrame
     """One row per oid, in oid order (events_object_summary): coll, index, load_ns, execs,
     step_execs, pe (where its latest exec ran), latest_rows (rows sharing that end)."""
     stepped: bool
     """Whether any exec with a step carries load."""
+    med: np.ndarray
+    """Per oid, the median of its step loads (row_medians; NaN for an object without one)."""
+    ran: np.ndarray
+    """Per oid, the steps it ran in (has a step load)."""
+    loads: Any
+    """Where the step loads are: matrix(objects, steps) and windows(oids, med, clip, windows)."""
     rows: pd.DataFrame | None = None
     """The (oid, step) rows (oid, pe, step, load_ns, execs, last_t1), only when some object's
     latest end is tied between two of them (placement then decides its PE from these rows)."""
@@ -48,6 +56,21 @@ class ObjectSteps:
     @property
     def labels(self) -> pd.DataFrame:
         return self.objects[["coll", "index"]]
+
+    @property
+    def matrix(self) -> np.ndarray:
+        """Step loads (ns, float), one row per oid, one column per step of `steps`; NaN where the
+        object has no exec in that step (an object's execs on several PEs in one step are summed).
+        Built whole on request: tests and small traces; placement reads `windows`."""
+        return self.loads.matrix(len(self.objects), self.steps)
+
+    def windows(self, oids: np.ndarray, clip: float, windows: int) -> np.ndarray:
+        """windowed() of the step loads of `oids` (ascending, each with a step load) over the steps
+        any of them ran in: one row per oid, in that order."""
+        if not len(oids):
+            return np.empty((0, 0))
+        oids = np.asarray(oids, np.int64)
+        return self.loads.windows(oids, self.med[oids], clip, windows)
 
 
 def object_steps(engine: Any) -> ObjectSteps:
@@ -68,21 +91,20 @@ def object_steps(engine: Any) -> ObjectSteps:
 
 def _from_buckets(engine: Any) -> ObjectSteps:
     """The object steps from object-hash buckets run as engine steps (paradise.events.objbuckets):
-    the client keeps the objects, the step matrix and the tied rows, never the parts; the step
-    loads come from the buckets' files, a batch at a time."""
+    the client keeps the objects, their medians and step counts and the tied rows; the step loads
+    stay in the buckets' files (objbuckets.BucketLoads)."""
     parts, objects = objbuckets.bucketed(engine)
     stepped = sum(p.step_load for p in parts) > 0  # events_object_stepped over the buckets' sums
     steps = np.unique(np.concatenate([p.steps for p in parts] + [np.empty(0, np.int64)]))
-    matrix = np.full((len(objects), len(steps)), np.nan)
+    med, ran = np.full(len(objects), np.nan), np.zeros(len(objects), np.int64)
+    for p in parts:
+        med[p.oids], ran[p.oids] = p.med, p.ran
     tie = bool(len(objects)) and int(objects["latest_rows"].max()) > 1
     rows = [p.rows for p in parts if p.rows is not None] if tie else []
-    for p in parts:  # a bucket's loads at a time
-        for batch in pq.ParquetFile(p.loads).iter_batches(batch_size=BATCH_ROWS):
-            oid = batch.column("oid").to_numpy()
-            matrix[oid, np.searchsorted(steps, batch.column("step").to_numpy())] = batch.column("load_ns").to_numpy()
     tied = pa.concat_tables(rows).sort_by([("oid", "ascending"), ("step", "ascending")]).to_pandas().astype("int64") \
         if rows else None
-    return ObjectSteps(matrix=matrix, steps=steps, objects=objects, stepped=stepped, rows=tied)
+    return ObjectSteps(steps=steps, objects=objects, stepped=stepped, med=med, ran=ran,
+                       loads=objbuckets.BucketLoads(engine, tuple(p.loads for p in parts)), rows=tied)
 
 
 def _read(engine: Any) -> ObjectSteps:
@@ -91,30 +113,16 @@ def _read(engine: Any) -> ObjectSteps:
         objects = engine.query("events_object_summary").to_pandas()
         stepped = bool(engine.query("events_object_stepped").column("stepped")[0].as_py())
         steps = engine.query("events_object_step_numbers").column("step").to_numpy().astype(np.int64)
-        matrix = np.full((len(objects), len(steps)), np.nan)
-        for batch in engine.batches("events_object_step_loads", batch_rows=BATCH_ROWS):
-            oid = batch.column("oid").to_numpy()
-            col = np.searchsorted(steps, batch.column("step").to_numpy())
-            matrix[oid, col] = batch.column("load_ns").to_numpy()
+        matrix = fill(np.full((len(objects), len(steps)), np.nan), steps,
+                      engine.batches("events_object_step_loads", batch_rows=BATCH_ROWS))
         rows = None
         if len(objects) and int(objects["latest_rows"].max()) > 1:
             rows = engine.query("events_object_step_rows").to_pandas().astype("int64")
     finally:
         engine.sql(f"DROP TABLE IF EXISTS {TABLE}")
-    return ObjectSteps(matrix=matrix, steps=steps, objects=objects, stepped=stepped, rows=rows)
-
-
-def row_medians(m: np.ndarray) -> np.ndarray:
-    """Along the last axis, the median of the non-NaN values (NaN for none), as pandas computes
-    it: the middle value, or the mean of the two middle values. A sort, not np.median: numpy's
-    SIMD sort is several times faster than the two-point partition np.median uses."""
-    if m.shape[-1] == 0:
-        return np.full(m.shape[:-1], np.nan)
-    srt = np.sort(m, axis=-1)  # NaN last
-    k = m.shape[-1] - np.isnan(m).sum(axis=-1)
-    lo = np.take_along_axis(srt, (np.maximum(k - 1, 0) // 2)[..., None], axis=-1)[..., 0]
-    hi = np.take_along_axis(srt, (k // 2)[..., None], axis=-1)[..., 0]
-    return np.where(k > 0, (lo + hi) / 2, np.nan)
+    med, ran = per_object(matrix)
+    return ObjectSteps(steps=steps, objects=objects, stepped=stepped, med=med, ran=ran, loads=MatrixLoads(matrix),
+                       rows=rows)
 
 
 def oid_loads(obj: ObjectSteps, med: np.ndarray) -> pd.DataFrame | None:
@@ -126,7 +134,7 @@ def oid_loads(obj: ObjectSteps, med: np.ndarray) -> pd.DataFrame | None:
     if len(o) and int(o["latest_rows"].max()) > 1:
         return None
     if obj.stepped:
-        n = (~np.isnan(obj.matrix)).sum(axis=1)  # the steps it ran in
+        n = obj.ran  # the steps it ran in
         loads = np.where(n > 0, med * n, 0).astype(np.int64)
         execs = o["step_execs"].to_numpy(np.int64)
     else:

@@ -140,23 +140,39 @@ def test_exec_graph_readers_run_as_tasks_and_merge_to_the_embedded_figures(trace
 
 
 @pytest.mark.parametrize("row_bytes", [None, 10**6])
-def test_object_steps_from_the_workers_buckets_equal_the_embedded_ones(traces, scheduler, row_bytes, monkeypatch):
+def test_object_steps_from_the_workers_buckets_equal_the_embedded_ones(traces, tmp_path, scheduler, row_bytes,
+                                                                     monkeypatch):
     import numpy as np
 
+    from paradise.analyses.placement import PERSIST_WINDOWS, STEP_LOAD_CLIP
     from paradise.events import objbuckets
     from paradise.events.objloads import object_steps
 
     if row_bytes:  # a bucket per few objects: the global ids come from every bucket's objects
         monkeypatch.setattr(objbuckets, "PART_ROW_BYTES", row_bytes)
-    for name in ("grid", "tree"):
-        trace = open_trace(traces[name])
+    long_run = tmp_path / "long"  # 100+ steps: placement compares windows of steps, not steps
+    synth(long_run, pattern="grid", events=30_000, pes=2, imbalance=1.4, seed=5, jobs=1)
+    for name, path in (("grid", traces["grid"]), ("tree", traces["tree"]), ("long", long_run)):
+        trace = open_trace(path)
         with DuckDBEngine(trace) as duck:
             want = object_steps(duck)
+        n = len(want.objects)
+        # every object, every other one, and one: the columns are the steps any of them ran in
+        subsets = [np.flatnonzero(want.ran > 0), np.flatnonzero(want.ran > 0)[::2],
+                   np.flatnonzero(want.ran > 0)[-1:]]
         with DaskEngine(trace, scheduler=scheduler, files_per_task=1) as eng:
             got = object_steps(eng)
+            got_matrix = got.matrix  # the buckets' files live as long as the engine
+            got_windows = [got.windows(oids, STEP_LOAD_CLIP, PERSIST_WINDOWS) for oids in subsets]
             assert eng._events is None  # no worker holds event tables for them
-        assert len(want.objects) > 0 and want.stepped == got.stepped, name
-        assert np.array_equal(got.steps, want.steps) and np.array_equal(got.matrix, want.matrix, equal_nan=True)
+        assert n > 0 and want.stepped == got.stepped, name
+        assert np.array_equal(got.steps, want.steps) and np.array_equal(got_matrix, want.matrix, equal_nan=True)
+        assert np.array_equal(got.med, want.med, equal_nan=True) and np.array_equal(got.ran, want.ran), name
+        for oids, windows in zip(subsets, got_windows):
+            expect = want.windows(oids, STEP_LOAD_CLIP, PERSIST_WINDOWS)
+            assert windows.shape == expect.shape and np.array_equal(windows, expect, equal_nan=True), name
+        if name == "long":
+            assert len(want.steps) >= 2 * PERSIST_WINDOWS and got_windows[0].shape[1] < len(want.steps)
         assert got.objects.equals(want.objects), name
         assert (got.rows is None) == (want.rows is None) and (got.rows is None or got.rows.equals(want.rows))
 

@@ -121,3 +121,35 @@ def test_a_path_stopped_by_a_cycle_starts_where_its_first_exec_started(tmp_path)
     assert got[0] not in info.pe_first  # the start came from the graph's rows
     assert cp.t0_first == int(g.t0[got[0]]) == 1_000
     assert cp.length_ns == 3_000 - 1_000
+
+
+@pytest.mark.parametrize("buckets", [None, 3])
+@pytest.mark.parametrize("name", [*PROGS, "charm_like_parts"])
+def test_path_entries_summed_in_ranges_equal_one_query_over_the_paths_rows(tmp_path, monkeypatch, name, buckets):
+    # the oracle: events_critical_entries once over every bucket's path rows united; the engine
+    # sums them in ranges of exec ids (here one per path exec or two: each range's first exec
+    # reads the exec before it, which lies in the range before)
+    from paradise.engines import load_sql
+    from paradise.engines.merge import query_tables
+    from paradise.events import critentries
+    from paradise.events.critpath import path_entries
+
+    trace = program_trace(tmp_path, name)
+    with DuckDBEngine(trace) as eng:
+        info = execgraph.materialize(eng, buckets=buckets)
+        path = critical_path(eng, info)
+        model = execgraph.fit_latency(eng, info)
+        rows = graphread.united(eng, info.parts, "events_critical_rows", lo=path.lo, hi=path.hi)
+        cost = {"a_ns": float(model.a_ns), "ns_per_byte": float(model.ns_per_byte), "local_ns": float(model.local_ns)}
+        want = query_tables({"critical_rows": rows}, load_sql("events_critical_entries"), lo=path.lo, hi=path.hi,
+                            id_lo=critentries.ID_MIN, id_hi=critentries.ID_MAX, **cost)
+        got = {}
+        for per_range in (None, 1, 2):
+            if per_range:
+                monkeypatch.setattr(critentries, "MIN_RANGE_EXECS", per_range)
+                monkeypatch.setattr(critentries, "RANGE_ROW_BYTES", eng.step_memory() // per_range)
+            got[per_range] = path_entries(eng, info, path, model)
+    key = [("coll", "ascending"), ("entry", "ascending")]
+    assert path.execs > 2 and len(critentries.cuts(path.lo, path.hi, path.execs)) == path.execs - 1
+    for t in got.values():
+        assert t.schema == want.schema and t.sort_by(key).to_pylist() == want.sort_by(key).to_pylist()

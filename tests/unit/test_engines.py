@@ -113,6 +113,26 @@ def test_group_files_keeps_each_pe_together(tmp_path):
         assert len(stems) == 1 and len(g) == 3
 
 
+def test_group_files_bounds_a_tasks_rows_by_whole_pes(tmp_path):
+    # 4 PEs x 2 parts: a bound of two PEs' rows gives two PEs per task; one below a PE's rows, one each
+    path = charm_like(pes=4, steps=2).write(tmp_path / "t", parts_per_pe=2)
+    trace = open_trace(path)
+    pe_rows: dict[int, int] = {}
+    for meta in trace.file_metadata:
+        pe_rows[int(meta["pe"])] = pe_rows.get(int(meta["pe"]), 0) + int(meta["_rows"])
+    assert len(pe_rows) == 4 and min(pe_rows.values()) > 1
+    pe_of = {str(f): int(meta["pe"]) for f, meta in zip(trace.files, trace.file_metadata)}
+    for bound, pes_per_group in ((pe_rows[0] + pe_rows[1] + pe_rows[2] + pe_rows[3], [4]),
+                                 (max(pe_rows.values()) * 2, None), (min(pe_rows.values()) - 1, [1, 1, 1, 1])):
+        groups = group_files(trace, files_per_task=16, max_rows=bound)
+        assert sorted(f for g in groups for f in g) == sorted(map(str, trace.files))
+        pes = [sorted({pe_of[f] for f in g}) for g in groups]
+        for g, p in zip(groups, pes):  # whole PEs, within the bound unless one PE exceeds it
+            assert len(g) == 2 * len(p) and (sum(pe_rows[x] for x in p) <= bound or len(p) == 1)
+        if pes_per_group:
+            assert [len(p) for p in pes] == pes_per_group
+
+
 @pytest.mark.parametrize("files_per_task", [1, 3])
 def test_engines_agree_on_fixed_traces(tmp_path, dask_client, files_per_task):
     # charm_like with parts: sums merge across PEs; torch_like: the union busy needs each PE whole.
