@@ -104,7 +104,7 @@ def refinable(clock: dict[str, Any]) -> bool:
     """Whether the message bounds may refine a trace's offsets (paradise.store.clockrefine): per-PE
     files not yet corrected (not a merged file) with some PE's offset uncertain."""
     return not clock.get("applied") and "refinement" not in clock and any(
-        e.get("error_ns") is None or e["error_ns"] > 0 for e in clock["offsets"].values())
+        (e.get("error_ns") or 0) > 0 for e in clock["offsets"].values())
 
 
 def clock_summary(files: tuple[Path, ...] | list[Path], metas: tuple[dict[str, Any], ...] | list[dict[str, Any]]

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from paradise.errors import TruncatedTrace
-from paradise.store.clock import MAX_OFFSET_NS, Correction, corrected_sql
+from paradise.store.clock import Correction, corrected_sql
 
 METHOD = "message_bounds"
 """`clock.refinement.method`: offsets moved to the middle of what the messages and the pings allow."""
@@ -37,14 +37,10 @@ def message_bounds(files: list[str], corrections: dict[str, Correction]) -> list
     con = duckdb.connect(":memory:")
     try:
         con.execute("SET enable_progress_bar = false")
-        con.execute(
-            "CREATE TEMP VIEW clock_rows AS SELECT r.kind, r.pe, r.msg, "
-            + corrected_sql(files, corrections, ("t0",))
-            + " FROM (SELECT kind, pe, msg, t0, file_index::BIGINT AS _file FROM read_parquet($files, union_by_name"
-            " = true) WHERE kind IN ('send', 'exec') AND msg IS NOT NULL) r",
-            {"files": files},
-        )
-        return con.execute(sql).fetch_arrow_table().to_pylist()
+        rows = ("SELECT r.kind, r.pe, r.msg, " + corrected_sql(files, corrections, ("t0",))
+                + " FROM (SELECT kind, pe, msg, t0, file_index::BIGINT AS _file FROM read_parquet($files, "
+                "union_by_name = true) WHERE kind IN ('send', 'exec') AND msg IS NOT NULL) r")
+        return con.execute(f"WITH clock_rows AS ({rows})\n{sql}", {"files": files}).fetch_arrow_table().to_pylist()
     except duckdb.Error as exc:
         raise TruncatedTrace(f"{Path(files[0]).parent}: unreadable data while aligning clocks "
                              f"({str(exc).splitlines()[0][:120]})") from None
@@ -65,33 +61,33 @@ def _shortest(n: int, u: np.ndarray, v: np.ndarray, w: np.ndarray) -> np.ndarray
     return None
 
 
-def solve(pairs: list[dict[str, int]], errors: dict[int, int | None]) -> dict[int, tuple[int, int]] | None:
-    """Per PE with a ping error (errors: PE -> error_ns, None = unbounded): the interval [lo, hi] of
-    shifts that keeps it within its error and puts every exec at least MIN_LATENCY_NS after its send,
-    given such shifts for all of them at once; None when there are none. Other PEs (PE 0) stay put.
+def solve(pairs: list[dict[str, int]], errors: dict[int, int]) -> dict[int, tuple[int, int]] | None:
+    """Per PE with a ping error > 0 (errors: PE -> error_ns; 0 for the reference, PE 0): the interval
+    [lo, hi] of shifts that keeps it within its error and puts every exec at least MIN_LATENCY_NS after
+    its send, given such shifts for all of them at once; None when there are none. Pairs with a PE
+    not in `errors` (no offset measured, or no error stated) bound nothing.
     x_r - x_s >= lead + MIN_LATENCY_NS per pair and |x_p| <= error are difference constraints: hi is
-    the shortest path from the fixed PEs' node, lo minus the shortest path to it; both extremes are
+    the shortest path from the reference node, lo minus the shortest path to it; both extremes are
     solutions, so their middle (each PE's middle) is one too."""
-    node = {pe: i + 1 for i, pe in enumerate(sorted(errors))}
+    node = {pe: i + 1 for i, pe in enumerate(sorted(pe for pe, err in errors.items() if err > 0))}
     u: list[int] = []
     v: list[int] = []
     w: list[float] = []
     for pe, i in node.items():
-        err = errors[pe]
-        bound = float(MAX_OFFSET_NS if err is None else err)
         u += [0, i]
         v += [i, 0]
-        w += [bound, bound]
+        w += [float(errors[pe])] * 2
     for p in pairs:  # x_src - x_dst <= -(lead + MIN_LATENCY_NS): an edge dst -> src
-        u.append(node.get(p["dst_pe"], 0))
-        v.append(node.get(p["src_pe"], 0))
-        w.append(-float(p["lead_ns"] + MIN_LATENCY_NS))
+        if p["src_pe"] in errors and p["dst_pe"] in errors:
+            u.append(node.get(p["dst_pe"], 0))
+            v.append(node.get(p["src_pe"], 0))
+            w.append(-float(p["lead_ns"] + MIN_LATENCY_NS))
     ua, va, wa = np.array(u, dtype=np.int64), np.array(v, dtype=np.int64), np.array(w)
     hi = _shortest(len(node) + 1, ua, va, wa)
-    to_fixed = _shortest(len(node) + 1, va, ua, wa)
-    if hi is None or to_fixed is None:
+    to_reference = _shortest(len(node) + 1, va, ua, wa)
+    if hi is None or to_reference is None:
         return None
-    return {pe: (int(-to_fixed[i]), int(hi[i])) for pe, i in node.items()}
+    return {pe: (int(-to_reference[i]), int(hi[i])) for pe, i in node.items()}
 
 
 def refine(files: list[str], file_pes: list[Any], corrections: dict[str, Correction],
@@ -99,13 +95,12 @@ def refine(files: list[str], file_pes: list[Any], corrections: dict[str, Correct
     """The ping corrections moved by the message bounds, and the trace's `clock` summary with a
     `refinement` entry (and `final_method`) saying what was done; corrections unchanged where the
     messages say nothing or contradict the pings."""
-    errors = {int(pe): e.get("error_ns") for pe, e in clock["offsets"].items()
-              if e.get("error_ns") is None or e["error_ns"] > 0}
+    errors = {int(pe): int(e["error_ns"]) for pe, e in clock["offsets"].items() if e.get("error_ns") is not None}
     pairs = message_bounds(files, corrections)
     out: dict[str, Any] = {"method": METHOD, "min_latency_ns": MIN_LATENCY_NS,
                            "messages": sum(p["messages"] for p in pairs),
                            "backward_before": sum(p["backward"] for p in pairs)}
-    bounds = solve(pairs, errors) if pairs and errors else {}
+    bounds = solve(pairs, errors) if pairs and any(errors.values()) else {}
     if bounds is None:
         out["status"] = "inconsistent"
         out["detail"] = (f"no offsets within the pings' stated errors put every exec after its send "

@@ -150,8 +150,9 @@ def test_contradicting_messages_are_reported_not_shifted(tmp_path):
 def test_bounds_beyond_the_ping_error_are_inconsistent():
     """Messages that need PE 1 500 us later when its ping allows 400 us: no solution."""
     pairs = [{"src_pe": 0, "dst_pe": 1, "messages": 1, "lead_ns": 500_000, "backward": 1}]
-    assert solve(pairs, {1: 400_000}) is None
-    assert solve(pairs, {1: 600_000}) == {1: (500_000 + MIN_LATENCY_NS, 600_000)}
+    assert solve(pairs, {0: 0, 1: 400_000}) is None
+    assert solve(pairs, {0: 0, 1: 600_000}) == {1: (500_000 + MIN_LATENCY_NS, 600_000)}
+    assert solve(pairs, {1: 400_000}) == {1: (-400_000, 400_000)}  # PE 0 without a stated error bounds nothing
 
 
 def test_info_shows_the_refinement(three):
