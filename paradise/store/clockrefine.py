@@ -12,7 +12,6 @@ shortest paths over the pairs' difference constraints (numpy Bellman-Ford, one p
 
 from __future__ import annotations
 
-import math
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -95,7 +94,8 @@ def refine(files: list[str], file_pes: list[Any], corrections: dict[str, Correct
     """The ping corrections moved by the message bounds, and the trace's `clock` summary with a
     `refinement` entry (and `final_method`) saying what was done; corrections unchanged where the
     messages say nothing or contradict the pings."""
-    errors = {int(pe): int(e["error_ns"]) for pe, e in clock["offsets"].items() if e.get("error_ns") is not None}
+    errors = {int(pe): int(e["error_ns"]) for pe, e in clock["offsets"].items()
+              if e.get("error_ns") is not None and pe.isdigit()}
     pairs = message_bounds(files, corrections)
     out: dict[str, Any] = {"method": METHOD, "min_latency_ns": MIN_LATENCY_NS,
                            "messages": sum(p["messages"] for p in pairs),
@@ -112,7 +112,7 @@ def refine(files: list[str], file_pes: list[Any], corrections: dict[str, Correct
         return corrections, {**clock, "refinement": out, "final_method": clock.get("method")}
     per_pe: dict[str, dict[str, int]] = {}
     for pe, (lo, hi) in bounds.items():
-        shift = int(math.floor((lo + hi) / 2 + 0.5))
+        shift = (lo + hi + 1) // 2  # whole ns; with MIN_LATENCY_NS every bound still holds
         per_pe[str(pe)] = {"shift_ns": shift, "lo_ns": lo, "hi_ns": hi, "error_ns": max(hi - shift, shift - lo)}
     out.update(status="refined", pes=per_pe, residual_ns=max(e["error_ns"] for e in per_pe.values()))
     moved = dict(corrections)

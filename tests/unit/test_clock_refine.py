@@ -97,7 +97,7 @@ def test_shifts_are_the_middle_of_what_messages_and_pings_allow(three):
     for pe, (lo, hi) in expected.items():
         got = ref["pes"][str(pe)]
         assert (got["lo_ns"], got["hi_ns"]) == (lo, hi)
-        assert got["shift_ns"] == round((lo + hi) / 2)
+        assert got["shift_ns"] == (lo + hi + 1) // 2  # the middle, to the ns
         # the refined offset is within its stated error of the truth, and that error is below the ping's
         assert abs(PING[pe][0] + got["shift_ns"] - TRUE[pe]) <= got["error_ns"] < PING[pe][1]
     assert ref["messages"] == len(MESSAGES)
