@@ -78,7 +78,7 @@ def print_clock(clock: Any) -> None:
     if not isinstance(offsets, dict) or not offsets:
         return
     t = Table(title="clock offsets to PE 0 (added to each PE's times when read)")
-    for col in ("PE", "at start", "at end", "drift", "error") + (("shift by messages", "error after") if refined
+    for col in ("PE", "at start", "at end", "drift", "error") + (("shift", "then ±") if refined
                                                                   else ()):
         t.add_column(col, justify="right")
     ranked = sorted(offsets.items(), key=lambda kv: -(kv[1].get("error_ns") or 0))
@@ -108,8 +108,9 @@ def _print_refinement(refinement: Any) -> dict[str, Any]:
     c = console()
     if status == "refined":
         err = refinement.get("residual_ns")
-        c.print(f"  refined by {shown(refinement.get('method'))}: {counts}; offsets moved to the middle of what "
-                f"the messages allow" + (f", largest error ±{units.duration(err)}" if isinstance(err, int) else ""))
+        c.print(f"  refined by {shown(refinement.get('method'))}" + (f" to ±{units.duration(err)}" if isinstance(err, int)
+                                                                   else "")
+                + f": {counts}; each PE shifted to the middle of what the messages allow")
         pes = refinement.get("pes")
         return pes if isinstance(pes, dict) else {}
     if status == "inconsistent":

@@ -23,6 +23,8 @@ from paradise.store.clock import Correction, corrected_sql
 
 METHOD = "message_bounds"
 """`clock.refinement.method`: offsets moved to the middle of what the messages and the pings allow."""
+BOUNDS_SQL = "clock_message_bounds"
+"""paradise/sql/<this>.sql: the per-pair aggregate over the send -> exec join."""
 MIN_LATENCY_NS = 1
 """Least time from a send to its exec: with 1 ns, the shifts rounded to whole ns keep every bound."""
 
@@ -32,14 +34,16 @@ def message_bounds(files: list[str], corrections: dict[str, Correction]) -> list
     (clock_message_bounds.sql)."""
     import duckdb
 
-    sql = resources.files("paradise.sql").joinpath("clock_message_bounds.sql").read_text()
+    sql = resources.files("paradise.sql").joinpath(f"{BOUNDS_SQL}.sql").read_text()
     con = duckdb.connect(":memory:")
     try:
         con.execute("SET enable_progress_bar = false")
         rows = ("SELECT r.kind, r.pe, r.msg, " + corrected_sql(files, corrections, ("t0",))
                 + " FROM (SELECT kind, pe, msg, t0, file_index::BIGINT AS _file FROM read_parquet($files, "
                 "union_by_name = true) WHERE kind IN ('send', 'exec') AND msg IS NOT NULL) r")
-        return con.execute(f"WITH clock_rows AS ({rows})\n{sql}", {"files": files}).fetch_arrow_table().to_pylist()
+        cur = con.execute(f"WITH clock_rows AS ({rows})\n{sql}", {"files": files})
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, r)) for r in cur.fetchall()]  # one row per PE pair
     except duckdb.Error as exc:
         raise TruncatedTrace(f"{Path(files[0]).parent}: unreadable data while aligning clocks "
                              f"({str(exc).splitlines()[0][:120]})") from None

@@ -163,7 +163,7 @@ def test_info_shows_the_refinement(three):
     assert clock["refinement"]["status"] == "refined" and set(clock["refinement"]["pes"]) == {"1", "2"}
     text = subprocess.run([bin_path("paradise"), "info", str(three)], capture_output=True, text=True,
                           timeout=120).stdout
-    assert "refined by message_bounds" in text and "shift by messages" in text
+    assert "refined by message_bounds" in text and "then ±" in text
 
 
 def test_merged_file_keeps_the_refined_times(three, tmp_path_factory):
