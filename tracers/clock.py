@@ -10,6 +10,9 @@ offsets measured at the start and at the end into the metadata; the reader corre
 
 PARADISE_FAKE_CLOCK_SKEW="pe:offset_ns:drift_ppm" (comma-separated for several) makes one PE's
 (rank's) tracer clock run off by an offset plus a drift: the alignment's tests on one host.
+PARADISE_FAKE_PING_REPLY_DELAY_NS=D makes PE 0's answers say they left D earlier than they did: the
+round trips of a crowded host, where the reply path waits for a CPU (the offset is D/2 off, within
+the error it states), for the charm tracer's tests of the message-bound refinement.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 ENV_FAKE_SKEW = "PARADISE_FAKE_CLOCK_SKEW"
+ENV_FAKE_REPLY_DELAY = "PARADISE_FAKE_PING_REPLY_DELAY_NS"
 PING_ROUNDS = 96
 """Counted round trips per PE and measurement (a few ms on a quiet host, ~50 ms on a busy one)."""
 BEST_ROUNDS = 9
@@ -44,6 +48,12 @@ def fake_skew(pe: int) -> tuple[int, float] | None:
         if len(parts) == 3 and parts[0].strip() == str(pe):
             return int(parts[1]), float(parts[2]) * 1e-6
     return None
+
+
+def fake_reply_delay() -> int:
+    """ns by which PE 0 backdates its ping answers' reply time (ENV_FAKE_REPLY_DELAY; 0 without it)."""
+    text = os.environ.get(ENV_FAKE_REPLY_DELAY, "").strip()
+    return max(0, int(text)) if text.isdigit() else 0
 
 
 def skewed(now: Callable[[], int], offset: int, drift: float, origin: int) -> Callable[[], int]:

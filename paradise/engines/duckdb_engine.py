@@ -24,6 +24,7 @@ from paradise.engines.memory import DUCKDB_SHARE, default_memory_limit
 from paradise.errors import OutOfMemory, TruncatedTrace, disk_full
 from paradise.format import ADDED_COLUMNS, SCHEMA
 from paradise.store import TraceHandle
+from paradise.store.clock import corrected_sql
 from paradise.units import binary_size
 
 SPILL_PREFIX = "paradise-spill-"
@@ -66,25 +67,11 @@ def _added_columns() -> str:
 _SQL_TYPES = {"int64": "BIGINT", "int32": "INTEGER", "string": "VARCHAR"}
 
 
-CLOCKED_COLUMNS = ("t0", "t1", "exec_t0")
-"""Time columns the clock correction moves (`active` is a duration and stays)."""
-
-
 def _corrected_rows(files: list[str], corrections: dict[str, tuple[int, int, float]]) -> str:
-    """The files' rows with each file's clock correction (paradise.store.clock) added to its times:
-    t + offset + drift * (t - t_start), looked up by the row's file index in lists of the files'
-    corrections (null for a file without one). No join, so the rows keep the files' order."""
-    def column(i: int, sql_type: str) -> str:
-        values = [corrections.get(f) for f in files]
-        return "([" + ", ".join("NULL" if v is None else repr(v[i]) for v in values) + f"]::{sql_type}[])"
-
-    ts, a, d = column(0, "BIGINT"), column(1, "BIGINT"), column(2, "DOUBLE")
-    shift = ", ".join(
-        f"r.{c} + coalesce({a}[r._file + 1] + CAST(round({d}[r._file + 1] * (r.{c} - {ts}[r._file + 1])) AS BIGINT), 0)"
-        f" AS {c}" for c in CLOCKED_COLUMNS
-    )
+    """The files' rows with each file's clock correction (paradise.store.clock.corrected_sql) added to
+    its times. No join, so the rows keep the files' order."""
     return (
-        f"SELECT r.* EXCLUDE (_file) REPLACE ({shift}) FROM ("
+        f"SELECT r.* EXCLUDE (_file) REPLACE ({corrected_sql(files, corrections)}) FROM ("
         f"SELECT *, file_index::BIGINT AS _file FROM read_parquet({_file_list(files)}, union_by_name = true)"
         + _added_columns() + ") r"
     )

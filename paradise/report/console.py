@@ -73,21 +73,52 @@ def print_clock(clock: Any) -> None:
     err = clock.get("residual_ns")
     c.print(f"clock: {shown(clock.get('method') or '?')}"
             + (f", largest error ±{units.duration(err)}" if isinstance(err, (int, float)) else ", error unknown"))
+    refined = _print_refinement(clock.get("refinement"))
     offsets = clock.get("offsets")
     if not isinstance(offsets, dict) or not offsets:
         return
     t = Table(title="clock offsets to PE 0 (added to each PE's times when read)")
-    for col in ("PE", "at start", "at end", "drift", "error"):
+    for col in ("PE", "at start", "at end", "drift", "error") + (("shift", "then ±") if refined
+                                                                  else ()):
         t.add_column(col, justify="right")
     ranked = sorted(offsets.items(), key=lambda kv: -(kv[1].get("error_ns") or 0))
     for pe, e in ranked[:CLOCK_ROWS]:
         start, end = e.get("start_ns"), e.get("end_ns")
         span = (e.get("t_end") or 0) - (e.get("t_start") or 0)
         drift = f"{(end - start) / span * 1e6:+.1f} ppm" if end is not None and start is not None and span > 0 else "-"
-        t.add_row(shown(pe), _signed_ns(start), _signed_ns(end), drift, units.duration(e.get("error_ns")))
+        row = [shown(pe), _signed_ns(start), _signed_ns(end), drift, units.duration(e.get("error_ns"))]
+        if refined:
+            r = refined.get(pe) if isinstance(refined.get(pe), dict) else {}
+            err = r.get("error_ns", e.get("error_ns"))
+            row += [_signed_ns(r.get("shift_ns", 0)), units.duration(err if isinstance(err, (int, float)) else None)]
+        t.add_row(*row)
     c.print(t)
     if len(ranked) > CLOCK_ROWS:
         c.print(f"... {len(ranked) - CLOCK_ROWS} more PEs (--json lists all)")
+
+
+def _print_refinement(refinement: Any) -> dict[str, Any]:
+    """The line on the message-bound refinement of the offsets (paradise.store.clockrefine); its
+    per-PE entries when it moved them ({} otherwise)."""
+    if not isinstance(refinement, dict):
+        return {}
+    status, n, back = refinement.get("status"), refinement.get("messages"), refinement.get("backward_before")
+    counts = (f"{n:,} cross-PE messages, {back:,} received before sent by the pings' offsets"
+              if isinstance(n, int) and isinstance(back, int) else "")
+    c = console()
+    if status == "refined":
+        err = refinement.get("residual_ns")
+        c.print(f"  refined by {shown(refinement.get('method'))}" + (f" to ±{units.duration(err)}" if isinstance(err, int)
+                                                                   else "")
+                + f": {counts}; each PE shifted to the middle of what the messages allow")
+        pes = refinement.get("pes")
+        return pes if isinstance(pes, dict) else {}
+    if status == "inconsistent":
+        c.print(f"  [bold]clock bounds inconsistent[/bold] ({shown(refinement.get('method'))}): "
+                f"{shown(refinement.get('detail') or counts)}")
+    elif status == "no_messages":
+        c.print(f"  not refined: no message crosses PEs ({shown(refinement.get('method'))})")
+    return {}
 
 
 def _signed_ns(ns: Any) -> str:

@@ -14,7 +14,8 @@ import pyarrow.parquet as pq
 from paradise.errors import NotAParadiseTrace, SchemaVersionError, TraceNotFound, TruncatedTrace
 from paradise.format import OUTPUTS_FILE, REQUIRED_COLUMNS, SUPPORTED_MAJORS
 from paradise.format.spool import SUFFIX as SPOOL_SUFFIX
-from paradise.store.clock import clock_summary, file_corrections
+from paradise.store.clock import clock_summary, file_corrections, refinable
+from paradise.store.clockrefine import refine
 from paradise.store.validate import check_columns, check_metadata, check_values, parse_metadata
 
 _PART_RE = re.compile(r"^(?P<stem>.+?)\.part-(?P<seq>\d+)\.parquet$")
@@ -221,7 +222,10 @@ def open_trace(path: str | Path) -> TraceHandle:
         merged["pes_seen"] = pes
     _check_pes_backed(p, merged.get("pes"), rows)
     clock = clock_summary(files, metas)
+    corrections = file_corrections(files, metas)
     if clock is not None and clock["offsets"]:  # per-PE offsets live in each PE's own file
+        if refinable(clock):
+            corrections, clock = refine([str(f) for f in files], [m.get("pe") for m in metas], corrections, clock)
         merged["clock"] = clock
     return TraceHandle(path=p, files=tuple(files), metadata=merged, file_metadata=tuple(metas), num_rows=rows,
-                       corrections=file_corrections(files, metas))
+                       corrections=corrections)

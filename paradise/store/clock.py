@@ -65,6 +65,26 @@ def correction(entry: dict[str, int | None]) -> Correction | None:
     return t0, a, drift
 
 
+CLOCKED_COLUMNS = ("t0", "t1", "exec_t0")
+"""Time columns the clock correction moves (`active` is a duration and stays)."""
+
+
+def corrected_sql(files: list[str], corrections: dict[str, Correction], columns: tuple[str, ...] = CLOCKED_COLUMNS
+                  ) -> str:
+    """`r.c + ... AS c` for each column: t + offset + drift * (t - t_start) of the row's file (`r._file`,
+    its index in `files`), looked up in lists of the files' corrections (0 for a file without one).
+    The one text of the correction: the engines' `events` view and the message bounds (clockrefine)."""
+    def column(i: int, sql_type: str) -> str:
+        values = [corrections.get(f) for f in files]
+        return "([" + ", ".join("NULL" if v is None else repr(v[i]) for v in values) + f"]::{sql_type}[])"
+
+    ts, a, d = column(0, "BIGINT"), column(1, "BIGINT"), column(2, "DOUBLE")
+    return ", ".join(
+        f"r.{c} + coalesce({a}[r._file + 1] + CAST(round({d}[r._file + 1] * (r.{c} - {ts}[r._file + 1])) AS BIGINT), 0)"
+        f" AS {c}" for c in columns
+    )
+
+
 def file_corrections(files: tuple[Path, ...] | list[Path], metas: tuple[dict[str, Any], ...] | list[dict[str, Any]]
                      ) -> dict[str, Correction]:
     """Correction per file path (as the engines name it) for per-PE files whose own PE has offsets."""
@@ -80,11 +100,19 @@ def file_corrections(files: tuple[Path, ...] | list[Path], metas: tuple[dict[str
     return out
 
 
+def refinable(clock: dict[str, Any]) -> bool:
+    """Whether the message bounds may refine a trace's offsets (paradise.store.clockrefine): per-PE
+    files not yet corrected (not a merged file) with some PE's offset uncertain."""
+    return not clock.get("applied") and "refinement" not in clock and any(
+        (e.get("error_ns") or 0) > 0 for e in clock["offsets"].values())
+
+
 def clock_summary(files: tuple[Path, ...] | list[Path], metas: tuple[dict[str, Any], ...] | list[dict[str, Any]]
                   ) -> dict[str, Any] | None:
     """The trace's clock alignment over all its files: method, largest error, offsets per PE."""
     methods: list[str] = []
     offsets: dict[str, dict[str, int | None]] = {}
+    kept: dict[str, Any] = {}
     applied = True  # every file with offsets says its times already carry them (a merged file)
     for f, meta in zip(files, metas):
         clock = meta.get("clock")
@@ -92,6 +120,9 @@ def clock_summary(files: tuple[Path, ...] | list[Path], metas: tuple[dict[str, A
             continue
         if clock.get("offsets"):
             applied = applied and clock.get("applied") is True
+        for key in ("refinement", "final_method"):  # a merged file's: its times carry them
+            if key in clock:
+                kept[key] = clock[key]
         method = clock.get("method")
         if isinstance(method, str) and method not in methods:
             methods.append(method)
@@ -106,5 +137,5 @@ def clock_summary(files: tuple[Path, ...] | list[Path], metas: tuple[dict[str, A
         "offsets": {pe: offsets[pe] for pe in sorted(offsets, key=lambda p: (len(p), p))},
     }
     if offsets and applied:
-        summary["applied"] = True
+        summary.update(kept, applied=True)
     return summary

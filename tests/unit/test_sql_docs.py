@@ -98,6 +98,8 @@ EVENT_TABLES = {
     "bucket_objects": lambda eng: (EVENT_TABLES["object_steps"](eng), eng.con.execute(  # one bucket's objects
         "CREATE OR REPLACE TABLE bucket_objects AS SELECT DISTINCT 0 AS bucket, oid AS local, coll, index "
         "FROM object_steps WHERE oid IS NOT NULL")),
+    "clock_rows": lambda eng: eng.execute(  # the store's view (paradise.store.clockrefine), from the events
+        "CREATE OR REPLACE VIEW clock_rows AS SELECT kind, pe, msg, t0 FROM events"),
 }
 """The event layer's engine tables, and what builds each."""
 

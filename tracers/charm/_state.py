@@ -57,6 +57,7 @@ class State:
         self.clock_measured = False  # the PEs measure their offsets (clockping.decide)
         self.clock_pending = 0  # on PE 0: PEs whose start measurement main waits for (clockping.wait_start)
         self.clock_waiter: Any = None  # on PE 0: main's greenlet while it waits
+        self.reply_delay = 0  # on PE 0: the test-only fake ping reply delay, ns (clockping.reply_stamp)
         self.orig: dict[str, Any] = {}  # original charm4py callables we wrapped
         self.mapper: Any = None  # hints.runtime.charm_map.MappingConsumer when --hints is given
         self.entry_name: str | None = None

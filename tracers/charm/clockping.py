@@ -21,6 +21,7 @@ from tracers.clock import (
     METHOD,
     best_offset,
     enough,
+    fake_reply_delay,
     fake_skew,
     record_offset,
     sample,
@@ -34,6 +35,7 @@ ONE_CLOCK = "host-monotonic"
 def setup(launcher_origin: bool) -> None:
     """Once the PE and the origin are known (lifecycle.open_writer): the injected skew, if any."""
     ST.clock_shared = launcher_origin and ENV_FAKE_SKEW not in os.environ
+    ST.reply_delay = fake_reply_delay() if ST.pe == 0 else 0
     skew = fake_skew(ST.pe)
     if skew is not None:
         install_skew(*skew)
@@ -110,6 +112,11 @@ def install_skew(offset_ns: int, drift: float) -> None:
 def now() -> int:
     """Trace time of this instant on this PE's clock."""
     return clock() - ST.origin
+
+
+def reply_stamp() -> int:
+    """PE 0's time of reply to a ping: now, less the test-only fake reply delay (tracers.clock)."""
+    return now() - ST.reply_delay
 
 
 def record(when: str, offset_ns: int, error_ns: int, at: int | None = None) -> None:

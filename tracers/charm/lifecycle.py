@@ -152,7 +152,7 @@ class _TracerGroup(Chare):
 
     def clock_ping(self, pe):
         t2 = clockping.now()
-        self._send(self.thisProxy[pe].clock_pong, t2, clockping.now())
+        self._send(self.thisProxy[pe].clock_pong, t2, clockping.reply_stamp())
 
     def clock_pong(self, t2, t3):
         if self.pings.answered(t2, t3, clockping.now()):
