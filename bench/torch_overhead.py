@@ -42,6 +42,7 @@ import json
 import os
 import random
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -147,7 +148,8 @@ def pair_order(pairs: int, seed: int = 25) -> list[tuple[str, bool]]:
     return out[:pairs]
 
 
-def ab_child(pairs: int, block: int, cprofile_blocks: int, flush_s: float, train_args: list[str]) -> None:
+def ab_child(pairs: int, block: int, cprofile_blocks: int, flush_s: float, train_args: list[str],
+             raw: str = "") -> None:
     """One rank of the interleaved measurement; rank 0 prints `RESULT <json>`."""
     import torch
     import torch.distributed as dist
@@ -172,20 +174,23 @@ def ab_child(pairs: int, block: int, cprofile_blocks: int, flush_s: float, train
     flushes = _count_flushes(tracer)
     step = 0
 
-    def steps(n: int, prof=None) -> list[tuple[int, int, int, int]]:  # noqa: ANN001
-        """Runs n steps (prof: a torch profiler to step); per step (wall, process CPU, main-thread
-        CPU, main-thread CPU of the tracer's flushes) ns."""
+    def steps(n: int, prof=None) -> list[tuple[int, ...]]:  # noqa: ANN001
+        """Runs n steps (prof: a torch profiler to step); per step STEP_FIELDS: wall, process CPU,
+        main-thread CPU, main-thread CPU of the tracer's flushes (ns), the main thread's voluntary
+        and involuntary context switches (read outside the clocks)."""
         nonlocal step
         out = []
         for _ in range(n):
             f = flushes["cpu_ns"]
+            u = resource.getrusage(resource.RUSAGE_THREAD)
             w, c, t = time.perf_counter_ns(), time.process_time_ns(), time.thread_time_ns()
             d.train_step(model, opt, *batches[step % BATCHES])
             step += 1
             if prof is not None:
                 prof.step()
-            out.append((time.perf_counter_ns() - w, time.process_time_ns() - c, time.thread_time_ns() - t,
-                        flushes["cpu_ns"] - f))
+            w, c, t = time.perf_counter_ns() - w, time.process_time_ns() - c, time.thread_time_ns() - t
+            v = resource.getrusage(resource.RUSAGE_THREAD)
+            out.append((w, c, t, flushes["cpu_ns"] - f, v.ru_nvcsw - u.ru_nvcsw, v.ru_nivcsw - u.ru_nivcsw))
         return out
 
     steps(WARMUP_STEPS)  # DDP's bucket rebuild, the allocator
@@ -245,6 +250,8 @@ def ab_child(pairs: int, block: int, cprofile_blocks: int, flush_s: float, train
     flush_stats = dict(flushes, steps=sum(r[0] == "paradise" for r in results) * block)
     every_rank = [None] * world if rank == 0 else None  # each rank's own pairs and flushes
     dist.gather_object((results, flush_stats), every_rank, dst=0)
+    if rank == 0 and raw:  # every rank's own blocks, for other statistics than these
+        Path(raw).write_text(json.dumps({"world": world, "block": block, "every_rank": every_rank}))
     report = ""
     if cprofile_blocks:
         if rank == 0:
@@ -360,7 +367,8 @@ def verdict(pairs: list[list], flushes: dict[str, int]) -> list[str]:
 
 def interleaved(nproc: int, args: argparse.Namespace) -> None:
     target = [__file__, "--ab-child", "--pairs", str(args.pairs), "--block", str(args.block),
-              "--cprofile", str(args.cprofile), "--flush-s", str(args.flush_s), "--", *args.train_args]  # fmt: skip
+              "--cprofile", str(args.cprofile), "--flush-s", str(args.flush_s),
+              "--raw", f"{args.raw}.{nproc}" if args.raw else "", "--", *args.train_args]  # fmt: skip
     proc = _torchrun(nproc, target, _clean_env())
     m = re.search(r"^RESULT (.*)$", proc.stdout, re.M)
     if proc.returncode != 0 or not m:
@@ -447,11 +455,12 @@ def main() -> None:
     p.add_argument("--flush-s", type=float, default=2.0,
                    help="the tracer's part interval (its default 2 s is the crash window: the trade-off)")
     p.add_argument("--cprofile", type=int, default=0, help="traced blocks profiled with cProfile after part 1")
+    p.add_argument("--raw", default="", help="also write every rank's per-step times to RAW.<ranks> (JSON)")
     p.add_argument("--ab-child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("train_args", nargs="*", help="extra ddp_train.py arguments (after --)")
     args = p.parse_args()
     if args.ab_child:
-        ab_child(args.pairs, args.block, args.cprofile, args.flush_s, args.train_args)
+        ab_child(args.pairs, args.block, args.cprofile, args.flush_s, args.train_args, args.raw)
         return
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for nproc in args.ranks:
