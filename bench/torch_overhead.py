@@ -9,13 +9,21 @@ modes, `untraced2` (untraced again: the noise floor, what a difference of nothin
 or `profiler` (torch.profiler, CPU activities, `prof.step()` per step). The compared modes take
 turns pair by pair, and the compared block comes first in half of each mode's pairs and second in
 the other half, so drift (load, frequency, caches) cancels inside a pair and order effects across
-pairs. Hooks and profiler start and stop outside the timed region. Each block is timed in process
-CPU (all threads of the rank: hooks, gloo threads, spool flushes), main-thread CPU and wall, on
-every rank; with several ranks each step's times are the mean over the ranks (rank_mean), so a
-pair's difference is the mean of the ranks' own differences (their noise is drawn apart).
-A pair's difference is the compared block's time per step minus its untraced partner's; the
-median and the mean of a mode's pair differences are given with 95 % bootstrap intervals (pairs
-resampled), the noise floor's beside them.
+pairs. Hooks and profiler start and stop outside the timed region. Each step is timed on every
+rank in main-thread CPU, process CPU (all threads) and wall, with the main thread's context
+switches (getrusage RUSAGE_THREAD, outside the clocks); "other threads' CPU" is process minus main
+thread (gloo's workers and transport). A block's value is the median, the minimum or the mean of
+its steps; a pair's difference (compared block minus its untraced partner) is taken on each rank
+and averaged over the ranks. The median and the mean of a mode's pair differences are given with
+95 % bootstrap intervals (pairs resampled), the noise floor's beside them.
+
+The figure is the tracer's added MAIN-THREAD CPU: in this program every hook and every spool flush
+of the tracer runs on the main thread (CPU autograd runs its gradient hooks on the thread that
+calls backward; the tracer starts no thread and sets no comm hook), so main-thread CPU holds all of
+the tracer's own work, while the other threads' CPU, which at 2 ranks moves with the partner's
+pace (gloo's waits), is left out of the figure and shown beside it with its own noise floor.
+Process CPU is shown too. By block minima (FIGURE_STAT: the step the load disturbed least) the
+figure is the tracer's cost on an undisturbed machine; by block medians, on this one's load.
 
 The tracer appends its rows to a spool every 2 s of its run (its flush clock is paused while its
 hooks are off, so flushes per traced step are as in a real run): a flush lands in few blocks,
