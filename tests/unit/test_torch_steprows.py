@@ -137,3 +137,29 @@ def test_phases_without_steps_are_written_untagged_and_memory_stays_bounded(tmp_
     with DuckDBEngine(open_trace(tmp_path)) as eng:
         got = eng.sql("SELECT count(*) AS n, count(step) AS tagged FROM events WHERE kind = 'phase'").to_pylist()
     assert got == [{"n": count, "tagged": 0}]
+
+
+def test_step_tags_expand_each_chunk_over_its_rows():
+    """_tags (a run-length expansion) against a row-by-row reading of the chunks: each row takes the
+    step of the chunk it was handed over in when it starts at or after that step's start, else null
+    (a flush with no row before its step's start, and one with such rows)."""
+    import random
+
+    from paradise.format.spool import NULL
+    from tracers.torch.steprows import CHUNK_WIDTH, PHASE_WIDTH, _tags
+
+    rng = random.Random(25)
+    for early in (False, True):
+        chunks, t0, owner = [], [], []
+        for c in range(40):
+            start = 1_000 * c
+            for _ in range(rng.randrange(0, 5)):  # some chunks hand over no row
+                t0.append(start + rng.randrange(-300 if early else 0, 900))
+                owner.append(c)
+            step = NULL if c % 7 == 3 else 10 + c  # a chunk without a step number
+            chunks += [len(t0) * PHASE_WIDTH, 0, step, start, NULL]
+        got = _tags(t0, chunks, 0, PHASE_WIDTH)
+        steps, starts = chunks[2::CHUNK_WIDTH], chunks[3::CHUNK_WIDTH]
+        expected = [steps[c] if t >= starts[c] else NULL for t, c in zip(t0, owner)]
+        assert any(t < starts[c] for t, c in zip(t0, owner)) == early  # both of _tags' paths taken
+        assert got == expected

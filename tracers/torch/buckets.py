@@ -2,10 +2,10 @@
 
 Once DDP has rebuilt its buckets (after the first step), its own logging data names each bucket's
 parameters in the order their gradients became ready and the bucket's size in bytes. One
-post-accumulate-grad hook on the last of them stores one int, the bucket's launch time, into a
-preallocated list; at the end of the backward, which DDP returns from only when every bucket is
-reduced, the backward's hook (tracers.torch.hooks) turns the launched buckets into `collective`
-rows ending there. So a bucket row runs from its launch
+post-accumulate-grad hook on the last of them appends the bucket's row, its end left open, to the
+tracer's `launched` list; at the end of the backward, which DDP returns from only when every bucket
+is reduced, the backward's hook (tracers.torch.hooks) ends those rows there (one slice assignment)
+and hands them to the step's rows. So a bucket row runs from its launch
 to the moment all buckets of its backward were reduced (exact for the last bucket); the first step
 (before the rebuild) has no bucket rows.
 """
@@ -49,7 +49,6 @@ class BucketWatch:
         self.active = True  # False when the program's own Python comm hook records the buckets
         self.ready = False
         self.tries = 0
-        self.launch: list[int | None] = []  # launch time of each bucket in the backward in progress
         self.info: list[tuple[Any, ...]] = []  # (bytes, dtype, group, group size) of each bucket
         self.handles: list[Any] = []  # the buckets' gradient hooks
 
@@ -72,7 +71,6 @@ class BucketWatch:
         group, size = self.group_info
         self.info = [(sizes[k], str(params[b[0]].dtype).removeprefix("torch."), group, size)
                      for k, b in enumerate(indices)]
-        self.launch = [None] * len(indices)
         for k, b in enumerate(indices):
             self.handles.append(params[b[-1]].register_post_accumulate_grad_hook(self._hook(k)))
         self.ready = True
@@ -80,13 +78,14 @@ class BucketWatch:
         return True
 
     def _hook(self, k: int) -> Any:
-        launch, module, tr = self.launch, self.module, self.tr
-        read, base = clock.reader(tr)
+        module, launched = self.module, self.tr.launched
+        read, base = clock.reader(self.tr)
+        rest = (None, k, *self.info[k])  # the row after its launch time (steprows.BUCKET_WIDTH values)
 
         def ready(_param: Any) -> None:
             if module.require_backward_grad_sync:  # under no_sync() DDP reduces nothing
-                launch[k] = t = read() - base
-                tr.last_launch = t
+                launched.append(read() - base)
+                launched.extend(rest)
 
         return ready
 

@@ -41,6 +41,7 @@ from tracers.torch.patching import (
     patch,
     patches,
 )
+from tracers.torch.steprows import BUCKET_WIDTH
 from tracers.torch.tracer import BUCKETS_MAX, BYTES, CAT, DTYPE, GROUP, GSIZE, PHASES_MAX, STEP, T1, Tracer
 
 # (function name, index of the payload argument, keyword of it); None = no payload.
@@ -134,7 +135,7 @@ def _install_backward(tr: Tracer) -> None:
     The rows' values go straight into the tracer's flat lists: no Python frame but this one."""
     orig_backward = torch.autograd.backward
     read, base = clock.reader(tr)
-    phases, buckets, watches = tr._phases, tr._buckets, tr.ddp_watches
+    phases, buckets, launched = tr._phases, tr._buckets, tr.launched
     overflow = tr.phases_overflow
 
     def backward(*args: Any, **kwargs: Any) -> Any:
@@ -153,14 +154,15 @@ def _install_backward(tr: Tracer) -> None:
             raise
         finally:
             t1 = read() - base
-            launch = tr.last_launch
+            launch = tr.last_launch  # the program's own comm hook's last launch (tracers.torch.ddp)
+            if launched:  # the built-in path's buckets (tracers.torch.buckets): they end here
+                last = launched[-BUCKET_WIDTH]
+                if launch is None or last > launch:
+                    launch = last
+                launched[1::BUCKET_WIDTH] = [t1] * (len(launched) // BUCKET_WIDTH)
+                buckets.extend(launched)
+                launched.clear()
             phases.extend(("backward", t0, launch if launch is not None and launch >= t0 else t1))
-            for watch in watches:
-                launched, info = watch.launch, watch.info
-                for k, b0 in enumerate(launched):
-                    if b0 is not None:
-                        launched[k] = None
-                        buckets.extend((b0, t1, k, *info[k]))
             if len(phases) > PHASES_MAX or len(buckets) > BUCKETS_MAX:
                 overflow()
 
@@ -204,7 +206,7 @@ def _install_optimizer(tr: Tracer) -> None:
         phases.extend(("optimizer", t0, t1))
         if not tr._explicit:
             end_step(n, None, t1)
-        if not tr.dcp_installed and DCP_MODULE in modules:
+        if DCP_MODULE in modules and not tr.dcp_installed:
             install_dcp(tr)
 
     orig_load = torch.optim.Optimizer.load_state_dict

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import time
 from array import array
+from itertools import chain, repeat
+from operator import floordiv, lt, sub
 from pathlib import Path
 from typing import Any
 
@@ -55,21 +57,23 @@ def _fill(out: array, first: int, n: int, **columns: Any) -> None:
 
 
 def _ints(values: list[Any]) -> list[int]:
-    """Ints that may be None, with None as NULL."""
+    """Ints that may be None, with None as NULL (a Python loop only when there is a None)."""
+    if None not in values:
+        return values
     return [NULL if v is None else v for v in values]
 
 
 def _tags(t0: list[int], chunks: list[int], end_at: int, width: int) -> list[int]:
     """The step column of rows handed over in chunks (`chunks`: CHUNK_WIDTH values per add_step,
-    the rows' end offset at `end_at`): the chunk's step for a row starting at or after its start."""
-    step: list[int] = []
-    start: list[int] = []
-    done = 0
-    for c in range(0, len(chunks), CHUNK_WIDTH):
-        count = (chunks[c + end_at] - done) // width
-        done = chunks[c + end_at]
-        step += [chunks[c + 2]] * count
-        start += [chunks[c + 3]] * count
+    the rows' end offset at `end_at`): the chunk's step for a row starting at or after its start.
+    A run-length expansion (each chunk's step and start repeated over its rows, in C); Python runs
+    per row only for a flush that holds a row starting before its step's start (rare)."""
+    ends = chunks[end_at::CHUNK_WIDTH]
+    counts = list(map(floordiv, map(sub, ends, [0, *ends[:-1]]), repeat(width)))
+    step = list(chain.from_iterable(map(repeat, chunks[2::CHUNK_WIDTH], counts)))
+    start = list(chain.from_iterable(map(repeat, chunks[3::CHUNK_WIDTH], counts)))
+    if not any(map(lt, t0, start)):
+        return step
     return [n if t >= s else NULL for t, n, s in zip(t0, step, start)]
 
 
@@ -132,11 +136,12 @@ class StepRowWriter:
         del self.phases[:p_end], self.buckets[:b_end]  # in place: the hooks hold these lists
         code = self.codes
         c_step, c_start, c_t1 = chunks[2::CHUNK_WIDTH], chunks[3::CHUNK_WIDTH], chunks[4::CHUNK_WIDTH]
-        steps = [k for k, (n, t1) in enumerate(zip(c_step, c_t1)) if n != NULL and t1 != NULL]
-        ns, npz, nb = len(steps), len(phases) // PHASE_WIDTH, len(buckets) // BUCKET_WIDTH
+        if NULL in c_step or NULL in c_t1:  # chunks that close no step (rows written untagged)
+            steps = [k for k, (n, t1) in enumerate(zip(c_step, c_t1)) if n != NULL and t1 != NULL]
+            c_start, c_t1, c_step = ([c[k] for k in steps] for c in (c_start, c_t1, c_step))
+        ns, npz, nb = len(c_step), len(phases) // PHASE_WIDTH, len(buckets) // BUCKET_WIDTH
         out = array("q", (NULL,)) * (ROW_INTS * (ns + npz + nb))
-        _fill(out, 0, ns, kind=self._step, pe=self.pe, name=self._step,
-              t0=[c_start[k] for k in steps], t1=[c_t1[k] for k in steps], step=[c_step[k] for k in steps])
+        _fill(out, 0, ns, kind=self._step, pe=self.pe, name=self._step, t0=c_start, t1=c_t1, step=c_step)
         t0 = phases[1::PHASE_WIDTH]
         _fill(out, ns, npz, kind=self._phase, pe=self.pe, cat=self._compute, t0=t0, t1=phases[2::PHASE_WIDTH],
               name=list(map(code.__getitem__, phases[0::PHASE_WIDTH])),

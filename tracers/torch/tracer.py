@@ -127,7 +127,8 @@ class Tracer:
         # and DDP bucket rows (steprows.BUCKET_WIDTH values each); a step's end hands them over.
         self._phases: list[Any] = self.writer.phases
         self._buckets: list[Any] = self.writer.buckets
-        self._hand_over = self.writer.chunks.extend  # StepRowWriter.add_step without its frame
+        self._chunks: list[int] = self.writer.chunks
+        self._hand_over = self._chunks.extend  # StepRowWriter.add_step without its frame
         self._inflight: list[list[Any]] = []  # async collectives not yet completed at their step's end
         self._auto_io: list[list[Any]] = []  # torch.save/dcp rows, dropped when record_event covers them
         self._explicit = False  # the program marks steps itself with tracers.torch.step()
@@ -138,10 +139,14 @@ class Tracer:
         self.fwd_end: int | None = None  # end of the last forward not yet followed by backward
         self.forward_seen = False  # a DDP forward ran in the step in progress
         self._prev_end: int | None = None  # end of the previous step
-        self.last_launch: int | None = None  # last DDP bucket launch (end of backward compute)
+        self.last_launch: int | None = None  # last DDP bucket launch through a program's comm hook
+        # rows of the DDP buckets launched in the backward in progress (tracers.torch.buckets), their
+        # end open until the backward returns (tracers.torch.hooks), steprows.BUCKET_WIDTH values each
+        self.launched: list[Any] = []
         self.ddp_watches: list[Any] = []  # tracers.torch.buckets.BucketWatch of DDP modules with hooked buckets
         self.dcp_installed = False
         self.step_callbacks: list[Any] = []  # called after each step row (e.g. profiler.step)
+        self._flushed_at = self.now()  # trace time of the last flush (Tracer.flush)
         self.write(self.new_row("mark", "trace_start", self.now(), None))
 
     # clock
@@ -276,27 +281,32 @@ class Tracer:
     # steps
     def end_step(self, n: int, t0: int | None, t1: int) -> None:
         """Writes the step row and the buffered rows of step n."""
-        start = self.step_start if t0 is None else t0
-        if t0 is None and not self.forward_seen and self._prev_end is not None:
-            start = self._prev_end  # no DDP module (e.g. FSDP): the step runs from the previous one's end
-        w = self.writer
-        if start is None:
-            mine = self._phases[w.chunks[-CHUNK_WIDTH] if w.chunks else 0:]  # this step's phases
-            start = min([r[T0] for r in self._buffer if r[K] == "phase"] + mine[1::3], default=t1)
+        if t0 is None:  # no DDP module (e.g. FSDP): the step runs from the previous one's end
+            start = self.step_start if self.forward_seen or self._prev_end is None else self._prev_end
+            if start is None:
+                start = self._first_phase_start(t1)
+        else:
+            start = t0
         if not self.closed:
             self._hand_over((len(self._phases), len(self._buckets), n, start, t1))
         if self._buffer or self._inflight or self._auto_io:
             self._emit_buffer(n, start)
         self._counter += 1
         self.step = n + 1
-        self.step_start = None
+        self.step_start = self.fwd_end = None
         self.forward_seen = False
-        self.fwd_end = None
         self._prev_end = t1
-        for cb in self.step_callbacks:
-            cb()
-        if time.monotonic_ns() - w._last_flush > self.flush_interval_ns or len(w.chunks) > FLUSH_STEPS:
+        if self.step_callbacks:
+            for cb in self.step_callbacks:
+                cb()
+        if t1 - self._flushed_at > self.flush_interval_ns or len(self._chunks) > FLUSH_STEPS:
             self.flush()
+
+    def _first_phase_start(self, t1: int) -> int:
+        """Start of a step with no forward seen and no step before it: its first phase, else t1."""
+        chunks = self._chunks
+        mine = self._phases[chunks[-CHUNK_WIDTH] if chunks else 0:]  # this step's phases
+        return min([r[T0] for r in self._buffer if r[K] == "phase"] + mine[1::3], default=t1)
 
     def explicit_step(self, n: int, t0_wall: int, t1_wall: int) -> None:
         self._explicit = True
@@ -339,6 +349,7 @@ class Tracer:
     def flush(self) -> None:
         if self.closed:
             return
+        self._flushed_at = self.now()  # end_step's interval, in trace time: no clock read there
         self.writer.flush()
 
     def close(self, complete: bool) -> None:
