@@ -234,7 +234,7 @@ class OnePass:
             at = np.flatnonzero(kc == send_code)
             pp = t.get("peer_pe")
             pv = busy._values(pp)[at] if pp is not None else np.zeros(len(at), np.int64)
-            lo, hi = (int(pv.min()), int(pv.max())) if len(at) else (0, -1)
+            lo, hi = (int(pv.min()), int(pv.max())) if len(at) and pp is not None else (0, -1)
             pv = pv - lo
             if pp is not None and pp.null_count:
                 pv = np.where(busy.validity(pp)[at], pv, hi - lo + 1)
@@ -354,9 +354,46 @@ def one_pass(eng: DuckDBEngine, files: list[str]) -> tuple[pa.Table, Totals]:
     return p.table(), p.totals()
 
 
+STREAM_SQL = """SELECT (list_position($kind, kind) - 1)::INTEGER AS kind, pe, t0, t1, active,
+       (list_position($name, name) - 1)::INTEGER AS name, (list_position($coll, coll) - 1)::INTEGER AS coll,
+       (list_position($cat, cat) - 1)::INTEGER AS cat, peer_pe, bytes FROM events"""
+"""One DuckDB stream of every column overview_pe and the sweep read, the string keys as their
+positions in the lists of their distinct values (`stream_keys`)."""
+
+
+def stream_keys(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
+    """Each string key's distinct values (nulls left out), one scan."""
+    row = con.sql("SELECT list(DISTINCT kind), list(DISTINCT name), list(DISTINCT coll), list(DISTINCT cat) "
+                  "FROM events").fetchall()[0]
+    return {c: sorted(v) for c, v in zip(ONE_PASS_STRINGS, row)}
+
+
+def one_stream_pass(con: duckdb.DuckDBPyConnection) -> OnePass:
+    """OnePass's numpy aggregate and sweep over one DuckDB stream of the events view (clock
+    corrections applied there), the string keys handed over as codes."""
+    keys = stream_keys(con)
+    dicts = {c: pa.array(v, pa.string()) for c, v in keys.items()}
+    p = OnePass()
+    reader = con.cursor().sql(STREAM_SQL, params=keys).to_arrow_reader(batch_size=1 << 20)
+    for b in reader:
+        t = {}
+        for c in COLUMNS:
+            a = b.column(c)
+            if a.null_count == len(a) and c not in ("kind", "pe", "t0"):
+                continue
+            t[c] = pa.DictionaryArray.from_arrays(a, dicts[c]) if c in dicts else a
+        p.batch(t, b.num_rows)
+    return p
+
+
+def duckdb_one_stream(eng: DuckDBEngine, files: list[str]) -> tuple[pa.Table, Totals]:
+    p = one_stream_pass(eng.con)
+    return p.table(), p.totals()
+
+
 DESIGNS: dict[str, Callable[[DuckDBEngine, list[str]], tuple[pa.Table, Totals]]] = {
     "two reads (shipped)": two_reads, "duckdb tee": duckdb_tee, "pyarrow tee": pyarrow_tee, "windows": windows,
-    "numpy one pass": one_pass,
+    "numpy one pass": one_pass, "duckdb one stream": duckdb_one_stream,
 }
 
 
@@ -377,7 +414,7 @@ OVERVIEW_SCHEMA = pa.schema([
 """overview_pe's result as the DuckDB engine returns it."""
 
 
-def install_one_pass() -> None:
+def install_one_pass(stream: bool = False) -> None:
     """Makes the session's `overview_groups` and `pe_time` come from one OnePass over the trace's
     files (for `--cli`: the first report as it would run with the pass shipped)."""
     import pyarrow.compute as pc
@@ -391,6 +428,9 @@ def install_one_pass() -> None:
         with lock:
             if "p" not in done:
                 assert not s.trace.corrections and not s.trace.may_hold_pieces
+                if stream:
+                    done["p"] = one_stream_pass(s.engine.con)
+                    return done["p"]
                 p = done["p"] = OnePass()
                 for f in s.trace.files:
                     p.file(str(f))
@@ -415,7 +455,7 @@ def install_one_pass() -> None:
     S.SHARED["pe_time"] = pe_time
 
 
-def first_reports(trace: Path, rounds: int) -> None:
+def first_reports(trace: Path, rounds: int, which: list[str]) -> None:
     """`paradise analyze --json --only overview` as shipped and with the one pass installed, each in
     a fresh interpreter (CPU of the child), their JSON compared; and the bench's scan for the ratio."""
     import json
@@ -428,7 +468,10 @@ def first_reports(trace: Path, rounds: int) -> None:
     patched = (f"import sys; sys.path.insert(0, {str(ROOT / 'bench')!r}); import first_report_reads as F; "
                "F.install_one_pass(); " + main)
     cmds = {"scan": scale.scan_cmd(trace)}
-    for label, code in (("first (shipped)", main), ("first (one pass)", patched)):
+    streamed = patched.replace("F.install_one_pass()", "F.install_one_pass(stream=True)")
+    for label, code in (("first (shipped)", main), ("first (one pass)", patched), ("first (one stream)", streamed)):
+        if label[7:-1] not in which:
+            continue
         cmds[label] = [sys.executable, "-c", code, "analyze", "--json", "--only", "overview", str(trace)]
     outs: dict[str, str] = {}
     for rnd in range(rounds):
@@ -440,11 +483,12 @@ def first_reports(trace: Path, rounds: int) -> None:
             if label != "scan":
                 outs.setdefault(label, r.stdout)
             print(f"  round {rnd + 1}  {label:18s} CPU {c:6.2f} s  wall {time.perf_counter() - w:6.2f} s", flush=True)
-    a, b = (json.loads(v) for v in outs.values())
-    for doc in (a, b):
+    docs = [json.loads(v) for v in outs.values()]
+    for doc in docs:
         doc.pop("timing", None)
         doc.pop("elapsed_s", None)
-    print(f"  --json of the two first reports: {'same' if a == b else 'DIFFERENT'}")
+    same = all(d == docs[0] for d in docs[1:])
+    print(f"  --json of the {len(docs)} first reports: {'same' if same else 'DIFFERENT'}")
 
 
 def per_column(files: list[str]) -> None:
@@ -478,6 +522,8 @@ def main() -> None:
     ap.add_argument("--cli", action="store_true",
                     help="instead: the first report (paradise analyze --json --only overview) as shipped and with "
                          "the one pass installed, in fresh interpreters, beside the bench's scan")
+    ap.add_argument("--cli-designs", default="shipped,one pass,one stream",
+                    help="with --cli: which first reports (shipped, one pass, one stream)")
     ap.add_argument("--columns", action="store_true", help="first, each column's bytes and read CPU alone")
     args = ap.parse_args()
     trace = open_trace(args.trace)
@@ -487,7 +533,7 @@ def main() -> None:
     print(f"{args.trace}: {trace.num_rows:,} rows, {len(files)} files; duckdb {duckdb.__version__}, "
           f"pyarrow {pa.__version__}, numpy {np.__version__}; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
     if args.cli:
-        first_reports(args.trace, args.rounds)
+        first_reports(args.trace, args.rounds, args.cli_designs.split(","))
         return
     if args.columns:
         per_column(files)
