@@ -1,0 +1,279 @@
+"""overview_pe (every aggregate of the overview: per kind, PE, name, coll, cat and send destination)
+and each PE's busy sweep (paradise.engines.busy) from ONE stream of the trace's rows
+(paradise/sql/overview_rows.sql): the engine decodes the time columns once, the groups are summed in
+numpy over dense codes of their keys, the sweep reads the same arrays. tests/sql/overview_pe.sql
+(the same groups in SQL) is the oracle."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from paradise.engines import busy
+from paradise.format.arrays import from_numpy, strings, to_numpy, validity
+
+STRING_KEYS = ("kind", "name", "coll", "cat")
+"""overview_pe's string keys: the stream hands each over as its position in the list of its values."""
+RUNNING = ("exec", "piece", "phase")
+"""Kinds of the running intervals (events_running.sql; `idle` rows are the other intervals)."""
+SCHEMA = pa.schema([
+    ("kind", pa.string()), ("pe", pa.int32()), ("name", pa.string()), ("coll", pa.string()), ("cat", pa.string()),
+    ("peer_pe", pa.int32()), ("size_log2", pa.int32()), ("rows", pa.int64()), ("t_first", pa.int64()),
+    ("t_last", pa.int64()), ("dur_ns", pa.int64()), ("max_ns", pa.int64()), ("bytes", pa.int64()),
+    ("min_bytes", pa.int64()), ("max_bytes", pa.int64())])
+"""overview_pe's rows: the columns and grain tests/sql/overview_pe.sql states."""
+I64 = np.iinfo(np.int64)
+LOG2_CODES = 64
+"""floor(log2(max(bytes, 1))) of an int64 is 0..63: a send row's code is peer * 64 + that, plus 1 (0: no send row)."""
+
+
+def _ints(col: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
+    """A primitive column's values as int64 and where it holds a value (None: everywhere)."""
+    v = to_numpy(col, col.type.to_pandas_dtype()).astype(np.int64, copy=False)
+    return v, (validity(col) if col.null_count else None)
+
+
+def _at(col: pa.Array, at: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """_ints of the rows `at` (no Array.take: it imports pyarrow.compute)."""
+    v, ok = _ints(col)
+    return v[at], (None if ok is None else ok[at])
+
+
+def _range(v: np.ndarray, ok: np.ndarray | None) -> tuple[int, int]:
+    """The least and greatest value held (0, -1 when none)."""
+    if ok is not None:
+        v = v[ok]
+    return (int(v.min()), int(v.max())) if len(v) else (0, -1)
+
+
+def _codes(col: pa.Array, size: int) -> np.ndarray:
+    """A code column as int64 with null as `size` (one past the last value)."""
+    v, ok = _ints(col)
+    return v if ok is None else np.where(ok, v, size)
+
+
+class _Groups:
+    """overview_pe's aggregates, summed batch by batch into one row per key (a dict of a few hundred keys)."""
+
+    def __init__(self, values: dict[str, list[str]]) -> None:
+        self.values = values
+        self.rows: dict[tuple, list] = {}  # key -> [rows, t_first, t_last, dur, max, bytes, min_b, max_b]
+
+    def add(self, c: dict[str, pa.Array], t0: np.ndarray, t1: np.ndarray, t1_ok: np.ndarray | None,
+            kind: np.ndarray) -> None:
+        n = len(t0)
+        key, radix = self._base_key(c, kind)
+        end = t1 if t1_ok is None else np.where(t1_ok, t1, t0)
+        d, d_ok = self._durations(c, kind, t0, t1, t1_ok, end)
+        key, decode = self._send_key(c, kind, key, radix, n)
+        size = int(key.max()) + 1
+        rows = np.bincount(key, minlength=size)
+        t_first = np.full(size, I64.max)
+        np.minimum.at(t_first, key, t0)
+        t_last = np.full(size, I64.min)
+        np.maximum.at(t_last, key, end)
+        dk, dv = (key, d) if d_ok is None else (key[d_ok], d[d_ok])
+        dur = np.zeros(size, np.int64)
+        np.add.at(dur, dk, dv)
+        d_rows = rows if d_ok is None else np.bincount(dk, minlength=size)
+        d_max = np.full(size, I64.min)
+        np.maximum.at(d_max, dk, dv)
+        b_sum, b_rows, b_min, b_max = self._bytes(c.get("bytes"), key, size)
+        for k in np.flatnonzero(rows).tolist():
+            has_d, has_b = bool(d_rows[k]), bool(b_rows[k])
+            self._merge(decode(k), [int(rows[k]), int(t_first[k]), int(t_last[k]),
+                                    int(dur[k]) if has_d else None, int(d_max[k]) if has_d else None,
+                                    int(b_sum[k]) if has_b else None, int(b_min[k]) if has_b else None,
+                                    int(b_max[k]) if has_b else None])
+
+    def _base_key(self, c: dict[str, pa.Array], kind: np.ndarray) -> tuple[np.ndarray, list]:
+        """Mixed-radix codes of (kind, pe, name, coll, cat); `radix` says how to read them back."""
+        pe, pe_ok = _ints(c["pe"])
+        lo, hi = _range(pe, pe_ok)
+        pe_code = pe - lo if pe_ok is None else np.where(pe_ok, pe - lo, hi - lo + 1)
+        parts = [(kind, len(self.values["kind"]) + 1, self.values["kind"] + [None]),
+                 (pe_code, hi - lo + 2, list(range(lo, hi + 1)) + [None])]
+        for s in STRING_KEYS[1:]:
+            size = len(self.values[s])
+            parts.append((_codes(c[s], size), size + 1, self.values[s] + [None]))
+        key = parts[0][0].copy()
+        for codes, size, _ in parts[1:]:
+            if size > 1:
+                key *= size
+                key += codes
+        return key, [(size, vals) for _, size, vals in parts]
+
+    def _send_key(self, c: dict[str, pa.Array], kind: np.ndarray, key: np.ndarray, radix: list, n: int) -> tuple:
+        """Dense codes of the full keys: the base key numbered densely, then on send rows (peer_pe,
+        size_log2) appended; and the function from a code back to the key's values."""
+        base = np.bincount(key)
+        present = np.flatnonzero(base)
+        dense = np.zeros(len(base), np.int64)
+        dense[present] = np.arange(len(present))
+        key = dense[key]
+        send = self.values["kind"].index("send") if "send" in self.values["kind"] else -1
+        at = np.flatnonzero(kind == send) if send >= 0 else np.zeros(0, np.intp)
+        lo = hi = 0
+        if len(at):
+            peer, peer_ok = _at(c["peer_pe"], at)
+            lo, hi = _range(peer, peer_ok)
+            peer_code = peer - lo if peer_ok is None else np.where(peer_ok, peer - lo, hi - lo + 1)
+            b, b_ok = _at(c["bytes"], at)
+            b = np.maximum(b if b_ok is None else np.where(b_ok, b, 0), 1)
+            log2 = np.frexp(b.astype(np.float64))[1] - 1  # floor(log2(b)), b >= 1
+            sub = (hi - lo + 2) * LOG2_CODES
+            key *= sub + 1
+            key[at] += peer_code * LOG2_CODES + log2 + 1
+        else:
+            sub = 0
+
+        def decode(k: int) -> tuple:
+            g, s = divmod(k, sub + 1)
+            b = int(present[g])
+            out = []
+            for size, vals in reversed(radix):
+                b, i = (b // size, b % size) if size > 1 else (b, 0)
+                out.append(vals[i])
+            out.reverse()
+            if not s:
+                return (*out, None, None)
+            p, lg = divmod(s - 1, LOG2_CODES)
+            return (*out, None if p == hi - lo + 1 else p + lo, lg)
+
+        return key, decode
+
+    def _durations(self, c: dict[str, pa.Array], kind: np.ndarray, t0: np.ndarray, t1: np.ndarray,
+                   t1_ok: np.ndarray | None, end: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """Each row's time (exec rows: coalesce(active, t1 - t0), null when neither; others
+        coalesce(t1, t0) - t0) and where it is known (None: everywhere)."""
+        d = end - t0
+        a = c["active"]
+        if "exec" not in self.values["kind"] or (a.null_count == len(a) and t1_ok is None):
+            return d, None
+        ex = kind == self.values["kind"].index("exec")
+        a_ok = np.zeros(len(t0), bool)
+        if a.null_count < len(a):
+            av, ok = _ints(a)
+            a_ok = ex if ok is None else ex & ok
+            d = np.where(a_ok, av, d)
+        return d, (None if t1_ok is None else ~(ex & ~a_ok & ~t1_ok))
+
+    @staticmethod
+    def _bytes(col: pa.Array, key: np.ndarray, size: int) -> tuple[np.ndarray, ...]:
+        """Per key: sum, count, min and max of bytes over the rows that have bytes."""
+        zero = np.zeros(size, np.int64)
+        if col.null_count == len(col):
+            return zero, zero, zero, zero
+        v, ok = _ints(col)
+        if ok is not None:
+            at = np.flatnonzero(ok)
+            key, v = key[at], v[at]
+        s = np.zeros(size, np.int64)
+        np.add.at(s, key, v)
+        lo = np.full(size, I64.max)
+        np.minimum.at(lo, key, v)
+        hi = np.full(size, I64.min)
+        np.maximum.at(hi, key, v)
+        return s, np.bincount(key, minlength=size), lo, hi
+
+    def _merge(self, key: tuple, new: list) -> None:
+        """overview_pe's merge rule: sum(rows, dur_ns, bytes) min(t_first, min_bytes) max(t_last, max_ns, max_bytes)."""
+        cur = self.rows.get(key)
+        if cur is None:
+            self.rows[key] = new
+            return
+        for i, f in ((0, sum), (1, min), (2, max), (3, sum), (4, max), (5, sum), (6, min), (7, max)):
+            a, b = cur[i], new[i]
+            cur[i] = b if a is None else a if b is None else f((a, b))
+
+    def table(self) -> pa.Table:
+        """The groups sorted by their keys, nulls first (as the SQL's ORDER BY ... NULLS FIRST)."""
+        keys = sorted(self.rows, key=lambda k: tuple((v is not None, v if v is not None else 0) for v in k))
+        cols = []
+        for i, f in enumerate(SCHEMA):
+            if i < 7:
+                vals = [k[i] for k in keys]
+            else:
+                vals = [self.rows[k][i - 7] for k in keys]
+            if f.type == pa.string():
+                cols.append(strings(vals))
+            else:
+                ok = np.array([v is not None for v in vals], bool)
+                arr = np.array([0 if v is None else v for v in vals], np.int64)
+                cols.append(from_numpy(arr.astype(np.int32) if f.type == pa.int32() else arr, ok))
+        return pa.Table.from_arrays(cols, schema=SCHEMA)
+
+
+class _BusyRows:
+    """The busy sweep fed with every row of the stream: a row that is no interval goes in as a running
+    row of length 0 at its start, which adds nothing to either union and, each PE's rows being in t0
+    order, moves no later row's start (no compress of the interval rows); those rows are taken off
+    busy_rows at the end. `Unordered` from the sweep means the rows are not in the format's order."""
+
+    def __init__(self, kinds: list[str]) -> None:
+        self.sweep = busy._Sweep()
+        self.flag = np.array([1 if k in RUNNING else 0 if k == "idle" else -1 for k in kinds] + [-1], np.int8)
+        self.neutral: dict[int, int] = {}
+
+    def add(self, pe_col: pa.Array, t0: np.ndarray, t1: np.ndarray, t1_ok: np.ndarray | None,
+            kind: np.ndarray) -> None:
+        pe, pe_ok = _ints(pe_col)
+        flag = self.flag[kind]
+        inter = flag >= 0 if t1_ok is None else (flag >= 0) & t1_ok
+        if pe_ok is not None:  # a row without a PE belongs to no PE's accounting
+            pe, t0, t1, flag, inter = pe[pe_ok], t0[pe_ok], t1[pe_ok], flag[pe_ok], inter[pe_ok]
+        if not len(pe):
+            return
+        n_other = len(inter) - int(np.count_nonzero(inter))
+        running = flag != 0
+        self.sweep.batch(pe, t0, t1 if not n_other else np.where(inter, t1, t0), None if running.all() else running)
+        if n_other:
+            if pe[0] == pe[-1] and bool((pe == pe[0]).all()):
+                self.neutral[int(pe[0])] = self.neutral.get(int(pe[0]), 0) + n_other
+            else:
+                others = pe[~inter]
+                lo = int(others.min())
+                counts = np.bincount(others - lo)
+                for i in np.flatnonzero(counts).tolist():
+                    self.neutral[i + lo] = self.neutral.get(i + lo, 0) + int(counts[i])
+
+    def totals(self) -> dict[int, list[int]]:
+        """busy.pe_time's totals: per PE [busy_ns, covered_ns, busy_rows, idle_rows], PEs with an interval."""
+        out = {}
+        for p, (b, cov, nb, ni) in self.sweep.totals.items():
+            t = [b, cov, nb - self.neutral.get(p, 0), ni]
+            if any(t):
+                out[p] = t
+        return out
+
+
+def key_values(engine: Any) -> dict[str, list[str]]:
+    """Each string key's distinct values (nulls left out), sorted: the lists the stream codes by."""
+    t = engine.query("overview_keys")
+    return {c: sorted(v for v in t.column(c).to_pylist()[0] if v is not None) for c in STRING_KEYS}
+
+
+def overview(engine: Any) -> tuple[pa.Table, pa.Table]:
+    """overview_pe's groups and busy.pe_time's table, from one stream of the trace's rows. On a trace
+    whose footers show pieces the sweep reads the `intervals` view instead (its exec rows with pieces
+    are no interval), and on rows out of the format's order it reads them sorted."""
+    values = key_values(engine)
+    groups = _Groups(values)
+    swept = None if engine.trace.may_hold_pieces else _BusyRows(values["kind"])
+    params = {c + "s": values[c] for c in STRING_KEYS}
+    for b in engine.batches("overview_rows", **params):
+        c = dict(zip(b.schema.names, b.columns))
+        kind = _codes(c["kind"], len(values["kind"]))
+        t0, _ = _ints(c["t0"])
+        t1, t1_ok = _ints(c["t1"])
+        groups.add(c, t0, t1, t1_ok, kind)
+        if swept is not None:
+            try:
+                swept.add(c["pe"], t0, t1, t1_ok, kind)
+            except busy.Unordered:
+                swept = None
+    table = groups.table()
+    totals = swept.totals() if swept is not None else busy.swept_totals(engine)
+    return table, busy.table(totals, table)
