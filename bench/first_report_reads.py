@@ -42,10 +42,12 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from paradise.engines import busy, load_sql  # noqa: E402
+from paradise.engines import busy, overview_pass  # noqa: E402
 from paradise.engines.duckdb_engine import DuckDBEngine  # noqa: E402
 from paradise.store import open_trace  # noqa: E402
 
+OVERVIEW_SQL = (ROOT / "tests" / "oracles" / "sql" / "overview_pe.sql").read_text()
+"""overview_pe in SQL: the DuckDB hash aggregate the first report ran before paradise.engines.overview_pass."""
 COLUMNS = ["kind", "pe", "t0", "t1", "active", "name", "coll", "cat", "peer_pe", "bytes"]
 """Every column overview_pe and the sweep read."""
 RUNNING = ("exec", "piece", "phase")
@@ -84,13 +86,13 @@ def aggregate_stream(batches: Iterator[pa.RecordBatch], schema: pa.Schema, sweep
     con = duckdb.connect()
     try:
         con.register("events", pa.RecordBatchReader.from_batches(schema, tee()))
-        return con.sql(load_sql("overview_pe")).to_arrow_table()
+        return con.sql(OVERVIEW_SQL).to_arrow_table()
     finally:
         con.close()
 
 
 def two_reads(eng: DuckDBEngine, files: list[str]) -> tuple[pa.Table, Totals]:
-    return eng.query("overview_pe"), busy._swept(eng, "intervals")
+    return eng.sql(OVERVIEW_SQL), busy._swept(eng, "intervals")
 
 
 def duckdb_tee(eng: DuckDBEngine, files: list[str]) -> tuple[pa.Table, Totals]:
@@ -123,7 +125,7 @@ def windows(eng: DuckDBEngine, files: list[str]) -> tuple[pa.Table, Totals]:
               " - 9223372036854775808::HUGEINT)::BIGINT END")
     iv = "CASE WHEN kind IN ('exec', 'piece', 'phase', 'idle') AND t1 IS NOT NULL THEN kind <> 'idle' END"
     part = "greatest(0, t1 - greatest(t0, coalesce({p}, t0)))"
-    body = load_sql("overview_pe").split("SELECT", 1)[1].split("FROM events")[0]
+    body = OVERVIEW_SQL.split("SELECT", 1)[1].split("FROM events")[0]
     text = f"""
     WITH r AS (SELECT *, {iv} AS iv FROM events),
     m AS (SELECT *, {_running_max(f"CASE WHEN iv IS NOT NULL THEN {pack.format(t='t1')} END")} AS m_any,
@@ -391,9 +393,24 @@ def duckdb_one_stream(eng: DuckDBEngine, files: list[str]) -> tuple[pa.Table, To
     return p.table(), p.totals()
 
 
+def branch_pass(eng: DuckDBEngine, files: list[str]) -> tuple[pa.Table, Totals]:
+    """paradise.engines.overview_pass as the branch ships it (groups and sweep totals)."""
+    values = overview_pass.key_values(eng)
+    groups = overview_pass._Groups(values)
+    swept = overview_pass._BusyRows(values["kind"])
+    for b in eng.batches("overview_rows", **{c + "s": values[c] for c in overview_pass.STRING_KEYS}):
+        c = dict(zip(b.schema.names, b.columns))
+        kind = overview_pass._codes(c["kind"], len(values["kind"]))
+        t0, _ = overview_pass._ints(c["t0"])
+        t1, t1_ok = overview_pass._ints(c["t1"])
+        groups.add(c, t0, t1, t1_ok, kind)
+        swept.add(c["pe"], t0, t1, t1_ok, kind)
+    return groups.table(), swept.totals()
+
+
 DESIGNS: dict[str, Callable[[DuckDBEngine, list[str]], tuple[pa.Table, Totals]]] = {
     "two reads (shipped)": two_reads, "duckdb tee": duckdb_tee, "pyarrow tee": pyarrow_tee, "windows": windows,
-    "numpy one pass": one_pass, "duckdb one stream": duckdb_one_stream,
+    "numpy one pass": one_pass, "duckdb one stream": duckdb_one_stream, "overview pass (branch)": branch_pass,
 }
 
 
@@ -455,7 +472,7 @@ def install_one_pass(stream: bool = False) -> None:
     S.SHARED["pe_time"] = pe_time
 
 
-def first_reports(trace: Path, rounds: int, which: list[str]) -> None:
+def first_reports(trace: Path, rounds: int, which: list[str], base: Path | None) -> None:
     """`paradise analyze --json --only overview` as shipped and with the one pass installed, each in
     a fresh interpreter (CPU of the child), their JSON compared; and the bench's scan for the ratio."""
     import json
@@ -468,8 +485,12 @@ def first_reports(trace: Path, rounds: int, which: list[str]) -> None:
     patched = (f"import sys; sys.path.insert(0, {str(ROOT / 'bench')!r}); import first_report_reads as F; "
                "F.install_one_pass(); " + main)
     cmds = {"scan": scale.scan_cmd(trace)}
+    cwd = {}
+    if base is not None:
+        cmds["first (base)"] = [sys.executable, "-c", main, "analyze", "--json", "--only", "overview", str(trace)]
+        cwd["first (base)"] = base
     streamed = patched.replace("F.install_one_pass()", "F.install_one_pass(stream=True)")
-    for label, code in (("first (shipped)", main), ("first (one pass)", patched), ("first (one stream)", streamed)):
+    for label, code in (("first (branch)", main), ("first (one pass)", patched), ("first (one stream)", streamed)):
         if label[7:-1] not in which:
             continue
         cmds[label] = [sys.executable, "-c", code, "analyze", "--json", "--only", "overview", str(trace)]
@@ -477,7 +498,7 @@ def first_reports(trace: Path, rounds: int, which: list[str]) -> None:
     for rnd in range(rounds):
         for label, cmd in cmds.items():
             before, w = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-            r = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=ROOT)
+            r = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=cwd.get(label, ROOT))
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             c = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
             if label != "scan":
@@ -522,8 +543,11 @@ def main() -> None:
     ap.add_argument("--cli", action="store_true",
                     help="instead: the first report (paradise analyze --json --only overview) as shipped and with "
                          "the one pass installed, in fresh interpreters, beside the bench's scan")
-    ap.add_argument("--cli-designs", default="shipped,one pass,one stream",
-                    help="with --cli: which first reports (shipped, one pass, one stream)")
+    ap.add_argument("--cli-designs", default="branch,one pass,one stream",
+                    help="with --cli: which first reports of this tree (branch: as it ships, one pass, one stream)")
+    ap.add_argument("--base", type=Path, default=None,
+                    help="with --cli: also the first report of the paradise tree in this directory (e.g. main, "
+                         "exported with git archive), run with it as the working directory")
     ap.add_argument("--columns", action="store_true", help="first, each column's bytes and read CPU alone")
     args = ap.parse_args()
     trace = open_trace(args.trace)
@@ -533,7 +557,7 @@ def main() -> None:
     print(f"{args.trace}: {trace.num_rows:,} rows, {len(files)} files; duckdb {duckdb.__version__}, "
           f"pyarrow {pa.__version__}, numpy {np.__version__}; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
     if args.cli:
-        first_reports(args.trace, args.rounds, args.cli_designs.split(","))
+        first_reports(args.trace, args.rounds, args.cli_designs.split(","), args.base)
         return
     if args.columns:
         per_column(files)

@@ -13,7 +13,7 @@
 --   peer_pe     int32        receiving PE (send rows), else as in the trace
 --   bytes       int64 bytes  the row's bytes
 -- merge: client (a stream read in order)
-SELECT (list_position($kinds, kind) - 1)::INTEGER AS kind, pe,
-       (list_position($names, name) - 1)::INTEGER AS name, (list_position($colls, coll) - 1)::INTEGER AS coll,
-       (list_position($cats, cat) - 1)::INTEGER AS cat, t0, t1, active, peer_pe, bytes
+SELECT (list_position($kinds::VARCHAR[], kind) - 1)::INTEGER AS kind, pe,
+       (list_position($names::VARCHAR[], name) - 1)::INTEGER AS name, (list_position($colls::VARCHAR[], coll) - 1)::INTEGER AS coll,
+       (list_position($cats::VARCHAR[], cat) - 1)::INTEGER AS cat, t0, t1, active, peer_pe, bytes
 FROM events
