@@ -20,7 +20,7 @@ column's bytes and read CPU in pyarrow and DuckDB first.
 CPU seconds are the process's (getrusage, every thread); wall beside them.
 
 Run: flock /tmp/paradise-bench.lock nice -n 5 .venv/bin/python bench/first_report_reads.py TRACE_DIR
-     [--designs 'two reads (shipped),numpy one pass'] [--rounds 2] [--columns | --cli]
+     [--designs 'two reads (main),overview pass (branch)'] [--rounds 2] [--columns | --cli]
 (a trace without clock corrections or pieces, e.g. `paradise synth --kind torch --events 1e7`).
 """
 
@@ -395,21 +395,12 @@ def duckdb_one_stream(eng: DuckDBEngine, files: list[str]) -> tuple[pa.Table, To
 
 def branch_pass(eng: DuckDBEngine, files: list[str]) -> tuple[pa.Table, Totals]:
     """paradise.engines.overview_pass as the branch ships it (groups and sweep totals)."""
-    values = overview_pass.key_values(eng)
-    groups = overview_pass._Groups(values)
-    swept = overview_pass._BusyRows(values["kind"])
-    for b in eng.batches("overview_rows", **{c + "s": values[c] for c in overview_pass.STRING_KEYS}):
-        c = dict(zip(b.schema.names, b.columns))
-        kind = overview_pass._codes(c["kind"], len(values["kind"]))
-        t0, _ = overview_pass._ints(c["t0"])
-        t1, t1_ok = overview_pass._ints(c["t1"])
-        groups.add(c, t0, t1, t1_ok, kind)
-        swept.add(c["pe"], t0, t1, t1_ok, kind)
-    return groups.table(), swept.totals()
+    groups, totals = overview_pass.one_stream(eng)
+    return groups, totals
 
 
 DESIGNS: dict[str, Callable[[DuckDBEngine, list[str]], tuple[pa.Table, Totals]]] = {
-    "two reads (shipped)": two_reads, "duckdb tee": duckdb_tee, "pyarrow tee": pyarrow_tee, "windows": windows,
+    "two reads (main)": two_reads, "duckdb tee": duckdb_tee, "pyarrow tee": pyarrow_tee, "windows": windows,
     "numpy one pass": one_pass, "duckdb one stream": duckdb_one_stream, "overview pass (branch)": branch_pass,
 }
 

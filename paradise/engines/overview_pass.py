@@ -1,8 +1,8 @@
 """overview_pe (every aggregate of the overview: per kind, PE, name, coll, cat and send destination)
 and each PE's busy sweep (paradise.engines.busy) from ONE stream of the trace's rows
 (paradise/sql/overview_rows.sql): the engine decodes the time columns once, the groups are summed in
-numpy over dense codes of their keys, the sweep reads the same arrays. tests/sql/overview_pe.sql
-(the same groups in SQL) is the oracle."""
+numpy over dense codes of their keys, the sweep reads the same arrays. tests/oracles/sql/
+overview_pe.sql (the same groups in SQL) is the oracle."""
 
 from __future__ import annotations
 
@@ -23,22 +23,23 @@ SCHEMA = pa.schema([
     ("peer_pe", pa.int32()), ("size_log2", pa.int32()), ("rows", pa.int64()), ("t_first", pa.int64()),
     ("t_last", pa.int64()), ("dur_ns", pa.int64()), ("max_ns", pa.int64()), ("bytes", pa.int64()),
     ("min_bytes", pa.int64()), ("max_bytes", pa.int64())])
-"""overview_pe's rows: the columns and grain tests/sql/overview_pe.sql states."""
+"""overview_pe's rows: the columns and grain tests/oracles/sql/overview_pe.sql states."""
 I64 = np.iinfo(np.int64)
+LUT_MAX = 1 << 22
+"""Labels (overview_rows) numbered through a lookup table when there are at most this many possible (32 MiB)."""
 LOG2_CODES = 64
 """floor(log2(max(bytes, 1))) of an int64 is 0..63: a send row's code is peer * 64 + that, plus 1 (0: no send row)."""
 
 
 def _ints(col: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
-    """A primitive column's values as int64 and where it holds a value (None: everywhere)."""
-    v = to_numpy(col, col.type.to_pandas_dtype()).astype(np.int64, copy=False)
-    return v, (validity(col) if col.null_count else None)
+    """An integer column's values (its own width, read in place) and where it holds a value (None: everywhere)."""
+    return to_numpy(col, col.type.to_pandas_dtype()), (validity(col) if col.null_count else None)
 
 
 def _at(col: pa.Array, at: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-    """_ints of the rows `at` (no Array.take: it imports pyarrow.compute)."""
+    """_ints of the rows `at`, as int64 (no Array.take: it imports pyarrow.compute)."""
     v, ok = _ints(col)
-    return v[at], (None if ok is None else ok[at])
+    return v[at].astype(np.int64), (None if ok is None else ok[at])
 
 
 def _range(v: np.ndarray, ok: np.ndarray | None) -> tuple[int, int]:
@@ -48,26 +49,27 @@ def _range(v: np.ndarray, ok: np.ndarray | None) -> tuple[int, int]:
     return (int(v.min()), int(v.max())) if len(v) else (0, -1)
 
 
-def _codes(col: pa.Array, size: int) -> np.ndarray:
-    """A code column as int64 with null as `size` (one past the last value)."""
-    v, ok = _ints(col)
-    return v if ok is None else np.where(ok, v, size)
-
-
 class _Groups:
-    """overview_pe's aggregates, summed batch by batch into one row per key (a dict of a few hundred keys)."""
+    """overview_pe's aggregates, summed batch by batch into one row per key (a dict of a few hundred
+    keys). A row's key is its label (kind, name, coll, cat: overview_rows), numbered densely as
+    labels appear, times its PE, and on send rows (peer_pe, size_log2) appended."""
 
     def __init__(self, values: dict[str, list[str]]) -> None:
         self.values = values
+        self.words = [[None] + values[c] for c in STRING_KEYS]  # code -> value, per string key
+        labels = int(np.prod([len(w) for w in self.words], dtype=np.float64))
+        self.lut = np.full(labels, -1, np.int64) if labels <= LUT_MAX else None  # label -> dense number
+        self.known: dict[int, int] = {}  # the same, without a lookup table (a huge label space)
+        self.labels: list[int] = []  # dense number -> label
         self.rows: dict[tuple, list] = {}  # key -> [rows, t_first, t_last, dur, max, bytes, min_b, max_b]
+        self.send = self.words[0].index("send") if "send" in values["kind"] else -1
+        self.exec = self.words[0].index("exec") if "exec" in values["kind"] else -1
 
-    def add(self, c: dict[str, pa.Array], t0: np.ndarray, t1: np.ndarray, t1_ok: np.ndarray | None,
-            kind: np.ndarray) -> None:
-        n = len(t0)
-        key, radix = self._base_key(c, kind)
+    def add(self, c: dict[str, pa.Array], kind: np.ndarray, t0: np.ndarray, t1: np.ndarray,
+            t1_ok: np.ndarray | None) -> None:
         end = t1 if t1_ok is None else np.where(t1_ok, t1, t0)
-        d, d_ok = self._durations(c, kind, t0, t1, t1_ok, end)
-        key, decode = self._send_key(c, kind, key, radix, n)
+        d, d_ok = self._durations(c["active"], kind, t0, t1_ok, end)
+        key, decode = self._keys(c, kind)
         size = int(key.max()) + 1
         rows = np.bincount(key, minlength=size)
         t_first = np.full(size, I64.max)
@@ -80,7 +82,7 @@ class _Groups:
         d_rows = rows if d_ok is None else np.bincount(dk, minlength=size)
         d_max = np.full(size, I64.min)
         np.maximum.at(d_max, dk, dv)
-        b_sum, b_rows, b_min, b_max = self._bytes(c.get("bytes"), key, size)
+        b_sum, b_rows, b_min, b_max = self._bytes(c["bytes"], key, size)
         for k in np.flatnonzero(rows).tolist():
             has_d, has_b = bool(d_rows[k]), bool(b_rows[k])
             self._merge(decode(k), [int(rows[k]), int(t_first[k]), int(t_last[k]),
@@ -88,71 +90,79 @@ class _Groups:
                                     int(b_sum[k]) if has_b else None, int(b_min[k]) if has_b else None,
                                     int(b_max[k]) if has_b else None])
 
-    def _base_key(self, c: dict[str, pa.Array], kind: np.ndarray) -> tuple[np.ndarray, list]:
-        """Mixed-radix codes of (kind, pe, name, coll, cat); `radix` says how to read them back."""
+    def _dense(self, label: np.ndarray) -> np.ndarray:
+        """Each label's number in the order labels first appeared in the stream."""
+        if self.lut is None:
+            uniq, inv = np.unique(label, return_inverse=True)
+            ids = []
+            for u in uniq.tolist():
+                if u not in self.known:
+                    self.known[u] = len(self.labels)
+                    self.labels.append(u)
+                ids.append(self.known[u])
+            return np.array(ids, np.int64)[inv]
+        dense = self.lut[label]
+        if bool((dense < 0).any()):
+            new = np.unique(label[dense < 0])
+            self.lut[new] = np.arange(len(self.labels), len(self.labels) + len(new))
+            self.labels += new.tolist()
+            dense = self.lut[label]
+        return dense
+
+    def _keys(self, c: dict[str, pa.Array], kind: np.ndarray) -> tuple[np.ndarray, Any]:
+        """Dense codes of the rows' full keys, and the function from a code back to the key's values."""
+        label, _ = _ints(c["label"])
+        key = self._dense(label)
         pe, pe_ok = _ints(c["pe"])
         lo, hi = _range(pe, pe_ok)
-        pe_code = pe - lo if pe_ok is None else np.where(pe_ok, pe - lo, hi - lo + 1)
-        parts = [(kind, len(self.values["kind"]) + 1, self.values["kind"] + [None]),
-                 (pe_code, hi - lo + 2, list(range(lo, hi + 1)) + [None])]
-        for s in STRING_KEYS[1:]:
-            size = len(self.values[s])
-            parts.append((_codes(c[s], size), size + 1, self.values[s] + [None]))
-        key = parts[0][0].copy()
-        for codes, size, _ in parts[1:]:
-            if size > 1:
-                key *= size
-                key += codes
-        return key, [(size, vals) for _, size, vals in parts]
-
-    def _send_key(self, c: dict[str, pa.Array], kind: np.ndarray, key: np.ndarray, radix: list, n: int) -> tuple:
-        """Dense codes of the full keys: the base key numbered densely, then on send rows (peer_pe,
-        size_log2) appended; and the function from a code back to the key's values."""
-        base = np.bincount(key)
-        present = np.flatnonzero(base)
-        dense = np.zeros(len(base), np.int64)
-        dense[present] = np.arange(len(present))
-        key = dense[key]
-        send = self.values["kind"].index("send") if "send" in self.values["kind"] else -1
-        at = np.flatnonzero(kind == send) if send >= 0 else np.zeros(0, np.intp)
-        lo = hi = 0
-        if len(at):
+        n_pe = hi - lo + 2  # the last code: no PE
+        key *= n_pe
+        key += pe - lo if pe_ok is None else np.where(pe_ok, pe - lo, n_pe - 1)
+        at = np.flatnonzero(kind == self.send) if self.send >= 0 else np.zeros(0, np.intp)
+        p_lo = p_hi = 0
+        sub = 0
+        if len(at):  # send rows: (peer_pe, size_log2) appended
             peer, peer_ok = _at(c["peer_pe"], at)
-            lo, hi = _range(peer, peer_ok)
-            peer_code = peer - lo if peer_ok is None else np.where(peer_ok, peer - lo, hi - lo + 1)
+            p_lo, p_hi = _range(peer, peer_ok)
+            peer_code = peer - p_lo if peer_ok is None else np.where(peer_ok, peer - p_lo, p_hi - p_lo + 1)
             b, b_ok = _at(c["bytes"], at)
             b = np.maximum(b if b_ok is None else np.where(b_ok, b, 0), 1)
             log2 = np.frexp(b.astype(np.float64))[1] - 1  # floor(log2(b)), b >= 1
-            sub = (hi - lo + 2) * LOG2_CODES
+            sub = (p_hi - p_lo + 2) * LOG2_CODES
             key *= sub + 1
             key[at] += peer_code * LOG2_CODES + log2 + 1
-        else:
-            sub = 0
+        uniq = None
+        if int(key.max()) > 4 * len(key) + 1024:  # a sparse key space: numbered by a sort instead
+            uniq, key = np.unique(key, return_inverse=True)
+        sizes = [len(w) for w in self.words]
 
         def decode(k: int) -> tuple:
-            g, s = divmod(k, sub + 1)
-            b = int(present[g])
+            if uniq is not None:
+                k = int(uniq[k])
+            k, s = divmod(k, sub + 1)
+            g, p = divmod(k, n_pe)
+            label = self.labels[g]
             out = []
-            for size, vals in reversed(radix):
-                b, i = (b // size, b % size) if size > 1 else (b, 0)
-                out.append(vals[i])
-            out.reverse()
+            for size, words in zip(reversed(sizes), reversed(self.words)):
+                label, i = divmod(label, size)
+                out.append(words[i])
+            kind_, name, coll, cat = reversed(out)
+            pe_ = None if p == n_pe - 1 else p + lo
             if not s:
-                return (*out, None, None)
-            p, lg = divmod(s - 1, LOG2_CODES)
-            return (*out, None if p == hi - lo + 1 else p + lo, lg)
+                return (kind_, pe_, name, coll, cat, None, None)
+            q, lg = divmod(s - 1, LOG2_CODES)
+            return (kind_, pe_, name, coll, cat, None if q == p_hi - p_lo + 1 else q + p_lo, lg)
 
         return key, decode
 
-    def _durations(self, c: dict[str, pa.Array], kind: np.ndarray, t0: np.ndarray, t1: np.ndarray,
-                   t1_ok: np.ndarray | None, end: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    def _durations(self, a: pa.Array, kind: np.ndarray, t0: np.ndarray, t1_ok: np.ndarray | None,
+                   end: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """Each row's time (exec rows: coalesce(active, t1 - t0), null when neither; others
         coalesce(t1, t0) - t0) and where it is known (None: everywhere)."""
         d = end - t0
-        a = c["active"]
-        if "exec" not in self.values["kind"] or (a.null_count == len(a) and t1_ok is None):
+        if self.exec < 0 or (a.null_count == len(a) and t1_ok is None):
             return d, None
-        ex = kind == self.values["kind"].index("exec")
+        ex = kind == self.exec
         a_ok = np.zeros(len(t0), bool)
         if a.null_count < len(a):
             av, ok = _ints(a)
@@ -214,11 +224,11 @@ class _BusyRows:
 
     def __init__(self, kinds: list[str]) -> None:
         self.sweep = busy._Sweep()
-        self.flag = np.array([1 if k in RUNNING else 0 if k == "idle" else -1 for k in kinds] + [-1], np.int8)
+        self.flag = np.array([-1] + [1 if k in RUNNING else 0 if k == "idle" else -1 for k in kinds], np.int8)
         self.neutral: dict[int, int] = {}
 
-    def add(self, pe_col: pa.Array, t0: np.ndarray, t1: np.ndarray, t1_ok: np.ndarray | None,
-            kind: np.ndarray) -> None:
+    def add(self, pe_col: pa.Array, kind: np.ndarray, t0: np.ndarray, t1: np.ndarray,
+            t1_ok: np.ndarray | None) -> None:
         pe, pe_ok = _ints(pe_col)
         flag = self.flag[kind]
         inter = flag >= 0 if t1_ok is None else (flag >= 0) & t1_ok
@@ -227,7 +237,7 @@ class _BusyRows:
         if not len(pe):
             return
         n_other = len(inter) - int(np.count_nonzero(inter))
-        running = flag != 0
+        running = flag == 1 if not n_other else (flag == 1) | ~inter  # every row that is no interval: running, of length 0
         self.sweep.batch(pe, t0, t1 if not n_other else np.where(inter, t1, t0), None if running.all() else running)
         if n_other:
             if pe[0] == pe[-1] and bool((pe == pe[0]).all()):
@@ -255,25 +265,32 @@ def key_values(engine: Any) -> dict[str, list[str]]:
     return {c: sorted(v for v in t.column(c).to_pylist()[0] if v is not None) for c in STRING_KEYS}
 
 
-def overview(engine: Any) -> tuple[pa.Table, pa.Table]:
-    """overview_pe's groups and busy.pe_time's table, from one stream of the trace's rows. On a trace
-    whose footers show pieces the sweep reads the `intervals` view instead (its exec rows with pieces
-    are no interval), and on rows out of the format's order it reads them sorted."""
+def one_stream(engine: Any) -> tuple[pa.Table, dict[int, list[int]] | None]:
+    """overview_pe's groups and the busy sweep's totals (busy.swept_totals' form) from one stream of
+    overview_rows; totals None when the sweep could not take the rows as they came (a trace whose
+    footers show pieces: an exec with pieces is no interval; rows out of the format's order)."""
     values = key_values(engine)
     groups = _Groups(values)
     swept = None if engine.trace.may_hold_pieces else _BusyRows(values["kind"])
-    params = {c + "s": values[c] for c in STRING_KEYS}
-    for b in engine.batches("overview_rows", **params):
+    for b in engine.batches("overview_rows", **{c + "s": values[c] for c in STRING_KEYS}):
+        if not b.num_rows:
+            continue
         c = dict(zip(b.schema.names, b.columns))
-        kind = _codes(c["kind"], len(values["kind"]))
+        kind, _ = _ints(c["kind"])
         t0, _ = _ints(c["t0"])
         t1, t1_ok = _ints(c["t1"])
-        groups.add(c, t0, t1, t1_ok, kind)
+        groups.add(c, kind, t0, t1, t1_ok)
         if swept is not None:
             try:
-                swept.add(c["pe"], t0, t1, t1_ok, kind)
+                swept.add(c["pe"], kind, t0, t1, t1_ok)
             except busy.Unordered:
                 swept = None
-    table = groups.table()
-    totals = swept.totals() if swept is not None else busy.swept_totals(engine)
-    return table, busy.table(totals, table)
+    return groups.table(), (swept.totals() if swept is not None else None)
+
+
+def overview(engine: Any) -> tuple[pa.Table, pa.Table]:
+    """overview_pe's groups and busy.pe_time's table (each PE's span, busy, idle and other time),
+    from one stream of the trace's rows; where the sweep could not take them as they came, it reads
+    the `intervals` view (sorted when out of order) after the stream."""
+    table, totals = one_stream(engine)
+    return table, busy.table(totals if totals is not None else busy.swept_totals(engine), table)
