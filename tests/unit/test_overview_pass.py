@@ -50,6 +50,9 @@ def _odd_sends(path: Path) -> Path:
     b.add(2, "exec", 140, None, name="B.go")  # an exec without an end and without active: dur null
     b.add(0, "mark", 200)
     b.idle(0, 210, 260)
+    b.add(1, "idle", 300, None)  # an idle row without an end: no interval
+    b.add(1, "phase", 310, None, name="forward")  # nor a phase without one
+    b.exec(1, 320, 330, "A.go")
     return b.write(path)
 
 
