@@ -5,7 +5,7 @@ The first report needs overview_pe (a DuckDB hash aggregate over one scan) and e
 second scan streamed to Arrow). This runs, on one trace, in one process, side by side and twice
 each, the shipped design and the one-read designs that could replace it, and checks that each
 gives the same overview_pe rows and busy totals:
-  * two reads:     engine.query("overview_pe") and busy._swept(engine, "intervals") (shipped),
+  * two reads:     engine.query("overview_pe") and busy._swept(engine, "intervals") (shipped; label `two reads (main)`),
   * duckdb tee:    one DuckDB stream of every column overview_pe reads; each batch is swept in numpy
                    and handed to a second DuckDB connection that runs overview_pe's SQL over the stream,
   * pyarrow tee:   the same, the files read by pyarrow (dictionary columns kept as dictionaries),
@@ -13,7 +13,11 @@ gives the same overview_pe rows and busy totals:
                    (running maximum end per PE as HUGEINT pe << 64 | end, and lag), no Python pass,
   * numpy one pass: each row group read once by pyarrow (columns its footer says hold no value skipped,
                    string keys as dictionary codes), overview_pe's aggregate in numpy (bincount,
-                   ufunc.at) and the sweep over the same arrays: no second engine (run 21).
+                   ufunc.at) and the sweep over the same arrays: no second engine (run 21),
+  * one stream (packed labels): one DuckDB stream of the events view (corrections applied there),
+                   the string keys packed by DuckDB into one integer label (positions in lists of
+                   their values), overview_pe's aggregate in numpy and the sweep on the same arrays
+                   (bench/overview_pass_proto.py, run 22).
 `--cli` runs instead the first report itself as shipped and with the one pass installed in the
 session (fresh interpreters, --json compared), beside bench/scale.py's scan; `--columns` prints each
 column's bytes and read CPU in pyarrow and DuckDB first.
@@ -42,12 +46,14 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from paradise.engines import busy, overview_pass  # noqa: E402
+import overview_pass_proto  # noqa: E402  (bench/, beside this file)
+
+from paradise.engines import busy  # noqa: E402
 from paradise.engines.duckdb_engine import DuckDBEngine  # noqa: E402
 from paradise.store import open_trace  # noqa: E402
 
-OVERVIEW_SQL = (ROOT / "tests" / "oracles" / "sql" / "overview_pe.sql").read_text()
-"""overview_pe in SQL: the DuckDB hash aggregate the first report ran before paradise.engines.overview_pass."""
+OVERVIEW_SQL = (ROOT / "paradise" / "sql" / "overview_pe.sql").read_text()
+"""overview_pe in SQL: the DuckDB hash aggregate the first report runs."""
 COLUMNS = ["kind", "pe", "t0", "t1", "active", "name", "coll", "cat", "peer_pe", "bytes"]
 """Every column overview_pe and the sweep read."""
 RUNNING = ("exec", "piece", "phase")
@@ -394,14 +400,14 @@ def duckdb_one_stream(eng: DuckDBEngine, files: list[str]) -> tuple[pa.Table, To
 
 
 def branch_pass(eng: DuckDBEngine, files: list[str]) -> tuple[pa.Table, Totals]:
-    """paradise.engines.overview_pass as the branch ships it (groups and sweep totals)."""
-    groups, totals = overview_pass.one_stream(eng)
+    """bench/overview_pass_proto.py: one DuckDB stream, string keys packed into a label, numpy aggregate (run 22)."""
+    groups, totals = overview_pass_proto.one_stream(eng)
     return groups, totals
 
 
 DESIGNS: dict[str, Callable[[DuckDBEngine, list[str]], tuple[pa.Table, Totals]]] = {
     "two reads (main)": two_reads, "duckdb tee": duckdb_tee, "pyarrow tee": pyarrow_tee, "windows": windows,
-    "numpy one pass": one_pass, "duckdb one stream": duckdb_one_stream, "overview pass (branch)": branch_pass,
+    "numpy one pass": one_pass, "duckdb one stream": duckdb_one_stream, "one stream (packed labels)": branch_pass,
 }
 
 

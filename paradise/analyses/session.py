@@ -18,20 +18,15 @@ from typing import Any
 from paradise.store import TraceHandle
 
 
-def _overview(s: Session) -> Any:
-    """overview_pe's groups and overview_pe_time's rows from one stream of the trace (paradise.engines.overview_pass)."""
-    from paradise.engines.overview_pass import overview
-
-    return overview(s.engine)
-
-
 def _overview_groups(s: Session) -> Any:
-    return s.get("overview")[0]
+    return s.engine.query("overview_pe")
 
 
 def _pe_time(s: Session) -> Any:
     """Each PE's span, busy, idle and other time (overview_pe_time): the one accounting every view reads."""
-    return s.get("overview")[1]
+    from paradise.engines.busy import pe_time
+
+    return pe_time(s.engine, s.get("overview_groups"))
 
 
 def _communication_edges(s: Session) -> Any:
@@ -81,7 +76,6 @@ def _critical_path(s: Session) -> Any:
 
 
 SHARED: dict[str, Callable[[Session], Any]] = {
-    "overview": _overview,
     "overview_groups": _overview_groups,
     "pe_time": _pe_time,
     "communication_edges": _communication_edges,

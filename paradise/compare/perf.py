@@ -18,7 +18,7 @@ import pandas as pd
 
 from paradise.compare.stats import mann_whitney_u
 from paradise.engines import Engine
-from paradise.engines.overview_pass import overview
+from paradise.engines.busy import pe_time
 from paradise.store import TraceHandle
 
 ALPHA = 0.05
@@ -94,7 +94,7 @@ def _tables(engine: Engine) -> Tables:
         "pe_step": engine.query("compare_pe_step").to_pandas(),
         "name_step": engine.query("compare_name_step").to_pandas(),
         "comm": engine.query("compare_comm").to_pandas(),
-        "pe_time": overview(engine)[1].to_pandas(),  # the one accounting of PE time
+        "pe_time": pe_time(engine).to_pandas(),  # the one accounting of PE time
     }
 
 

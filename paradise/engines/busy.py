@@ -1,8 +1,7 @@
 """Each PE's time accounting (overview_pe_time): the unions of its running intervals and of its
 running and idle intervals, swept with numpy over the rows in the order the engine streams them
 (the format's row order, no sort), and its span from overview_pe's rows. paradise/sql/
-overview_pe_time.sql states the definitions; tests/accounting.py is the oracle. The first report's
-pass (paradise.engines.overview_pass) feeds the same sweep from its one stream of the rows."""
+overview_pe_time.sql states the definitions; tests/accounting.py is the oracle."""
 
 from __future__ import annotations
 
@@ -126,22 +125,17 @@ def spans(groups: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             np.maximum.reduceat(t_last, starts) if len(pe) else t_last)
 
 
-def swept_totals(engine: Any) -> dict[int, list[int]]:
-    """Per PE with an interval [busy_ns, covered_ns, busy_rows, idle_rows], swept over the `intervals`
-    rows in the trace's row order; when they are not in the format's order, read again sorted."""
+def pe_time(engine: Any, groups: pa.Table | None = None) -> pa.Table:
+    """One row per PE with any row: span, busy, idle and other time and the interval counts.
+    `groups` is overview_pe's result (queried here when not given). The sweep reads the rows in the
+    trace's row order; when they are not in the format's order it reads them again sorted."""
     try:
         totals = _swept(engine, "intervals")
     except Unordered:  # read again sorted, once the first stream (held by the traceback) is gone
         totals = None
     if totals is None:
         totals = _swept(engine, "intervals_by_time")
-    return totals
-
-
-def table(totals: dict[int, list[int]], groups: pa.Table) -> pa.Table:
-    """One row per PE with any row: span, busy, idle and other time and the interval counts, from the
-    sweep's totals and overview_pe's rows (`groups`: each PE's span)."""
-    pes, first, last = spans(groups)
+    pes, first, last = spans(groups if groups is not None else engine.query("overview_pe"))
     t = np.array([totals.get(int(p), [0, 0, 0, 0]) for p in pes], np.int64).reshape(len(pes), 4)
     busy, covered = t[:, 0], t[:, 1]
     cols = [pes.astype(np.int32), first, last, last - first, busy, covered - busy, last - first - covered,

@@ -13,7 +13,6 @@ from hints.generators import comm as comm_gen
 from paradise.analyses import communication
 from paradise.analyses.session import Session
 from paradise.engines.duckdb_engine import DuckDBEngine
-from paradise.engines.overview_pass import overview
 from paradise.events import objgraph
 from paradise.store import open_trace
 from tests.unit import charm_synth as cs
@@ -186,7 +185,7 @@ def test_size_histogram_equals_communication_sizes(tmp_path, make):
     trace = open_trace(path)
     with DuckDBEngine(trace) as eng:
         expect = eng.sql(sql)
-        got = communication.size_histogram(overview(eng)[0])
+        got = communication.size_histogram(eng.query("overview_pe"))
     assert got.schema == expect.schema and got.to_pylist() == expect.to_pylist()
     assert make == "torch_like" or len(got) > 0
 

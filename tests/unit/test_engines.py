@@ -1,4 +1,4 @@
-"""Engines: merge rules, DuckDB vs Dask agreement on the overview (groups and time accounting), file grouping, errors."""
+"""Engines: merge rules, DuckDB vs Dask agreement on every overview query, file grouping, errors."""
 
 from __future__ import annotations
 
@@ -13,15 +13,14 @@ from hypothesis import strategies as st
 
 from paradise.engines import dask_engine as de
 from paradise.engines import get_engine
+from paradise.engines.busy import pe_time
 from paradise.engines.dask_engine import DaskEngine, group_files
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.engines.merge import MergeRuleError, merge_partials, parse_merge_rule
-from paradise.engines.overview_pass import overview
 from paradise.errors import EngineUnavailable
 from paradise.store import open_trace
 
-OVERVIEW_QUERIES = ("info_kinds",)
-"""Overview queries with a merge rule (run per group of files on Dask, merged on the client)."""
+OVERVIEW_QUERIES = ("overview_pe",)
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +50,7 @@ def _assert_engines_agree(path: Path, client, files_per_task: int) -> None:
             a, b = duck.query(name), dask.query(name)
             assert a.schema == b.schema, name
             assert _sorted(a, name) == _sorted(b, name), name
-        assert overview(duck) == overview(dask)  # overview_pe's groups and the time accounting, from each engine's stream
+        assert pe_time(duck) == pe_time(dask)  # the time accounting, swept over each engine's stream
 
 
 # -- merge rules --------------------------------------------------------------------------------
@@ -162,7 +161,7 @@ def test_unreachable_scheduler_is_one_line(tmp_path, monkeypatch):
 def test_dask_engine_starts_its_own_local_cluster(tmp_path):
     trace = open_trace(charm_like(pes=2, steps=1).write(tmp_path / "t"))
     with get_engine(trace, "dask") as eng, DuckDBEngine(trace) as duck:
-        assert overview(eng) == overview(duck)
+        assert eng.query("overview_pe") == duck.query("overview_pe")
         assert eng.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": trace.num_rows}]
 
 

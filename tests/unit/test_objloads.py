@@ -14,7 +14,6 @@ from builders import TraceBuilder, charm_like, torch_like
 from paradise.analyses import placement
 from paradise.analyses.session import Session
 from paradise.engines.duckdb_engine import DuckDBEngine
-from paradise.engines.overview_pass import overview
 from paradise.events import objloads
 from paradise.store import open_trace
 from paradise.whatif.model import STEP_LOAD_CLIP
@@ -198,7 +197,7 @@ def test_creation_table_without_creations_runs_one_query(tmp_path):
     with Counting(trace) as eng:
         got = placement.creation_table(Session(eng, trace))
         expect = eng.sql(ONE_SCAN_CREATION).to_pandas()
-    assert Counting.names == ["overview_keys"]  # the kinds come from the overview's table (its one stream)
+    assert Counting.names == ["overview_pe"]  # the kinds come from the overview's table
     # the first work is read only for created collections: without creations it is left null
     assert got["work_first_t0"].isna().all()
     pd.testing.assert_frame_equal(got.drop(columns="work_first_t0"), expect.drop(columns="work_first_t0"),
@@ -214,7 +213,7 @@ def test_collection_kinds_equal_placement_cats(tmp_path, make):
         (charm_like(pes=3, steps=3) if make == "charm_like" else torch_like(ranks=2, steps=2)).write(tmp_path / make))
     with DuckDBEngine(trace) as eng:
         expect = eng.sql(ORACLE_SQL.joinpath("placement_cats.sql").read_text()).to_pylist()
-        got = placement.collection_kinds(overview(eng)[0]).to_pylist()
+        got = placement.collection_kinds(eng.query("overview_pe")).to_pylist()
     assert got == expect
     if make == "lifecycle":
         assert {r["coll"]: r["lifecycle"] for r in got} == {"A#0": 3, "B#1": 1, "G#2": 0, "Main#3": 0}

@@ -1,8 +1,6 @@
--- overview_pe (test oracle): every aggregate of the overview in one scan, per PE and kind, split
--- further by the columns the other sections roll up on (stage 2 sums these rows into per-PE time,
--- entries, the communication matrix and collectives). paradise.engines.overview_pass computes these
--- rows in numpy from the one stream that also feeds the busy sweep (the time columns decoded once);
--- tests/unit/test_overview_pass.py checks it against this query, row for row.
+-- overview_pe: every aggregate of the overview in one scan, per PE and kind, split further by the
+-- columns the other sections roll up on (stage 2 sums these rows into per-PE time, entries, the
+-- communication matrix and collectives; one scan instead of one per section).
 -- grain: one row per kind × pe × name × coll × cat × peer_pe × size_log2; peer_pe and size_log2
 -- are kept on send rows only
 -- (null on others: an exec's peer_pe, its sender, would multiply the entry rows by the senders).
@@ -28,6 +26,8 @@
 --   min_bytes, max_bytes  int64 bytes  smallest and largest bytes (null when no row has bytes)
 -- merge: keys(kind, pe, name, coll, cat, peer_pe, size_log2) sum(rows, dur_ns, bytes) min(t_first, min_bytes) max(t_last, max_ns, max_bytes)
 -- Rows come sorted by the keys, nulls first (as the Dask engine's merge returns them).
+-- Speed: one hash aggregate over the scan; a CASE on the string keys (nulling name / coll / cat
+-- on send rows) costs more than the few extra send rows it saves, so only peer_pe is nulled.
 SELECT
     kind,
     pe,

@@ -1,19 +1,23 @@
-"""overview_pe (every aggregate of the overview: per kind, PE, name, coll, cat and send destination)
-and each PE's busy sweep (paradise.engines.busy) from ONE stream of the trace's rows
-(paradise/sql/overview_rows.sql): the engine decodes the time columns once, the groups are summed in
-numpy over dense codes of their keys, the sweep reads the same arrays. tests/oracles/sql/
-overview_pe.sql (the same groups in SQL) is the oracle."""
+"""Prototype (run 22, not shipped): overview_pe (every aggregate of the overview) and each PE's busy
+sweep (paradise.engines.busy) from ONE DuckDB stream of the trace's rows (bench/sql/overview_rows.sql,
+the string keys packed by DuckDB into one integer label from their positions in the lists of
+bench/sql/overview_keys.sql): the time columns decoded once, the groups summed in numpy over dense
+codes of their keys, the sweep on the same arrays. Same rows as paradise/sql/overview_pe.sql on the
+bench's traces, but no cheaper (docs/benchmarks.md run 22). The full version wired into paradise
+(session, compare, tests, oracle) is on branch firstpass-overview-pass."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from paradise.engines import busy
+from paradise.engines import busy  # noqa: E402
 from paradise.format.arrays import from_numpy, strings, to_numpy, validity
 
+SQL = Path(__file__).resolve().parent / "sql"
 STRING_KEYS = ("kind", "name", "coll", "cat")
 """overview_pe's string keys: the stream hands each over as its position in the list of its values."""
 RUNNING = ("exec", "piece", "phase")
@@ -261,18 +265,21 @@ class _BusyRows:
 
 def key_values(engine: Any) -> dict[str, list[str]]:
     """Each string key's distinct values (nulls left out), sorted: the lists the stream codes by."""
-    t = engine.query("overview_keys")
+    t = engine.sql((SQL / "overview_keys.sql").read_text())
     return {c: sorted(v for v in t.column(c).to_pylist()[0] if v is not None) for c in STRING_KEYS}
 
 
 def one_stream(engine: Any) -> tuple[pa.Table, dict[int, list[int]] | None]:
-    """overview_pe's groups and the busy sweep's totals (busy.swept_totals' form) from one stream of
-    overview_rows; totals None when the sweep could not take the rows as they came (a trace whose
-    footers show pieces: an exec with pieces is no interval; rows out of the format's order)."""
+    """overview_pe's groups and the busy sweep's totals (busy._swept's form) from one stream of
+    overview_rows on the DuckDB engine's connection; totals None when the sweep could not take the
+    rows as they came (pieces, rows out of the format's order)."""
     values = key_values(engine)
     groups = _Groups(values)
     swept = None if engine.trace.may_hold_pieces else _BusyRows(values["kind"])
-    for b in engine.batches("overview_rows", **{c + "s": values[c] for c in STRING_KEYS}):
+    params = {c + "s": values[c] for c in STRING_KEYS}
+    reader = engine.con.cursor().sql((SQL / "overview_rows.sql").read_text(), params=params).to_arrow_reader(
+        batch_size=1 << 20)
+    for b in reader:
         if not b.num_rows:
             continue
         c = dict(zip(b.schema.names, b.columns))
@@ -286,11 +293,3 @@ def one_stream(engine: Any) -> tuple[pa.Table, dict[int, list[int]] | None]:
             except busy.Unordered:
                 swept = None
     return groups.table(), (swept.totals() if swept is not None else None)
-
-
-def overview(engine: Any) -> tuple[pa.Table, pa.Table]:
-    """overview_pe's groups and busy.pe_time's table (each PE's span, busy, idle and other time),
-    from one stream of the trace's rows; where the sweep could not take them as they came, it reads
-    the `intervals` view (sorted when out of order) after the stream."""
-    table, totals = one_stream(engine)
-    return table, busy.table(totals if totals is not None else busy.swept_totals(engine), table)
