@@ -5,7 +5,7 @@ The first report needs overview_pe (a DuckDB hash aggregate over one scan) and e
 second scan streamed to Arrow). This runs, on one trace, in one process, side by side and twice
 each, the shipped design and the one-read designs that could replace it, and checks that each
 gives the same overview_pe rows and busy totals:
-  * two reads:     engine.query("overview_pe") and busy._swept(engine, "intervals") (shipped),
+  * two reads:     engine.query("overview_pe") and busy._swept(engine, "intervals") (shipped; label `two reads (main)`),
   * duckdb tee:    one DuckDB stream of every column overview_pe reads; each batch is swept in numpy
                    and handed to a second DuckDB connection that runs overview_pe's SQL over the stream,
   * pyarrow tee:   the same, the files read by pyarrow (dictionary columns kept as dictionaries),
@@ -13,14 +13,18 @@ gives the same overview_pe rows and busy totals:
                    (running maximum end per PE as HUGEINT pe << 64 | end, and lag), no Python pass,
   * numpy one pass: each row group read once by pyarrow (columns its footer says hold no value skipped,
                    string keys as dictionary codes), overview_pe's aggregate in numpy (bincount,
-                   ufunc.at) and the sweep over the same arrays: no second engine (run 21).
+                   ufunc.at) and the sweep over the same arrays: no second engine (run 21),
+  * one stream (packed labels): one DuckDB stream of the events view (corrections applied there),
+                   the string keys packed by DuckDB into one integer label (positions in lists of
+                   their values), overview_pe's aggregate in numpy and the sweep on the same arrays
+                   (bench/overview_pass_proto.py, run 22).
 `--cli` runs instead the first report itself as shipped and with the one pass installed in the
 session (fresh interpreters, --json compared), beside bench/scale.py's scan; `--columns` prints each
 column's bytes and read CPU in pyarrow and DuckDB first.
 CPU seconds are the process's (getrusage, every thread); wall beside them.
 
 Run: flock /tmp/paradise-bench.lock nice -n 5 .venv/bin/python bench/first_report_reads.py TRACE_DIR
-     [--designs 'two reads (shipped),numpy one pass'] [--rounds 2] [--columns | --cli]
+     [--designs 'two reads (main),overview pass (branch)'] [--rounds 2] [--columns | --cli]
 (a trace without clock corrections or pieces, e.g. `paradise synth --kind torch --events 1e7`).
 """
 
@@ -42,10 +46,14 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from paradise.engines import busy, load_sql  # noqa: E402
+import overview_pass_proto  # noqa: E402  (bench/, beside this file)
+
+from paradise.engines import busy  # noqa: E402
 from paradise.engines.duckdb_engine import DuckDBEngine  # noqa: E402
 from paradise.store import open_trace  # noqa: E402
 
+OVERVIEW_SQL = (ROOT / "paradise" / "sql" / "overview_pe.sql").read_text()
+"""overview_pe in SQL: the DuckDB hash aggregate the first report runs."""
 COLUMNS = ["kind", "pe", "t0", "t1", "active", "name", "coll", "cat", "peer_pe", "bytes"]
 """Every column overview_pe and the sweep read."""
 RUNNING = ("exec", "piece", "phase")
@@ -84,13 +92,13 @@ def aggregate_stream(batches: Iterator[pa.RecordBatch], schema: pa.Schema, sweep
     con = duckdb.connect()
     try:
         con.register("events", pa.RecordBatchReader.from_batches(schema, tee()))
-        return con.sql(load_sql("overview_pe")).to_arrow_table()
+        return con.sql(OVERVIEW_SQL).to_arrow_table()
     finally:
         con.close()
 
 
 def two_reads(eng: DuckDBEngine, files: list[str]) -> tuple[pa.Table, Totals]:
-    return eng.query("overview_pe"), busy._swept(eng, "intervals")
+    return eng.sql(OVERVIEW_SQL), busy._swept(eng, "intervals")
 
 
 def duckdb_tee(eng: DuckDBEngine, files: list[str]) -> tuple[pa.Table, Totals]:
@@ -123,7 +131,7 @@ def windows(eng: DuckDBEngine, files: list[str]) -> tuple[pa.Table, Totals]:
               " - 9223372036854775808::HUGEINT)::BIGINT END")
     iv = "CASE WHEN kind IN ('exec', 'piece', 'phase', 'idle') AND t1 IS NOT NULL THEN kind <> 'idle' END"
     part = "greatest(0, t1 - greatest(t0, coalesce({p}, t0)))"
-    body = load_sql("overview_pe").split("SELECT", 1)[1].split("FROM events")[0]
+    body = OVERVIEW_SQL.split("SELECT", 1)[1].split("FROM events")[0]
     text = f"""
     WITH r AS (SELECT *, {iv} AS iv FROM events),
     m AS (SELECT *, {_running_max(f"CASE WHEN iv IS NOT NULL THEN {pack.format(t='t1')} END")} AS m_any,
@@ -234,7 +242,7 @@ class OnePass:
             at = np.flatnonzero(kc == send_code)
             pp = t.get("peer_pe")
             pv = busy._values(pp)[at] if pp is not None else np.zeros(len(at), np.int64)
-            lo, hi = (int(pv.min()), int(pv.max())) if len(at) else (0, -1)
+            lo, hi = (int(pv.min()), int(pv.max())) if len(at) and pp is not None else (0, -1)
             pv = pv - lo
             if pp is not None and pp.null_count:
                 pv = np.where(busy.validity(pp)[at], pv, hi - lo + 1)
@@ -354,9 +362,52 @@ def one_pass(eng: DuckDBEngine, files: list[str]) -> tuple[pa.Table, Totals]:
     return p.table(), p.totals()
 
 
+STREAM_SQL = """SELECT (list_position($kind, kind) - 1)::INTEGER AS kind, pe, t0, t1, active,
+       (list_position($name, name) - 1)::INTEGER AS name, (list_position($coll, coll) - 1)::INTEGER AS coll,
+       (list_position($cat, cat) - 1)::INTEGER AS cat, peer_pe, bytes FROM events"""
+"""One DuckDB stream of every column overview_pe and the sweep read, the string keys as their
+positions in the lists of their distinct values (`stream_keys`)."""
+
+
+def stream_keys(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
+    """Each string key's distinct values (nulls left out), one scan."""
+    row = con.sql("SELECT list(DISTINCT kind), list(DISTINCT name), list(DISTINCT coll), list(DISTINCT cat) "
+                  "FROM events").fetchall()[0]
+    return {c: sorted(v) for c, v in zip(ONE_PASS_STRINGS, row)}
+
+
+def one_stream_pass(con: duckdb.DuckDBPyConnection) -> OnePass:
+    """OnePass's numpy aggregate and sweep over one DuckDB stream of the events view (clock
+    corrections applied there), the string keys handed over as codes."""
+    keys = stream_keys(con)
+    dicts = {c: pa.array(v, pa.string()) for c, v in keys.items()}
+    p = OnePass()
+    reader = con.cursor().sql(STREAM_SQL, params=keys).to_arrow_reader(batch_size=1 << 20)
+    for b in reader:
+        t = {}
+        for c in COLUMNS:
+            a = b.column(c)
+            if a.null_count == len(a) and c not in ("kind", "pe", "t0"):
+                continue
+            t[c] = pa.DictionaryArray.from_arrays(a, dicts[c]) if c in dicts else a
+        p.batch(t, b.num_rows)
+    return p
+
+
+def duckdb_one_stream(eng: DuckDBEngine, files: list[str]) -> tuple[pa.Table, Totals]:
+    p = one_stream_pass(eng.con)
+    return p.table(), p.totals()
+
+
+def branch_pass(eng: DuckDBEngine, files: list[str]) -> tuple[pa.Table, Totals]:
+    """bench/overview_pass_proto.py: one DuckDB stream, string keys packed into a label, numpy aggregate (run 22)."""
+    groups, totals = overview_pass_proto.one_stream(eng)
+    return groups, totals
+
+
 DESIGNS: dict[str, Callable[[DuckDBEngine, list[str]], tuple[pa.Table, Totals]]] = {
-    "two reads (shipped)": two_reads, "duckdb tee": duckdb_tee, "pyarrow tee": pyarrow_tee, "windows": windows,
-    "numpy one pass": one_pass,
+    "two reads (main)": two_reads, "duckdb tee": duckdb_tee, "pyarrow tee": pyarrow_tee, "windows": windows,
+    "numpy one pass": one_pass, "duckdb one stream": duckdb_one_stream, "one stream (packed labels)": branch_pass,
 }
 
 
@@ -377,7 +428,7 @@ OVERVIEW_SCHEMA = pa.schema([
 """overview_pe's result as the DuckDB engine returns it."""
 
 
-def install_one_pass() -> None:
+def install_one_pass(stream: bool = False) -> None:
     """Makes the session's `overview_groups` and `pe_time` come from one OnePass over the trace's
     files (for `--cli`: the first report as it would run with the pass shipped)."""
     import pyarrow.compute as pc
@@ -391,6 +442,9 @@ def install_one_pass() -> None:
         with lock:
             if "p" not in done:
                 assert not s.trace.corrections and not s.trace.may_hold_pieces
+                if stream:
+                    done["p"] = one_stream_pass(s.engine.con)
+                    return done["p"]
                 p = done["p"] = OnePass()
                 for f in s.trace.files:
                     p.file(str(f))
@@ -415,7 +469,7 @@ def install_one_pass() -> None:
     S.SHARED["pe_time"] = pe_time
 
 
-def first_reports(trace: Path, rounds: int) -> None:
+def first_reports(trace: Path, rounds: int, which: list[str], base: Path | None) -> None:
     """`paradise analyze --json --only overview` as shipped and with the one pass installed, each in
     a fresh interpreter (CPU of the child), their JSON compared; and the bench's scan for the ratio."""
     import json
@@ -428,23 +482,31 @@ def first_reports(trace: Path, rounds: int) -> None:
     patched = (f"import sys; sys.path.insert(0, {str(ROOT / 'bench')!r}); import first_report_reads as F; "
                "F.install_one_pass(); " + main)
     cmds = {"scan": scale.scan_cmd(trace)}
-    for label, code in (("first (shipped)", main), ("first (one pass)", patched)):
+    cwd = {}
+    if base is not None:
+        cmds["first (base)"] = [sys.executable, "-c", main, "analyze", "--json", "--only", "overview", str(trace)]
+        cwd["first (base)"] = base
+    streamed = patched.replace("F.install_one_pass()", "F.install_one_pass(stream=True)")
+    for label, code in (("first (branch)", main), ("first (one pass)", patched), ("first (one stream)", streamed)):
+        if label[7:-1] not in which:
+            continue
         cmds[label] = [sys.executable, "-c", code, "analyze", "--json", "--only", "overview", str(trace)]
     outs: dict[str, str] = {}
     for rnd in range(rounds):
         for label, cmd in cmds.items():
             before, w = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-            r = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=ROOT)
+            r = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=cwd.get(label, ROOT))
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             c = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
             if label != "scan":
                 outs.setdefault(label, r.stdout)
             print(f"  round {rnd + 1}  {label:18s} CPU {c:6.2f} s  wall {time.perf_counter() - w:6.2f} s", flush=True)
-    a, b = (json.loads(v) for v in outs.values())
-    for doc in (a, b):
+    docs = [json.loads(v) for v in outs.values()]
+    for doc in docs:
         doc.pop("timing", None)
         doc.pop("elapsed_s", None)
-    print(f"  --json of the two first reports: {'same' if a == b else 'DIFFERENT'}")
+    same = all(d == docs[0] for d in docs[1:])
+    print(f"  --json of the {len(docs)} first reports: {'same' if same else 'DIFFERENT'}")
 
 
 def per_column(files: list[str]) -> None:
@@ -478,6 +540,11 @@ def main() -> None:
     ap.add_argument("--cli", action="store_true",
                     help="instead: the first report (paradise analyze --json --only overview) as shipped and with "
                          "the one pass installed, in fresh interpreters, beside the bench's scan")
+    ap.add_argument("--cli-designs", default="branch,one pass,one stream",
+                    help="with --cli: which first reports of this tree (branch: as it ships, one pass, one stream)")
+    ap.add_argument("--base", type=Path, default=None,
+                    help="with --cli: also the first report of the paradise tree in this directory (e.g. main, "
+                         "exported with git archive), run with it as the working directory")
     ap.add_argument("--columns", action="store_true", help="first, each column's bytes and read CPU alone")
     args = ap.parse_args()
     trace = open_trace(args.trace)
@@ -487,7 +554,7 @@ def main() -> None:
     print(f"{args.trace}: {trace.num_rows:,} rows, {len(files)} files; duckdb {duckdb.__version__}, "
           f"pyarrow {pa.__version__}, numpy {np.__version__}; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
     if args.cli:
-        first_reports(args.trace, args.rounds)
+        first_reports(args.trace, args.rounds, args.cli_designs.split(","), args.base)
         return
     if args.columns:
         per_column(files)
