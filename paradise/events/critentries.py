@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from paradise.engines import load_sql
 from paradise.engines.merge import merge_partials, parse_merge_rule, query_tables
+from paradise.errors import disk_full
 from paradise.events import graphread, partitions
 
 QUERY = "events_critical_entries"
@@ -78,6 +79,12 @@ def entries_step(con: Any, files: list[str], params: dict[str, Any]) -> pa.Table
         con.execute(f"DROP VIEW IF EXISTS {ROWS}")
 
 
+def whole_step(con: Any, files: None, params: dict[str, Any]) -> pa.Table:
+    """One step over the engine's one-bucket table: the path's rows and their entry sums, no range files."""
+    rows = graphread.reader_step(con, "events_critical_rows", files, {"lo": params["lo"], "hi": params["hi"]})
+    return query_tables({ROWS: rows}, load_sql(QUERY), id_lo=ID_MIN, id_hi=ID_MAX, **params)
+
+
 def path_entries(engine: Any, parts: tuple[str, ...], lo: list[int], hi: list[int], cost: dict[str, float]
                  ) -> pa.Table:
     """events_critical_entries over the path (segments [lo, hi]) with the message cost `cost`
@@ -86,13 +93,20 @@ def path_entries(engine: Any, parts: tuple[str, ...], lo: list[int], hi: list[in
     execs = int(np.sum(np.asarray(hi, np.int64) - np.asarray(lo, np.int64) + 1)) if lo else 0
     by_memory = math.ceil(execs * RANGE_ROW_BYTES / max(engine.step_memory(), 1))
     ranges = max(1, by_memory, min(len(parts), math.ceil(execs / MIN_RANGE_EXECS)))
+    params = {"lo": lo, "hi": hi, **cost}
+    if not parts and ranges == 1:  # the engine's one-bucket table and one range: one step, no files
+        return engine.run_steps(whole_step, [{"files": None, "params": params}], files=[[]])[0]
     at = cuts(lo, hi, ranges)
     root = engine.scratch_dir("critrows-")
     items = [{"files": [f], "root": root, "b": b, "lo": lo, "hi": hi, "cuts": at} for b, f in enumerate(parts)] or [
         {"files": None, "root": root, "b": 0, "lo": lo, "hi": hi, "cuts": at}]
-    written = engine.run_steps(rows_step, items, files=[[] for _ in items])
+    try:
+        written = engine.run_steps(rows_step, items, files=[[] for _ in items])
+    except OSError as exc:
+        if hasattr(engine, "scratch_unwritable") and disk_full(exc):
+            raise engine.scratch_unwritable(exc) from None
+        raise
     used = sorted({r for w, _ in written for r in w})
-    params = {"lo": lo, "hi": hi, **cost}
     if not used:  # no path: the query over no rows
         return query_tables({ROWS: written[0][1]}, load_sql(QUERY), id_lo=ID_MIN, id_hi=ID_MAX, **params)
     first = [ID_MIN, *at.tolist()]
