@@ -11,13 +11,15 @@ from paradise.errors import NotAParadiseTrace
 
 
 def compact(out: Path) -> str:
-    """The run's spools into its per-PE (per-rank) Parquet files (paradise.format.compact), timed apart
-    from the run: `compacted N rows in X s` for the command's summary line ("" when there were none)."""
-    from paradise.format.compact import SpoolError, convert_all  # pyarrow loads only when a command runs
+    """The run's spools into its per-PE (per-rank) Parquet files with the clocks' refinement stored in
+    them (paradise.store.compaction), timed apart from the run: `compacted N rows in X s` for the
+    command's summary line ("" when there were none)."""
+    from paradise.format.compact import SpoolError  # pyarrow loads only when a command runs
+    from paradise.store.compaction import compact as compact_trace
 
     t0 = time.monotonic()
     try:
-        files, rows = convert_all(out)
+        files, rows = compact_trace(out)
     except SpoolError as exc:
         raise NotAParadiseTrace(str(exc)) from None
     except OSError as exc:  # a full disk, a file size limit: the run's outcome says the rest

@@ -46,9 +46,9 @@ def build_report(trace_path: Path, *, hints: Path | None = None, compare: Path |
     from paradise.run import analyze_run, open_run
     from paradise.store import open_trace
 
-    trace = open_trace(trace_path)
+    trace = open_trace(trace_path, memory_limit)
     if compare is not None:
-        open_trace(compare)  # a bad --compare trace or --hints folder fails before the analyses run
+        open_trace(compare, memory_limit)  # a bad --compare trace or --hints folder fails before the analyses run
     if hints is not None and not Path(hints).is_dir():
         from paradise.errors import HintMismatch
 

@@ -32,7 +32,8 @@ class EventTables:
         from paradise.engines.duckdb_engine import DuckDBEngine
         from paradise.store import open_trace
 
-        self.engine = DuckDBEngine(open_trace(Path(path)), memory_limit=_worker_budget())
+        budget = _worker_budget()
+        self.engine = DuckDBEngine(open_trace(Path(path), budget), memory_limit=budget)
         self.reader: pa.RecordBatchReader | None = None
 
     def sql(self, text: str, params: dict[str, Any]) -> pa.Table:

@@ -235,9 +235,11 @@ def _lock(path: Path, fh, wait_s: float) -> None:
             time.sleep(0.05)
 
 
-def convert(spool: str | os.PathLike, *, wait_s: float = LOCK_WAIT_S) -> tuple[Path, int]:
+def convert(spool: str | os.PathLike, *, wait_s: float = LOCK_WAIT_S, clock: dict[str, Any] | None = None
+            ) -> tuple[Path, int]:
     """(the Parquet file, its rows) of one spool, which is removed; a spool converted meanwhile by
-    another process is left to it."""
+    another process is left to it. `clock`: fields added to the metadata's `clock` where it holds
+    offsets (the trace's clock refinement, paradise.store.compaction)."""
     spool = Path(spool)
     final = final_path(spool)
     with open(spool, "rb") as fh:
@@ -255,7 +257,7 @@ def convert(spool: str | os.PathLike, *, wait_s: float = LOCK_WAIT_S) -> tuple[P
                 # the first table comes once every record was read: the metadata (the last META
                 # record, a clean close's) is final by then; a spool without rows gives an empty file
                 first = next(tables, SCHEMA.empty_table())
-                with pq.ParquetWriter(out_fh, SCHEMA.with_metadata(_metadata(spool, reader)), **FINAL_WRITE) as out:
+                with pq.ParquetWriter(out_fh, SCHEMA.with_metadata(_metadata(spool, reader, clock)), **FINAL_WRITE) as out:
                     for table in itertools.chain([first], tables):
                         out.write_table(table)
             os.replace(tmp, final)
@@ -291,9 +293,11 @@ def _ordered(reader: _Reader, scratch: str) -> Iterator[pa.Table]:
     yield reader.packed(data, np.argsort(t0, kind="stable"))
 
 
-def _metadata(spool: Path, reader: _Reader) -> dict[bytes, bytes]:
+def _metadata(spool: Path, reader: _Reader, clock: dict[str, Any] | None = None) -> dict[bytes, bytes]:
     meta = dict(reader.metadata)
     meta.setdefault("complete", False)  # no clean close was recorded (a killed run): set by the last META
+    if clock and isinstance(meta.get("clock"), dict) and meta["clock"].get("offsets"):
+        meta["clock"] = {**meta["clock"], **clock}
     try:
         return make_metadata(**meta)
     except (TypeError, ValueError) as exc:
@@ -305,12 +309,13 @@ def spools(directory: str | os.PathLike) -> list[Path]:
     return sorted(p for p in Path(directory).glob(f"pe-*{SUFFIX}") if not p.name.startswith("."))
 
 
-def convert_all(directory: str | os.PathLike, *, wait_s: float = LOCK_WAIT_S) -> tuple[int, int]:
-    """(spools converted, rows) of a trace directory."""
+def convert_all(directory: str | os.PathLike, *, wait_s: float = LOCK_WAIT_S, clock: dict[str, Any] | None = None
+                ) -> tuple[int, int]:
+    """(spools converted, rows) of a trace directory (`clock`: as convert's)."""
     done = rows = 0
     for spool in spools(directory):
         try:
-            _, n = convert(spool, wait_s=wait_s)
+            _, n = convert(spool, wait_s=wait_s, clock=clock)
         except FileNotFoundError:  # converted and removed by another process meanwhile
             continue
         done += 1

@@ -56,7 +56,7 @@ def open_run(path: str | Path | TraceHandle, *, engine: str = "duckdb", schedule
     from paradise.analyses.session import Session
     from paradise.store import TraceHandle, open_trace
 
-    trace = path if isinstance(path, TraceHandle) else open_trace(path)
+    trace = path if isinstance(path, TraceHandle) else open_trace(path, memory_limit)
     eng = make_engine(trace, engine, scheduler, memory_limit=memory_limit, workers=workers,
                       worker_memory=worker_memory, spill_dir=spill_dir)
     session = Session(eng, trace)

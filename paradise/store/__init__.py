@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 from paradise.errors import NotAParadiseTrace, SchemaVersionError, TraceNotFound, TruncatedTrace
 from paradise.format import OUTPUTS_FILE, REQUIRED_COLUMNS, SUPPORTED_MAJORS
 from paradise.format.spool import SUFFIX as SPOOL_SUFFIX
+from paradise.store import clockrefine
 from paradise.store.clock import clock_summary, file_corrections, refinable
-from paradise.store.clockrefine import refine
 from paradise.store.validate import check_columns, check_metadata, check_values, parse_metadata
 
 _PART_RE = re.compile(r"^(?P<stem>.+?)\.part-(?P<seq>\d+)\.parquet$")
@@ -170,7 +170,8 @@ def _check_pes_backed(p: Path, claimed: Any, rows: int) -> None:
 def _convert_spools(directory: Path, one: Path | None = None) -> None:
     """A directory whose tracer never got to convert its spools (a killed launcher), or `one` spool
     of it: converted here, once (paradise.format.compact: under a lock, idempotent)."""
-    from paradise.format.compact import SpoolError, convert, convert_all, spools
+    from paradise.format.compact import SpoolError, convert, spools
+    from paradise.store.compaction import compact
 
     if one is None and not spools(directory):
         return
@@ -178,7 +179,7 @@ def _convert_spools(directory: Path, one: Path | None = None) -> None:
         if one is not None:
             convert(one)
         else:
-            convert_all(directory)
+            compact(directory)
     except SpoolError as exc:
         raise NotAParadiseTrace(str(exc)) from None
     except OSError as exc:  # a read-only folder, a full disk
@@ -186,8 +187,9 @@ def _convert_spools(directory: Path, one: Path | None = None) -> None:
                             f"here ({exc.strerror or exc})") from None
 
 
-def open_trace(path: str | Path) -> TraceHandle:
-    """Validates a trace file or directory and returns its handle."""
+def open_trace(path: str | Path, memory_limit: int | None = None) -> TraceHandle:
+    """Validates a trace file or directory and returns its handle. `memory_limit` (bytes, default
+    the engines'): what aligning the clocks may use where it must be measured here (an older trace)."""
     p = Path(path)
     try:
         exists = p.exists()
@@ -223,9 +225,12 @@ def open_trace(path: str | Path) -> TraceHandle:
     _check_pes_backed(p, merged.get("pes"), rows)
     clock = clock_summary(files, metas)
     corrections = file_corrections(files, metas)
+    stored = clockrefine.stored(files, metas)  # every file's stored refinement checked
     if clock is not None and clock["offsets"]:  # per-PE offsets live in each PE's own file
         if refinable(clock):
-            corrections, clock = refine([str(f) for f in files], [m.get("pe") for m in metas], corrections, clock)
+            names, pes = [str(f) for f in files], [m.get("pe") for m in metas]
+            refinement = stored or clockrefine.measure(names, corrections, clock, memory_limit)
+            corrections, clock = clockrefine.apply(refinement, names, pes, corrections, clock)
         merged["clock"] = clock
     return TraceHandle(path=p, files=tuple(files), metadata=merged, file_metadata=tuple(metas), num_rows=rows,
                        corrections=corrections)

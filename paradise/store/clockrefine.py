@@ -5,21 +5,24 @@ interval all those bounds leave it (as Jezequel's and Projections' tachyon corre
 constant shift per PE on top of the ping's linear correction); where no offsets satisfy them all,
 the trace says so and keeps the ping offsets (never a silent shift).
 
-Runs at read time (paradise.store.open_trace), only for traces whose PEs measured offsets: one
-aggregate per PE pair over the send -> exec join (paradise/sql/clock_message_bounds.sql), then
-shortest paths over the pairs' difference constraints (numpy Bellman-Ford, one pass per PE at most).
+Measured once where the trace is written (paradise.store.compaction stores the outcome in every
+per-PE file's `clock.refinement`) and applied by open_trace from there; only a trace with offsets
+and no stored outcome (written before) is measured at read time. One aggregate per PE pair over
+the send -> exec join (paradise/sql/clock_message_bounds.sql), then shortest paths over the pairs'
+difference constraints (numpy Bellman-Ford, one pass per PE at most).
 """
 
 from __future__ import annotations
 
+import tempfile
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from paradise.errors import TruncatedTrace
-from paradise.store.clock import Correction, corrected_sql
+from paradise.errors import NotAParadiseTrace, TruncatedTrace
+from paradise.store.clock import MAX_OFFSET_NS, Correction, corrected_sql
 
 METHOD = "message_bounds"
 """`clock.refinement.method`: offsets moved to the middle of what the messages and the pings allow."""
@@ -29,15 +32,22 @@ MIN_LATENCY_NS = 1
 """Least time from a send to its exec: with 1 ns, the shifts rounded to whole ns keep every bound."""
 
 
-def message_bounds(files: list[str], corrections: dict[str, Correction]) -> list[dict[str, int]]:
+def message_bounds(files: list[str], corrections: dict[str, Correction], memory_limit: int | None = None
+                   ) -> list[dict[str, int]]:
     """Per (sender, receiver) PE pair: messages, lead_ns and backward, after the ping correction
-    (clock_message_bounds.sql)."""
+    (clock_message_bounds.sql). DuckDB holds to `memory_limit` bytes (default: the engines' share
+    of the default budget) and spills into a temporary directory of its own."""
     import duckdb
+
+    from paradise.engines.memory import DUCKDB_SHARE, default_memory_limit
 
     sql = resources.files("paradise.sql").joinpath(f"{BOUNDS_SQL}.sql").read_text()
     con = duckdb.connect(":memory:")
+    spill = tempfile.TemporaryDirectory(prefix="paradise-spill-")
     try:
         con.execute("SET enable_progress_bar = false")
+        con.execute("SET memory_limit = $m", {"m": f"{int((memory_limit or default_memory_limit()) * DUCKDB_SHARE)}B"})
+        con.execute("SET temp_directory = $d", {"d": spill.name})
         rows = ("SELECT r.kind, r.pe, r.msg, " + corrected_sql(files, corrections, ("t0",))
                 + " FROM (SELECT kind, pe, msg, t0, file_index::BIGINT AS _file FROM read_parquet($files, "
                 "union_by_name = true) WHERE kind IN ('send', 'exec') AND msg IS NOT NULL) r")
@@ -49,6 +59,7 @@ def message_bounds(files: list[str], corrections: dict[str, Correction]) -> list
                              f"({str(exc).splitlines()[0][:120]})") from None
     finally:
         con.close()
+        spill.cleanup()
 
 
 def _shortest(n: int, u: np.ndarray, v: np.ndarray, w: np.ndarray) -> np.ndarray | None:
@@ -93,14 +104,13 @@ def solve(pairs: list[dict[str, int]], errors: dict[int, int]) -> dict[int, tupl
     return {pe: (int(-to_reference[i]), int(hi[i])) for pe, i in node.items()}
 
 
-def refine(files: list[str], file_pes: list[Any], corrections: dict[str, Correction],
-           clock: dict[str, Any]) -> tuple[dict[str, Correction], dict[str, Any]]:
-    """The ping corrections moved by the message bounds, and the trace's `clock` summary with a
-    `refinement` entry (and `final_method`) saying what was done; corrections unchanged where the
-    messages say nothing or contradict the pings."""
+def measure(files: list[str], corrections: dict[str, Correction], clock: dict[str, Any],
+            memory_limit: int | None = None) -> dict[str, Any]:
+    """The trace's `clock.refinement` entry: what the message bounds allow given the ping
+    corrections (`status` refined, no_messages or inconsistent; per PE shift and bounds)."""
     errors = {int(pe): int(e["error_ns"]) for pe, e in clock["offsets"].items()
               if e.get("error_ns") is not None and pe.isdigit()}
-    pairs = message_bounds(files, corrections)
+    pairs = message_bounds(files, corrections, memory_limit)
     out: dict[str, Any] = {"method": METHOD, "min_latency_ns": MIN_LATENCY_NS,
                            "messages": sum(p["messages"] for p in pairs),
                            "backward_before": sum(p["backward"] for p in pairs)}
@@ -110,21 +120,85 @@ def refine(files: list[str], file_pes: list[Any], corrections: dict[str, Correct
         out["detail"] = (f"no offsets within the pings' stated errors put every exec after its send "
                          f"({out['backward_before']:,} of {out['messages']:,} messages backward): "
                          f"ping offsets kept, times not shifted")
-        return corrections, {**clock, "refinement": out, "final_method": clock.get("method")}
+        return out
     if not bounds:
         out["status"] = "no_messages"
-        return corrections, {**clock, "refinement": out, "final_method": clock.get("method")}
+        return out
     per_pe: dict[str, dict[str, int]] = {}
     for pe, (lo, hi) in bounds.items():
         shift = (lo + hi + 1) // 2  # whole ns; with MIN_LATENCY_NS every bound still holds
         per_pe[str(pe)] = {"shift_ns": shift, "lo_ns": lo, "hi_ns": hi, "error_ns": max(hi - shift, shift - lo)}
     out.update(status="refined", pes=per_pe, residual_ns=max(e["error_ns"] for e in per_pe.values()))
+    return out
+
+
+def apply(refinement: dict[str, Any], files: list[str], file_pes: list[Any], corrections: dict[str, Correction],
+          clock: dict[str, Any]) -> tuple[dict[str, Correction], dict[str, Any]]:
+    """The ping corrections moved by a refinement (measured or stored), and the trace's `clock`
+    summary with it as `refinement` and the `final_method`; unchanged unless it is `refined`."""
+    if refinement.get("status") != "refined":
+        return corrections, {**clock, "refinement": refinement, "final_method": clock.get("method")}
     moved = dict(corrections)
     for f, pe in zip(files, file_pes):
-        entry = per_pe.get(str(pe))
+        entry = refinement["pes"].get(str(pe))
         if entry is None or not entry["shift_ns"]:
             continue
-        t_start, offset, drift = corrections.get(f) or (int(clock["offsets"][str(pe)].get("t_start") or 0), 0, 0.0)
+        t_start, offset, drift = corrections.get(f) or (int(clock["offsets"].get(str(pe), {}).get("t_start") or 0), 0, 0.0)
         moved[f] = (t_start, offset + entry["shift_ns"], drift)
-    final = f"{clock.get('method')}+{METHOD}"
-    return moved, {**clock, "refinement": out, "final_method": final}
+    return moved, {**clock, "refinement": refinement, "final_method": f"{clock.get('method')}+{METHOD}"}
+
+
+def refine(files: list[str], file_pes: list[Any], corrections: dict[str, Correction],
+           clock: dict[str, Any], memory_limit: int | None = None) -> tuple[dict[str, Correction], dict[str, Any]]:
+    """The ping corrections moved by the message bounds measured now (a trace without a stored
+    refinement), and the trace's `clock` summary with them (apply)."""
+    return apply(measure(files, corrections, clock, memory_limit), files, file_pes, corrections, clock)
+
+
+STATUSES = ("refined", "no_messages", "inconsistent")
+PE_FIELDS = ("shift_ns", "lo_ns", "hi_ns", "error_ns")
+
+
+def checked(f: Path, value: Any) -> dict[str, Any]:
+    """A file's stored `clock.refinement`, checked: one line naming the file where it is damaged."""
+    def bad(what: str) -> NotAParadiseTrace:
+        return NotAParadiseTrace(f"{f}: metadata clock.refinement {what}")
+
+    def count(v: Any) -> bool:
+        return type(v) is int and 0 <= v <= MAX_OFFSET_NS
+
+    def ns(v: Any) -> bool:
+        return type(v) is int and abs(v) <= MAX_OFFSET_NS
+
+    if not isinstance(value, dict) or value.get("method") != METHOD or value.get("status") not in STATUSES:
+        raise bad(f"is not a {METHOD} outcome (an object with a status of {', '.join(STATUSES)})")
+    if not all(count(value.get(k)) for k in ("messages", "backward_before", "min_latency_ns")):
+        raise bad("counts (messages, backward_before, min_latency_ns) are not whole numbers")
+    if value["status"] != "refined":
+        return value
+    pes = value.get("pes")
+    if not isinstance(pes, dict) or not pes or not count(value.get("residual_ns")):
+        raise bad("says refined without per-PE shifts (pes) and residual_ns")
+    for pe, entry in pes.items():
+        if not (isinstance(pe, str) and pe.isdigit() and isinstance(entry, dict)
+                and all(ns(entry.get(k)) for k in PE_FIELDS)
+                and entry["lo_ns"] <= entry["shift_ns"] <= entry["hi_ns"] and entry["error_ns"] >= 0):
+            raise bad(f"pes[{str(pe)[:20]}] is not {{shift_ns, lo_ns, hi_ns, error_ns}} in ns with lo <= shift <= hi")
+    return value
+
+
+def stored(files: list[Path], metas: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The refinement the trace's writer stored (paradise.store.compaction), every file's checked:
+    the same `clock.refinement` in every per-PE file with offsets; None where one lacks it or they
+    differ (an older trace, a PE's file converted alone): then it is measured at read time."""
+    found: list[dict[str, Any] | None] = []
+    for f, meta in zip(files, metas):
+        clock = meta.get("clock")
+        if not isinstance(clock, dict):
+            continue
+        value = checked(f, clock["refinement"]) if "refinement" in clock else None
+        if meta.get("pe") is not None and clock.get("offsets"):
+            found.append(value)
+    if not found or found[0] is None or any(r != found[0] for r in found[1:]):
+        return None
+    return found[0]
