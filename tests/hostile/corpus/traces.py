@@ -107,6 +107,15 @@ def _many_row_groups_ok(d: Path) -> None:
 
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+_SHIFT = {"shift_ns": 10, "lo_ns": 0, "hi_ns": 20, "error_ns": 10}
+_REFINED = {"method": "message_bounds", "min_latency_ns": 1, "messages": 3, "backward_before": 1, "status": "refined",
+            "residual_ns": 10, "pes": {"1": _SHIFT}}
+
+
+def _refined(refinement) -> dict:
+    """A per-PE file's `clock` with offsets and a stored refinement (paradise.store.compaction)."""
+    entry = {"t_start": 0, "start_ns": 0, "t_end": 1000, "end_ns": 0, "error_ns": 0}
+    return {"method": "ping_min_rtt", "residual_ns": 0, "offsets": {"0": entry}, "refinement": refinement}
 
 BAD_TRACES = {
     # metadata (JSON text under the 'paradise' key)
@@ -158,6 +167,14 @@ BAD_TRACES = {
     "t0-t1-extremes": _rows([{**r, "t0": INT64_MIN + i, "t1": INT64_MAX - i} for i, r in enumerate(make.basic_rows())]),
     "pe-rows-negative": _rows([{**r, "pe": -3} for r in make.basic_rows()], pe=None),
     "pe-rows-beyond-pes": _rows([{**r, "pe": 5} for r in make.basic_rows()], pe=None, pes=2),
+    "clock-refinement-text": _fields(clock=_refined("refined")),
+    "clock-refinement-status": _fields(clock=_refined({**_REFINED, "status": "fine"})),
+    "clock-refinement-count-negative": _fields(clock=_refined({**_REFINED, "messages": -1})),
+    "clock-refinement-shift-text": _fields(clock=_refined({**_REFINED, "pes": {"1": {**_SHIFT, "shift_ns": "x"}}})),
+    "clock-refinement-shift-huge": _fields(clock=_refined({**_REFINED, "pes": {"1": {**_SHIFT, "shift_ns": 10**30}}})),
+    "clock-refinement-shift-outside": _fields(clock=_refined({**_REFINED, "pes": {"1": {**_SHIFT, "lo_ns": 50}}})),
+    "clock-refinement-pe-name": _fields(clock=_refined({**_REFINED, "pes": {"one": _SHIFT}})),
+    "clock-refinement-no-pes": _fields(clock=_refined({**_REFINED, "pes": {}})),
     "dir-named-parquet": _dir_named_parquet,
     "truncated": _truncated,
     "empty-file": lambda d: (d / R).write_bytes(b""),
@@ -230,4 +247,5 @@ case("trace-valid-merge-twice", "merge", "t", "-o", "m.parquet", "--force",
      setup=lambda d: (make.charm_trace(d), pq.write_table(pa.table({"a": [1]}), d / "m.parquet")) and None,
      rc=(0,), outputs=("m.parquet",), item="4")
 case("trace-valid-json-info", "info", "t", "--json", setup=lambda d: make.charm_trace(d), rc=(0,), item=ITEM)
+case("trace-valid-clock-refinement-info", "info", R, setup=_fields(clock=_refined(_REFINED)), rc=(0,), item="extra")
 _ = json
