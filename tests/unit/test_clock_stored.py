@@ -1,0 +1,149 @@
+"""The clock refinement measured once, where the trace is written (paradise.store.compaction): the
+spools of tests/unit/test_clock_refine.py's three PEs (packed rows and tuple rows, the ping offsets
+in a metadata record as the tracers write them) compacted, against the same rows written as an
+older trace (Parquet files without a stored refinement, measured at read time)."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+
+import pyarrow.parquet as pq
+import pytest
+
+from paradise.engines.duckdb_engine import DuckDBEngine
+from paradise.errors import NotAParadiseTrace
+from paradise.format import META_KEY, row_tuple
+from paradise.format.spool import NULL
+from paradise.store import clockrefine, open_trace
+from paradise.store.clock import file_corrections
+from paradise.store.compaction import compact
+from tests.conftest import bin_path
+from tests.unit.test_clock_refine import MESSAGES, PING, _clock, _expected_intervals, _rows, _write
+from tracers.spool import Spool
+
+COLUMNS = ("kind", "pe", "t0", "t1", "msg")
+TEXTS = ["send", "exec"]
+EVENTS = "SELECT pe, kind, t0, msg FROM events ORDER BY pe, t0, kind, msg"
+
+
+def _spool(d, pe: int, rows: list[tuple[str, int, int]], clock: dict) -> None:
+    """One PE's spool: its first row a tuple row, the others packed; the clock's
+    offsets in a metadata record after the rows (as the tracers' pings set them)."""
+    first, rest = rows[:1], rows[1:]
+    values = [v for kind, t, m in rest for v in (TEXTS.index(kind), pe, t, NULL, m)]
+    spool = Spool(d, f"pe-{pe:05d}", COLUMNS, {}, {"source": "synthetic", "pes": 3, "pe": pe,
+                                                  "clock": {"method": "ping_min_rtt", "residual_ns": None}})
+    spool.write(struct.pack(f"<{len(values)}q", *values), TEXTS,
+                [list(row_tuple(kind=k, pe=pe, t0=t, msg=m)) for k, t, m in first])
+    spool.meta({"clock": clock})
+    spool.close(True)
+
+
+def _both(tmp_path, messages=MESSAGES, ping=PING):
+    """(compacted spools, older trace) of the same rows and offsets."""
+    spooled, older = tmp_path / "spooled", tmp_path / "older"
+    older.mkdir()
+    for pe, rows in _rows(messages).items():
+        _spool(spooled, pe, rows, _clock(pe, *ping.get(pe, (0, 0))))
+        _write(older, pe, sorted(rows, key=lambda r: r[1]), _clock(pe, *ping.get(pe, (0, 0))))
+    compact(spooled)
+    return spooled, older
+
+
+def _stored(directory) -> list:
+    return [json.loads(pq.read_schema(f).metadata[META_KEY])["clock"].get("refinement")
+            for f in sorted(directory.glob("*.parquet"))]
+
+
+def _no_measure(monkeypatch) -> None:
+    def refuse(*_a, **_k):
+        raise AssertionError("measured at read time")
+
+    monkeypatch.setattr(clockrefine, "measure", refuse)
+
+
+def test_compaction_stores_what_the_reader_measures(tmp_path, monkeypatch):
+    spooled, older = _both(tmp_path)
+    assert sorted(p.name for p in spooled.iterdir()) == [f"pe-{pe:05d}.parquet" for pe in range(3)]  # scratch gone
+    measured = open_trace(older)
+    assert _stored(older) == [None] * 3
+    ref = measured.metadata["clock"]["refinement"]
+    assert _stored(spooled) == [ref] * 3
+    expected = _expected_intervals(MESSAGES, PING)  # from the raw rows, by another algorithm
+    assert {pe: (e["lo_ns"], e["hi_ns"]) for pe, e in ((int(p), e) for p, e in ref["pes"].items())} == expected
+    _no_measure(monkeypatch)
+    read = open_trace(spooled)  # the stored refinement, no join
+    assert read.metadata["clock"] == measured.metadata["clock"]
+    by_pe = {m["pe"]: read.corrections.get(str(f)) for f, m in zip(read.files, read.file_metadata)}
+    assert by_pe == {m["pe"]: measured.corrections.get(str(f)) for f, m in zip(measured.files, measured.file_metadata)}
+    assert by_pe[1] != file_corrections(read.files, read.file_metadata)[str(read.files[1])]  # shifted: can fail
+    with DuckDBEngine(read) as a, DuckDBEngine(measured) as b:
+        assert a.sql(EVENTS).to_pylist() == b.sql(EVENTS).to_pylist()
+
+
+def test_info_shows_the_same_lines_for_stored_and_measured(tmp_path):
+    spooled, older = _both(tmp_path)
+    texts = []
+    for trace in (spooled, older):
+        proc = subprocess.run([bin_path("paradise"), "info", str(trace)], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "COLUMNS": "250"})  # one line per line, whatever the path's length
+        assert proc.returncode == 0, proc.stderr
+        texts.append(proc.stdout.replace(str(trace), "TRACE"))
+    assert "refined by message_bounds" in texts[0]
+    assert texts[0].splitlines() == texts[1].splitlines()
+
+
+def test_a_trace_without_messages_stores_that(tmp_path, monkeypatch):
+    spooled, older = _both(tmp_path, messages=[])
+    assert [r["status"] for r in _stored(spooled)] == ["no_messages"] * 3
+    measured = open_trace(older).metadata["clock"]
+    _no_measure(monkeypatch)
+    assert open_trace(spooled).metadata["clock"] == measured
+
+
+def test_contradicting_messages_store_the_inconsistent_outcome(tmp_path, monkeypatch):
+    messages, ping = [(0, 1, 5_000_000, -300_000), (1, 0, 6_000_000, 100_000)], {1: (2_000_000, 400_000)}
+    spooled, older = _both(tmp_path, messages, ping)
+    stored = _stored(spooled)
+    assert stored[0]["status"] == "inconsistent" and stored == [stored[0]] * 3
+    measured = open_trace(older)
+    _no_measure(monkeypatch)
+    read = open_trace(spooled)
+    assert read.metadata["clock"] == measured.metadata["clock"]
+    assert read.corrections == file_corrections(read.files, read.file_metadata)  # ping offsets kept
+
+
+def _rewrite_clock(path, **clock) -> None:
+    """The file with its metadata's `clock` changed (None: the key removed)."""
+    table = pq.read_table(path)
+    meta = json.loads(table.schema.metadata[META_KEY])
+    for key, value in clock.items():
+        if value is None:
+            meta["clock"].pop(key)
+        else:
+            meta["clock"][key] = value
+    pq.write_table(table.replace_schema_metadata({META_KEY: json.dumps(meta).encode()}), path)
+
+
+def test_a_file_without_the_stored_refinement_is_measured_at_read(tmp_path, monkeypatch):
+    spooled, older = _both(tmp_path)
+    _rewrite_clock(spooled / "pe-00002.parquet", refinement=None)  # e.g. one PE's spool converted alone
+    calls = []
+    measure = clockrefine.measure
+    monkeypatch.setattr(clockrefine, "measure", lambda *a, **k: calls.append(1) or measure(*a, **k))
+    assert open_trace(spooled).metadata["clock"] == open_trace(older).metadata["clock"]
+    assert len(calls) == 2  # both traces measured
+
+
+def test_a_damaged_stored_refinement_is_one_line(tmp_path):
+    spooled, _ = _both(tmp_path)
+    bad = spooled / "pe-00001.parquet"
+    stored = _stored(spooled)[1]
+    _rewrite_clock(bad, refinement={**stored, "pes": {"1": {**stored["pes"]["1"], "shift_ns": "300us"}}})
+    with pytest.raises(NotAParadiseTrace, match="pe-00001.parquet: metadata clock.refinement pes"):
+        open_trace(spooled)
+    proc = subprocess.run([bin_path("paradise"), "info", str(spooled)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and str(bad) in proc.stderr, proc.stderr
