@@ -19,7 +19,8 @@ import pytest
 
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.store import open_trace
-from paradise.store.clock import file_corrections
+from paradise.store.clock import clock_summary, file_corrections
+from paradise.store.clockrefine import measure
 from tests.conftest import bin_path
 from tests.integration.charm_helpers import PROGRAMS, require_ok, trace_charm
 
@@ -102,6 +103,18 @@ def test_refined_offsets_within_20us_of_the_injected_skew(skewed):
         assert got["error_ns"] < delay // 2, got  # the messages shrink the pings' error (>= delay/2)
     assert abs(pe1["start_ns"] + got["shift_ns"] - _injected_offset(pe1["t_start"])) <= within, (pe1, got)
     assert abs(pe1["end_ns"] + got["shift_ns"] - _injected_offset(pe1["t_end"])) <= within, (pe1, got)
+
+
+def test_compaction_stored_the_refinement_the_reader_measures(skewed):
+    """The launcher's compaction measured the refinement once and stored it in both PEs' files:
+    what the reader would measure over the Parquet files, and what open_trace applies."""
+    skewed, _ = skewed
+    trace = open_trace(skewed)
+    stored = [m["clock"].get("refinement") for m in trace.file_metadata]
+    assert stored[0] is not None and stored == [stored[0]] * 2
+    clock = clock_summary(trace.files, trace.file_metadata)
+    measured = measure(trace.sql_files(), file_corrections(trace.files, trace.file_metadata), clock)
+    assert measured == stored[0] == trace.metadata["clock"]["refinement"]
 
 
 # Every message sent on one PE and executed on the other: its execution cannot start before its send.
