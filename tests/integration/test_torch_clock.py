@@ -14,6 +14,8 @@ import pytest
 
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.store import open_trace
+from paradise.store.clock import clock_summary, file_corrections
+from paradise.store.clockrefine import measure
 from tests.conftest import ROOT, bin_path
 
 pytest.importorskip("torch")
@@ -99,3 +101,15 @@ def test_info_shows_the_offsets_and_their_error(skewed):
     text = subprocess.run([bin_path("paradise"), "info", str(out)], capture_output=True, text=True,
                           timeout=TIMEOUT_S).stdout
     assert "clock: ping_min_rtt" in text and "ppm" in text
+
+
+def test_compaction_stored_the_refinement_the_reader_measures(skewed):
+    """`paradise trace torch`'s compaction stored the refinement in both ranks' files (the ranks
+    send no messages: `no_messages`): what the reader would measure, and what open_trace applies."""
+    out, _ = skewed
+    trace = open_trace(out)
+    stored = [m["clock"].get("refinement") for m in trace.file_metadata]
+    clock = clock_summary(trace.files, trace.file_metadata)
+    measured = measure(trace.sql_files(), file_corrections(trace.files, trace.file_metadata), clock)
+    assert stored == [measured] * 2 and measured == trace.metadata["clock"]["refinement"], stored
+    assert measured["status"] == "no_messages"
