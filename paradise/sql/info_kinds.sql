@@ -14,4 +14,4 @@ SELECT kind, count(*) AS events, min(t0) AS t_min, max(coalesce(t1, t0)) AS t_ma
        min(step) AS step_min, max(step) AS step_max, count(DISTINCT pe) AS pes
 FROM events
 GROUP BY kind
-ORDER BY events DESC
+ORDER BY events DESC, kind

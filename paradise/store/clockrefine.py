@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from paradise.errors import NotAParadiseTrace, TruncatedTrace
+from paradise.errors import NotAParadiseTrace, OutOfMemory, TruncatedTrace
 from paradise.store.clock import MAX_OFFSET_NS, Correction, corrected_sql
 
 METHOD = "message_bounds"
@@ -40,6 +40,7 @@ def message_bounds(files: list[str], corrections: dict[str, Correction], memory_
     import duckdb
 
     from paradise.engines.memory import DUCKDB_SHARE, default_memory_limit
+    from paradise.units import binary_size
 
     sql = resources.files("paradise.sql").joinpath(f"{BOUNDS_SQL}.sql").read_text()
     con = duckdb.connect(":memory:")
@@ -54,6 +55,10 @@ def message_bounds(files: list[str], corrections: dict[str, Correction], memory_
         cur = con.execute(f"WITH clock_rows AS ({rows})\n{sql}", {"files": files})
         names = [d[0] for d in cur.description]
         return [dict(zip(names, r)) for r in cur.fetchall()]  # one row per PE pair
+    except duckdb.OutOfMemoryException as exc:
+        raise OutOfMemory(f"{Path(files[0]).parent}: aligning the clocks by the messages needs more memory than "
+                          f"{binary_size(memory_limit or default_memory_limit())} (--memory-limit) allows, even "
+                          f"spilling to disk ({str(exc).splitlines()[0][:120]})") from None
     except duckdb.Error as exc:
         raise TruncatedTrace(f"{Path(files[0]).parent}: unreadable data while aligning clocks "
                              f"({str(exc).splitlines()[0][:120]})") from None

@@ -12,8 +12,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from paradise.errors import ParadiseError
 from paradise.format import OUTPUTS_FILE
-from paradise.format.compact import LOCK_WAIT_S, convert_all, spools
+from paradise.format.compact import LOCK_WAIT_S, SpoolError, convert_all, spools
 from paradise.format.spool_scan import final_metadata, write_messages
 from paradise.store.clock import clock_summary, file_corrections, refinable
 from paradise.store.clockrefine import measure
@@ -22,7 +23,10 @@ from paradise.store.clockrefine import measure
 def compact(directory: str | os.PathLike, *, wait_s: float = LOCK_WAIT_S) -> tuple[int, int]:
     """(spools converted, rows) of a trace directory, each file with the trace's clock refinement
     where its PEs measured offsets."""
-    refinement = refinement_of_spools(Path(directory), wait_s=wait_s)
+    try:
+        refinement = refinement_of_spools(Path(directory), wait_s=wait_s)
+    except (ParadiseError, SpoolError, OSError):  # damaged metadata, a full disk, too little memory:
+        refinement = None  # converted as before, and the reader refuses the damage or measures
     return convert_all(directory, wait_s=wait_s, clock={"refinement": refinement} if refinement else None)
 
 
