@@ -153,13 +153,6 @@ def apply(refinement: dict[str, Any], files: list[str], file_pes: list[Any], cor
     return moved, {**clock, "refinement": refinement, "final_method": f"{clock.get('method')}+{METHOD}"}
 
 
-def refine(files: list[str], file_pes: list[Any], corrections: dict[str, Correction],
-           clock: dict[str, Any], memory_limit: int | None = None) -> tuple[dict[str, Correction], dict[str, Any]]:
-    """The ping corrections moved by the message bounds measured now (a trace without a stored
-    refinement), and the trace's `clock` summary with them (apply)."""
-    return apply(measure(files, corrections, clock, memory_limit), files, file_pes, corrections, clock)
-
-
 STATUSES = ("refined", "no_messages", "inconsistent")
 PE_FIELDS = ("shift_ns", "lo_ns", "hi_ns", "error_ns")
 
@@ -179,6 +172,8 @@ def checked(f: Path, value: Any) -> dict[str, Any]:
         raise bad(f"is not a {METHOD} outcome (an object with a status of {', '.join(STATUSES)})")
     if not all(count(value.get(k)) for k in ("messages", "backward_before", "min_latency_ns")):
         raise bad("counts (messages, backward_before, min_latency_ns) are not whole numbers")
+    if not isinstance(value.get("detail", ""), str):
+        raise bad("detail is not text")
     if value["status"] != "refined":
         return value
     pes = value.get("pes")

@@ -175,6 +175,7 @@ BAD_TRACES = {
     "clock-refinement-shift-outside": _fields(clock=_refined({**_REFINED, "pes": {"1": {**_SHIFT, "lo_ns": 50}}})),
     "clock-refinement-pe-name": _fields(clock=_refined({**_REFINED, "pes": {"one": _SHIFT}})),
     "clock-refinement-no-pes": _fields(clock=_refined({**_REFINED, "pes": {}})),
+    "clock-refinement-detail-list": _fields(clock=_refined({**_REFINED, "status": "inconsistent", "detail": [1]})),
     "dir-named-parquet": _dir_named_parquet,
     "truncated": _truncated,
     "empty-file": lambda d: (d / R).write_bytes(b""),
