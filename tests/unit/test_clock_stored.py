@@ -13,6 +13,7 @@ import subprocess
 import pyarrow.parquet as pq
 import pytest
 
+from paradise.cli.merge import merge_trace
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.errors import NotAParadiseTrace, OutOfMemory
 from paradise.format import META_KEY, row_tuple
@@ -156,3 +157,25 @@ def test_measuring_at_read_keeps_to_the_memory_limit(tmp_path):
     with pytest.raises(OutOfMemory, match="older: aligning the clocks by the messages needs more memory than 64"):
         open_trace(older, memory_limit=64 << 10)
     assert open_trace(spooled, memory_limit=64 << 10).metadata["clock"] == open_trace(older).metadata["clock"]
+
+
+def test_a_reader_converting_leftover_spools_stores_the_refinement(tmp_path):
+    """A killed launcher left the spools: the first read converts them, and stores the refinement
+    (what the launcher would have) for the reads after it."""
+    left = tmp_path / "left"
+    for pe, rows in _rows(MESSAGES).items():
+        _spool(left, pe, rows, _clock(pe, *PING.get(pe, (0, 0))))
+    first = open_trace(left)
+    assert _stored(left) == [first.metadata["clock"]["refinement"]] * 3
+    assert first.metadata["clock"]["refinement"]["status"] == "refined"
+
+
+def test_merge_of_a_stored_trace_keeps_it_without_measuring(tmp_path, monkeypatch):
+    spooled, older = _both(tmp_path)
+    expected = open_trace(older)
+    _no_measure(monkeypatch)
+    out = merge_trace(spooled, tmp_path / "m.parquet")
+    merged = open_trace(out)
+    assert merged.metadata["clock"]["refinement"] == expected.metadata["clock"]["refinement"]
+    with DuckDBEngine(merged) as a, DuckDBEngine(expected) as b:
+        assert a.sql(EVENTS).to_pylist() == b.sql(EVENTS).to_pylist()
