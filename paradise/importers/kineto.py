@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from paradise.errors import ImportFormatError, OutputUnwritable
-from paradise.format import LOW_CARDINALITY_STRINGS, SCHEMA, conform, make_metadata
+from paradise.format import LOW_CARDINALITY_STRINGS, MAX_PES, SCHEMA, conform, make_metadata
 from paradise.format.order import time_ordered
 from paradise.importers import ProgressCallback, Sources, regular_file, source_paths
 from paradise.importers.kineto_arrow import from_numpy, to_numpy, validity
@@ -55,8 +55,8 @@ OUT_ROW_GROUP = 64 * 1024
 MSG_RANK_SHIFT = 1 << 40
 """msg = rank * 2**40 + correlation id: unique across ranks (CUPTI ids are 32-bit); the raw id
 stays in args.correlation."""
-MAX_RANK = (1 << 22) - 1
-"""Largest rank whose packed msg still fits int64."""
+MAX_RANK = MAX_PES - 1
+"""Largest rank: a PE of the trace (its packed msg fits int64)."""
 
 
 PARALLEL_MIN_BYTES = 64 << 20

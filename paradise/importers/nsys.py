@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from paradise.errors import ImportFormatError, OutputUnwritable
-from paradise.format import SCHEMA, make_metadata
+from paradise.format import MAX_PES, SCHEMA, make_metadata
 from paradise.format.arrays import nulls
 from paradise.format.order import NotInTimeOrder, merge_time_ordered, time_ordered
 from paradise.importers import ProgressCallback, Sources, regular_file, source_paths
@@ -50,7 +50,8 @@ from paradise.store.output import check_output, disk_full, scratch_dir
 
 DEFAULT_STEP_PATTERN = r"ProfilerStep#(\d+)"
 """NVTX ranges whose whole name matches are steps (the PyTorch profiler's step ranges); the group is N."""
-MAX_RANK = (1 << 22) - 1
+MAX_RANK = MAX_PES - 1
+"""Largest rank: a PE of the trace."""
 OUT_ROW_GROUP = 64 * 1024
 DICT_COLUMNS = ["kind", "cat", "name", "pe", "tid", "bytes", "step", "stream", "peer_pe"]
 """Dictionary-encoded in the file: the strings with few distinct values and the integer columns

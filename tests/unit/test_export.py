@@ -203,10 +203,21 @@ def test_projections_round_trip_of_names_with_line_separators_and_any_index(tmp_
 def test_projections_pe_count_is_one_the_importer_reads_or_refused(tmp_path):
     from types import SimpleNamespace
 
-    from paradise.errors import OutputUnwritable
-    from paradise.importers._projections_parse import MAX_PES
+    from paradise.errors import ImportFormatError, OutputUnwritable
+    from paradise.format import MAX_PES
+    from paradise.importers._projections_parse import read_sts
 
-    assert projections.MAX_PES == MAX_PES
-    assert projections.export_pes(SimpleNamespace(metadata={"pes": MAX_PES}, path=tmp_path), [0, 1]) == MAX_PES
-    with pytest.raises(OutputUnwritable, match=f"at most {MAX_PES}"):
-        projections.export_pes(SimpleNamespace(metadata={"pes": 1 << 22}, path=tmp_path), [0, 1])
+    def pes(meta: int, written: list[int]) -> int:
+        return projections.export_pes(SimpleNamespace(metadata={"pes": meta}, path=tmp_path), written)
+
+    assert MAX_PES == 1 << 22  # as many PEs as a trace may hold (store.validate): 2**22, not 2**22 - 1
+    assert pes(MAX_PES, [0, 1]) == pes(2, [MAX_PES - 1]) == MAX_PES
+    for meta, written in ((MAX_PES + 1, [0, 1]), (2, [MAX_PES])):
+        with pytest.raises(OutputUnwritable, match=f"at most {MAX_PES}"):
+            pes(meta, written)
+    sts = tmp_path / "p.sts"  # the importer reads what the export may write, and no more
+    sts.write_text(f"VERSION 11.0\nPROCESSORS {MAX_PES}\nTOTAL_CHARES 0\nTOTAL_EPS 0\nEND\n")
+    assert read_sts(sts).pes == MAX_PES
+    sts.write_text(f"VERSION 11.0\nPROCESSORS {MAX_PES + 1}\nTOTAL_CHARES 0\nTOTAL_EPS 0\nEND\n")
+    with pytest.raises(ImportFormatError, match=f"between 1 and {MAX_PES} PEs"):
+        read_sts(sts)
