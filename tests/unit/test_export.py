@@ -88,6 +88,48 @@ def test_chrome_round_trip(tmp_path, which, suffix):
         assert kern and all(lanes[k] == "stream 7" for k in kern)
 
 
+def test_chrome_lanes_of_every_kind_of_row(tmp_path):
+    """Each record's tid, and the thread_name records' lanes, are the row's lane as computed here
+    from its kind, stream and tid (the one definition: events_lane.sql)."""
+    from builders import TraceBuilder
+
+    def lane(kind: str, stream: int | None, tid: int | None) -> int:
+        special = {"step": 2_000_000_001, "phase": 2_000_000_001, "collective": 2_000_000_002,
+                   "checkpoint": 2_000_000_003, "restore": 2_000_000_003}
+        if kind in special:
+            return special[kind]
+        if stream is not None:
+            return 1_000_000_000 + stream % 10**9
+        if tid is None:
+            return 0
+        return tid if 0 <= tid < 10**9 else 3_000_000_000 + tid % 10**9
+
+    b = TraceBuilder(pes=1, source="torch")
+    b.exec(0, 10, 20, "cpu_op", tid=7)
+    b.exec(0, 30, 40, "no_tid")
+    b.exec(0, 50, 60, "handle_op", tid=139_872_349_872_349)
+    b.exec(0, 70, 80, "negative_tid", tid=-5)
+    b.exec(0, 90, 100, "sgemm_kernel", stream=(1 << 31) - 1, cat="kernel")
+    b.step(0, 0, 5, 200)
+    b.add(0, "phase", 10, 90, name="forward")
+    b.collective(0, "allreduce", 110, 150, nbytes=64)
+    b.add(0, "checkpoint", 160, 170, name="save")
+    b.add(0, "restore", 175, 180, name="load")
+    b.add(0, "mark", 185, None, name="mark", tid=3)
+    path = b.write(tmp_path / "lanes")
+    out = tmp_path / "lanes.json"
+    handle = open_trace(path)
+    with DuckDBEngine(handle) as eng:
+        chrome.export(eng, handle, out)
+    ev = read_chrome(out)["traceEvents"]
+    rows = pq.read_table(sorted(path.glob("*.parquet")), columns=["kind", "name", "stream", "tid"]).to_pylist()
+    want = {(r["name"], lane(r["kind"], r["stream"], r["tid"])) for r in rows}
+    got = {(e["name"], e["tid"]) for e in ev if e["ph"] in ("X", "i")}
+    assert got == want and len(want) == 11
+    named = {e["tid"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert named == {t for _, t in want}
+
+
 def test_chrome_launch_flows_on_a_real_kineto_trace(real_data, tmp_path):
     from paradise.importers.kineto import import_trace as import_kineto
 
