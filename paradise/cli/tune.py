@@ -170,29 +170,51 @@ def _guard(fn: Any) -> Any:
         raise typer.Exit(128 + exc.signum) from None
 
 
+class Opt:
+    """The options `tune charm` and `tune torch` share (one definition each)."""
+
+    OUT = typer.Option(..., "-o", "--out", help="Tune folder (tune.json, best/, tune.html, runs).")
+    ROUNDS = typer.Option(5, "--rounds", help=H_ROUNDS)
+    ITERATIONS = typer.Option(3, "--iterations", help="Most iterations (trace, analyze, trial).")
+    BUDGET = typer.Option(30.0, "--budget-min", help="Stop when the runs have taken this many minutes.")
+    CONFIDENCE = typer.Option(0.99, "--confidence", help=H_CONF)
+    CHECK = typer.Option(None, "--check", help=H_CHECK)
+    TIME_REGEX = typer.Option(None, "--time-regex", help=H_TIME)
+    TIME_UNIT = typer.Option("s", "--time-unit", help="Unit of --time-regex's number: s, ms, us or ns.")
+    TIMEOUT = typer.Option(None, "--timeout", help=H_TIMEOUT)
+    FORCE = typer.Option(False, "--force", help="Start over in a folder that holds another tune.")
+    JSON = typer.Option(False, "--json", help="Print tune.json instead of the table.")
+
+
+def _tune(runtime: str, program: Path, app_args: list[str] | None, procs: int, out: Path, as_json: bool,
+          **opts: Any) -> None:
+    """Runs the tune (run(), resumable on a signal) and prints its table or tune.json."""
+    data = _guard(lambda: run(runtime, program, list(app_args or []), procs, out, **opts))
+    _finish(data, out, as_json)
+
+
 @app.command("charm", context_settings=CONTEXT)
 def charm_cmd(
     program: Path = typer.Argument(..., help="The charm4py program (APP.py)."),
     app_args: list[str] = typer.Argument(None, help="Arguments passed to the program."),
     pes: int = typer.Option(2, "--pes", "-p", help="Number of PEs (charmrun +pN)."),
-    out: Path = typer.Option(..., "-o", "--out", help="Tune folder (tune.json, best/, tune.html, runs)."),
-    rounds: int = typer.Option(5, "--rounds", help=H_ROUNDS),
-    iterations: int = typer.Option(3, "--iterations", help="Most iterations (trace, analyze, trial)."),
-    budget_min: float = typer.Option(30.0, "--budget-min", help="Stop when the runs have taken this many minutes."),
-    confidence: float = typer.Option(0.99, "--confidence", help=H_CONF),
-    check: str = typer.Option(None, "--check", help=H_CHECK),
-    time_regex: str = typer.Option(None, "--time-regex", help=H_TIME),
-    time_unit: str = typer.Option("s", "--time-unit", help="Unit of --time-regex's number: s, ms, us or ns."),
+    out: Path = Opt.OUT,
+    rounds: int = Opt.ROUNDS,
+    iterations: int = Opt.ITERATIONS,
+    budget_min: float = Opt.BUDGET,
+    confidence: float = Opt.CONFIDENCE,
+    check: str = Opt.CHECK,
+    time_regex: str = Opt.TIME_REGEX,
+    time_unit: str = Opt.TIME_UNIT,
     kinds: str = typer.Option(None, "--kinds", help="Comma-separated kinds to try (mapping, comm); default all."),
-    timeout: float = typer.Option(None, "--timeout", help=H_TIMEOUT),
-    force: bool = typer.Option(False, "--force", help="Start over in a folder that holds another tune."),
-    as_json: bool = typer.Option(False, "--json", help="Print tune.json instead of the table."),
+    timeout: float = Opt.TIMEOUT,
+    force: bool = Opt.FORCE,
+    as_json: bool = Opt.JSON,
 ) -> None:
     """Tune a charm4py program: options go before APP.py; the rest is the program's."""
-    data = _guard(lambda: run("charm", program, list(app_args or []), pes, out, rounds=rounds, confidence=confidence,
-                              iterations=iterations, budget_min=budget_min, check=check, time_regex=time_regex,
-                              time_unit=time_unit, kinds=kinds, force=force, timeout=timeout))
-    _finish(data, out, as_json)
+    _tune("charm", program, app_args, pes, out, as_json, rounds=rounds, confidence=confidence, iterations=iterations,
+          budget_min=budget_min, check=check, time_regex=time_regex, time_unit=time_unit, kinds=kinds, force=force,
+          timeout=timeout)
 
 
 @app.command("torch", context_settings=CONTEXT)
@@ -200,20 +222,19 @@ def torch_cmd(
     script: Path = typer.Argument(..., help="The DDP training script."),
     app_args: list[str] = typer.Argument(None, help="Arguments passed to the script."),
     nproc: int = typer.Option(2, "--nproc", help="Ranks (torchrun --nproc-per-node)."),
-    out: Path = typer.Option(..., "-o", "--out", help="Tune folder (tune.json, best/, tune.html, runs)."),
-    rounds: int = typer.Option(5, "--rounds", help=H_ROUNDS),
-    iterations: int = typer.Option(3, "--iterations", help="Most iterations (trace, analyze, trial)."),
-    budget_min: float = typer.Option(30.0, "--budget-min", help="Stop when the runs have taken this many minutes."),
-    confidence: float = typer.Option(0.99, "--confidence", help=H_CONF),
-    check: str = typer.Option(None, "--check", help=H_CHECK),
-    time_regex: str = typer.Option(None, "--time-regex", help=H_TIME),
-    time_unit: str = typer.Option("s", "--time-unit", help="Unit of --time-regex's number: s, ms, us or ns."),
-    timeout: float = typer.Option(None, "--timeout", help=H_TIMEOUT),
-    force: bool = typer.Option(False, "--force", help="Start over in a folder that holds another tune."),
-    as_json: bool = typer.Option(False, "--json", help="Print tune.json instead of the table."),
+    out: Path = Opt.OUT,
+    rounds: int = Opt.ROUNDS,
+    iterations: int = Opt.ITERATIONS,
+    budget_min: float = Opt.BUDGET,
+    confidence: float = Opt.CONFIDENCE,
+    check: str = Opt.CHECK,
+    time_regex: str = Opt.TIME_REGEX,
+    time_unit: str = Opt.TIME_UNIT,
+    timeout: float = Opt.TIMEOUT,
+    force: bool = Opt.FORCE,
+    as_json: bool = Opt.JSON,
 ) -> None:
     """Tune a PyTorch DDP script under torchrun (the DDP bucket size; checkpoint policy as information)."""
-    data = _guard(lambda: run("torch", script, list(app_args or []), nproc, out, rounds=rounds, confidence=confidence,
-                              iterations=iterations, budget_min=budget_min, check=check, time_regex=time_regex,
-                              time_unit=time_unit, kinds=None, force=force, timeout=timeout))
-    _finish(data, out, as_json)
+    _tune("torch", script, app_args, nproc, out, as_json, rounds=rounds, confidence=confidence, iterations=iterations,
+          budget_min=budget_min, check=check, time_regex=time_regex, time_unit=time_unit, kinds=None, force=force,
+          timeout=timeout)

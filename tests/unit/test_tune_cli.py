@@ -26,6 +26,34 @@ def test_bad_options_are_one_line(cli, tmp_path, opts, why):
     assert not (tmp_path / "t").exists()
 
 
+@pytest.mark.parametrize(("opts", "why"), [
+    (["--rounds", "101"], "--rounds: 101 is out of range (2..100)"),
+    (["--iterations", "0"], "--iterations: 0 is out of range (1..20)"),
+    (["--confidence", "1"], "--confidence: 1 is out of range"),
+    (["--time-unit", "h"], "--time-unit 'h': one of s, ms, us, ns"),
+    (["--nproc", "0"], "--nproc: 0 is out of range"),
+])
+def test_torch_takes_the_shared_options(cli, tmp_path, opts, why):
+    rc, out, err = cli("tune", "torch", "-o", tmp_path / "t", *opts, APP)
+    assert rc == 2 and err.count("\n") == 1 and why in err, err
+    assert not (tmp_path / "t").exists()
+
+
+def test_charm_and_torch_describe_their_shared_options_alike():
+    from typer.main import get_command
+
+    from paradise.cli.tune import app
+
+    group = get_command(app)
+    helps = [{name: (o.help, o.default) for o in group.commands[c].params for name in o.opts if name.startswith("--")}
+             for c in ("charm", "torch")]
+    shared = helps[0].keys() & helps[1].keys()
+    assert shared >= {"--out", "--rounds", "--iterations", "--budget-min", "--confidence", "--check", "--time-regex",
+                      "--time-unit", "--timeout", "--force", "--json"}
+    assert all(helps[0][k] == helps[1][k] for k in shared)
+    assert helps[0].keys() - shared == {"--pes", "--kinds"} and helps[1].keys() - shared == {"--nproc"}
+
+
 def test_a_folder_it_did_not_write_is_refused(cli, tmp_path):
     (tmp_path / "t").mkdir()
     (tmp_path / "t" / "notes.txt").write_text("mine")
