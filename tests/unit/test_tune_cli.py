@@ -11,30 +11,22 @@ import pytest
 APP = Path(__file__).resolve().parents[2] / "examples" / "stencil2d.py"
 
 
-@pytest.mark.parametrize(("opts", "why"), [
-    (["--rounds", "1"], "--rounds: 1 is out of range (2..100)"),
-    (["--rounds", "4", "--confidence", "0.95", "--check", "("], "--check '(': not a regular expression"),
-    (["--time-regex", "elapsed_s=[0-9.]+"], "needs a group around the number"),
-    (["--kinds", "mapping,schedule"], "--kinds 'mapping,schedule': choose from mapping, comm, ddp"),
-    (["--pes", "0"], "--pes: 0 is out of range"),
-    (["--budget-min", "nan"], "--budget-min: nan is out of range"),
-    (["--time-unit", "h"], "--time-unit 'h': one of s, ms, us, ns"),
+@pytest.mark.parametrize(("runtime", "opts", "why"), [
+    ("charm", ["--rounds", "1"], "--rounds: 1 is out of range (2..100)"),
+    ("charm", ["--rounds", "4", "--confidence", "0.95", "--check", "("], "--check '(': not a regular expression"),
+    ("charm", ["--time-regex", "elapsed_s=[0-9.]+"], "needs a group around the number"),
+    ("charm", ["--kinds", "mapping,schedule"], "--kinds 'mapping,schedule': choose from mapping, comm, ddp"),
+    ("charm", ["--pes", "0"], "--pes: 0 is out of range"),
+    ("charm", ["--budget-min", "nan"], "--budget-min: nan is out of range"),
+    ("charm", ["--time-unit", "h"], "--time-unit 'h': one of s, ms, us, ns"),
+    ("torch", ["--rounds", "101"], "--rounds: 101 is out of range (2..100)"),  # torch takes the shared options
+    ("torch", ["--iterations", "0"], "--iterations: 0 is out of range (1..20)"),
+    ("torch", ["--confidence", "1"], "--confidence: 1 is out of range"),
+    ("torch", ["--time-unit", "h"], "--time-unit 'h': one of s, ms, us, ns"),
+    ("torch", ["--nproc", "0"], "--nproc: 0 is out of range"),
 ])
-def test_bad_options_are_one_line(cli, tmp_path, opts, why):
-    rc, out, err = cli("tune", "charm", "-o", tmp_path / "t", *opts, APP)
-    assert rc == 2 and err.count("\n") == 1 and why in err, err
-    assert not (tmp_path / "t").exists()
-
-
-@pytest.mark.parametrize(("opts", "why"), [
-    (["--rounds", "101"], "--rounds: 101 is out of range (2..100)"),
-    (["--iterations", "0"], "--iterations: 0 is out of range (1..20)"),
-    (["--confidence", "1"], "--confidence: 1 is out of range"),
-    (["--time-unit", "h"], "--time-unit 'h': one of s, ms, us, ns"),
-    (["--nproc", "0"], "--nproc: 0 is out of range"),
-])
-def test_torch_takes_the_shared_options(cli, tmp_path, opts, why):
-    rc, out, err = cli("tune", "torch", "-o", tmp_path / "t", *opts, APP)
+def test_bad_options_are_one_line(cli, tmp_path, runtime, opts, why):
+    rc, out, err = cli("tune", runtime, "-o", tmp_path / "t", *opts, APP)
     assert rc == 2 and err.count("\n") == 1 and why in err, err
     assert not (tmp_path / "t").exists()
 
