@@ -98,7 +98,7 @@ def main() -> None:
     ap.add_argument("--memory-limit", default=None)
     args = ap.parse_args()
     patch()
-    from paradise.engines.memory import parse_size
+    from paradise.memory import parse_size
     from paradise.run import analyze_run, open_run
 
     limit = parse_size(args.memory_limit) if args.memory_limit else None

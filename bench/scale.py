@@ -47,7 +47,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from paradise.engines.memory import parse_size  # noqa: E402
+from paradise.memory import parse_size  # noqa: E402
 
 BIN = Path(sys.executable).parent
 BYTES_PER_ROW = 16
@@ -236,7 +236,7 @@ def scan_cmd(path: Path) -> list[str]:
 
 
 def floor_cmd(path: Path) -> list[str]:
-    from paradise.engines.memory import DUCKDB_SHARE, default_memory_limit
+    from paradise.memory import DUCKDB_SHARE, default_memory_limit
 
     files = trace_files(path)
     limit = parse_size(MEMORY_LIMIT[1]) if MEMORY_LIMIT else default_memory_limit()

@@ -140,7 +140,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Classify a trace's characteristics, print the report, and optionally write hints."""
         from paradise.analyses.base import AnalysisConfig
-        from paradise.engines.memory import parse_size
+        from paradise.memory import parse_size
 
         names = select_analyses(only)
         check_analyze_options(top=top, mtbf_hours=mtbf_hours, gpus=gpus, scheduler=scheduler, workers=workers)

@@ -97,7 +97,7 @@ def register(app: typer.Typer) -> None:
         """Write one self-contained HTML report that works offline.
 
         It shows utilization, timeline, communication, training, hints, and every characteristic with its evidence."""
-        from paradise.engines.memory import parse_size
+        from paradise.memory import parse_size
         from paradise.store import open_trace
         from paradise.store.output import atomic_output, check_output
 

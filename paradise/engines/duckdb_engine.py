@@ -1,6 +1,6 @@
 """The embedded default engine: DuckDB streaming SQL over the trace's Parquet files.
 
-DuckDB runs under a memory limit (DUCKDB_SHARE of the analysis' budget, paradise.engines.memory)
+DuckDB runs under a memory limit (DUCKDB_SHARE of the analysis' budget, paradise.memory)
 and spills joins, sorts and aggregations that need more into a temporary directory of its own,
 removed on close; a query that cannot finish even so raises OutOfMemory with what to do instead.
 """
@@ -20,9 +20,9 @@ import duckdb
 import pyarrow as pa
 
 from paradise.engines import load_sql
-from paradise.engines.memory import DUCKDB_SHARE, default_memory_limit
 from paradise.errors import OutOfMemory, TruncatedTrace, disk_full
 from paradise.format import ADDED_COLUMNS, SCHEMA
+from paradise.memory import DUCKDB_SHARE, default_memory_limit
 from paradise.store import TraceHandle
 from paradise.store.clock import corrected_sql
 from paradise.units import binary_size

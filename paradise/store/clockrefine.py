@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from paradise.errors import NotAParadiseTrace, OutOfMemory, TruncatedTrace
+from paradise.memory import DUCKDB_SHARE, default_memory_limit
 from paradise.store.clock import MAX_OFFSET_NS, Correction, corrected_sql
 
 METHOD = "message_bounds"
@@ -39,7 +40,6 @@ def message_bounds(files: list[str], corrections: dict[str, Correction], memory_
     of the default budget) and spills into a temporary directory of its own."""
     import duckdb
 
-    from paradise.engines.memory import DUCKDB_SHARE, default_memory_limit
     from paradise.units import binary_size
 
     sql = resources.files("paradise.sql").joinpath(f"{BOUNDS_SQL}.sql").read_text()

@@ -21,9 +21,9 @@ from paradise.cli.main import app
 from paradise.engines import dask_engine as de
 from paradise.engines.dask_engine import DaskEngine
 from paradise.engines.duckdb_engine import DuckDBEngine
-from paradise.engines.memory import parse_size
 from paradise.errors import EngineUnavailable, InvalidOption, OutOfMemory
 from paradise.events import critpath, execgraph, graphread
+from paradise.memory import parse_size
 from paradise.store import open_trace
 from paradise.synth import synth
 from paradise.synth.charm import PATTERNS

@@ -118,3 +118,12 @@ def test_no_analysis_opens_a_database_of_its_own() -> None:
 def test_the_cli_holds_no_sql() -> None:
     found = {f: hits for f, src in _sources("paradise/cli").items() if (hits := sql_in(src))}
     assert found == {}
+
+
+def test_the_bottom_imports_nothing_above_it() -> None:
+    """The trace format imports no other paradise package; the store only the format and the
+    bottom modules (errors, units, the memory budget): engines, the event layer and everything
+    above read traces through the store, never the other way round."""
+    assert _offending("paradise/format", ("paradise",), ("paradise.format",)) == []
+    assert _offending("paradise/store", ("paradise",), ("paradise.format", "paradise.store", "paradise.errors",
+                                                       "paradise.units", "paradise.memory")) == []

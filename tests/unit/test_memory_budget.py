@@ -8,14 +8,14 @@ import sys
 
 import pytest
 
-from paradise.engines.memory import MAX_BYTES, parse_size, physical_memory
 from paradise.errors import InvalidOption
+from paradise.memory import MAX_BYTES, parse_size, physical_memory
 
 
 def test_default_budget_under_an_address_space_limit():
     limit = 3 << 30
     code = (f"import resource; resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit})); "
-            "from paradise.engines.memory import default_memory_limit; print(default_memory_limit())")
+            "from paradise.memory import default_memory_limit; print(default_memory_limit())")
     budget = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
     assert budget <= limit // 2 < physical_memory() // 2
 

@@ -10,8 +10,8 @@ import duckdb
 import pytest
 from builders import charm_like
 
-from paradise.engines.memory import parse_size
 from paradise.errors import TruncatedTrace
+from paradise.memory import parse_size
 from paradise.run import analyze_run, open_run
 
 
