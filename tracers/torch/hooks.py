@@ -30,6 +30,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from tracers.torch import clock
 from tracers.torch.ddp import attach, install_ddp
+from tracers.torch.native import clock_arg, compiled
 from tracers.torch.patching import (
     attached,
     end_on_completion,
@@ -42,7 +43,19 @@ from tracers.torch.patching import (
     patches,
 )
 from tracers.torch.steprows import BUCKET_WIDTH
-from tracers.torch.tracer import BUCKETS_MAX, BYTES, CAT, DTYPE, GROUP, GSIZE, PHASES_MAX, STEP, T1, Tracer
+from tracers.torch.tracer import (
+    BUCKETS_MAX,
+    BYTES,
+    CAT,
+    DTYPE,
+    FLUSH_STEPS,
+    GROUP,
+    GSIZE,
+    PHASES_MAX,
+    STEP,
+    T1,
+    Tracer,
+)
 
 # (function name, index of the payload argument, keyword of it); None = no payload.
 COLLECTIVES: tuple[tuple[str, int | None, str | None], ...] = (
@@ -137,6 +150,10 @@ def _install_backward(tr: Tracer) -> None:
     read, base = clock.reader(tr)
     phases, buckets, launched = tr._phases, tr._buckets, tr.launched
     overflow = tr.phases_overflow
+    if tr.native is not None:  # the same, compiled (tracers/torch/_hooks.c)
+        patch(torch.autograd, "backward", tr.native.backward(
+            tr, orig_backward, clock_arg(read), base, phases, buckets, launched, PHASES_MAX, BUCKETS_MAX, overflow))
+        return
 
     def backward(*args: Any, **kwargs: Any) -> Any:
         t0 = read() - base
@@ -191,12 +208,15 @@ def _install_optimizer(tr: Tracer) -> None:
     read, t_base = clock.reader(tr)
     phases, modules, end_step = tr._phases, sys.modules, tr.end_step
 
+    def first_number(opt: Any) -> int:
+        own = _state_step(opt)
+        return tr._counter if own is None else own
+
     def pre(opt: Any, args: Any, kwargs: Any) -> None:
         key = id(opt)
         n = base.get(key)
         if n is None:
-            own = _state_step(opt)
-            n = tr._counter if own is None else own
+            n = first_number(opt)
         base[key] = n + 1
         pending[key] = (read() - t_base, n)
 
@@ -217,6 +237,11 @@ def _install_optimizer(tr: Tracer) -> None:
         return result
 
     patch(torch.optim.Optimizer, "load_state_dict", load_state_dict)
+    if tr.native is not None:  # the same two hooks, compiled (tracers/torch/_hooks.c)
+        clk = clock_arg(read)
+        pre = tr.native.optimizer_pre(tr, clk, t_base, base, pending, first_number)
+        post = tr.native.optimizer_post(tr, clk, t_base, pending, phases, tr._buckets, tr._chunks, FLUSH_STEPS,
+                                        install_dcp)
     handles.append(optim_mod.register_optimizer_step_pre_hook(pre))
     handles.append(optim_mod.register_optimizer_step_post_hook(post))
 
@@ -402,6 +427,7 @@ def install(tr: Tracer, modules: Iterable[DistributedDataParallel] = ()) -> None
     if installed.tracer is not None:
         raise RuntimeError("tracers.torch.hooks: already installed (uninstall() first)")
     installed.tracer = tr
+    tr.native, tr.recorder_kind = compiled()
     c10d = dist.distributed_c10d
     for name, idx, key in COLLECTIVES:
         orig = getattr(c10d, name, None)

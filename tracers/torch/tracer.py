@@ -145,6 +145,8 @@ class Tracer:
         self.launched: list[Any] = []
         self.ddp_watches: list[Any] = []  # tracers.torch.buckets.BucketWatch of DDP modules with hooked buckets
         self.dcp_installed = False
+        self.native: Any = None  # the compiled hooks' module when they record (tracers.torch.native; set by install)
+        self.recorder_kind = "python"
         self.step_callbacks: list[Any] = []  # called after each step row (e.g. profiler.step)
         self._flushed_at = self.now()  # trace time of the last flush (Tracer.flush)
         self.write(self.new_row("mark", "trace_start", self.now(), None))
