@@ -1,60 +1,88 @@
-/* The torch tracer's per-step hooks as compiled callables (tracers/torch/native.py chooses them).
+/* The torch tracer's per-step recorder and hooks, compiled (tracers/torch/native.py chooses them).
 
-Each one does what its Python twin in tracers/torch (hooks.py, ddp.py, buckets.py) does, on the
-same objects: it reads the clock, appends its values to the tracer's flat lists (Tracer._phases,
-_buckets, launched, _chunks) and sets the tracer's step state (step_start, fwd_end, ...), so both
-give the same rows. What a step pays is then C calls, no Python frame: a cold Python frame costs
-microseconds after the training step has evicted its code. Rare paths (a failure, a step that is
-not the plain case, a flush, the first step of an optimizer) call the tracer's Python methods.
+A training step's hooks touch only this file's small structs: a `Rec` holds the tracer's step state
+(step_start, fwd_end, ... as C ints, which tracers.torch.native.NativeTracer exposes as the Tracer's
+attributes) and a preallocated buffer of fixed-size records (phase, bucket, step end: 4 int64 each).
+The Python tracer's flat lists (Tracer._phases, _buckets, _chunks, which the flush packs) receive
+the records only when Python reads them (`Rec.drain`, called by NativeTracer before every method
+that does) or when the buffer is full, so the rows are the ones the Python hooks (hooks.py, ddp.py,
+buckets.py) append. A cold hook pays for every cache line and page it touches, so a step touches
+few: no Python frame, no attribute dictionary, no int object per value.
 
-Kinds: forward (wraps DistributedDataParallel.forward, binds like a function), backward (wraps
-torch.autograd.backward), optimizer pre / post hooks, a DDP bucket's gradient hook. */
+Rare paths call the tracer's Python methods: a failure, a step end that is not the plain case
+(rows of the program's own, step callbacks, explicit steps, no start), a flush, an optimizer's
+first step, a module whose buckets are not hooked yet. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#include <limits.h>
 #include <time.h>
 
+#define NONE LLONG_MIN
 enum { K_FORWARD, K_BACKWARD, K_PRE, K_POST, K_BUCKET };
+enum { R_PHASE, R_BUCKET, R_CHUNK };
+enum { P_FORWARD, P_LOSS, P_BACKWARD, P_OPTIMIZER };
+#define REC_WIDTH 4
+#define REC_CAP 1024
 
-static PyObject *S_dict, *S_buckets_attr, *S_forward_seen, *S_step_start, *S_fwd_end, *S_last_launch,
-    *S_ready, *S_active, *S_tries, *S_try_install, *S_require_sync, *S_explicit, *S_closed, *S_buffer,
-    *S_inflight, *S_auto_io, *S_callbacks, *S_prev_end, *S_flushed_at, *S_interval, *S_counter, *S_step,
-    *S_dcp_installed, *S_dcp_module, *S_failure, *S_end_step, *S_flush, *S_forward, *S_loss, *S_backward,
-    *S_optimizer, *S_name;
+static PyObject *S_dict, *S_buckets_attr, *S_ready, *S_active, *S_tries, *S_try_install, *S_require_sync,
+    *S_dcp_module, *S_flush, *S_overflow, *S_name, *S_phase_names[4];
+
+typedef struct {
+    PyObject_HEAD
+    /* step state (NONE: None) */
+    long long step_start, fwd_end, last_launch, prev_end, flushed_at, interval, counter, step;
+    int forward_seen, explicit_steps, closed, slow, dcp_installed;
+    /* clock: None = CLOCK_REALTIME (time.time_ns), else a callable; trace time = clock - base */
+    PyObject *clock;
+    long long base;
+    /* records not yet in the tracer's lists, and bucket launches of the backward in progress */
+    long long ev[REC_CAP * REC_WIDTH];
+    Py_ssize_t nev;
+    long long *launch;  /* (t0, bucket id) pairs */
+    Py_ssize_t nlaunch, lcap;
+    PyObject *rests;    /* bucket id -> (None, k, bytes, dtype, group, group_size) */
+    PyObject *tr, *phases, *buckets, *chunks, *callbacks;
+    Py_ssize_t phases_max, buckets_max, flush_steps;
+    /* the optimizer of the last step: its next number, and its pending pre hook */
+    PyObject *opt;
+    long long opt_next, pend_t0, pend_n;
+    int pending;
+} Rec;
 
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
     int kind;
-    PyObject *tr;        /* the Tracer */
-    PyObject *wrapped;   /* forward / backward: the torch function called inside */
-    PyObject *clock;     /* None: CLOCK_REALTIME (time.time_ns); else a callable returning ns */
-    long long base;      /* subtracted from the clock: trace time */
-    PyObject *phases, *buckets, *launched, *chunks;  /* the tracer's flat lists */
-    PyObject *table;     /* pre: id(optimizer) -> number of its next step; bucket: the DDP module */
-    PyObject *pending;   /* pre / post: id(optimizer) -> (t0, step number); bucket: the row's rest */
-    PyObject *slow;      /* pre: first_number(opt); post: install_dcp(tr); forward/backward: phases_overflow */
-    Py_ssize_t phases_max, buckets_max, flush_steps, max_tries;
+    Rec *rec;
+    PyObject *wrapped;  /* forward / backward: the torch function called inside */
+    PyObject *fn;       /* pre: first_number(opt); post: install_dcp(tr) */
+    PyObject *table;    /* pre: id(optimizer) -> number of its next step; bucket: the module's __dict__ */
+    PyObject *module;   /* bucket: the DDP module; forward: the last module whose buckets are hooked */
+    long long id;       /* bucket: its id in rec->rests */
+    Py_ssize_t max_tries;
 } Hook;
 
-static int read_clock(Hook *h, long long *out) {
-    if (h->clock == Py_None) {
+static int read_clock(Rec *r, long long *out) {
+    if (r->clock == Py_None) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        *out = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec - h->base;
+        *out = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec - r->base;
         return 0;
     }
-    PyObject *r = PyObject_CallNoArgs(h->clock);
-    if (r == NULL) return -1;
-    long long v = PyLong_AsLongLong(r);
-    Py_DECREF(r);
-    if (v == -1 && PyErr_Occurred()) return -1;
-    *out = v - h->base;
+    PyObject *v = PyObject_CallNoArgs(r->clock);
+    if (v == NULL) return -1;
+    long long x = PyLong_AsLongLong(v);
+    Py_DECREF(v);
+    if (x == -1 && PyErr_Occurred()) return -1;
+    *out = x - r->base;
     return 0;
 }
 
-static int append_ll(PyObject *list, long long v) {
+/* --- records into the tracer's lists ------------------------------------------------------- */
+
+static int list_add_ll(PyObject *list, long long v) {
     PyObject *o = PyLong_FromLongLong(v);
     if (o == NULL) return -1;
     int rc = PyList_Append(list, o);
@@ -62,149 +90,273 @@ static int append_ll(PyObject *list, long long v) {
     return rc;
 }
 
-/* list.extend((name, t0, t1)) */
-static int add_phase(PyObject *phases, PyObject *name, long long t0, long long t1) {
-    if (PyList_Append(phases, name) < 0 || append_ll(phases, t0) < 0 || append_ll(phases, t1) < 0) return -1;
-    return 0;
+static int drain(Rec *r) {
+    if (r->phases == NULL) { r->nev = 0; return 0; }
+    Py_ssize_t i = 0;
+    int rc = 0;
+    for (; i < r->nev && rc == 0; i++) {
+        long long *e = r->ev + i * REC_WIDTH;
+        if (e[0] == R_PHASE) {
+            rc = PyList_Append(r->phases, S_phase_names[e[1]]) < 0 || list_add_ll(r->phases, e[2]) < 0 ||
+                 list_add_ll(r->phases, e[3]) < 0;
+        } else if (e[0] == R_BUCKET) {
+            PyObject *rest = PyList_GET_ITEM(r->rests, e[1]);
+            rc = list_add_ll(r->buckets, e[2]) < 0 || list_add_ll(r->buckets, e[3]) < 0;
+            for (Py_ssize_t k = 1; rc == 0 && k < PyTuple_GET_SIZE(rest); k++)
+                rc = PyList_Append(r->buckets, PyTuple_GET_ITEM(rest, k)) < 0;
+        } else {
+            rc = list_add_ll(r->chunks, PyList_GET_SIZE(r->phases)) < 0 ||
+                 list_add_ll(r->chunks, PyList_GET_SIZE(r->buckets)) < 0 || list_add_ll(r->chunks, e[1]) < 0 ||
+                 list_add_ll(r->chunks, e[2]) < 0 || list_add_ll(r->chunks, e[3]) < 0;
+        }
+    }
+    /* on an error the records not handed over stay (in order) */
+    Py_ssize_t left = rc ? r->nev - i : 0;
+    if (left) memmove(r->ev, r->ev + i * REC_WIDTH, left * REC_WIDTH * sizeof(long long));
+    r->nev = left;
+    return rc ? -1 : 0;
 }
 
-static int set_ll(PyObject *obj, PyObject *attr, long long v) {
-    PyObject *o = PyLong_FromLongLong(v);
-    if (o == NULL) return -1;
-    int rc = PyObject_SetAttr(obj, attr, o);
-    Py_DECREF(o);
-    return rc;
-}
-
-/* obj.attr = v when obj.attr is None */
-static int set_if_none(PyObject *obj, PyObject *attr, long long v) {
-    PyObject *cur = PyObject_GetAttr(obj, attr);
-    if (cur == NULL) return -1;
-    int none = cur == Py_None;
-    Py_DECREF(cur);
-    return none ? set_ll(obj, attr, v) : 0;
-}
-
-/* truth of obj.attr, -1 on error */
-static int attr_true(PyObject *obj, PyObject *attr) {
-    PyObject *v = PyObject_GetAttr(obj, attr);
+static int call_method0(PyObject *obj, PyObject *name) {
+    PyObject *v = PyObject_CallMethodNoArgs(obj, name);
     if (v == NULL) return -1;
-    int t = PyObject_IsTrue(v);
     Py_DECREF(v);
-    return t;
-}
-
-static int call_void(PyObject *fn, PyObject *arg) {
-    PyObject *r = arg ? PyObject_CallOneArg(fn, arg) : PyObject_CallNoArgs(fn);
-    if (r == NULL) return -1;
-    Py_DECREF(r);
     return 0;
 }
 
-static int overflow_check(Hook *h) {
-    if (PyList_GET_SIZE(h->phases) > h->phases_max || PyList_GET_SIZE(h->buckets) > h->buckets_max)
-        return call_void(h->slow, NULL);
+/* one record; a full buffer goes to the lists, and past their limits the tracer flushes */
+static int push(Rec *r, long long kind, long long a, long long b, long long c) {
+    if (r->nev == REC_CAP) {
+        if (drain(r) < 0) return -1;
+        if ((PyList_GET_SIZE(r->phases) > r->phases_max || PyList_GET_SIZE(r->buckets) > r->buckets_max) &&
+            call_method0(r->tr, S_overflow) < 0)
+            return -1;
+        if (r->nev == REC_CAP && drain(r) < 0) return -1;
+    }
+    long long *e = r->ev + r->nev * REC_WIDTH;
+    e[0] = kind; e[1] = a; e[2] = b; e[3] = c;
+    r->nev++;
     return 0;
 }
+
+/* --- the Rec type ------------------------------------------------------------------------- */
+
+static int Rec_traverse(Rec *r, visitproc visit, void *arg) {
+    Py_VISIT(r->clock); Py_VISIT(r->rests); Py_VISIT(r->tr); Py_VISIT(r->phases); Py_VISIT(r->buckets);
+    Py_VISIT(r->chunks); Py_VISIT(r->callbacks); Py_VISIT(r->opt);
+    return 0;
+}
+
+static int Rec_clear(Rec *r) {
+    Py_CLEAR(r->clock); Py_CLEAR(r->rests); Py_CLEAR(r->tr); Py_CLEAR(r->phases); Py_CLEAR(r->buckets);
+    Py_CLEAR(r->chunks); Py_CLEAR(r->callbacks); Py_CLEAR(r->opt);
+    return 0;
+}
+
+static void Rec_dealloc(Rec *r) {
+    PyObject_GC_UnTrack(r);
+    Rec_clear(r);
+    PyMem_Free(r->launch);
+    Py_TYPE(r)->tp_free((PyObject *)r);
+}
+
+static PyObject *Rec_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    Rec *r = (Rec *)type->tp_alloc(type, 0);
+    if (r == NULL) return NULL;
+    r->step_start = r->fwd_end = r->last_launch = r->prev_end = r->step = NONE;
+    r->flushed_at = r->counter = 0;
+    r->interval = LLONG_MAX;
+    r->clock = Py_NewRef(Py_None);
+    r->rests = PyList_New(0);
+    r->phases_max = r->buckets_max = r->flush_steps = PY_SSIZE_T_MAX;
+    if (r->rests == NULL) { Py_DECREF(r); return NULL; }
+    return (PyObject *)r;
+}
+
+static PyObject *Rec_bind(Rec *r, PyObject *args) {
+    PyObject *tr, *clock, *phases, *buckets, *chunks, *callbacks;
+    long long base;
+    Py_ssize_t pmax, bmax, fsteps;
+    if (!PyArg_ParseTuple(args, "OOLO!O!O!O!nnn:bind", &tr, &clock, &base, &PyList_Type, &phases, &PyList_Type,
+                          &buckets, &PyList_Type, &chunks, &PyList_Type, &callbacks, &pmax, &bmax, &fsteps))
+        return NULL;
+    Py_XSETREF(r->tr, Py_NewRef(tr));
+    Py_XSETREF(r->clock, Py_NewRef(clock));
+    Py_XSETREF(r->phases, Py_NewRef(phases));
+    Py_XSETREF(r->buckets, Py_NewRef(buckets));
+    Py_XSETREF(r->chunks, Py_NewRef(chunks));
+    Py_XSETREF(r->callbacks, Py_NewRef(callbacks));
+    r->base = base;
+    r->phases_max = pmax;
+    r->buckets_max = bmax;
+    r->flush_steps = fsteps;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Rec_drain(Rec *r, PyObject *unused) {
+    if (drain(r) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Rec_add_bucket(Rec *r, PyObject *rest) {
+    if (!PyTuple_Check(rest)) { PyErr_SetString(PyExc_TypeError, "add_bucket: a tuple"); return NULL; }
+    if (PyList_Append(r->rests, rest) < 0) return NULL;
+    return PyLong_FromSsize_t(PyList_GET_SIZE(r->rests) - 1);
+}
+
+static PyObject *Rec_forget_optimizer(Rec *r, PyObject *opt) {
+    if (r->opt == opt) { Py_CLEAR(r->opt); r->pending = 0; }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef Rec_methods[] = {
+    {"bind", (PyCFunction)Rec_bind, METH_VARARGS,
+     "bind(tr, clock, base, phases, buckets, chunks, step_callbacks, phases_max, buckets_max, flush_steps)"},
+    {"drain", (PyCFunction)Rec_drain, METH_NOARGS, "hands the buffered records to the tracer's lists"},
+    {"add_bucket", (PyCFunction)Rec_add_bucket, METH_O, "a bucket's row after its times; returns its id"},
+    {"forget_optimizer", (PyCFunction)Rec_forget_optimizer, METH_O, "after load_state_dict: re-read its step"},
+    {NULL}};
+
+/* step state as attributes: int64 fields (None <-> NONE) and flags */
+#define LL_FIELD(f) ((void *)offsetof(Rec, f))
+static PyObject *get_ll(Rec *r, void *off) {
+    long long v = *(long long *)((char *)r + (size_t)off);
+    if (v == NONE) Py_RETURN_NONE;
+    return PyLong_FromLongLong(v);
+}
+static int set_ll(Rec *r, PyObject *value, void *off) {
+    long long v;
+    if (value == NULL || value == Py_None) v = NONE;
+    else if ((v = PyLong_AsLongLong(value)) == -1 && PyErr_Occurred()) return -1;
+    *(long long *)((char *)r + (size_t)off) = v;
+    return 0;
+}
+#define FLAG_FIELD(f) ((void *)offsetof(Rec, f))
+static PyObject *get_flag(Rec *r, void *off) { return PyBool_FromLong(*(int *)((char *)r + (size_t)off)); }
+static int set_flag(Rec *r, PyObject *value, void *off) {
+    int t = value == NULL ? 0 : PyObject_IsTrue(value);
+    if (t < 0) return -1;
+    *(int *)((char *)r + (size_t)off) = t;
+    return 0;
+}
+
+static PyGetSetDef Rec_getset[] = {
+    {"step_start", (getter)get_ll, (setter)set_ll, NULL, LL_FIELD(step_start)},
+    {"fwd_end", (getter)get_ll, (setter)set_ll, NULL, LL_FIELD(fwd_end)},
+    {"last_launch", (getter)get_ll, (setter)set_ll, NULL, LL_FIELD(last_launch)},
+    {"prev_end", (getter)get_ll, (setter)set_ll, NULL, LL_FIELD(prev_end)},
+    {"flushed_at", (getter)get_ll, (setter)set_ll, NULL, LL_FIELD(flushed_at)},
+    {"flush_interval_ns", (getter)get_ll, (setter)set_ll, NULL, LL_FIELD(interval)},
+    {"counter", (getter)get_ll, (setter)set_ll, NULL, LL_FIELD(counter)},
+    {"step", (getter)get_ll, (setter)set_ll, NULL, LL_FIELD(step)},
+    {"forward_seen", (getter)get_flag, (setter)set_flag, NULL, FLAG_FIELD(forward_seen)},
+    {"explicit", (getter)get_flag, (setter)set_flag, NULL, FLAG_FIELD(explicit_steps)},
+    {"closed", (getter)get_flag, (setter)set_flag, NULL, FLAG_FIELD(closed)},
+    {"slow", (getter)get_flag, (setter)set_flag, NULL, FLAG_FIELD(slow)},
+    {"dcp_installed", (getter)get_flag, (setter)set_flag, NULL, FLAG_FIELD(dcp_installed)},
+    {NULL}};
+
+static PyTypeObject RecType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tracers.torch._hooks.Rec",
+    .tp_doc = "One rank's step state and record buffer (module doc).",
+    .tp_basicsize = sizeof(Rec),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = Rec_new,
+    .tp_traverse = (traverseproc)Rec_traverse,
+    .tp_clear = (inquiry)Rec_clear,
+    .tp_dealloc = (destructor)Rec_dealloc,
+    .tp_methods = Rec_methods,
+    .tp_getset = Rec_getset,
+};
+
+/* --- the hooks ---------------------------------------------------------------------------- */
 
 /* DistributedDataParallel.forward (ddp._traced_forward) */
 static PyObject *hook_forward(Hook *h, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     if (PyVectorcall_NARGS(nargsf) < 1) return PyObject_Vectorcall(h->wrapped, args, nargsf, kwnames);
-    PyObject *d = PyObject_GetAttr(args[0], S_dict);
-    if (d == NULL) return NULL;
-    PyObject *watch = PyDict_Check(d) ? PyDict_GetItemWithError(d, S_buckets_attr) : NULL;
-    Py_XINCREF(watch);
-    Py_DECREF(d);
-    if (watch == NULL || watch == Py_None) {
-        Py_XDECREF(watch);
-        if (PyErr_Occurred()) return NULL;
-        return PyObject_Vectorcall(h->wrapped, args, nargsf, kwnames);
+    Rec *r = h->rec;
+    PyObject *self = args[0], *watch = NULL;
+    if (self != h->module) {  /* not the module last seen with its buckets hooked: is it attached? */
+        PyObject *d = PyObject_GetAttr(self, S_dict);
+        if (d == NULL) return NULL;
+        watch = PyDict_Check(d) ? PyDict_GetItemWithError(d, S_buckets_attr) : NULL;
+        Py_XINCREF(watch);
+        Py_DECREF(d);
+        if (watch == NULL || watch == Py_None) {
+            Py_XDECREF(watch);
+            if (PyErr_Occurred()) return NULL;
+            return PyObject_Vectorcall(h->wrapped, args, nargsf, kwnames);
+        }
     }
     PyObject *out = NULL;
     long long t0, t1;
-    if (read_clock(h, &t0) < 0 || PyObject_SetAttr(h->tr, S_forward_seen, Py_True) < 0 ||
-        set_if_none(h->tr, S_step_start, t0) < 0)
-        goto done;
+    if (read_clock(r, &t0) < 0) goto done;
+    r->forward_seen = 1;
+    if (r->step_start == NONE) r->step_start = t0;
     out = PyObject_Vectorcall(h->wrapped, args, nargsf, kwnames);
     if (out == NULL) goto done;
-    if (read_clock(h, &t1) < 0 || add_phase(h->phases, S_forward, t0, t1) < 0 || set_ll(h->tr, S_fwd_end, t1) < 0)
-        goto fail;
-    if (PyList_GET_SIZE(h->phases) > h->phases_max && call_void(h->slow, NULL) < 0) goto fail;
-    int ready = attr_true(watch, S_ready);
-    if (ready < 0) goto fail;
-    if (!ready) {  /* the bucket hooks go in once DDP has rebuilt its buckets (BucketWatch.try_install) */
-        int active = attr_true(watch, S_active);
-        if (active < 0) goto fail;
-        if (active) {
-            PyObject *tries = PyObject_GetAttr(watch, S_tries);
-            if (tries == NULL) goto fail;
-            Py_ssize_t k = PyLong_AsSsize_t(tries);
-            Py_DECREF(tries);
-            if (k == -1 && PyErr_Occurred()) goto fail;
-            if (k < h->max_tries) {
-                PyObject *r = PyObject_CallMethodNoArgs(watch, S_try_install);
-                if (r == NULL) goto fail;
-                Py_DECREF(r);
+    if (read_clock(r, &t1) < 0 || push(r, R_PHASE, P_FORWARD, t0, t1) < 0) goto fail;
+    r->fwd_end = t1;
+    if (watch != NULL) {  /* BucketWatch.try_install until DDP has rebuilt its buckets */
+        PyObject *v = PyObject_GetAttr(watch, S_ready);
+        if (v == NULL) goto fail;
+        int ready = PyObject_IsTrue(v);
+        Py_DECREF(v);
+        if (ready < 0) goto fail;
+        if (!ready) {
+            if ((v = PyObject_GetAttr(watch, S_active)) == NULL) goto fail;
+            int active = PyObject_IsTrue(v);
+            Py_DECREF(v);
+            if (active < 0) goto fail;
+            if (active) {
+                if ((v = PyObject_GetAttr(watch, S_tries)) == NULL) goto fail;
+                Py_ssize_t k = PyLong_AsSsize_t(v);
+                Py_DECREF(v);
+                if (k == -1 && PyErr_Occurred()) goto fail;
+                if (k < h->max_tries) {
+                    if ((v = PyObject_CallMethodNoArgs(watch, S_try_install)) == NULL) goto fail;
+                    ready = PyObject_IsTrue(v);
+                    Py_DECREF(v);
+                    if (ready < 0) goto fail;
+                }
             }
         }
+        if (ready) Py_XSETREF(h->module, Py_NewRef(self));
     }
     goto done;
 fail:
     Py_CLEAR(out);
 done:
-    Py_DECREF(watch);
+    Py_XDECREF(watch);
     return out;
 }
 
 /* The end of a backward (hooks._install_backward's finally): the launched buckets end here. */
-static int backward_end(Hook *h, long long t0) {
-    long long t1;
-    if (read_clock(h, &t1) < 0) return -1;
-    PyObject *launch = PyObject_GetAttr(h->tr, S_last_launch);
-    if (launch == NULL) return -1;
-    int rc = -1;
-    long long end = t1;
-    int have = 0;
-    long long lv = 0;
-    if (launch != Py_None) {
-        lv = PyLong_AsLongLong(launch);
-        if (lv == -1 && PyErr_Occurred()) goto out;
-        have = 1;
+static int backward_end(Rec *r, long long t0) {
+    long long t1, launch = r->last_launch;
+    if (read_clock(r, &t1) < 0) return -1;
+    if (r->nlaunch) {
+        long long last = r->launch[(r->nlaunch - 1) * 2];
+        if (launch == NONE || last > launch) launch = last;
+        for (Py_ssize_t i = 0; i < r->nlaunch; i++)
+            if (push(r, R_BUCKET, r->launch[2 * i + 1], r->launch[2 * i], t1) < 0) return -1;
+        r->nlaunch = 0;
     }
-    Py_ssize_t n = PyList_GET_SIZE(h->launched);
-    if (n) {
-        long long last = PyLong_AsLongLong(PyList_GET_ITEM(h->launched, n - 7));
-        if (last == -1 && PyErr_Occurred()) goto out;
-        if (!have || last > lv) { lv = last; have = 1; }
-        for (Py_ssize_t i = 1; i < n; i += 7) {
-            PyObject *o = PyLong_FromLongLong(t1);
-            if (o == NULL || PyList_SetItem(h->launched, i, o) < 0) goto out;
-        }
-        Py_ssize_t b = PyList_GET_SIZE(h->buckets);
-        if (PyList_SetSlice(h->buckets, b, b, h->launched) < 0 || PyList_SetSlice(h->launched, 0, n, NULL) < 0)
-            goto out;
-    }
-    if (have && lv >= t0) end = lv;
-    if (add_phase(h->phases, S_backward, t0, end) < 0 || overflow_check(h) < 0) goto out;
-    rc = 0;
-out:
-    Py_DECREF(launch);
-    return rc;
+    return push(r, R_PHASE, P_BACKWARD, t0, launch != NONE && launch >= t0 ? launch : t1);
 }
 
 /* torch.autograd.backward (hooks._install_backward) */
 static PyObject *hook_backward(Hook *h, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Rec *r = h->rec;
     long long t0;
-    if (read_clock(h, &t0) < 0 || set_if_none(h->tr, S_step_start, t0) < 0) return NULL;
-    PyObject *fwd_end = PyObject_GetAttr(h->tr, S_fwd_end);
-    if (fwd_end == NULL) return NULL;
-    if (fwd_end != Py_None) {
-        int bad = PyList_Append(h->phases, S_loss) < 0 || PyList_Append(h->phases, fwd_end) < 0 ||
-                  append_ll(h->phases, t0) < 0 || PyObject_SetAttr(h->tr, S_fwd_end, Py_None) < 0;
-        if (bad) { Py_DECREF(fwd_end); return NULL; }
+    if (read_clock(r, &t0) < 0) return NULL;
+    if (r->step_start == NONE) r->step_start = t0;
+    if (r->fwd_end != NONE) {
+        if (push(r, R_PHASE, P_LOSS, r->fwd_end, t0) < 0) return NULL;
+        r->fwd_end = NONE;
     }
-    Py_DECREF(fwd_end);
-    if (PyObject_SetAttr(h->tr, S_last_launch, Py_None) < 0) return NULL;
+    r->last_launch = NONE;
     PyObject *res = PyObject_Vectorcall(h->wrapped, args, nargsf, kwnames);
     PyObject *et = NULL, *ev = NULL, *tb = NULL;
     if (res == NULL) {
@@ -213,17 +365,17 @@ static PyObject *hook_backward(Hook *h, PyObject *const *args, size_t nargsf, Py
         PyErr_NormalizeException(&et, &ev, &tb);
         if (is_exc && ev != NULL) {
             if (tb != NULL) PyException_SetTraceback(ev, tb);
-            PyObject *r = PyObject_CallMethod(h->tr, "failure", "OsL", ev, "backward", t0);
-            if (r == NULL) {  /* the recorder's own error replaces the program's, as in Python */
+            PyObject *v = PyObject_CallMethod(r->tr, "failure", "OsL", ev, "backward", t0);
+            if (v == NULL) {  /* the recorder's own error replaces the program's, as in Python */
                 Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(tb);
                 et = ev = tb = NULL;
                 PyErr_Fetch(&et, &ev, &tb);
             } else {
-                Py_DECREF(r);
+                Py_DECREF(v);
             }
         }
     }
-    if (backward_end(h, t0) < 0) {  /* an error in the finally block replaces the pending one */
+    if (backward_end(r, t0) < 0) {  /* an error here replaces the pending one, as in a finally block */
         Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(tb);
         Py_XDECREF(res);
         return NULL;
@@ -235,161 +387,127 @@ static PyObject *hook_backward(Hook *h, PyObject *const *args, size_t nargsf, Py
 /* optimizer step pre hook (hooks._install_optimizer.pre) */
 static PyObject *hook_pre(Hook *h, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     if (PyVectorcall_NARGS(nargsf) < 1) { PyErr_SetString(PyExc_TypeError, "pre hook: no optimizer"); return NULL; }
-    PyObject *key = PyLong_FromVoidPtr(args[0]);
-    if (key == NULL) return NULL;
-    PyObject *n = PyDict_GetItemWithError(h->table, key), *next = NULL, *entry = NULL, *ret = NULL;
-    if (n != NULL) Py_INCREF(n);
-    else if (PyErr_Occurred() || (n = PyObject_CallOneArg(h->slow, args[0])) == NULL) goto out;
-    static PyObject *one = NULL;
-    if (one == NULL && (one = PyLong_FromLong(1)) == NULL) goto out;
-    next = PyNumber_Add(n, one);
-    if (next == NULL || PyDict_SetItem(h->table, key, next) < 0) goto out;
-    long long t;
-    if (read_clock(h, &t) < 0) goto out;
-    entry = Py_BuildValue("(LO)", t, n);
-    if (entry == NULL || PyDict_SetItem(h->pending, key, entry) < 0) goto out;
-    ret = Py_NewRef(Py_None);
-out:
-    Py_DECREF(key);
-    Py_XDECREF(n);
-    Py_XDECREF(next);
-    Py_XDECREF(entry);
-    return ret;
-}
-
-static int len_of(PyObject *obj, PyObject *attr) {
-    PyObject *v = PyObject_GetAttr(obj, attr);
-    if (v == NULL) return -1;
-    Py_ssize_t n = PyObject_Length(v);
-    Py_DECREF(v);
-    return n < 0 ? -1 : (n > 0);
+    Rec *r = h->rec;
+    PyObject *opt = args[0];
+    long long n;
+    if (opt == r->opt) {
+        n = r->opt_next;
+    } else {  /* another optimizer: the last one's count goes to the table, this one's comes from it */
+        if (r->opt != NULL) {
+            PyObject *k = PyLong_FromVoidPtr(r->opt), *v = PyLong_FromLongLong(r->opt_next);
+            int bad = k == NULL || v == NULL || PyDict_SetItem(h->table, k, v) < 0;
+            Py_XDECREF(k); Py_XDECREF(v);
+            if (bad) return NULL;
+            Py_CLEAR(r->opt);
+        }
+        PyObject *k = PyLong_FromVoidPtr(opt);
+        if (k == NULL) return NULL;
+        PyObject *v = PyDict_GetItemWithError(h->table, k);
+        Py_DECREF(k);
+        if (v != NULL) Py_INCREF(v);
+        else if (PyErr_Occurred() || (v = PyObject_CallOneArg(h->fn, opt)) == NULL) return NULL;
+        n = PyLong_AsLongLong(v);
+        Py_DECREF(v);
+        if (n == -1 && PyErr_Occurred()) return NULL;
+        r->opt = Py_NewRef(opt);
+    }
+    r->opt_next = n + 1;
+    if (read_clock(r, &r->pend_t0) < 0) return NULL;
+    r->pend_n = n;
+    r->pending = 1;
+    Py_RETURN_NONE;
 }
 
 /* Tracer.end_step(n, None, t1) for the plain case, else the method itself */
-static int end_step(Hook *h, PyObject *n, long long t1) {
-    PyObject *tr = h->tr;
-    int plain = 1, v;
-    if ((v = attr_true(tr, S_closed)) < 0) return -1;
-    plain = !v;
-    PyObject *lists[4] = {S_buffer, S_inflight, S_auto_io, S_callbacks};
-    for (int i = 0; plain && i < 4; i++) {
-        if ((v = len_of(tr, lists[i])) < 0) return -1;
-        plain = !v;
-    }
-    PyObject *start = NULL;
+static int end_step(Rec *r, long long n, long long t1) {
+    long long start = NONE;
+    int plain = !r->slow && !r->closed && PyList_GET_SIZE(r->callbacks) == 0;
     if (plain) {
-        int seen = attr_true(tr, S_forward_seen);
-        if (seen < 0) return -1;
-        PyObject *prev = PyObject_GetAttr(tr, S_prev_end);
-        if (prev == NULL) return -1;
-        if (seen || prev == Py_None) {
-            Py_DECREF(prev);
-            if ((start = PyObject_GetAttr(tr, S_step_start)) == NULL) return -1;
-        } else {
-            start = prev;
-        }
-        if (start == Py_None) { Py_CLEAR(start); plain = 0; }
+        start = r->forward_seen || r->prev_end == NONE ? r->step_start : r->prev_end;
+        plain = start != NONE;
     }
     if (!plain) {
-        PyObject *r = PyObject_CallMethod(tr, "end_step", "OOL", n, Py_None, t1);
-        if (r == NULL) return -1;
-        Py_DECREF(r);
+        if (drain(r) < 0) return -1;
+        PyObject *v = PyObject_CallMethod(r->tr, "end_step", "LOL", n, Py_None, t1);
+        if (v == NULL) return -1;
+        Py_DECREF(v);
         return 0;
     }
-    int rc = -1;
-    PyObject *chunk = NULL, *counter = NULL, *next = NULL, *t1o = NULL, *flushed = NULL, *interval = NULL;
-    chunk = Py_BuildValue("(nnOOL)", PyList_GET_SIZE(h->phases), PyList_GET_SIZE(h->buckets), n, start, t1);
-    if (chunk == NULL) goto out;
-    Py_ssize_t c = PyList_GET_SIZE(h->chunks);
-    if (PyList_SetSlice(h->chunks, c, c, chunk) < 0) goto out;
-    if ((counter = PyObject_GetAttr(tr, S_counter)) == NULL) goto out;
-    PyObject *one = PyLong_FromLong(1);
-    if (one == NULL) goto out;
-    next = PyNumber_Add(counter, one);
-    Py_SETREF(counter, next);
-    next = PyNumber_Add(n, one);
-    Py_DECREF(one);
-    if (counter == NULL || next == NULL || PyObject_SetAttr(tr, S_counter, counter) < 0 ||
-        PyObject_SetAttr(tr, S_step, next) < 0 || PyObject_SetAttr(tr, S_step_start, Py_None) < 0 ||
-        PyObject_SetAttr(tr, S_fwd_end, Py_None) < 0 || PyObject_SetAttr(tr, S_forward_seen, Py_False) < 0 ||
-        set_ll(tr, S_prev_end, t1) < 0)
-        goto out;
-    if ((flushed = PyObject_GetAttr(tr, S_flushed_at)) == NULL || (interval = PyObject_GetAttr(tr, S_interval)) == NULL)
-        goto out;
-    long long f = PyLong_AsLongLong(flushed), iv = PyLong_AsLongLong(interval);
-    if (PyErr_Occurred()) goto out;
-    if (t1 - f > iv || PyList_GET_SIZE(h->chunks) > h->flush_steps) {
-        PyObject *r = PyObject_CallMethodNoArgs(tr, S_flush);
-        if (r == NULL) goto out;
-        Py_DECREF(r);
-    }
-    rc = 0;
-out:
-    Py_XDECREF(start);
-    Py_XDECREF(chunk);
-    Py_XDECREF(counter);
-    Py_XDECREF(next);
-    Py_XDECREF(t1o);
-    Py_XDECREF(flushed);
-    Py_XDECREF(interval);
-    return rc;
+    if (push(r, R_CHUNK, n, start, t1) < 0) return -1;
+    r->counter++;
+    r->step = n + 1;
+    r->step_start = r->fwd_end = NONE;
+    r->forward_seen = 0;
+    r->prev_end = t1;
+    if (t1 - r->flushed_at > r->interval || PyList_GET_SIZE(r->chunks) + r->nev * 5 > r->flush_steps)
+        return call_method0(r->tr, S_flush);
+    return 0;
 }
 
 /* optimizer step post hook (hooks._install_optimizer.post) */
 static PyObject *hook_post(Hook *h, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     if (PyVectorcall_NARGS(nargsf) < 1) { PyErr_SetString(PyExc_TypeError, "post hook: no optimizer"); return NULL; }
-    long long t1, t0;
-    if (read_clock(h, &t1) < 0) return NULL;
-    PyObject *key = PyLong_FromVoidPtr(args[0]);
-    if (key == NULL) return NULL;
-    PyObject *n = NULL, *ret = NULL;
-    PyObject *entry = PyDict_GetItemWithError(h->pending, key);
-    if (entry != NULL) {
-        t0 = PyLong_AsLongLong(PyTuple_GET_ITEM(entry, 0));
-        n = Py_NewRef(PyTuple_GET_ITEM(entry, 1));
-        if ((t0 == -1 && PyErr_Occurred()) || PyDict_DelItem(h->pending, key) < 0) goto out;
+    Rec *r = h->rec;
+    long long t1, t0, n;
+    if (read_clock(r, &t1) < 0) return NULL;
+    if (r->pending && args[0] == r->opt) {
+        t0 = r->pend_t0;
+        n = r->pend_n;
     } else {
-        if (PyErr_Occurred() || (n = PyObject_GetAttr(h->tr, S_counter)) == NULL) goto out;
         t0 = t1;
+        n = r->counter;
     }
-    if (add_phase(h->phases, S_optimizer, t0, t1) < 0) goto out;
-    int explicit_steps = attr_true(h->tr, S_explicit);
-    if (explicit_steps < 0 || (!explicit_steps && end_step(h, n, t1) < 0)) goto out;
-    int has = PyDict_Contains(PyImport_GetModuleDict(), S_dcp_module);
-    if (has < 0) goto out;
-    if (has) {
-        int done = attr_true(h->tr, S_dcp_installed);
-        if (done < 0 || (!done && call_void(h->slow, h->tr) < 0)) goto out;
+    r->pending = 0;
+    if (push(r, R_PHASE, P_OPTIMIZER, t0, t1) < 0) return NULL;
+    if (!r->explicit_steps && end_step(r, n, t1) < 0) return NULL;
+    if (!r->dcp_installed) {
+        PyObject *mods = PyImport_GetModuleDict();
+        PyObject *m = PyDict_GetItemWithError(mods, S_dcp_module);
+        if (m == NULL && PyErr_Occurred()) return NULL;
+        if (m != NULL) {
+            PyObject *v = PyObject_CallOneArg(h->fn, r->tr);
+            if (v == NULL) return NULL;
+            Py_DECREF(v);
+        }
     }
-    ret = Py_NewRef(Py_None);
-out:
-    Py_DECREF(key);
-    Py_XDECREF(n);
-    return ret;
+    Py_RETURN_NONE;
 }
 
 /* a DDP bucket's gradient hook (buckets.BucketWatch._hook) */
 static PyObject *hook_bucket(Hook *h, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
-    int sync = attr_true(h->table, S_require_sync);  /* under no_sync() DDP reduces nothing */
+    Rec *r = h->rec;
+    PyObject *v = PyDict_GetItemWithError(h->table, S_require_sync);  /* under no_sync() DDP reduces nothing */
+    int sync;
+    if (v != NULL) {
+        sync = PyObject_IsTrue(v);
+    } else {
+        if (PyErr_Occurred() || (v = PyObject_GetAttr(h->module, S_require_sync)) == NULL) return NULL;
+        sync = PyObject_IsTrue(v);
+        Py_DECREF(v);
+    }
     if (sync < 0) return NULL;
     if (sync) {
-        long long t;
-        if (read_clock(h, &t) < 0 || append_ll(h->launched, t) < 0) return NULL;
-        Py_ssize_t n = PyList_GET_SIZE(h->launched);
-        if (PyList_SetSlice(h->launched, n, n, h->pending) < 0) return NULL;
+        if (r->nlaunch == r->lcap) {
+            Py_ssize_t cap = r->lcap ? 2 * r->lcap : 64;
+            long long *p = PyMem_Realloc(r->launch, cap * 2 * sizeof(long long));
+            if (p == NULL) return PyErr_NoMemory();
+            r->launch = p;
+            r->lcap = cap;
+        }
+        if (read_clock(r, &r->launch[2 * r->nlaunch]) < 0) return NULL;
+        r->launch[2 * r->nlaunch + 1] = h->id;
+        r->nlaunch++;
     }
     Py_RETURN_NONE;
 }
 
 static int Hook_traverse(Hook *h, visitproc visit, void *arg) {
-    Py_VISIT(h->tr); Py_VISIT(h->wrapped); Py_VISIT(h->clock); Py_VISIT(h->phases); Py_VISIT(h->buckets);
-    Py_VISIT(h->launched); Py_VISIT(h->chunks); Py_VISIT(h->table); Py_VISIT(h->pending); Py_VISIT(h->slow);
+    Py_VISIT(h->rec); Py_VISIT(h->wrapped); Py_VISIT(h->fn); Py_VISIT(h->table); Py_VISIT(h->module);
     return 0;
 }
 
 static int Hook_clear(Hook *h) {
-    Py_CLEAR(h->tr); Py_CLEAR(h->wrapped); Py_CLEAR(h->clock); Py_CLEAR(h->phases); Py_CLEAR(h->buckets);
-    Py_CLEAR(h->launched); Py_CLEAR(h->chunks); Py_CLEAR(h->table); Py_CLEAR(h->pending); Py_CLEAR(h->slow);
+    Py_CLEAR(h->rec); Py_CLEAR(h->wrapped); Py_CLEAR(h->fn); Py_CLEAR(h->table); Py_CLEAR(h->module);
     return 0;
 }
 
@@ -406,7 +524,7 @@ static PyObject *Hook_get(PyObject *self, PyObject *obj, PyObject *type) {
 }
 
 static PyObject *Hook_get_name(Hook *h, void *closure) {
-    if (h->wrapped != NULL && h->wrapped != Py_None) return PyObject_GetAttr(h->wrapped, S_name);
+    if (h->wrapped != NULL) return PyObject_GetAttr(h->wrapped, S_name);
     return PyUnicode_FromString("paradise_hook");
 }
 
@@ -423,7 +541,7 @@ static PyTypeObject HookType = {
     .tp_name = "tracers.torch._hooks.Hook",
     .tp_doc = "A compiled per-step hook of the torch tracer (made by this module's functions).",
     .tp_basicsize = sizeof(Hook),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_vectorcall_offset = offsetof(Hook, vectorcall),
     .tp_call = PyVectorcall_Call,
     .tp_descr_get = Hook_get,
@@ -434,7 +552,8 @@ static PyTypeObject HookType = {
     .tp_getset = Hook_getset,
 };
 
-static Hook *new_hook(int kind, PyObject *tr, PyObject *clock, long long base) {
+static Hook *new_hook(int kind, PyObject *rec) {
+    if (!PyObject_TypeCheck(rec, &RecType)) { PyErr_SetString(PyExc_TypeError, "a Rec"); return NULL; }
     Hook *h = PyObject_GC_New(Hook, &HookType);
     if (h == NULL) return NULL;
     memset((char *)h + offsetof(Hook, vectorcall), 0, sizeof(Hook) - offsetof(Hook, vectorcall));
@@ -443,133 +562,104 @@ static Hook *new_hook(int kind, PyObject *tr, PyObject *clock, long long base) {
                                          (vectorcallfunc)hook_bucket};
     h->vectorcall = fns[kind];
     h->kind = kind;
-    h->tr = Py_NewRef(tr);
-    h->clock = Py_NewRef(clock);
-    h->base = base;
+    h->rec = (Rec *)Py_NewRef(rec);
     PyObject_GC_Track(h);
     return h;
 }
 
-#define LIST_CHECK(x) if (!PyList_Check(x)) { PyErr_SetString(PyExc_TypeError, #x " must be a list"); return NULL; }
-
 static PyObject *make_forward(PyObject *m, PyObject *args) {
-    PyObject *tr, *orig, *clock, *phases, *overflow;
-    long long base;
-    Py_ssize_t pmax, tries;
-    if (!PyArg_ParseTuple(args, "OOOLO!nOn:forward", &tr, &orig, &clock, &base, &PyList_Type, &phases, &pmax,
-                          &overflow, &tries))
-        return NULL;
-    Hook *h = new_hook(K_FORWARD, tr, clock, base);
+    PyObject *rec, *orig;
+    Py_ssize_t tries;
+    if (!PyArg_ParseTuple(args, "OOn:forward", &rec, &orig, &tries)) return NULL;
+    Hook *h = new_hook(K_FORWARD, rec);
     if (h == NULL) return NULL;
     h->wrapped = Py_NewRef(orig);
-    h->phases = Py_NewRef(phases);
-    h->phases_max = pmax;
-    h->slow = Py_NewRef(overflow);
     h->max_tries = tries;
     return (PyObject *)h;
 }
 
 static PyObject *make_backward(PyObject *m, PyObject *args) {
-    PyObject *tr, *orig, *clock, *phases, *buckets, *launched, *overflow;
-    long long base;
-    Py_ssize_t pmax, bmax;
-    if (!PyArg_ParseTuple(args, "OOOLO!O!O!nnO:backward", &tr, &orig, &clock, &base, &PyList_Type, &phases,
-                          &PyList_Type, &buckets, &PyList_Type, &launched, &pmax, &bmax, &overflow))
-        return NULL;
-    Hook *h = new_hook(K_BACKWARD, tr, clock, base);
+    PyObject *rec, *orig;
+    if (!PyArg_ParseTuple(args, "OO:backward", &rec, &orig)) return NULL;
+    Hook *h = new_hook(K_BACKWARD, rec);
     if (h == NULL) return NULL;
     h->wrapped = Py_NewRef(orig);
-    h->phases = Py_NewRef(phases);
-    h->buckets = Py_NewRef(buckets);
-    h->launched = Py_NewRef(launched);
-    h->phases_max = pmax;
-    h->buckets_max = bmax;
-    h->slow = Py_NewRef(overflow);
     return (PyObject *)h;
 }
 
 static PyObject *make_pre(PyObject *m, PyObject *args) {
-    PyObject *tr, *clock, *table, *pending, *first;
-    long long base;
-    if (!PyArg_ParseTuple(args, "OOLO!O!O:optimizer_pre", &tr, &clock, &base, &PyDict_Type, &table, &PyDict_Type,
-                          &pending, &first))
-        return NULL;
-    Hook *h = new_hook(K_PRE, tr, clock, base);
+    PyObject *rec, *table, *first;
+    if (!PyArg_ParseTuple(args, "OO!O:optimizer_pre", &rec, &PyDict_Type, &table, &first)) return NULL;
+    Hook *h = new_hook(K_PRE, rec);
     if (h == NULL) return NULL;
     h->table = Py_NewRef(table);
-    h->pending = Py_NewRef(pending);
-    h->slow = Py_NewRef(first);
+    h->fn = Py_NewRef(first);
+    Py_CLEAR(h->rec->opt);  /* a new table: numbers from it */
+    h->rec->pending = 0;
     return (PyObject *)h;
 }
 
 static PyObject *make_post(PyObject *m, PyObject *args) {
-    PyObject *tr, *clock, *pending, *phases, *buckets, *chunks, *install_dcp;
-    long long base;
-    Py_ssize_t flush_steps;
-    if (!PyArg_ParseTuple(args, "OOLO!O!O!O!nO:optimizer_post", &tr, &clock, &base, &PyDict_Type, &pending,
-                          &PyList_Type, &phases, &PyList_Type, &buckets, &PyList_Type, &chunks, &flush_steps,
-                          &install_dcp))
-        return NULL;
-    Hook *h = new_hook(K_POST, tr, clock, base);
+    PyObject *rec, *install_dcp;
+    if (!PyArg_ParseTuple(args, "OO:optimizer_post", &rec, &install_dcp)) return NULL;
+    Hook *h = new_hook(K_POST, rec);
     if (h == NULL) return NULL;
-    h->pending = Py_NewRef(pending);
-    h->phases = Py_NewRef(phases);
-    h->buckets = Py_NewRef(buckets);
-    h->chunks = Py_NewRef(chunks);
-    h->flush_steps = flush_steps;
-    h->slow = Py_NewRef(install_dcp);
+    h->fn = Py_NewRef(install_dcp);
     return (PyObject *)h;
 }
 
 static PyObject *make_bucket(PyObject *m, PyObject *args) {
-    PyObject *tr, *clock, *module, *launched, *rest;
-    long long base;
-    if (!PyArg_ParseTuple(args, "OOLOO!O!:bucket", &tr, &clock, &base, &module, &PyList_Type, &launched,
-                          &PyTuple_Type, &rest))
-        return NULL;
-    Hook *h = new_hook(K_BUCKET, tr, clock, base);
+    PyObject *rec, *module;
+    long long id;
+    if (!PyArg_ParseTuple(args, "OOL:bucket", &rec, &module, &id)) return NULL;
+    Hook *h = new_hook(K_BUCKET, rec);
     if (h == NULL) return NULL;
-    h->table = Py_NewRef(module);
-    h->launched = Py_NewRef(launched);
-    h->pending = Py_NewRef(rest);
+    if (id < 0 || id >= PyList_GET_SIZE(h->rec->rests)) {
+        Py_DECREF(h);
+        PyErr_SetString(PyExc_ValueError, "bucket: unknown id (Rec.add_bucket)");
+        return NULL;
+    }
+    h->module = Py_NewRef(module);
+    h->table = PyObject_GetAttr(module, S_dict);  /* require_backward_grad_sync is read from it */
+    if (h->table == NULL || !PyDict_Check(h->table)) {
+        PyErr_Clear();
+        Py_XSETREF(h->table, PyDict_New());
+        if (h->table == NULL) { Py_DECREF(h); return NULL; }
+    }
+    h->id = id;
     return (PyObject *)h;
 }
 
 static PyMethodDef methods[] = {
-    {"forward", make_forward, METH_VARARGS,
-     "forward(tr, orig, clock, base, phases, phases_max, overflow, max_tries): DistributedDataParallel.forward, traced"},
-    {"backward", make_backward, METH_VARARGS,
-     "backward(tr, orig, clock, base, phases, buckets, launched, phases_max, buckets_max, overflow): "
-     "torch.autograd.backward, traced"},
+    {"forward", make_forward, METH_VARARGS, "forward(rec, orig, max_tries): DistributedDataParallel.forward, traced"},
+    {"backward", make_backward, METH_VARARGS, "backward(rec, orig): torch.autograd.backward, traced"},
     {"optimizer_pre", make_pre, METH_VARARGS,
-     "optimizer_pre(tr, clock, base, next_number, pending, first_number): the optimizer step pre hook"},
-    {"optimizer_post", make_post, METH_VARARGS,
-     "optimizer_post(tr, clock, base, pending, phases, buckets, chunks, flush_steps, install_dcp): the post hook"},
+     "optimizer_pre(rec, next_number, first_number): the optimizer step pre hook"},
+    {"optimizer_post", make_post, METH_VARARGS, "optimizer_post(rec, install_dcp): the optimizer step post hook"},
     {"bucket", make_bucket, METH_VARARGS,
-     "bucket(tr, clock, base, ddp_module, launched, rest): a DDP bucket's post-accumulate-grad hook"},
+     "bucket(rec, ddp_module, id): a DDP bucket's post-accumulate-grad hook (id from Rec.add_bucket)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "tracers.torch._hooks",
-                                       "The torch tracer's per-step hooks, compiled.", -1, methods};
+                                       "The torch tracer's per-step recorder and hooks, compiled.", -1, methods};
 
 PyMODINIT_FUNC PyInit__hooks(void) {
     struct { PyObject **slot; const char *text; } names[] = {
-        {&S_dict, "__dict__"}, {&S_buckets_attr, "_paradise_buckets"}, {&S_forward_seen, "forward_seen"},
-        {&S_step_start, "step_start"}, {&S_fwd_end, "fwd_end"}, {&S_last_launch, "last_launch"},
-        {&S_ready, "ready"}, {&S_active, "active"}, {&S_tries, "tries"}, {&S_try_install, "try_install"},
-        {&S_require_sync, "require_backward_grad_sync"}, {&S_explicit, "_explicit"}, {&S_closed, "closed"},
-        {&S_buffer, "_buffer"}, {&S_inflight, "_inflight"}, {&S_auto_io, "_auto_io"},
-        {&S_callbacks, "step_callbacks"}, {&S_prev_end, "_prev_end"}, {&S_flushed_at, "_flushed_at"},
-        {&S_interval, "flush_interval_ns"}, {&S_counter, "_counter"}, {&S_step, "step"},
-        {&S_dcp_installed, "dcp_installed"}, {&S_dcp_module, "torch.distributed.checkpoint"},
-        {&S_failure, "failure"}, {&S_end_step, "end_step"}, {&S_flush, "flush"}, {&S_forward, "forward"},
-        {&S_loss, "loss"}, {&S_backward, "backward"}, {&S_optimizer, "optimizer"}, {&S_name, "__name__"}};
+        {&S_dict, "__dict__"}, {&S_buckets_attr, "_paradise_buckets"}, {&S_ready, "ready"}, {&S_active, "active"},
+        {&S_tries, "tries"}, {&S_try_install, "try_install"}, {&S_require_sync, "require_backward_grad_sync"},
+        {&S_dcp_module, "torch.distributed.checkpoint"}, {&S_flush, "flush"}, {&S_overflow, "phases_overflow"},
+        {&S_name, "__name__"}, {&S_phase_names[P_FORWARD], "forward"}, {&S_phase_names[P_LOSS], "loss"},
+        {&S_phase_names[P_BACKWARD], "backward"}, {&S_phase_names[P_OPTIMIZER], "optimizer"}};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if ((*names[i].slot = PyUnicode_InternFromString(names[i].text)) == NULL) return NULL;
-    if (PyType_Ready(&HookType) < 0) return NULL;
+    if (PyType_Ready(&HookType) < 0 || PyType_Ready(&RecType) < 0) return NULL;
     PyObject *m = PyModule_Create(&moduledef);
     if (m == NULL) return NULL;
     Py_INCREF(&HookType);
-    if (PyModule_AddObject(m, "Hook", (PyObject *)&HookType) < 0) { Py_DECREF(&HookType); Py_DECREF(m); return NULL; }
+    Py_INCREF(&RecType);
+    if (PyModule_AddObject(m, "Hook", (PyObject *)&HookType) < 0 || PyModule_AddObject(m, "Rec", (PyObject *)&RecType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
     return m;
 }

@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any
 
 from tracers.torch import clock
-from tracers.torch.native import clock_arg
 from tracers.torch.tracer import Tracer
 
 MAX_TRIES = 4
@@ -83,7 +82,7 @@ class BucketWatch:
         read, base = clock.reader(self.tr)
         rest = (None, k, *self.info[k])  # the row after its launch time (steprows.BUCKET_WIDTH values)
         if self.tr.native is not None:  # the same, compiled (tracers/torch/_hooks.c)
-            return self.tr.native.bucket(self.tr, clock_arg(read), base, module, launched, rest)
+            return self.tr.native.bucket(self.tr._state, module, self.tr._state.add_bucket(rest))
 
         def ready(_param: Any) -> None:
             if module.require_backward_grad_sync:  # under no_sync() DDP reduces nothing

@@ -11,7 +11,6 @@ from torch.nn.parallel import DistributedDataParallel
 
 from tracers.torch import clock
 from tracers.torch.buckets import MAX_TRIES, BucketWatch
-from tracers.torch.native import clock_arg
 from tracers.torch.patching import attached, end_on_completion, group_label, guard, installed, patch
 from tracers.torch.tracer import BYTES, CAT, COLL, DTYPE, GROUP, GSIZE, OBJ, PHASES_MAX, Tracer
 
@@ -58,7 +57,7 @@ def _traced_forward(tr: Tracer, orig_forward: Any) -> Any:
     read, base = clock.reader(tr)
     phases, overflow = tr._phases, tr.phases_overflow
     if tr.native is not None:  # the same, compiled (tracers/torch/_hooks.c)
-        return tr.native.forward(tr, orig_forward, clock_arg(read), base, phases, PHASES_MAX, overflow, MAX_TRIES)
+        return tr.native.forward(tr._state, orig_forward, MAX_TRIES)
 
     def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
         watch = self.__dict__.get("_paradise_buckets")

@@ -30,7 +30,6 @@ from torch.nn.parallel import DistributedDataParallel
 
 from tracers.torch import clock
 from tracers.torch.ddp import attach, install_ddp
-from tracers.torch.native import clock_arg, compiled
 from tracers.torch.patching import (
     attached,
     end_on_completion,
@@ -48,7 +47,6 @@ from tracers.torch.tracer import (
     BYTES,
     CAT,
     DTYPE,
-    FLUSH_STEPS,
     GROUP,
     GSIZE,
     PHASES_MAX,
@@ -151,8 +149,7 @@ def _install_backward(tr: Tracer) -> None:
     phases, buckets, launched = tr._phases, tr._buckets, tr.launched
     overflow = tr.phases_overflow
     if tr.native is not None:  # the same, compiled (tracers/torch/_hooks.c)
-        patch(torch.autograd, "backward", tr.native.backward(
-            tr, orig_backward, clock_arg(read), base, phases, buckets, launched, PHASES_MAX, BUCKETS_MAX, overflow))
+        patch(torch.autograd, "backward", tr.native.backward(tr._state, orig_backward))
         return
 
     def backward(*args: Any, **kwargs: Any) -> Any:
@@ -234,14 +231,14 @@ def _install_optimizer(tr: Tracer) -> None:
     def load_state_dict(self: Any, state_dict: Any) -> Any:
         result = orig_load(self, state_dict)
         base.pop(id(self), None)  # re-read the restored step count at the next step
+        if tr.native is not None:
+            tr._state.forget_optimizer(self)
         return result
 
     patch(torch.optim.Optimizer, "load_state_dict", load_state_dict)
     if tr.native is not None:  # the same two hooks, compiled (tracers/torch/_hooks.c)
-        clk = clock_arg(read)
-        pre = tr.native.optimizer_pre(tr, clk, t_base, base, pending, first_number)
-        post = tr.native.optimizer_post(tr, clk, t_base, pending, phases, tr._buckets, tr._chunks, FLUSH_STEPS,
-                                        install_dcp)
+        pre = tr.native.optimizer_pre(tr._state, base, first_number)
+        post = tr.native.optimizer_post(tr._state, install_dcp)
     handles.append(optim_mod.register_optimizer_step_pre_hook(pre))
     handles.append(optim_mod.register_optimizer_step_post_hook(post))
 
@@ -427,7 +424,6 @@ def install(tr: Tracer, modules: Iterable[DistributedDataParallel] = ()) -> None
     if installed.tracer is not None:
         raise RuntimeError("tracers.torch.hooks: already installed (uninstall() first)")
     installed.tracer = tr
-    tr.native, tr.recorder_kind = compiled()
     c10d = dist.distributed_c10d
     for name, idx, key in COLLECTIVES:
         orig = getattr(c10d, name, None)

@@ -1,9 +1,9 @@
-"""Which hooks record the torch tracer's training steps: the compiled ones (tracers/torch/_hooks.c, built by
-setup.py when a C compiler is there) unless they are not built or PARADISE_NATIVE_RECORDER=0 (the charm
-tracer's switch, tracers/charm/rowbuf.py), else the Python ones (tracers/torch/hooks.py, ddp.py, buckets.py).
+"""Which recorder records the torch tracer's training steps: the compiled one (tracers/torch/_hooks.c, built
+by setup.py when a C compiler is there; tracers.torch.nativetracer.NativeTracer) unless it is not built or
+PARADISE_NATIVE_RECORDER=0 (the charm tracer's switch, tracers/charm/rowbuf.py), else the Python hooks
+(tracers/torch/hooks.py, ddp.py, buckets.py) on a plain Tracer.
 
-Both append the same values to the same lists of the Tracer, so they give the same rows; the compiled
-ones only spare a step its Python frames. Does not import torch.
+Both put the same values into the same lists of the Tracer, so they give the same rows. Does not import torch.
 """
 
 from __future__ import annotations
@@ -29,8 +29,18 @@ def compiled() -> tuple[ModuleType | None, str]:
     return _hooks, "native"
 
 
+def tracer_class(python_class: type) -> tuple[type, str]:
+    """(the Tracer class to build, which recorder it runs): NativeTracer where the compiled hooks run."""
+    module, kind = compiled()
+    if module is None:
+        return python_class, kind
+    from tracers.torch.nativetracer import NativeTracer
+
+    return NativeTracer, kind
+
+
 def clock_arg(read: Callable[[], int]) -> Any:
-    """The compiled hooks' clock argument: None for time.time_ns (read in C: CLOCK_REALTIME, the clock
+    """The compiled recorder's clock: None for time.time_ns (read in C: CLOCK_REALTIME, the clock
     time.time_ns reads), else the callable itself (an injected skew, a subclass's clock)."""
     return None if read is time.time_ns else read
 

@@ -73,7 +73,23 @@ def rank_file_stem(rank: int, restart: int) -> str:
 
 
 class Tracer:
-    """Records one rank's events; the hooks in tracers.torch.hooks call its methods."""
+    """Records one rank's events; the hooks in tracers.torch.hooks call its methods.
+
+    Tracer(...) builds a tracers.torch.nativetracer.NativeTracer where the compiled hooks run
+    (tracers.torch.native); `recorder_kind` says which recorder records."""
+
+    native: Any = None  # the compiled hooks' module (NativeTracer), None: the Python hooks
+    recorder_kind = "python"
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Tracer:
+        kind = "python"
+        if cls is Tracer:
+            from tracers.torch.native import tracer_class
+
+            cls, kind = tracer_class(cls)
+        obj = super().__new__(cls)
+        obj.recorder_kind = kind
+        return obj
 
     def __init__(
         self,
@@ -145,8 +161,6 @@ class Tracer:
         self.launched: list[Any] = []
         self.ddp_watches: list[Any] = []  # tracers.torch.buckets.BucketWatch of DDP modules with hooked buckets
         self.dcp_installed = False
-        self.native: Any = None  # the compiled hooks' module when they record (tracers.torch.native; set by install)
-        self.recorder_kind = "python"
         self.step_callbacks: list[Any] = []  # called after each step row (e.g. profiler.step)
         self._flushed_at = self.now()  # trace time of the last flush (Tracer.flush)
         self.write(self.new_row("mark", "trace_start", self.now(), None))
