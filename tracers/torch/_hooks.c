@@ -24,7 +24,7 @@ enum { K_FORWARD, K_BACKWARD, K_PRE, K_POST, K_BUCKET };
 enum { R_PHASE, R_BUCKET, R_CHUNK };
 enum { P_FORWARD, P_LOSS, P_BACKWARD, P_OPTIMIZER };
 #define REC_WIDTH 4
-#define REC_CAP 1024
+#define REC_CAP 8192  /* records (~1,100 steps of one bucket): a flush every 2 s hands them over first */
 
 static PyObject *S_dict, *S_buckets_attr, *S_ready, *S_active, *S_tries, *S_try_install, *S_require_sync,
     *S_dcp_module, *S_flush, *S_overflow, *S_name, *S_phase_names[4];
