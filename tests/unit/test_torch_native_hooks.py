@@ -1,8 +1,11 @@
 """The torch tracer's compiled hooks (tracers/torch/_hooks.c) and its Python ones record the same rows:
-the same training run (plain steps, a no_sync accumulation step, a backward that fails) traced once with
-each, row for row but the times; and the rows' times keep their order either way."""
+the same training run (plain steps, a no_sync accumulation step, a backward that fails, a restored
+optimizer state, a program's own phase row, steps the program marks itself) traced once with each, row
+for row but the times; and the rows' times keep their order either way."""
 
 from __future__ import annotations
+
+import copy
 
 import pytest
 
@@ -16,7 +19,8 @@ from paradise.engines.duckdb_engine import DuckDBEngine  # noqa: E402
 from paradise.store import open_trace  # noqa: E402
 
 WIDTH = 32
-COLUMNS = "kind, name, cat, coll, obj, bytes, dtype, \"group\", group_size, step IS NULL AS untagged, t1 IS NULL AS open"
+START: dict = {}  # the optimizer's state both traced runs start from
+COLUMNS = "kind, name, cat, coll, obj, bytes, dtype, \"group\", group_size, step, t1 IS NULL AS open"
 
 
 @pytest.fixture()
@@ -27,8 +31,14 @@ def world_of_one(tmp_path):
     dist.destroy_process_group()
 
 
-def _run(model: DDP, opt: torch.optim.Optimizer) -> None:
-    """Three steps, one accumulation step under no_sync, a backward that fails (caught), one more step."""
+def _run(model: DDP, opt: torch.optim.Optimizer, tr) -> None:  # noqa: ANN001
+    """Three steps, one accumulation step under no_sync, a backward that fails (caught), one more step;
+    the optimizer's state of the start restored (its step count goes back), a step with a phase row of
+    the program's own; then two steps the program marks itself (tracers.torch.step)."""
+    import tracers.torch as api
+
+    opt.load_state_dict(copy.deepcopy(START))  # both runs number their steps from the same count
+
     def step(sync: bool = True) -> None:
         opt.zero_grad(set_to_none=True)
         if not sync:
@@ -45,6 +55,18 @@ def _run(model: DDP, opt: torch.optim.Optimizer) -> None:
     with pytest.raises(RuntimeError):
         loss.backward()  # the graph is freed: a failure row
     step()
+    opt.load_state_dict(copy.deepcopy(START))  # the next step is numbered from the restored count
+    step()
+    api._tracer = tr
+    try:
+        with api.phase("data"):
+            pass
+        step()
+        for n in (500, 501):
+            with api.step(n):
+                step()
+    finally:
+        api._tracer = None
 
 
 def _trace(tmp_path, monkeypatch, native: str, model: DDP, opt: torch.optim.Optimizer) -> list[dict]:
@@ -56,23 +78,22 @@ def _trace(tmp_path, monkeypatch, native: str, model: DDP, opt: torch.optim.Opti
     tr = Tracer(out, rank=0, world_size=1)
     with hooks.tracing(tr, [model]):
         assert tr.recorder_kind.startswith("native" if native == "1" else "python")
-        _run(model, opt)
+        _run(model, opt, tr)
     tr.close(complete=True)
     with DuckDBEngine(open_trace(out)) as eng:
-        first = eng.sql("SELECT min(step) AS s FROM events WHERE kind = 'step'").to_pylist()[0]["s"]
-        rows = eng.sql(f"SELECT {COLUMNS}, step - {first} AS rel_step, t0, t1 FROM events "
-                       "WHERE kind NOT IN ('mark') ORDER BY t0, kind, name, obj").to_pylist()
-    return rows
+        return eng.sql(f"SELECT {COLUMNS}, t0, t1 FROM events WHERE kind NOT IN ('mark') "
+                       "ORDER BY t0, kind, name, obj").to_pylist()
 
 
 def test_compiled_and_python_hooks_record_the_same_rows(tmp_path, world_of_one, monkeypatch):
     torch.manual_seed(0)
     model = DDP(torch.nn.Sequential(*[torch.nn.Linear(WIDTH, WIDTH) for _ in range(3)]), bucket_cap_mb=0.005)
-    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)  # keeps a step count: restored numbering
     for _ in range(3):  # DDP rebuilds its buckets: the bucket hooks go in at the first traced forward
         opt.zero_grad()
         model(torch.randn(4, WIDTH)).sum().backward()
         opt.step()
+    START.update(copy.deepcopy(opt.state_dict()))
     native = _trace(tmp_path, monkeypatch, "1", model, opt)
     python = _trace(tmp_path, monkeypatch, "0", model, opt)
 
@@ -80,17 +101,23 @@ def test_compiled_and_python_hooks_record_the_same_rows(tmp_path, world_of_one, 
         return [tuple(v for k, v in r.items() if k not in ("t0", "t1")) for r in rows]
 
     assert shape(native) == shape(python)
+    # Adam counted 3 steps before: 3 plain steps, the no_sync one, one after the failure; the start's
+    # count restored: 3, 4 (with the program's phase); then the steps the program marks (the first
+    # of them also ended by the optimizer hook, before the program's first mark turns that off)
+    assert sorted(r["step"] for r in native if r["kind"] == "step") == [3, 3, 4, 4, 5, 5, 6, 7, 500, 501]
+    # the program's phase row is kept (before the step's first forward: outside the step, untagged)
+    assert [r["step"] for r in native if r["kind"] == "phase" and r["name"] == "data"] == [None]
     kinds = {(r["kind"], r["name"] if r["kind"] in ("phase", "failure") else r["cat"]) for r in native}
     assert {("phase", p) for p in ("forward", "loss", "backward", "optimizer")} <= kinds
     assert ("collective", "ddp_bucket") in kinds and ("failure", "RuntimeError") in kinds
-    buckets_per_step = {}
+    buckets_per_step: dict[int, int] = {}
     for r in native:
-        if r["cat"] == "ddp_bucket":
-            buckets_per_step[r["rel_step"]] = buckets_per_step.get(r["rel_step"], 0) + 1
+        if r["cat"] == "ddp_bucket" and r["step"] < 500:  # noqa: PLR2004 - the marked steps: ended twice
+            buckets_per_step[r["step"]] = buckets_per_step.get(r["step"], 0) + 1
     assert len(set(buckets_per_step.values())) == 1 and min(buckets_per_step.values()) >= 2  # none under no_sync
     for rows in (native, python):
         assert all(r["t1"] is None or r["t0"] <= r["t1"] for r in rows)
         steps = [r for r in rows if r["kind"] == "step"]
         for s in steps:  # every phase of a step lies inside its step row
-            inside = [r for r in rows if r["kind"] == "phase" and r["rel_step"] == s["rel_step"]]
+            inside = [r for r in rows if r["kind"] == "phase" and r["step"] == s["step"] and r["name"] != "data"]
             assert inside and all(s["t0"] <= r["t0"] and r["t1"] <= s["t1"] for r in inside)
