@@ -126,3 +126,26 @@ def test_compiled_and_python_hooks_record_the_same_rows(tmp_path, world_of_one, 
         for s in once:  # every phase of a step lies inside its step row
             inside = [r for r in rows if r["kind"] == "phase" and r["step"] == s["step"]]
             assert inside and all(s["t0"] <= r["t0"] and r["t1"] <= s["t1"] for r in inside)
+
+
+def test_the_tracer_says_which_recorder_runs(tmp_path, monkeypatch):
+    """Tracer() is the compiled recorder's NativeTracer unless it is switched off or not built."""
+    import sys
+
+    from tracers.torch.nativetracer import NativeTracer
+    from tracers.torch.tracer import Tracer
+
+    def made(env: str | None) -> Tracer:
+        if env is not None:
+            monkeypatch.setenv("PARADISE_NATIVE_RECORDER", env)
+        tr = Tracer(tmp_path / f"t-{env}-{len(list(tmp_path.iterdir()))}", rank=0, world_size=1)
+        tr.close(complete=True)
+        return tr
+
+    tr = made(None)
+    assert type(tr) is NativeTracer and tr.recorder_kind == "native" and tr.native is not None
+    tr = made("0")
+    assert type(tr) is Tracer and tr.recorder_kind == "python (PARADISE_NATIVE_RECORDER=0)" and tr.native is None
+    monkeypatch.setitem(sys.modules, "tracers.torch._hooks", None)  # as if pip could not build it
+    tr = made("1")
+    assert type(tr) is Tracer and tr.recorder_kind == "python (native hooks not built)"

@@ -8,6 +8,7 @@ Both put the same values into the same lists of the Tracer, so they give the sam
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import time
@@ -23,10 +24,9 @@ def compiled() -> tuple[ModuleType | None, str]:
     if os.environ.get(ENV_SWITCH, "1").strip().lower() in ("0", "false", "no", "off"):
         return None, f"python ({ENV_SWITCH}=0)"
     try:
-        from tracers.torch import _hooks
+        return importlib.import_module("tracers.torch._hooks"), "native"
     except ImportError:
         return None, "python (native hooks not built)"
-    return _hooks, "native"
 
 
 def tracer_class(python_class: type) -> tuple[type, str]:
