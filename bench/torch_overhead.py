@@ -395,7 +395,7 @@ def verdict(ranks: list[list], flushes: dict[str, int]) -> list[str]:
     nothing there) and process CPU; against GOAL_US and against the profiler's, by the same measure."""
     flush_us = flushes["cpu_ns"] / max(flushes["steps"], 1) / 1e3
     lines = []
-    for stat in (FIGURE_STAT, *(s for s in ("median", "mean") if s != FIGURE_STAT)):
+    for stat in (FIGURE_STAT, *(s for s in BLOCK_STATS if s != FIGURE_STAT)):
         lines.append(f"  by block {stat}s (median pair difference, flushes out, + flushes' CPU per traced step):")
         for measure in ("main-thread CPU", "other threads' CPU", "process CPU"):
             fig, lo, hi, text = _figure(ranks, measure, stat, flush_us)
@@ -502,11 +502,18 @@ def main() -> None:
                    help="the tracer's part interval (its default 2 s is the crash window: the trade-off)")
     p.add_argument("--cprofile", type=int, default=0, help="traced blocks profiled with cProfile after part 1")
     p.add_argument("--raw", default="", help="also write every rank's per-step times to RAW.<ranks> (JSON)")
+    p.add_argument("--from-raw", default="", help="print the verdicts of a --raw dump again (no measurement)")
     p.add_argument("--ab-child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("train_args", nargs="*", help="extra ddp_train.py arguments (after --)")
     args = p.parse_args()
     if args.ab_child:
         ab_child(args.pairs, args.block, args.cprofile, args.flush_s, args.train_args, args.raw)
+        return
+    if args.from_raw:
+        dump = json.loads(Path(args.from_raw).read_text())
+        every_rank = dump["every_rank"]
+        print(f"{args.from_raw}: {dump['world']} rank(s), {len(every_rank[0][0])} pairs x {dump['block']} steps")
+        print("\n".join(verdict([pairs for pairs, _f in every_rank], flush_mean(every_rank))))
         return
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for nproc in args.ranks:
