@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: setup browser demo test lint bench clean
 
-$(STAMP): pyproject.toml setup.py tracers/charm/_recorder.c
+$(STAMP): pyproject.toml setup.py tracers/charm/_recorder.c tracers/torch/_hooks.c
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[charm,torch,dev]'

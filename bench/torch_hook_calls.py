@@ -12,7 +12,9 @@ preempted. The tracer's timed flush is off (the Parquet part writer is another p
 
     .venv/bin/python bench/torch_hook_calls.py [--root CHECKOUT] [--steps 50]
 
---root counts the tracer of another checkout (e.g. an export of main) with this script.
+--root counts the tracer of another checkout (e.g. an export of main) with this script;
+PARADISE_NATIVE_RECORDER=0 counts the Python hooks where the compiled ones (tracers/torch/_hooks.c) are
+built: those enter no Python frame, so the counts are 0 and only the timings tell.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any
 from torch_one_rank import warmed_up, without_timed_flush
 
 ROOT = Path(__file__).resolve().parents[1]
+RECORDER = "?"  # which recorder ran (tracers.torch.native), set by count()
 CLOCKS = {"time_ns", "monotonic_ns", "perf_counter_ns", "thread_time_ns", "process_time_ns"}
 
 
@@ -46,6 +49,7 @@ def count(root: str, steps: int) -> tuple[collections.Counter, collections.Count
 
     folder = tempfile.mkdtemp(prefix="torch-hook-calls-")
     tr = without_timed_flush(Tracer(folder, rank=0, world_size=1))
+    global RECORDER
     frames: collections.Counter = collections.Counter()
     ccalls: collections.Counter = collections.Counter()
     tracer_dir = str(Path(root) / "tracers")
@@ -59,6 +63,7 @@ def count(root: str, steps: int) -> tuple[collections.Counter, collections.Count
             ccalls[getattr(arg, "__qualname__", None) or getattr(arg, "__name__", repr(arg))] += 1
 
     with hooks.tracing(tr, [model]):
+        RECORDER = getattr(tr, "recorder_kind", "python (before the compiled hooks)")
         for s in range(5):  # the bucket hooks go in after a forward
             d.train_step(model, opt, *batches[s])
         tr.flush()
@@ -109,8 +114,11 @@ def _time_hooks(torch: Any, model: Any, opt: Any, train_step: Any, batches: list
     for label, owner, attr, inner in (("forward", DDP, "forward", "orig_forward"),
                                       ("backward", torch.autograd, "backward", "orig_backward")):
         wrapper = getattr(owner, attr)
-        cell = wrapper.__closure__[wrapper.__code__.co_freevars.index(inner)]
-        cell.cell_contents = _timer(spent, f"-{label}", cell.cell_contents)  # the torch call inside it
+        if hasattr(wrapper, "wrapped"):  # a compiled hook (tracers/torch/_hooks.c): its torch call is settable
+            wrapper.wrapped = _timer(spent, f"-{label}", wrapper.wrapped)
+        else:
+            cell = wrapper.__closure__[wrapper.__code__.co_freevars.index(inner)]
+            cell.cell_contents = _timer(spent, f"-{label}", cell.cell_contents)  # the torch call inside it
         setattr(owner, attr, _timer(spent, label, wrapper))  # uninstall() restores torch's own
     empty = _timer(spent, "empty", lambda: None)
     for _ in range(10_000):
@@ -138,7 +146,8 @@ def main() -> None:
     frames, ccalls, spent = count(os.path.abspath(args.root), args.steps)
     n = args.steps
     clock = sum(v for k, v in ccalls.items() if k.rsplit(".", 1)[-1] in CLOCKS)
-    print(f"tracer of {args.root}: world size 1, gloo, ddp_train.py model, {n} traced steps, per step: "
+    print(f"tracer of {args.root} ({RECORDER} recorder): world size 1, gloo, ddp_train.py model, {n} traced steps, "
+          "per step: "
           f"{sum(frames.values()) / n:.2f} Python frames in tracers/, {sum(ccalls.values()) / n:.2f} C calls from "
           f"them, {clock / n:.2f} clock reads")
     print("  Python frames per step by function:")

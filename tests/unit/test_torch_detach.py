@@ -54,7 +54,9 @@ def _hooks_of(model: DDP) -> dict:
     }
 
 
-def test_detach_leaves_no_hook_and_reattaching_records_the_same_rows(tmp_path, world_of_one):
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_detach_leaves_no_hook_and_reattaching_records_the_same_rows(tmp_path, world_of_one, monkeypatch, native):
+    monkeypatch.setenv("PARADISE_NATIVE_RECORDER", native)
     from tracers.torch import hooks
     from tracers.torch.tracer import Tracer
 
@@ -119,12 +121,18 @@ def test_a_programs_own_comm_hook_records_nothing_once_detached(tmp_path, world_
     assert [r["step"] for r in buckets] == [0, 1, 2]  # one launch per step through the comm hook, none after
 
 
-def test_hooks_read_the_clock_without_a_python_frame(tmp_path, world_of_one):
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_hooks_read_the_clock_without_a_python_frame(tmp_path, world_of_one, monkeypatch, native):
     """A traced step reads the clock by C calls (time.time_ns), never through Tracer.now's frame,
     enters Python only for its hooks (forward, backward, a launch per bucket, optimizer pre and
     post) and the step's end (Tracer.end_step, which hands the rows over without a call), and records
-    one phase row per hook and a row per bucket."""
+    one phase row per hook and a row per bucket. The compiled hooks (tracers/torch/_hooks.c) enter no
+    Python frame of the tracer at all and read the clock in C."""
     import sys
+
+    monkeypatch.setenv("PARADISE_NATIVE_RECORDER", native)
+    if native == "1":
+        pytest.importorskip("tracers.torch._hooks", reason="compiled hooks not built")
 
     from tracers.torch import hooks
     from tracers.torch.tracer import Tracer
@@ -156,10 +164,15 @@ def test_hooks_read_the_clock_without_a_python_frame(tmp_path, world_of_one):
     tr.close(complete=True)
     buckets = len(model._get_ddp_logging_data()["rebuilt_bucket_sizes"].replace(",", " ").split())
     assert calls.get("Tracer.now", 0) == 0
-    # forward 2 reads, backward 2, optimizer pre and post 1 each, a launch per bucket
-    assert calls.get("c:time_ns", 0) == n * (6 + buckets)
-    assert calls["tracer frames"] == n * (4 + buckets + 1)
-    assert calls.get("Tracer.end_step", 0) == n
+    if native == "1":
+        assert tr.recorder_kind == "native"
+        assert calls.get("tracer frames", 0) == 0 and calls.get("c:time_ns", 0) == 0
+    else:
+        assert tr.recorder_kind.startswith("python")
+        # forward 2 reads, backward 2, optimizer pre and post 1 each, a launch per bucket
+        assert calls.get("c:time_ns", 0) == n * (6 + buckets)
+        assert calls["tracer frames"] == n * (4 + buckets + 1)
+        assert calls.get("Tracer.end_step", 0) == n
     with DuckDBEngine(open_trace(tmp_path / "trace")) as eng:
         last = "step > (SELECT min(step) FROM events WHERE kind = 'step')"  # the n profiled steps
         phases = eng.sql(f"SELECT name, count(*) AS n FROM events WHERE kind = 'phase' AND {last} "

@@ -81,6 +81,8 @@ class BucketWatch:
         module, launched = self.module, self.tr.launched
         read, base = clock.reader(self.tr)
         rest = (None, k, *self.info[k])  # the row after its launch time (steprows.BUCKET_WIDTH values)
+        if self.tr.native is not None:  # the same, compiled (tracers/torch/_hooks.c)
+            return self.tr.native.bucket(self.tr._state, module, self.tr._state.add_bucket(rest))
 
         def ready(_param: Any) -> None:
             if module.require_backward_grad_sync:  # under no_sync() DDP reduces nothing

@@ -56,6 +56,8 @@ def _traced_forward(tr: Tracer, orig_forward: Any) -> Any:
     straight into the tracer's flat list: no other frame)."""
     read, base = clock.reader(tr)
     phases, overflow = tr._phases, tr.phases_overflow
+    if tr.native is not None:  # the same, compiled (tracers/torch/_hooks.c)
+        return tr.native.forward(tr._state, orig_forward, MAX_TRIES)
 
     def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
         watch = self.__dict__.get("_paradise_buckets")

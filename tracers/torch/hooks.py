@@ -42,7 +42,18 @@ from tracers.torch.patching import (
     patches,
 )
 from tracers.torch.steprows import BUCKET_WIDTH
-from tracers.torch.tracer import BUCKETS_MAX, BYTES, CAT, DTYPE, GROUP, GSIZE, PHASES_MAX, STEP, T1, Tracer
+from tracers.torch.tracer import (
+    BUCKETS_MAX,
+    BYTES,
+    CAT,
+    DTYPE,
+    GROUP,
+    GSIZE,
+    PHASES_MAX,
+    STEP,
+    T1,
+    Tracer,
+)
 
 # (function name, index of the payload argument, keyword of it); None = no payload.
 COLLECTIVES: tuple[tuple[str, int | None, str | None], ...] = (
@@ -137,6 +148,9 @@ def _install_backward(tr: Tracer) -> None:
     read, base = clock.reader(tr)
     phases, buckets, launched = tr._phases, tr._buckets, tr.launched
     overflow = tr.phases_overflow
+    if tr.native is not None:  # the same, compiled (tracers/torch/_hooks.c)
+        patch(torch.autograd, "backward", tr.native.backward(tr._state, orig_backward))
+        return
 
     def backward(*args: Any, **kwargs: Any) -> Any:
         t0 = read() - base
@@ -191,12 +205,15 @@ def _install_optimizer(tr: Tracer) -> None:
     read, t_base = clock.reader(tr)
     phases, modules, end_step = tr._phases, sys.modules, tr.end_step
 
+    def first_number(opt: Any) -> int:
+        own = _state_step(opt)
+        return tr._counter if own is None else own
+
     def pre(opt: Any, args: Any, kwargs: Any) -> None:
         key = id(opt)
         n = base.get(key)
         if n is None:
-            own = _state_step(opt)
-            n = tr._counter if own is None else own
+            n = first_number(opt)
         base[key] = n + 1
         pending[key] = (read() - t_base, n)
 
@@ -214,9 +231,14 @@ def _install_optimizer(tr: Tracer) -> None:
     def load_state_dict(self: Any, state_dict: Any) -> Any:
         result = orig_load(self, state_dict)
         base.pop(id(self), None)  # re-read the restored step count at the next step
+        if tr.native is not None:
+            tr._state.forget_optimizer(self)
         return result
 
     patch(torch.optim.Optimizer, "load_state_dict", load_state_dict)
+    if tr.native is not None:  # the same two hooks, compiled (tracers/torch/_hooks.c)
+        pre = tr.native.optimizer_pre(tr._state, base, first_number)
+        post = tr.native.optimizer_post(tr._state, install_dcp)
     handles.append(optim_mod.register_optimizer_step_pre_hook(pre))
     handles.append(optim_mod.register_optimizer_step_post_hook(post))
 

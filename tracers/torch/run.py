@@ -16,6 +16,7 @@ from typing import Any
 
 import tracers.torch as api
 from tracers import job, program
+from tracers.torch.native import say_recorder
 from tracers.torch.tracer import COL, ENV_DIR, ENV_FLUSH_S, ENV_ORIGIN, ENV_PROGRAM, Tracer
 
 ENV_PROFILER = "PARADISE_TRACE_PROFILER"
@@ -136,6 +137,9 @@ def run(script: str, args: list[str]) -> None:
         row[COL["obj"]] = tr.restart
         tr.write(row)
     hooks.install(tr)
+    tr.writer.set_metadata(extra={**(tr.writer.metadata.get("extra") or {}), "recorder": tr.recorder_kind})
+    if tr.rank == 0:
+        say_recorder(tr.recorder_kind)
     api._tracer = tr
     prof = _start_profiler(tr) if os.environ.get(ENV_PROFILER) == "1" else None
     ok = False

@@ -73,7 +73,23 @@ def rank_file_stem(rank: int, restart: int) -> str:
 
 
 class Tracer:
-    """Records one rank's events; the hooks in tracers.torch.hooks call its methods."""
+    """Records one rank's events; the hooks in tracers.torch.hooks call its methods.
+
+    Tracer(...) builds a tracers.torch.nativetracer.NativeTracer where the compiled hooks run
+    (tracers.torch.native); `recorder_kind` says which recorder records."""
+
+    native: Any = None  # the compiled hooks' module (NativeTracer), None: the Python hooks
+    recorder_kind = "python"
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Tracer:
+        kind = "python"
+        if cls is Tracer:
+            from tracers.torch.native import tracer_class
+
+            cls, kind = tracer_class(cls)
+        obj = super().__new__(cls)
+        obj.recorder_kind = kind
+        return obj
 
     def __init__(
         self,
