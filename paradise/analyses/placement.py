@@ -100,10 +100,10 @@ def distribution(objs: pd.DataFrame) -> Characteristic:
                  + (f", led by {names[0]}" if names else "") + f"; object loads vary with CV {cv:.2f}."))
 
 
-def step_persistence(per: np.ndarray, med: np.ndarray | None = None) -> Characteristic:
+def step_persistence(per: np.ndarray, med: np.ndarray) -> Characteristic:
     """load_persistence of a matrix of step loads: one row per object, one column per step in
-    step order, NaN where an object has no load in a step, no row or column all NaN; `med`:
-    objloads.row_medians(per) when already known."""
+    step order, NaN where an object has no load in a step, no row or column all NaN; `med`: each
+    row's median (ObjectSteps.med)."""
     from paradise.events.steploads import windowed
 
     return persistence(windowed(per, med, STEP_LOAD_CLIP, PERSIST_WINDOWS))

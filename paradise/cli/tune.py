@@ -4,6 +4,7 @@ says is faster, repeated on the hinted program (paradise.tune; docs/tune.md). DI
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import os
@@ -170,50 +171,53 @@ def _guard(fn: Any) -> Any:
         raise typer.Exit(128 + exc.signum) from None
 
 
-@app.command("charm", context_settings=CONTEXT)
-def charm_cmd(
-    program: Path = typer.Argument(..., help="The charm4py program (APP.py)."),
-    app_args: list[str] = typer.Argument(None, help="Arguments passed to the program."),
-    pes: int = typer.Option(2, "--pes", "-p", help="Number of PEs (charmrun +pN)."),
-    out: Path = typer.Option(..., "-o", "--out", help="Tune folder (tune.json, best/, tune.html, runs)."),
-    rounds: int = typer.Option(5, "--rounds", help=H_ROUNDS),
-    iterations: int = typer.Option(3, "--iterations", help="Most iterations (trace, analyze, trial)."),
-    budget_min: float = typer.Option(30.0, "--budget-min", help="Stop when the runs have taken this many minutes."),
-    confidence: float = typer.Option(0.99, "--confidence", help=H_CONF),
-    check: str = typer.Option(None, "--check", help=H_CHECK),
-    time_regex: str = typer.Option(None, "--time-regex", help=H_TIME),
-    time_unit: str = typer.Option("s", "--time-unit", help="Unit of --time-regex's number: s, ms, us or ns."),
-    kinds: str = typer.Option(None, "--kinds", help="Comma-separated kinds to try (mapping, comm); default all."),
-    timeout: float = typer.Option(None, "--timeout", help=H_TIMEOUT),
-    force: bool = typer.Option(False, "--force", help="Start over in a folder that holds another tune."),
-    as_json: bool = typer.Option(False, "--json", help="Print tune.json instead of the table."),
-) -> None:
-    """Tune a charm4py program: options go before APP.py; the rest is the program's."""
-    data = _guard(lambda: run("charm", program, list(app_args or []), pes, out, rounds=rounds, confidence=confidence,
-                              iterations=iterations, budget_min=budget_min, check=check, time_regex=time_regex,
-                              time_unit=time_unit, kinds=kinds, force=force, timeout=timeout))
-    _finish(data, out, as_json)
+SHARED: tuple[tuple[str, Any, Any], ...] = (
+    ("out", Path, typer.Option(..., "-o", "--out", help="Tune folder (tune.json, best/, tune.html, runs).")),
+    ("rounds", int, typer.Option(5, "--rounds", help=H_ROUNDS)),
+    ("iterations", int, typer.Option(3, "--iterations", help="Most iterations (trace, analyze, trial).")),
+    ("budget_min", float, typer.Option(30.0, "--budget-min", help="Stop when the runs have taken this many minutes.")),
+    ("confidence", float, typer.Option(0.99, "--confidence", help=H_CONF)),
+    ("check", str, typer.Option(None, "--check", help=H_CHECK)),
+    ("time_regex", str, typer.Option(None, "--time-regex", help=H_TIME)),
+    ("time_unit", str, typer.Option("s", "--time-unit", help="Unit of --time-regex's number: s, ms, us or ns.")),
+)
+"""The options `tune charm` and `tune torch` share, (name, type, typer option), in --help order; then
+the command's own, then SHARED_LAST."""
+SHARED_LAST: tuple[tuple[str, Any, Any], ...] = (
+    ("timeout", float, typer.Option(None, "--timeout", help=H_TIMEOUT)),
+    ("force", bool, typer.Option(False, "--force", help="Start over in a folder that holds another tune.")),
+    ("as_json", bool, typer.Option(False, "--json", help="Print tune.json instead of the table.")),
+)
 
 
-@app.command("torch", context_settings=CONTEXT)
-def torch_cmd(
-    script: Path = typer.Argument(..., help="The DDP training script."),
-    app_args: list[str] = typer.Argument(None, help="Arguments passed to the script."),
-    nproc: int = typer.Option(2, "--nproc", help="Ranks (torchrun --nproc-per-node)."),
-    out: Path = typer.Option(..., "-o", "--out", help="Tune folder (tune.json, best/, tune.html, runs)."),
-    rounds: int = typer.Option(5, "--rounds", help=H_ROUNDS),
-    iterations: int = typer.Option(3, "--iterations", help="Most iterations (trace, analyze, trial)."),
-    budget_min: float = typer.Option(30.0, "--budget-min", help="Stop when the runs have taken this many minutes."),
-    confidence: float = typer.Option(0.99, "--confidence", help=H_CONF),
-    check: str = typer.Option(None, "--check", help=H_CHECK),
-    time_regex: str = typer.Option(None, "--time-regex", help=H_TIME),
-    time_unit: str = typer.Option("s", "--time-unit", help="Unit of --time-regex's number: s, ms, us or ns."),
-    timeout: float = typer.Option(None, "--timeout", help=H_TIMEOUT),
-    force: bool = typer.Option(False, "--force", help="Start over in a folder that holds another tune."),
-    as_json: bool = typer.Option(False, "--json", help="Print tune.json instead of the table."),
-) -> None:
-    """Tune a PyTorch DDP script under torchrun (the DDP bucket size; checkpoint policy as information)."""
-    data = _guard(lambda: run("torch", script, list(app_args or []), nproc, out, rounds=rounds, confidence=confidence,
-                              iterations=iterations, budget_min=budget_min, check=check, time_regex=time_regex,
-                              time_unit=time_unit, kinds=None, force=force, timeout=timeout))
-    _finish(data, out, as_json)
+def _command(runtime: str, head: tuple[tuple[str, Any, Any], ...], own: tuple[tuple[str, Any, Any], ...],
+             doc: str) -> Any:
+    """The `tune RUNTIME` command: `head` (the program, its arguments, the process count), SHARED,
+    `own` options, SHARED_LAST; it runs the tune (run(), resumable on a signal) and prints its table
+    or tune.json."""
+    program, app_args, procs = (name for name, _, _ in head)
+
+    def command(**kw: Any) -> None:
+        as_json, args = kw.pop("as_json"), (kw.pop(program), list(kw.pop(app_args) or []), kw.pop(procs))
+        data = _guard(lambda: run(runtime, *args, **{"kinds": None, **kw}))
+        _finish(data, kw["out"], as_json)
+
+    command.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
+        inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default, annotation=kind)
+        for name, kind, default in (*head, *SHARED, *own, *SHARED_LAST)])
+    command.__annotations__ = {}  # typer reads the types from the signature
+    command.__name__, command.__doc__ = f"{runtime}_cmd", doc
+    return command
+
+
+charm_cmd = app.command("charm", context_settings=CONTEXT)(_command("charm", (
+    ("program", Path, typer.Argument(..., help="The charm4py program (APP.py).")),
+    ("app_args", list[str], typer.Argument(None, help="Arguments passed to the program.")),
+    ("pes", int, typer.Option(2, "--pes", "-p", help="Number of PEs (charmrun +pN)."))), (
+    ("kinds", str, typer.Option(None, "--kinds", help="Comma-separated kinds to try (mapping, comm); default all.")),),
+    "Tune a charm4py program: options go before APP.py; the rest is the program's."))
+torch_cmd = app.command("torch", context_settings=CONTEXT)(_command("torch", (
+    ("script", Path, typer.Argument(..., help="The DDP training script.")),
+    ("app_args", list[str], typer.Argument(None, help="Arguments passed to the script.")),
+    ("nproc", int, typer.Option(2, "--nproc", help="Ranks (torchrun --nproc-per-node)."))), (),
+    "Tune a PyTorch DDP script under torchrun (the DDP bucket size; checkpoint policy as information)."))

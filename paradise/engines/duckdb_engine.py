@@ -93,7 +93,7 @@ def events_view_sql(files: list[str], corrections: dict[str, tuple[int, int, flo
     the files' footers tell when not given), `intervals` (each PE's running intervals and idle rows,
     events_running.sql: in the trace's row order when there are no pieces), `running` (its rows
     other than idle), `intervals_by_time` (it in (pe, t0) order) and `training_rows`
-    (events_training.sql)."""
+    (events_training.sql); and the macro lane(kind, stream, tid) (events_lane.sql)."""
     mine = {f: c for f, c in (corrections or {}).items() if f in set(files)}
     rows = (
         _corrected_rows(files, mine) if mine
@@ -110,7 +110,8 @@ def events_view_sql(files: list[str], corrections: dict[str, tuple[int, int, flo
         "CREATE OR REPLACE VIEW intervals AS " + load_sql("events_running") + ";\n"
         "CREATE OR REPLACE VIEW running AS SELECT * FROM intervals WHERE kind <> 'idle';\n"
         "CREATE OR REPLACE VIEW intervals_by_time AS SELECT * FROM intervals ORDER BY pe, t0;\n"
-        "CREATE OR REPLACE VIEW training_rows AS " + load_sql("events_training")
+        "CREATE OR REPLACE VIEW training_rows AS " + load_sql("events_training") + ";\n"
+        + load_sql("events_lane")
     )
 
 

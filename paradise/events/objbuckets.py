@@ -4,8 +4,8 @@ buckets, so that no process (the client least) holds every object's rows per ste
 a bucket step merges its bucket's parts into events_object_steps' rows with object ids local to
 the bucket and returns its objects; the client ranks the objects of all buckets in (coll, index)
 order (one row per object), and a read step per bucket renumbers its rows with those global ids and
-returns the small results objloads reads (summary, step load sum, step numbers) and writes its step
-loads to a file, which the client reads into the step matrix one bucket at a time.
+returns the small results objloads reads (summary, step load sum, step numbers, each object's median
+and step count) and writes its step loads to a file, which later steps read one bucket at a time.
 
 Layout of the partition directory (on a path every worker sees):
   parts/bucket=B/gI_0.parquet   group I's parts of bucket B (removed once the bucket is merged)
@@ -49,12 +49,8 @@ class BucketResult:
     loads: str
     """The file of the bucket's events_object_step_loads rows."""
     rows: pa.Table | None
-    oids: np.ndarray
-    """The bucket's objects with a step load (global oids, ascending), and of each:"""
-    med: np.ndarray
-    """its median step load (steploads.row_medians),"""
-    ran: np.ndarray
-    """and the steps it ran in."""
+    medians: pa.Table
+    """The bucket's events_object_step_medians rows (global oids)."""
 
 
 def split_step(con: Any, root: str, i: int, buckets: int) -> None:
@@ -107,10 +103,9 @@ def read_step(con: Any, root: str, b: int, gid: np.ndarray, with_rows: bool) -> 
     rows = None
     if with_rows or (len(objects) and pc.max(objects.column("latest_rows")).as_py() > 1):
         rows = con.sql(load_sql("events_object_step_rows")).to_arrow_table()
-    oids, matrix = bucket_matrix(loads)
-    med, ran = steploads.per_object(matrix)
+    medians = con.sql(load_sql("events_object_step_medians")).to_arrow_table()
     return BucketResult(objects=objects, step_load=step_load, steps=steps.astype(np.int64),
-                        loads=loads, rows=rows, oids=oids, med=med, ran=ran)
+                        loads=loads, rows=rows, medians=medians)
 
 
 def bucket_matrix(loads: str, oids: np.ndarray | None = None, steps: np.ndarray | None = None,
@@ -159,12 +154,15 @@ class BucketLoads:
             matrix[oids] = part
         return matrix
 
-    def windows(self, oids: np.ndarray, med: np.ndarray, clip: float, windows: int) -> np.ndarray:
-        """steploads.windowed of `oids` (ascending) over the steps any of them ran in: the steps
-        from every bucket first, then each bucket's rows over them; the client holds rows of windows."""
+    def windows(self, oids: np.ndarray, med: np.ndarray, clip: float, windows: int,
+                steps: np.ndarray | None = None) -> np.ndarray:
+        """steploads.windowed of `oids` (ascending) over the steps any of them ran in: `steps` when
+        known (one of them ran in every step: ObjectSteps.ran), else first read from every bucket;
+        then each bucket's rows over them. The client holds rows of windows."""
         none: list[list[str]] = [[] for _ in self.files]
-        steps = np.unique(np.concatenate([np.empty(0, np.int64)] + self.engine.run_steps(
-            app_steps_step, [{"loads": f, "oids": oids} for f in self.files], files=none)))
+        if steps is None:
+            steps = np.unique(np.concatenate([np.empty(0, np.int64)] + self.engine.run_steps(
+                app_steps_step, [{"loads": f, "oids": oids} for f in self.files], files=none)))
         parts = self.engine.run_steps(window_step, [{"loads": f, "oids": oids, "med": med, "steps": steps, "clip": clip,
                                                      "windows": windows} for f in self.files], files=none)
         got = np.concatenate([p[0] for p in parts])

@@ -18,9 +18,9 @@ import pyarrow as pa
 
 from paradise.engines import load_sql
 from paradise.events import objbuckets
-from paradise.events.steploads import MatrixLoads, fill, per_object, row_medians
+from paradise.events.steploads import MatrixLoads, fill, per_object
 
-__all__ = ["ObjectSteps", "object_steps", "oid_loads", "row_medians"]
+__all__ = ["ObjectSteps", "object_steps", "oid_loads"]
 
 TABLE = "object_steps"
 """The engine table events_object_steps fills (one row per object and step)."""
@@ -44,11 +44,11 @@ class ObjectSteps:
     stepped: bool
     """Whether any exec with a step carries load."""
     med: np.ndarray
-    """Per oid, the median of its step loads (row_medians; NaN for an object without one)."""
+    """Per oid, the median of its step loads (events_object_step_medians; NaN for an object without one)."""
     ran: np.ndarray
     """Per oid, the steps it ran in (has a step load)."""
     loads: Any
-    """Where the step loads are: matrix(objects, steps) and windows(oids, med, clip, windows)."""
+    """Where the step loads are: matrix(objects, steps) and windows(oids, med, clip, windows, steps)."""
     rows: pd.DataFrame | None = None
     """The (oid, step) rows (oid, pe, step, load_ns, execs, last_t1), only when some object's
     latest end is tied between two of them (placement then decides its PE from these rows)."""
@@ -70,7 +70,8 @@ class ObjectSteps:
         if not len(oids):
             return np.empty((0, 0))
         oids = np.asarray(oids, np.int64)
-        return self.loads.windows(oids, self.med[oids], clip, windows)
+        every = int(self.ran[oids].max()) == len(self.steps)  # one of them ran in every step
+        return self.loads.windows(oids, self.med[oids], clip, windows, self.steps if every else None)
 
 
 def object_steps(engine: Any) -> ObjectSteps:
@@ -96,9 +97,7 @@ def _from_buckets(engine: Any) -> ObjectSteps:
     parts, objects = objbuckets.bucketed(engine)
     stepped = sum(p.step_load for p in parts) > 0  # events_object_stepped over the buckets' sums
     steps = np.unique(np.concatenate([p.steps for p in parts] + [np.empty(0, np.int64)]))
-    med, ran = np.full(len(objects), np.nan), np.zeros(len(objects), np.int64)
-    for p in parts:
-        med[p.oids], ran[p.oids] = p.med, p.ran
+    med, ran = per_object(pa.concat_tables([p.medians for p in parts]), len(objects))
     tie = bool(len(objects)) and int(objects["latest_rows"].max()) > 1
     rows = [p.rows for p in parts if p.rows is not None] if tie else []
     tied = pa.concat_tables(rows).sort_by([("oid", "ascending"), ("step", "ascending")]).to_pandas().astype("int64") \
@@ -113,6 +112,7 @@ def _read(engine: Any) -> ObjectSteps:
         objects = engine.query("events_object_summary").to_pandas()
         stepped = bool(engine.query("events_object_stepped").column("stepped")[0].as_py())
         steps = engine.query("events_object_step_numbers").column("step").to_numpy().astype(np.int64)
+        med, ran = per_object(engine.query("events_object_step_medians"), len(objects))
         matrix = fill(np.full((len(objects), len(steps)), np.nan), steps,
                       engine.batches("events_object_step_loads", batch_rows=BATCH_ROWS))
         rows = None
@@ -120,14 +120,13 @@ def _read(engine: Any) -> ObjectSteps:
             rows = engine.query("events_object_step_rows").to_pandas().astype("int64")
     finally:
         engine.sql(f"DROP TABLE IF EXISTS {TABLE}")
-    med, ran = per_object(matrix)
     return ObjectSteps(steps=steps, objects=objects, stepped=stepped, med=med, ran=ran, loads=MatrixLoads(matrix),
                        rows=rows)
 
 
 def oid_loads(obj: ObjectSteps, med: np.ndarray) -> pd.DataFrame | None:
     """One row per oid (oid, load_ns, execs, pe), as placement.object_loads defines them: with
-    steps, the median step load (`med`: row_medians of the matrix) times the steps it ran in, and
+    steps, the median step load (`med`: ObjectSteps.med) times the steps it ran in, and
     its execs in steps; without, its whole load and execs. None when an object's latest end is
     tied between two of its rows (its PE is then placement.object_loads' to decide, on obj.rows)."""
     o = obj.objects

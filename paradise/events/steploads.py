@@ -1,8 +1,8 @@
 """Step loads (ns) of objects, one row per object and one column per step, and what placement
-reads of them: each row's median and step count, and the windows its persistence compares. The
-same functions run on a whole matrix (the embedded engine's client) and on an object-hash bucket's
-rows (a Dask worker: paradise.events.objbuckets): every figure is row-wise, so a bucket's rows give
-those rows of the whole.
+reads of them: each object's median and step count (events_object_step_medians, by the engine), and
+the windows its persistence compares. The same functions run on a whole matrix (the embedded
+engine's client) and on an object-hash bucket's rows (a Dask worker: paradise.events.objbuckets):
+every figure is row-wise, so a bucket's rows give those rows of the whole.
 """
 
 from __future__ import annotations
@@ -21,18 +21,21 @@ class MatrixLoads:
     def matrix(self, objects: int, steps: np.ndarray) -> np.ndarray:
         return self.whole
 
-    def windows(self, oids: np.ndarray, med: np.ndarray, clip: float, windows: int) -> np.ndarray:
+    def windows(self, oids: np.ndarray, med: np.ndarray, clip: float, windows: int,
+                steps: np.ndarray | None = None) -> np.ndarray:
+        """windowed() of the rows `oids` over the steps any of them ran in (`steps`, when known, is
+        every column)."""
         sub = self.whole[oids]
-        return windowed(sub[:, ~np.isnan(sub).all(axis=0)], med, clip, windows)
+        return windowed(sub if steps is not None else sub[:, ~np.isnan(sub).all(axis=0)], med, clip, windows)
 
 
-def windowed(per: np.ndarray, med: np.ndarray | None, clip: float, windows: int) -> np.ndarray:
+def windowed(per: np.ndarray, med: np.ndarray, clip: float, windows: int) -> np.ndarray:
     """Step loads as placement's persistence compares them: each row clipped at `clip` x its
-    median (`med`, row_medians(per) when None: a descheduled step is a spike, not a pattern), then,
+    median (`med`: a descheduled step is a spike, not a pattern), then,
     with at least 2 x `windows` steps, the median of each window of len // windows steps (columns in
     step order; the last window may be shorter), so that noise of single steps does not pass for
     changing loads. Row-wise: a subset of rows gives those rows of the whole."""
-    per = np.minimum(per, clip * (row_medians(per) if med is None else med)[:, None])
+    per = np.minimum(per, clip * med[:, None])
     width = max(1, per.shape[1] // windows)
     if width > 1:
         per = np.column_stack([row_medians(per[:, w:w + width]) for w in range(0, per.shape[1], width)])
@@ -49,15 +52,21 @@ def fill(matrix: np.ndarray, steps: np.ndarray, batches: Any, row_of: np.ndarray
     return matrix
 
 
-def per_object(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(median step load, steps ran) of each row of a step-load matrix."""
-    return row_medians(matrix), (~np.isnan(matrix)).sum(axis=1)
+def per_object(medians: Any, objects: int) -> tuple[np.ndarray, np.ndarray]:
+    """(median step load, steps ran) per oid 0..objects-1 from events_object_step_medians rows
+    (NaN and 0 for an object without a step load)."""
+    med, ran = np.full(objects, np.nan), np.zeros(objects, np.int64)
+    oid = medians.column("oid").to_numpy()
+    med[oid], ran[oid] = medians.column("med").to_numpy(), medians.column("ran").to_numpy()
+    return med, ran
 
 
 def row_medians(m: np.ndarray) -> np.ndarray:
     """Along the last axis, the median of the non-NaN values (NaN for none), as pandas computes
-    it: the middle value, or the mean of the two middle values. A sort, not np.median: numpy's
-    SIMD sort is several times faster than the two-point partition np.median uses."""
+    it: the middle value, or the mean of the two middle values (windowed's window medians; an
+    object's median over all its steps is the engine's, events_object_step_medians). A sort, not
+    np.median: numpy's SIMD sort is several times faster than the two-point partition np.median
+    uses."""
     if m.shape[-1] == 0:
         return np.full(m.shape[:-1], np.nan)
     srt = np.sort(m, axis=-1)  # NaN last

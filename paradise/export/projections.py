@@ -21,13 +21,12 @@ import numpy as np
 
 from paradise.errors import OutputUnwritable
 from paradise.export._stream import GZIP_LEVEL, string_bytes
+from paradise.format import MAX_PES
 from paradise.store.output import TMP_TAG
 
 STS_VERSION = "11.0"
 """The .sts / log version written: chare lines carry the index dimensions (read from 9.0 on)."""
 BATCH_ROWS = 1 << 16
-MAX_PES = (1 << 22) - 1
-"""Most PEs of a .sts that `paradise import projections` reads (its MAX_PES)."""
 
 
 def program_name(trace: Any) -> str:

@@ -105,6 +105,13 @@ TRACER_SOURCES = {"charm4py": False, "torch": True}
 (ranks, ops, collectives) rather than Charm-style (objects, entry methods, messages). Importers
 declare theirs in paradise.importers.IMPORTERS; paradise.importers.training_like reads both."""
 
+MAX_PES = 1 << 22
+"""Largest PE count (and PE number + 1) a trace may claim, imported, exported or validated: 4M PEs,
+above any machine that runs charm4py or torchrun today; analyses size per-PE arrays by it (and a
+rank below it packs into Kineto's 64-bit msg ids: rank * 2**40)."""
+MAX_RANK = MAX_PES - 1
+"""Largest PE number or rank."""
+
 INDEX_BITS = 21
 """Bits per dimension when packing an N-D index (up to 3 dims of 2M each) into `obj`."""
 

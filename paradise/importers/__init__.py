@@ -118,6 +118,27 @@ def source_paths(sources: Sources) -> list[Path]:
     return [Path(s) for s in sources]
 
 
+def rank_files(sources: Sources, files: str, what: str, rank: int | None = None, *,
+               rank_needs_one: bool = False) -> list[Path]:
+    """The sources as paths, after the checks that importers of one file per rank make first: some
+    `files` given; --rank within 0..MAX_RANK (and, `rank_needs_one`, with a single file); each a
+    regular file (`what`: one of them, for the message)."""
+    from paradise.format import MAX_RANK  # pyarrow: not at `paradise --help` time
+
+    paths = source_paths(sources)
+    if not paths:
+        raise ImportFormatError(f"no {files} given")
+    if rank is not None and rank_needs_one and len(paths) > 1:
+        raise ImportFormatError(
+            f"--rank applies to a single file, got {len(paths)} files (each must carry distributedInfo.rank)"
+        )
+    if rank is not None and not 0 <= rank <= MAX_RANK:
+        raise ImportFormatError(f"{paths[0]}: --rank {rank} is out of range (0 to {MAX_RANK})")
+    for p in paths:
+        regular_file(p, what)
+    return paths
+
+
 def regular_file(path: Path, what: str) -> Path:
     """Refuses what is not a regular file (a FIFO or a device would block or never end)."""
     try:

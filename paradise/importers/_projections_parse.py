@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from paradise.errors import ImportFormatError, TruncatedTrace
+from paradise.format import MAX_PES
 from paradise.importers import regular_file
 
 # Record type numbers (Charm++ src/ck-perf/trace-common.h).
@@ -58,8 +59,6 @@ TIME_FIELD = {1: 2, 20: 2, 21: 2, 2: 2, 3: 2, 4: 1, 5: 1, 6: 0, 7: 0, 8: 0, 9: 0
 
 _STS_KEYWORD = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _LOG_NAME = r"\.(?P<pe>\d+)\.log(?P<gz>\.gz)?$"
-MAX_PES = (1 << 22) - 1
-"""Most PEs a run may declare (as Kineto's MAX_RANK): bounds what analyses allocate per PE."""
 MAX_PAPI_EVENTS = 1024
 """Most PAPI counters per record a .sts may declare."""
 BLOCK_BYTES = 1 << 24

@@ -29,9 +29,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from paradise.errors import ImportFormatError, OutputUnwritable
-from paradise.format import LOW_CARDINALITY_STRINGS, SCHEMA, conform, make_metadata
+from paradise.format import LOW_CARDINALITY_STRINGS, MAX_RANK, SCHEMA, conform, make_metadata
 from paradise.format.order import time_ordered
-from paradise.importers import ProgressCallback, Sources, regular_file, source_paths
+from paradise.importers import ProgressCallback, Sources, rank_files
 from paradise.importers.kineto_arrow import from_numpy, to_numpy, validity
 from paradise.importers.kineto_events import (
     CC_ANNOTATION,
@@ -55,8 +55,6 @@ OUT_ROW_GROUP = 64 * 1024
 MSG_RANK_SHIFT = 1 << 40
 """msg = rank * 2**40 + correlation id: unique across ranks (CUPTI ids are 32-bit); the raw id
 stays in args.correlation."""
-MAX_RANK = (1 << 22) - 1
-"""Largest rank whose packed msg still fits int64."""
 
 
 PARALLEL_MIN_BYTES = 64 << 20
@@ -457,19 +455,8 @@ def import_trace(
     program: str | None = None,
 ) -> Path:
     """Imports Kineto trace files (one per rank) into one Parquet trace at `out`; returns its path."""
-    paths = source_paths(sources)
-    out = Path(out)
-    if not paths:
-        raise ImportFormatError("no Kineto trace files given")
-    if rank is not None and len(paths) > 1:
-        raise ImportFormatError(
-            f"--rank applies to a single file, got {len(paths)} files (each must carry distributedInfo.rank)"
-        )
-    if rank is not None and not 0 <= rank <= MAX_RANK:
-        raise ImportFormatError(f"{paths[0]}: --rank {rank} is out of range (0 to {MAX_RANK})")
-    for p in paths:
-        regular_file(p, "a Kineto trace file")
-    out = check_output(out, force=force, inputs=paths)
+    paths = rank_files(sources, "Kineto trace files", "a Kineto trace file", rank, rank_needs_one=True)
+    out = check_output(Path(out), force=force, inputs=paths)
     with scratch_dir(out) as tmpdir:
         _import_into(paths, out, tmpdir, rank=rank, program=program, on_progress=on_progress)
     return out

@@ -23,10 +23,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from paradise.errors import ImportFormatError, OutputUnwritable
-from paradise.format import SCHEMA, make_metadata
+from paradise.format import MAX_RANK, SCHEMA, make_metadata
 from paradise.format.arrays import nulls
 from paradise.format.order import NotInTimeOrder, merge_time_ordered, time_ordered
-from paradise.importers import ProgressCallback, Sources, regular_file, source_paths
+from paradise.importers import ProgressCallback, Sources, rank_files
 from paradise.importers.nsys_sqlite import (
     REPORT_SUFFIXES,
     Export,
@@ -50,7 +50,6 @@ from paradise.store.output import check_output, disk_full, scratch_dir
 
 DEFAULT_STEP_PATTERN = r"ProfilerStep#(\d+)"
 """NVTX ranges whose whole name matches are steps (the PyTorch profiler's step ranges); the group is N."""
-MAX_RANK = (1 << 22) - 1
 OUT_ROW_GROUP = 64 * 1024
 DICT_COLUMNS = ["kind", "cat", "name", "pe", "tid", "bytes", "step", "stream", "peer_pe"]
 """Dictionary-encoded in the file: the strings with few distinct values and the integer columns
@@ -282,23 +281,16 @@ def import_trace(
     step_pattern: str | None = None,
 ) -> Path:
     """Imports Nsight Systems SQLite exports (or .nsys-rep reports, with nsys) into one Parquet trace."""
-    paths = source_paths(sources)
-    out = Path(out)
-    if not paths:
-        raise ImportFormatError("no Nsight Systems exports given")
-    if rank is not None and not 0 <= rank <= MAX_RANK:
-        raise ImportFormatError(f"{paths[0]}: --rank {rank} is out of range (0 to {MAX_RANK})")
+    paths = rank_files(sources, "Nsight Systems exports", "an Nsight Systems export", rank)
     try:
         step_re = re.compile(step_pattern or DEFAULT_STEP_PATTERN)
     except re.error as exc:
         raise ImportFormatError(f"--step-pattern {step_pattern!r}: not a regular expression ({exc})") from None
     if step_re.groups < 1:
         raise ImportFormatError(f"--step-pattern {step_pattern!r}: needs one group capturing the step number")
-    for p in paths:
-        regular_file(p, "an Nsight Systems export")
     if len({os.path.realpath(p) for p in paths}) < len(paths):
         raise ImportFormatError(f"{paths[-1]}: given twice")
-    out = check_output(out, force=force, inputs=paths)
+    out = check_output(Path(out), force=force, inputs=paths)
     with scratch_dir(out) as tmpdir:
         try:
             _import_into(paths, out, tmpdir, rank, program or _program_name(out), step_re, on_progress)

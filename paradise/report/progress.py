@@ -13,6 +13,8 @@ if TYPE_CHECKING:  # rich loads only once a bar shows: short commands start fast
 
 SHOW_AFTER_S = 1.0
 """Short imports stay silent; a bar appears once work has run this long."""
+REFRESH_PER_SECOND = 10.0
+"""Timed redraws of a shown bar (its time column moves between steps); a new stage is drawn at once."""
 
 
 class _LazyBar:
@@ -29,6 +31,8 @@ class _LazyBar:
         """Names the stage now at work: the bar reads `label: name`."""
         self.description = f"{self.label}: {name}"
         self.advance(0.0)
+        if self.progress is not None:  # drawn now, not at the next timed redraw: a short stage shows too
+            self.progress.refresh()
 
     def advance(self, amount: float = 1.0) -> None:
         self.done += amount
@@ -43,6 +47,7 @@ class _LazyBar:
                 TimeRemainingColumn(),
                 console=Console(stderr=True),
                 transient=True,
+                refresh_per_second=REFRESH_PER_SECOND,
             )
             self.progress.start()
             self.task = self.progress.add_task(self.description, total=self.total, completed=self.done)

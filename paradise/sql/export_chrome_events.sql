@@ -9,10 +9,8 @@
 -- msg; a flow end ("f", binding to the enclosing slice: the execution's first piece) per other
 -- exec row with a msg; two idle counter samples ("C", 1 at the start, 0 at the end) per idle row.
 -- Times: ts and dur in microseconds as decimal numbers (ns / 1000, exact below 2^53 ns).
--- pid is the PE / rank; tid is the row's thread (tid, 0 when none; a tid outside 0..999999999,
--- such as a 64-bit thread handle, goes to 3000000000 + tid mod 10^9), 1000000000 + stream mod 10^9
--- for device rows, 2000000001 for steps and phases, 2000000002 for collectives, 2000000003 for
--- checkpoints and restores (all below 2^32: Perfetto reads tids as 32-bit unsigned).
+-- pid is the PE / rank; tid is the row's lane (the macro lane of events_lane.sql: the row's
+-- thread, its device stream, or a lane of steps and phases, collectives, checkpoints and restores).
 -- columns:
 --   line  string  one JSON object followed by ",\n" (rows concatenate into the traceEvents array)
 -- merge: client (an export streams every row once; it is not split by files)
@@ -44,15 +42,7 @@ SELECT unnest(list_filter([
 FROM (
     SELECT
         kind, pe, t0, t1, name, cat, coll, index, step, bytes, msg, peer_pe,
-        CASE
-            WHEN kind IN ('step', 'phase') THEN 2000000001
-            WHEN kind = 'collective' THEN 2000000002
-            WHEN kind IN ('checkpoint', 'restore') THEN 2000000003
-            WHEN stream IS NOT NULL THEN 1000000000 + (CAST(stream AS BIGINT) % 1000000000 + 1000000000) % 1000000000
-            WHEN tid IS NULL THEN 0
-            WHEN tid BETWEEN 0 AND 999999999 THEN tid
-            ELSE 3000000000 + (tid % 1000000000 + 1000000000) % 1000000000  -- 64-bit thread handles
-        END AS lane,
+        lane(kind, stream, tid) AS lane,
         '"ts":' || CAST(t0 / 1000 AS VARCHAR) AS ts
     FROM events
     WHERE kind IN ('exec', 'step', 'phase', 'collective', 'checkpoint', 'restore', 'failure', 'restart', 'mark',
@@ -61,12 +51,7 @@ FROM (
 UNION ALL
 SELECT '{"ph":"X","name":' || to_json(coalesce(name, '')) || ',"cat":' || to_json(coalesce(cat, 'exec'))
        || ',"ts":' || CAST(t0 / 1000 AS VARCHAR) || ',"dur":' || CAST((t1 - t0) / 1000 AS VARCHAR) || ',"pid":' || pe
-       || ',"tid":' || (CASE  -- lanes as for the other records below
-                            WHEN stream IS NOT NULL THEN 1000000000 + (CAST(stream AS BIGINT) % 1000000000 + 1000000000) % 1000000000
-                            WHEN tid IS NULL THEN 0
-                            WHEN tid BETWEEN 0 AND 999999999 THEN tid
-                            ELSE 3000000000 + (tid % 1000000000 + 1000000000) % 1000000000
-                        END)
+       || ',"tid":' || lane(kind, stream, tid)
        || ',"args":' || (CASE WHEN kind = 'piece'
                               THEN json_object('kind', kind, 'exec_t0', exec_t0, 'coll', coll, 'index', index,
                                                'step', step, 'msg', msg)

@@ -16,11 +16,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from paradise.errors import NotAParadiseTrace
-from paradise.format import COLUMNS, META_KEY
+from paradise.format import COLUMNS, MAX_PES, META_KEY
 
-MAX_PES = 1 << 22
-"""Largest PE count (and PE number + 1) a trace may claim: 4M PEs, above any machine that runs
-charm4py or torchrun today; analyses size per-PE arrays by it."""
 MAX_METADATA_BYTES = 8 << 20
 """Largest metadata JSON read: name tables of the biggest real traces are ~100 kB."""
 MAX_ABS_TIME_NS = 1 << 62

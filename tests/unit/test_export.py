@@ -88,6 +88,48 @@ def test_chrome_round_trip(tmp_path, which, suffix):
         assert kern and all(lanes[k] == "stream 7" for k in kern)
 
 
+def test_chrome_lanes_of_every_kind_of_row(tmp_path):
+    """Each record's tid, and the thread_name records' lanes, are the row's lane as computed here
+    from its kind, stream and tid (the one definition: events_lane.sql)."""
+    from builders import TraceBuilder
+
+    def lane(kind: str, stream: int | None, tid: int | None) -> int:
+        special = {"step": 2_000_000_001, "phase": 2_000_000_001, "collective": 2_000_000_002,
+                   "checkpoint": 2_000_000_003, "restore": 2_000_000_003}
+        if kind in special:
+            return special[kind]
+        if stream is not None:
+            return 1_000_000_000 + stream % 10**9
+        if tid is None:
+            return 0
+        return tid if 0 <= tid < 10**9 else 3_000_000_000 + tid % 10**9
+
+    b = TraceBuilder(pes=1, source="torch")
+    b.exec(0, 10, 20, "cpu_op", tid=7)
+    b.exec(0, 30, 40, "no_tid")
+    b.exec(0, 50, 60, "handle_op", tid=139_872_349_872_349)
+    b.exec(0, 70, 80, "negative_tid", tid=-5)
+    b.exec(0, 90, 100, "sgemm_kernel", stream=(1 << 31) - 1, cat="kernel")
+    b.step(0, 0, 5, 200)
+    b.add(0, "phase", 10, 90, name="forward")
+    b.collective(0, "allreduce", 110, 150, nbytes=64)
+    b.add(0, "checkpoint", 160, 170, name="save")
+    b.add(0, "restore", 175, 180, name="load")
+    b.add(0, "mark", 185, None, name="mark", tid=3)
+    path = b.write(tmp_path / "lanes")
+    out = tmp_path / "lanes.json"
+    handle = open_trace(path)
+    with DuckDBEngine(handle) as eng:
+        chrome.export(eng, handle, out)
+    ev = read_chrome(out)["traceEvents"]
+    rows = pq.read_table(sorted(path.glob("*.parquet")), columns=["kind", "name", "stream", "tid"]).to_pylist()
+    want = {(r["name"], lane(r["kind"], r["stream"], r["tid"])) for r in rows}
+    got = {(e["name"], e["tid"]) for e in ev if e["ph"] in ("X", "i")}
+    assert got == want and len(want) == 11
+    named = {e["tid"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert named == {t for _, t in want}
+
+
 def test_chrome_launch_flows_on_a_real_kineto_trace(real_data, tmp_path):
     from paradise.importers.kineto import import_trace as import_kineto
 
@@ -203,10 +245,21 @@ def test_projections_round_trip_of_names_with_line_separators_and_any_index(tmp_
 def test_projections_pe_count_is_one_the_importer_reads_or_refused(tmp_path):
     from types import SimpleNamespace
 
-    from paradise.errors import OutputUnwritable
-    from paradise.importers._projections_parse import MAX_PES
+    from paradise.errors import ImportFormatError, OutputUnwritable
+    from paradise.format import MAX_PES
+    from paradise.importers._projections_parse import read_sts
 
-    assert projections.MAX_PES == MAX_PES
-    assert projections.export_pes(SimpleNamespace(metadata={"pes": MAX_PES}, path=tmp_path), [0, 1]) == MAX_PES
-    with pytest.raises(OutputUnwritable, match=f"at most {MAX_PES}"):
-        projections.export_pes(SimpleNamespace(metadata={"pes": 1 << 22}, path=tmp_path), [0, 1])
+    def pes(meta: int, written: list[int]) -> int:
+        return projections.export_pes(SimpleNamespace(metadata={"pes": meta}, path=tmp_path), written)
+
+    assert MAX_PES == 1 << 22  # as many PEs as a trace may hold (store.validate): 2**22, not 2**22 - 1
+    assert pes(MAX_PES, [0, 1]) == pes(2, [MAX_PES - 1]) == MAX_PES
+    for meta, written in ((MAX_PES + 1, [0, 1]), (2, [MAX_PES])):
+        with pytest.raises(OutputUnwritable, match=f"at most {MAX_PES}"):
+            pes(meta, written)
+    sts = tmp_path / "p.sts"  # the importer reads what the export may write, and no more
+    sts.write_text(f"VERSION 11.0\nPROCESSORS {MAX_PES}\nTOTAL_CHARES 0\nTOTAL_EPS 0\nEND\n")
+    assert read_sts(sts).pes == MAX_PES
+    sts.write_text(f"VERSION 11.0\nPROCESSORS {MAX_PES + 1}\nTOTAL_CHARES 0\nTOTAL_EPS 0\nEND\n")
+    with pytest.raises(ImportFormatError, match=f"between 1 and {MAX_PES} PEs"):
+        read_sts(sts)

@@ -414,6 +414,29 @@ def test_fifo_is_refused_not_read(tmp_path, cli):
     assert code == 2 and err.count("\n") == 1 and str(fifo) in err and "not a regular file" in err
 
 
+@pytest.mark.parametrize(("fmt", "what"), [("kineto", "a Kineto trace file"), ("nsys", "an Nsight Systems export")])
+def test_kineto_and_nsys_first_checks_are_one_line(tmp_path, cli, fmt, what):
+    """The checks both rank-file importers make before reading (importers.rank_files): a missing
+    file, a folder, a pipe, a --rank past the largest PE number; nothing written."""
+    import os
+
+    from paradise.format import MAX_RANK
+
+    good = tmp_path / "r0.json"
+    good.write_text("{}")
+    (tmp_path / "dir").mkdir()
+    os.mkfifo(tmp_path / "pipe")
+    out = tmp_path / "o.parquet"
+    for args, why in (([tmp_path / "missing"], "missing: no such file"),
+                      ([good, tmp_path / "dir"], f"dir: is a directory, not {what}"),
+                      ([tmp_path / "pipe"], f"pipe: not a regular file (a pipe or device), not {what}"),
+                      ([good, "--rank", str(MAX_RANK + 1)], f"--rank {MAX_RANK + 1} is out of range (0 to {MAX_RANK})"),
+                      ([good, "--rank", "-1"], "--rank -1 is out of range")):
+        code, _, err = cli("import", fmt, *args, "-o", out)
+        assert code == 2 and err.count("\n") == 1 and why in err, (fmt, args, err)
+    assert not out.exists()
+
+
 def test_registry_declares_each_source_once_and_agrees_with_the_format():
     from paradise.format import TRACER_SOURCES
     from paradise.importers import IMPORTERS, training_like

@@ -15,6 +15,7 @@ from paradise.analyses import placement
 from paradise.analyses.session import Session
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.events import objloads
+from paradise.events.steploads import row_medians
 from paradise.store import open_trace
 from paradise.whatif.model import STEP_LOAD_CLIP
 
@@ -78,7 +79,51 @@ def test_row_medians_are_pandas_medians(seed, steps):
 
     m, _ = step_matrix(rows_table(seed, steps=steps, missing=0.3 if seed % 2 else 0.0))
     expect = pd.DataFrame(m).median(axis=1).to_numpy()
-    assert np.array_equal(objloads.row_medians(m), expect, equal_nan=True)
+    assert np.array_equal(row_medians(m), expect, equal_nan=True)
+
+
+def assert_medians(got: objloads.ObjectSteps, m: np.ndarray) -> None:
+    """The engine's per-object medians and step counts (events_object_step_medians) equal the
+    oracle's over the step matrix `m`: row_medians, pandas' median, and the non-NaN count."""
+    assert np.array_equal(got.med, row_medians(m), equal_nan=True)
+    assert np.array_equal(got.med, pd.DataFrame(m).median(axis=1).to_numpy(float), equal_nan=True)
+    assert np.array_equal(got.ran, (~np.isnan(m)).sum(axis=1))
+
+
+@pytest.mark.parametrize(("pattern", "events", "even"), [("grid", 6_000, False), ("grid", 6_500, True),
+                                                     ("star", 6_500, True)])
+def test_engine_medians_equal_the_row_medians_oracle_on_synth_traces(tmp_path, pattern, events, even):
+    """On synth traces (odd and even step counts) the engine's medians equal row_medians over the
+    oracle's step matrix; synth objects keep one load per step, so random_trace's tests below are
+    where the two middle values differ."""
+    from oracles.object_steps import object_steps as oracle
+    from oracles.object_steps import step_matrix
+
+    from paradise.synth import synth
+
+    synth(tmp_path / pattern, pattern=pattern, events=events, pes=3, imbalance=1.4, seed=2, jobs=1)
+    with DuckDBEngine(open_trace(tmp_path / pattern)) as eng:
+        got = objloads.object_steps(eng)
+        rows, _, _ = oracle(eng)
+    m, _ = step_matrix(rows)
+    counts = (~np.isnan(m)).sum(axis=1)
+    assert len(m) and (counts > 0).all() and ((counts % 2 == 0) == even).all(), pattern
+    assert_medians(got, m)
+
+
+def test_engine_medians_of_even_counts_are_the_mean_of_the_two_middle_values(tmp_path):
+    """An object of 4 steps with loads 1, 4, 3, 10 (us) has the median 3.5 us; one of 3 steps, 4 us;
+    loads near 2**51 ns keep their half (within a double's exact range)."""
+    b = TraceBuilder(pes=1)
+    big = 2**51
+    for i, loads in enumerate(([1_000, 4_000, 3_000, 10_000], [5_000, 4_000, 1_000], [big, big + 3])):
+        t = 0
+        for s, d in enumerate(loads):
+            b.exec(0, t, t + d, "X.work", coll="A#0", index=(i,), cat="array", step=s)
+            t += d + 1
+    with DuckDBEngine(open_trace(b.write(tmp_path / "even"))) as eng:
+        got = objloads.object_steps(eng)
+    assert got.med.tolist() == [3_500.0, 4_000.0, big + 1.5] and got.ran.tolist() == [4, 3, 2]
 
 
 def random_trace(tmp_path: Path, seed: int, stepped: bool = True, tie: bool = False):
@@ -127,7 +172,8 @@ def test_object_steps_and_loads_equal_the_pandas_oracle(tmp_path, seed, stepped,
     assert np.array_equal(got.matrix, m, equal_nan=True)
     pd.testing.assert_frame_equal(got.labels.reset_index(drop=True), labels, check_dtype=False)
     want = placement.object_loads(rows, ("oid",), stepped)
-    by_oid = objloads.oid_loads(got, objloads.row_medians(got.matrix))
+    assert_medians(got, m)
+    by_oid = objloads.oid_loads(got, got.med)
     if tie:
         assert by_oid is None and got.rows is not None
         pd.testing.assert_frame_equal(got.rows.reset_index(drop=True), rows)
@@ -142,7 +188,8 @@ def test_step_persistence_matches_the_pandas_definition(seed, steps):
     obj = rows_table(seed, steps=steps, missing=0.25 if seed % 2 else 0.0)
     corrs, changes = persistence_by_pandas(obj)
     per = obj[obj["step"] >= 0].groupby(["oid", "step"])["load_ns"].sum().unstack("step")
-    got = {e.metric: e.value for e in placement.step_persistence(per.to_numpy(float)).evidence}
+    med = per.median(axis=1).to_numpy(float)
+    got = {e.metric: e.value for e in placement.step_persistence(per.to_numpy(float), med).evidence}
     assert got["step_pairs"] == len(changes)
     if changes:
         c = np.nanmedian(corrs) if not all(np.isnan(corrs)) else None
@@ -249,7 +296,8 @@ def test_object_steps_equal_the_pandas_oracle(tmp_path, make):
     assert np.array_equal(got.steps, steps) and np.array_equal(got.matrix, m, equal_nan=True)
     pd.testing.assert_frame_equal(got.labels.reset_index(drop=True), want_labels.reset_index(drop=True),
                                   check_dtype=False)
-    by_oid = objloads.oid_loads(got, objloads.row_medians(got.matrix))
+    assert_medians(got, m)
+    by_oid = objloads.oid_loads(got, got.med)
     loads = placement.object_loads(want, ("oid",), want_stepped)
     pd.testing.assert_frame_equal(by_oid, loads, check_dtype=len(loads) > 0)  # no objects: object columns
     if make == "ties":
