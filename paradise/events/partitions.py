@@ -35,6 +35,9 @@ the engine's copy as it writes them): with 1 GiB, ranges of about 2*10^6 execs."
 BUCKET_EXEC_BYTES = 512
 """Memory a bucket step needs per exec of its bucket (its execs and sends as Arrow, the numpy join's
 arrays, the graph's new columns and the deliveries)."""
+WRITE_CHUNK_ROWS = 1 << 20
+"""Rows a range step puts in bucket order at a time (write_buckets): a chunk's copy (8 MiB per
+integer column) stays small enough for the allocator to reuse, whatever the range's size."""
 EXECS, SENDS, GRAPH, EDGES = "execs", "sends", "graph", "edges"
 PARQUET = "FORMAT parquet, PARQUET_VERSION V2, COMPRESSION zstd, COMPRESSION_LEVEL 1"
 """How DuckDB writes partition files (the object steps' buckets): Parquet 2's encodings (delta, byte
@@ -120,17 +123,30 @@ def range_step(con: Any, root: str, i: int, lo: int, hi: int, buckets: int, nati
 
 def write_buckets(root: str, part: str, i: int, rows: pa.Table, bucket: np.ndarray, buckets: int) -> None:
     """Range i's rows of `part` into one file per bucket that has any (part/bucket=B/rI_0.parquet),
-    and, from range 0, the part's schema file (no rows)."""
-    order = np.argsort(bucket.astype(np.int16) if buckets < 2**15 else bucket, kind="stable")  # int16: a radix sort
-    bounds = np.searchsorted(bucket[order], np.arange(buckets + 1))
-    order = order.astype(np.int64)
-    for b in np.flatnonzero(np.diff(bounds)):  # one bucket's copy of the rows at a time
-        folder = os.path.join(root, part, f"bucket={int(b)}")
-        os.makedirs(folder, exist_ok=True)
-        pq.write_table(rows.take(from_numpy(order[bounds[b]:bounds[b + 1]])),
-                       os.path.join(folder, f"r{int(i)}_0.parquet"), **_writer(rows.schema))
+    and, from range 0, the part's schema file (no rows). The rows go WRITE_CHUNK_ROWS at a time,
+    each chunk put in bucket order by one take and its buckets' slices appended to their files as row
+    groups: the work per row does not grow with the bucket count or the range's size (a take per
+    bucket over the whole range touched all of its pages once per bucket; one take of the whole
+    range allocates a copy of it), and each file keeps the range's row order."""
+    writers: dict[int, pq.ParquetWriter] = {}
+    options = _writer(rows.schema)
+    try:
+        for start in range(0, len(rows), WRITE_CHUNK_ROWS):
+            piece, codes = rows.slice(start, WRITE_CHUNK_ROWS), bucket[start:start + WRITE_CHUNK_ROWS]
+            order = np.argsort(codes.astype(np.int16) if buckets < 2**15 else codes, kind="stable")  # int16: radix
+            bounds = np.searchsorted(codes[order], np.arange(buckets + 1))
+            piece = piece.take(from_numpy(order.astype(np.int64)))
+            for b in np.flatnonzero(np.diff(bounds)):
+                if b not in writers:
+                    folder = os.path.join(root, part, f"bucket={int(b)}")
+                    os.makedirs(folder, exist_ok=True)
+                    writers[b] = pq.ParquetWriter(os.path.join(folder, f"r{int(i)}_0.parquet"), rows.schema, **options)
+                writers[b].write_table(piece.slice(bounds[b], bounds[b + 1] - bounds[b]))
+    finally:
+        for w in writers.values():
+            w.close()
     if i == 0:
-        pq.write_table(rows.schema.empty_table(), os.path.join(root, part + ".parquet"), **_writer(rows.schema))
+        pq.write_table(rows.schema.empty_table(), os.path.join(root, part + ".parquet"), **options)
 
 
 def _writer(schema: pa.Schema) -> dict[str, Any]:

@@ -112,6 +112,15 @@ def test_programs_in_one_exec_ranges_and_buckets_equal_the_oracle(tmp_path, name
     assert _same_as_oracle(program_trace(tmp_path, name), 1, buckets) > 0
 
 
+@pytest.mark.parametrize(("chunk_execs", "buckets"), [(None, 3), (3, 5)])
+def test_range_rows_written_a_few_at_a_time_give_the_same_graph(tmp_path, monkeypatch, chunk_execs, buckets):
+    """A range's rows put in bucket order in chunks of 2 rows (partitions.write_buckets): each bucket
+    file gets several row groups, and the graph is still the oracle's."""
+    monkeypatch.setattr(partitions, "WRITE_CHUNK_ROWS", 2)
+    assert _same_as_oracle(awkward_trace(tmp_path), chunk_execs, buckets) == 11
+    assert _same_as_oracle(program_trace(tmp_path, "charm_like_parts"), chunk_execs, buckets) > 0
+
+
 def test_partition_sizes_follow_the_budget():
     from paradise.events.partitions import sizes
 
