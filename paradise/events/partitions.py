@@ -125,9 +125,8 @@ def write_buckets(root: str, part: str, i: int, rows: pa.Table, bucket: np.ndarr
     """Range i's rows of `part` into one file per bucket that has any (part/bucket=B/rI_0.parquet),
     and, from range 0, the part's schema file (no rows). The rows go WRITE_CHUNK_ROWS at a time,
     each chunk put in bucket order by one take and its buckets' slices appended to their files as row
-    groups: the work per row does not grow with the bucket count or the range's size (a take per
-    bucket over the whole range touched all of its pages once per bucket; one take of the whole
-    range allocates a copy of it), and each file keeps the range's row order."""
+    groups: the work per row grows neither with the bucket count nor with the range's size, no copy
+    of the whole range is made, and each file keeps the range's row order."""
     writers: dict[int, pq.ParquetWriter] = {}
     options = _writer(rows.schema)
     try:
