@@ -129,3 +129,14 @@ def cli():
         return proc.returncode, proc.stdout, proc.stderr
 
     return run
+
+
+@pytest.fixture()
+def world_of_one(tmp_path):
+    """A gloo process group of one rank (a FileStore under tmp_path) for in-process DDP tests; torch
+    is imported here, not at collection, so test sessions without torch tests do not pay for it."""
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", store=dist.FileStore(str(tmp_path / "store"), 1), rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()

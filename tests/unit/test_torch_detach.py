@@ -17,14 +17,6 @@ WIDTH = 64
 BUCKET_CAP_MB = 0.02  # ~20 KB buckets: several buckets for the 4 x 64 x 64 MLP (16 KB of weights a layer)
 
 
-@pytest.fixture()
-def world_of_one(tmp_path):
-    store = dist.FileStore(str(tmp_path / "store"), 1)
-    dist.init_process_group("gloo", store=store, rank=0, world_size=1)
-    yield
-    dist.destroy_process_group()
-
-
 def _model() -> tuple[DDP, torch.optim.Optimizer]:
     torch.manual_seed(0)
     layers = [torch.nn.Sequential(torch.nn.Linear(WIDTH, WIDTH), torch.nn.ReLU()) for _ in range(4)]

@@ -24,14 +24,6 @@ START: dict = {}  # the optimizer's state both traced runs start from
 COLUMNS = "kind, name, cat, coll, obj, bytes, dtype, \"group\", group_size, step, t1 IS NULL AS open"
 
 
-@pytest.fixture()
-def world_of_one(tmp_path):
-    store = dist.FileStore(str(tmp_path / "store"), 1)
-    dist.init_process_group("gloo", store=store, rank=0, world_size=1)
-    yield
-    dist.destroy_process_group()
-
-
 def _run(model: DDP, opt: torch.optim.Optimizer, tr) -> None:  # noqa: ANN001
     """Three steps, one accumulation step under no_sync, a backward that fails (caught), one more step;
     the optimizer's state of the start restored (its step count goes back), a step with a phase row of
