@@ -46,11 +46,30 @@ the same CPU to write and read as no compression, so that the spill directory st
 the trace."""
 
 
-def sizes(execs: int, step_memory: int) -> tuple[int, int]:
+RANGE_MAX_EXECS = 2_000_000
+"""The most execs in one range step, whatever the budget: a step costs more per row the larger its
+partition (cache misses, the allocator, DuckDB spilling its copy), so that 10^8 rows in 25 ranges
+of about 2*10^6 execs took 197 CPU s where 5 ranges of 10^7 took 292 (docs/benchmarks.md, runs 27-28)."""
+BUCKET_MAX_EXECS = 2_000_000
+"""The most execs in one bucket step, whatever the budget (as RANGE_MAX_EXECS): a larger budget
+runs more steps at once instead (paradise.engines.duckdb_engine.run_steps)."""
+NATIVE_MAX_EXECS = 2_000_000
+"""Up to this many execs (and a budget that holds them) the graph is one bucket kept in the embedded
+engine's memory (execgraph.materialize `native`); above, capped buckets through files."""
+
+
+def sizes(execs: int, step_memory: int, capped: bool = True) -> tuple[int, int]:
     """(execs per range, bucket count) for a graph of `execs` executions when one step may use
-    `step_memory` bytes: a large budget gives few large partitions, a small one many."""
-    chunk = max(1, int(step_memory) // RANGE_EXEC_BYTES)
-    buckets = max(1, math.ceil(execs * BUCKET_EXEC_BYTES / max(int(step_memory), 1)))
+    `step_memory` bytes: a small budget gives many small partitions, a large one partitions of at most
+    RANGE_MAX_EXECS / BUCKET_MAX_EXECS execs (one bucket up to NATIVE_MAX_EXECS). Without `capped`,
+    partitions as large as the budget allows (the Dask engine's sizing)."""
+    memory = max(int(step_memory), 1)
+    chunk = max(1, memory // RANGE_EXEC_BYTES)
+    buckets = max(1, math.ceil(execs * BUCKET_EXEC_BYTES / memory))
+    if capped:
+        chunk = min(chunk, RANGE_MAX_EXECS)
+        if buckets > 1 or execs > NATIVE_MAX_EXECS:
+            buckets = max(buckets, math.ceil(execs / BUCKET_MAX_EXECS))
     return chunk, buckets
 
 
