@@ -117,6 +117,8 @@ def events_view_sql(files: list[str], corrections: dict[str, tuple[int, int, flo
     )
 
 
+SPLIT_THREADS = True
+
 KEPT_VIEWS = {"training_rows": "events_training"}
 """Views the DuckDB engine replaces by a table of their rows the first time a query reads them: a
 small part of the trace that several queries read (each would scan the files again)."""
@@ -283,8 +285,22 @@ class DuckDBEngine:
             with self._guard():
                 con = self._con()
                 return [fn(con, **item) for item in items]
-        with ThreadPoolExecutor(k, thread_name_prefix="paradise-step") as pool:
+        with self._threads(max(1, (os.cpu_count() or 1) // k)), \
+                ThreadPoolExecutor(k, thread_name_prefix="paradise-step") as pool:
             return list(pool.map(lambda item: self._step(fn, item), items))
+
+    @contextmanager
+    def _threads(self, n: int) -> Iterator[None]:
+        """DuckDB's threads set to `n` meanwhile (the steps at once share the CPUs), then restored."""
+        if not SPLIT_THREADS:
+            yield
+            return
+        before = self.con.execute("SELECT current_setting('threads')").fetchall()[0][0]
+        self.con.execute(f"SET threads = {int(n)}")
+        try:
+            yield
+        finally:
+            self.con.execute(f"SET threads = {int(before)}")
 
     def steps_at_once(self, step_bytes: int) -> int:
         """How many steps of `step_bytes` each run together: as many as DuckDB's share of the budget
