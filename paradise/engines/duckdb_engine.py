@@ -295,12 +295,13 @@ class DuckDBEngine:
         if not SPLIT_THREADS:
             yield
             return
-        before = self.con.execute("SELECT current_setting('threads')").fetchall()[0][0]
-        self.con.execute(f"SET threads = {int(n)}")
+        con = self._con()
+        before = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
+        con.execute(f"SET threads = {int(n)}")
         try:
             yield
         finally:
-            self.con.execute(f"SET threads = {int(before)}")
+            con.execute(f"SET threads = {int(before)}")
 
     def steps_at_once(self, step_bytes: int) -> int:
         """How many steps of `step_bytes` each run together: as many as DuckDB's share of the budget
