@@ -7,13 +7,11 @@ removed on close; a query that cannot finish even so raises OutOfMemory with wha
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import tempfile
 import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -116,8 +114,6 @@ def events_view_sql(files: list[str], corrections: dict[str, tuple[int, int, flo
         + load_sql("events_lane")
     )
 
-
-SPLIT_THREADS = True
 
 KEPT_VIEWS = {"training_rows": "events_training"}
 """Views the DuckDB engine replaces by a table of their rows the first time a query reads them: a
@@ -273,45 +269,13 @@ class DuckDBEngine:
         self._scratch.append(path)
         return path
 
-    def run_steps(self, fn: Any, items: list[dict[str, Any]], files: list[list[str]] | None = None,
-                  step_bytes: int | None = None) -> list[Any]:
-        """fn(connection, **item) for every item, results in order; `files` (the rows each step needs,
-        for engines that open one connection per step) is not needed here, where `events` spans the
-        trace. Steps that do not depend on one another and each need `step_bytes` (given) run
-        steps_at_once(step_bytes) at a time, each on its own cursor; else one after another in this
-        engine's connection (each step uses every thread)."""
-        k = min(self.steps_at_once(step_bytes), len(items)) if step_bytes else 1
-        if k <= 1:
-            with self._guard():
-                con = self._con()
-                return [fn(con, **item) for item in items]
-        with self._threads(max(1, (os.cpu_count() or 1) // k)), \
-                ThreadPoolExecutor(k, thread_name_prefix="paradise-step") as pool:
-            return list(pool.map(lambda item: self._step(fn, item), items))
-
-    @contextmanager
-    def _threads(self, n: int) -> Iterator[None]:
-        """DuckDB's threads set to `n` meanwhile (the steps at once share the CPUs), then restored."""
-        if not SPLIT_THREADS:
-            yield
-            return
-        con = self._con()
-        before = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
-        con.execute(f"SET threads = {int(n)}")
-        try:
-            yield
-        finally:
-            con.execute(f"SET threads = {int(before)}")
-
-    def steps_at_once(self, step_bytes: int) -> int:
-        """How many steps of `step_bytes` each run together: as many as DuckDB's share of the budget
-        holds, at most one per CPU (a step's numpy and Arrow work runs on one thread)."""
-        return max(1, min(self.step_memory() // max(int(step_bytes), 1), os.cpu_count() or 1))
-
-    def _step(self, fn: Any, item: dict[str, Any]) -> Any:
-        """One step on this thread's cursor (run_steps' pool)."""
+    def run_steps(self, fn: Any, items: list[dict[str, Any]], files: list[list[str]] | None = None) -> list[Any]:
+        """fn(connection, **item) for every item, one after another in this engine's connection (each
+        step uses every thread); `files` (the rows each step needs, for engines that open one
+        connection per step) is not needed here, where `events` spans the trace."""
         with self._guard():
-            return fn(self._con(), **item)
+            con = self._con()
+            return [fn(con, **item) for item in items]
 
     def batches(self, name: str, batch_rows: int = 1 << 20, **params: Any) -> pa.RecordBatchReader:
         """A stage-1 query's result streamed in record batches of up to `batch_rows` rows, for

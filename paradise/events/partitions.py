@@ -48,14 +48,16 @@ the trace."""
 
 RANGE_MAX_EXECS = 2_000_000
 """The most execs in one range step, whatever the budget: a step costs more per row the larger its
-partition (cache misses, the allocator, DuckDB spilling its copy), so that 10^8 rows in 25 ranges
-of about 2*10^6 execs took 197 CPU s where 5 ranges of 10^7 took 292 (docs/benchmarks.md, runs 27-28)."""
+partition (cache misses, the allocator, DuckDB spilling its copy). 10^8 rows (5*10^7 execs) at the
+default budget: 211 CPU s in ranges and buckets of 2*10^6 execs, 254-260 s at 10^6 or 4*10^6 and
+292 s at 10^7 (docs/benchmarks.md, runs 27-28)."""
 BUCKET_MAX_EXECS = 2_000_000
-"""The most execs in one bucket step, whatever the budget (as RANGE_MAX_EXECS): a larger budget
-runs more steps at once instead (paradise.engines.duckdb_engine.run_steps)."""
-NATIVE_MAX_EXECS = 2_000_000
+"""The most execs in one bucket step, whatever the budget (as RANGE_MAX_EXECS)."""
+NATIVE_MAX_EXECS = BUCKET_MAX_EXECS
 """Up to this many execs (and a budget that holds them) the graph is one bucket kept in the embedded
-engine's memory (execgraph.materialize `native`); above, capped buckets through files."""
+engine's tables (execgraph.materialize `native`); above, capped buckets through files. At 5*10^6
+execs the files took 18-20 CPU s and 1.3 GiB against the one native bucket's 20-21 s and 4.2 GiB; at
+2*10^6 and 5*10^5 execs the two were within noise (docs/benchmarks.md, run 28)."""
 
 
 def sizes(execs: int, step_memory: int, capped: bool = True) -> tuple[int, int]:
