@@ -159,12 +159,13 @@ def write_buckets(root: str, part: str, i: int, rows: pa.Table, bucket: np.ndarr
 
 def _writer(schema: pa.Schema, statistics: bool = True) -> dict[str, Any]:
     """How the range and bucket steps' files are written: integers delta-encoded, strings (and the
-    dictionaries the bucket steps read them as) by dictionary, then zstd at its fastest level (small files for
-    little CPU: docs/benchmarks.md, scale run 18). Without `statistics` (files only ever read whole: the
-    range steps' bucket files) no page's min and max are computed."""
+    dictionaries the bucket steps read them as) by dictionary, then lz4: about a quarter less CPU to
+    write and a third less to read than zstd at its fastest level, for files a quarter larger, which
+    the spill directory has room for (docs/benchmarks.md, run 29). Without `statistics` (files only
+    ever read whole: the range steps' bucket files) no page's min and max are computed."""
     strings = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
                or pa.types.is_dictionary(f.type)]
-    return {"compression": "zstd", "compression_level": 1, "use_dictionary": strings, "write_statistics": statistics,
+    return {"compression": "lz4", "use_dictionary": strings, "write_statistics": statistics,
             "column_encoding": {f.name: "DELTA_BINARY_PACKED" for f in schema if pa.types.is_integer(f.type)}}
 
 
