@@ -117,9 +117,12 @@ def range_step(con: Any, root: str, i: int, lo: int, hi: int, buckets: int, nati
                 con.unregister("range_rows")
         return
     ids = to_numpy(one_array(execs.column("id")), np.int64)
-    for part, rows, bucket in ((EXECS, execs, rangerows.buckets_of(execs.column("msg"), ids, buckets)),
-                               (SENDS, sends, rangerows.buckets_of(sends.column("msg"), None, buckets))):
-        write_buckets(root, part, i, coded(rows), bucket, buckets)
+    b_execs = rangerows.buckets_of(execs.column("msg"), ids, buckets)
+    b_sends = rangerows.buckets_of(sends.column("msg"), None, buckets)
+    execs, sends = coded(execs), coded(sends)  # the strings freed before the writes' copies
+    write_buckets(root, EXECS, i, execs, b_execs, buckets)
+    del execs
+    write_buckets(root, SENDS, i, sends, b_sends, buckets)
 
 
 def coded(rows: pa.Table) -> pa.Table:
