@@ -24,6 +24,7 @@ import typer
 from paradise import units
 from paradise.analyses import ANALYSES
 from paradise.analyses.runner import select_analyses, trace_summary, write_hints
+from paradise.cli.memory_option import budget, memory_limit_option
 from paradise.errors import InvalidOption, visible
 
 if TYPE_CHECKING:  # pandas and pyarrow load only when a command runs (fast `paradise --help`)
@@ -117,10 +118,7 @@ def register(app: typer.Typer) -> None:
             None, "--scheduler", metavar="ADDRESS", help="Dask scheduler: tcp://host:8786 (an existing cluster) or local (a "
             "LocalCluster of worker processes); implies --engine dask."
         ),
-        memory_limit: str | None = typer.Option(
-            None, "--memory-limit", metavar="SIZE", help="Memory the analysis may use, e.g. 4GiB (default: half "
-            "of physical memory); DuckDB spills to disk beyond its share, under $TMPDIR."
-        ),
+        memory_limit: str | None = memory_limit_option("the analysis"),
         workers: int | None = typer.Option(None, "--workers", help="Workers of --scheduler local (2; at most 256)."),
         worker_memory: str | None = typer.Option(
             None, "--worker-memory", metavar="SIZE", help="Memory limit per worker of --scheduler local, e.g. 2GiB."
@@ -144,7 +142,7 @@ def register(app: typer.Typer) -> None:
 
         names = select_analyses(only)
         check_analyze_options(top=top, mtbf_hours=mtbf_hours, gpus=gpus, scheduler=scheduler, workers=workers)
-        options = {"memory_limit": parse_size(memory_limit) if memory_limit else None, "workers": workers,
+        options = {"memory_limit": budget(memory_limit), "workers": workers,
                    "worker_memory": parse_size(worker_memory, "--worker-memory") if worker_memory else None}
         if hints_out is not None:  # refused before the analyses run, not after
             check_hints_folder(hints_out)

@@ -9,6 +9,7 @@ from typing import Any
 
 import typer
 
+from paradise.cli.memory_option import budget, memory_limit_option
 from paradise.errors import InvalidOption, TraceNotFound
 
 ENGINES = ("duckdb", "dask")
@@ -60,7 +61,7 @@ def _outputs_of(path: Path) -> Path | None:
 
 
 def run_compare(base: Path, candidate: Path, baseline_repeats: list[Path], engine: str,
-                candidate_repeats: list[Path] | None = None) -> dict:
+                candidate_repeats: list[Path] | None = None, memory_limit: int | None = None) -> dict:
     """Compares what both sides hold: events (performance) and/or model outputs. Repeats of the
     baseline / candidate (further runs) give run-level figures a distribution; the first baseline
     repeat also gives the outputs' noise floor."""
@@ -79,7 +80,7 @@ def run_compare(base: Path, candidate: Path, baseline_repeats: list[Path], engin
                 raise TraceNotFound(f"{p}: a repeat must be a trace of the same program (no trace events here)")
         result["performance"] = compare_traces(
             base, candidate, engine=engine, base_repeats=[p for p in baseline_repeats if _has_events(p)],
-            candidate_repeats=[p for p in candidate_repeats if _has_events(p)]).to_dict()
+            candidate_repeats=[p for p in candidate_repeats if _has_events(p)], memory_limit=memory_limit).to_dict()
     elif candidate_repeats:
         raise TraceNotFound(f"{base}: --candidate-repeat needs trace events on both sides")
     ob, oc = _outputs_of(base), _outputs_of(candidate)
@@ -118,6 +119,7 @@ def register(app: typer.Typer) -> None:
         ),
         engine: str = typer.Option("duckdb", "--engine", metavar="duckdb|dask", help="Stage-1 engine: duckdb or dask."),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+        memory_limit: str | None = memory_limit_option("the comparison (each trace read in turn)"),
     ) -> None:
         """Compare two runs: their performance and, when both have model outputs, their answers.
 
@@ -127,7 +129,7 @@ def register(app: typer.Typer) -> None:
         A difference is called significant only from distributions: per-step samples on both sides, or one sample per run with repeats (Mann-Whitney U, two-sided, 95 % confidence; run-level figures such as the makespan need at least 4 runs per side). Two single numbers are shown as "one run each"."""
         if engine not in ENGINES:
             raise InvalidOption(f"--engine {engine!r}: unknown engine (choose {' or '.join(ENGINES)})")
-        result = run_compare(base, candidate, baseline_repeats, engine, candidate_repeats)
+        result = run_compare(base, candidate, baseline_repeats, engine, candidate_repeats, budget(memory_limit))
         if as_json:
             typer.echo(json.dumps(json_safe(result), indent=2, sort_keys=True, allow_nan=False))
             return

@@ -8,12 +8,13 @@ from pathlib import Path
 import typer
 
 from paradise.analyses.runner import trace_summary
+from paradise.cli.memory_option import budget, memory_limit_option
 
 
-def trace_info(path: Path) -> dict:
+def trace_info(path: Path, memory_limit: int | None = None) -> dict:
     from paradise.run import open_run
 
-    with open_run(path) as session:
+    with open_run(path, memory_limit=memory_limit) as session:
         rows = session.engine.query("info_kinds").to_pylist()
     trace = session.trace
     kinds = {r["kind"]: r["events"] for r in rows}
@@ -41,11 +42,12 @@ def register(app: typer.Typer) -> None:
     def info_cmd(
         trace: Path = typer.Argument(..., help="Trace file or directory."),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+        memory_limit: str | None = memory_limit_option("reading the trace"),
     ) -> None:
         """Show what a trace holds: source, PEs/ranks, events by kind, time span, steps, clock alignment.
 
         The clock alignment: per-PE offsets to PE 0 at start and end, and their error."""
-        info = trace_info(trace)
+        info = trace_info(trace, budget(memory_limit))
         if as_json:
             typer.echo(json.dumps(info, indent=2, sort_keys=True))
             return

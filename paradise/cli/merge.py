@@ -12,6 +12,8 @@ from pathlib import Path
 
 import typer
 
+from paradise.cli.memory_option import budget, memory_limit_option
+
 BATCH_ROWS = 256_000
 """Rows per record batch handed from DuckDB to the writer: bounds memory, ~one row group each."""
 
@@ -32,8 +34,10 @@ def merged_metadata(trace) -> dict:
     return meta
 
 
-def merge_trace(src: str | os.PathLike, out: str | os.PathLike, *, force: bool = False) -> Path:
-    """Writes every event of the trace at SRC into OUT, sorted by (pe, t0)."""
+def merge_trace(src: str | os.PathLike, out: str | os.PathLike, *, force: bool = False,
+                memory_limit: int | None = None) -> Path:
+    """Writes every event of the trace at SRC into OUT, sorted by (pe, t0), within `memory_limit`
+    (bytes; the engines' default when None): the sort spills beyond it."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -42,10 +46,11 @@ def merge_trace(src: str | os.PathLike, out: str | os.PathLike, *, force: bool =
     from paradise.store import open_trace
     from paradise.store.output import atomic_output, check_output, scratch_dir
 
-    trace = open_trace(src)
+    trace = open_trace(src, memory_limit)
     out = check_output(out, force=force, inputs=trace.files, input_dirs=[trace.path] if trace.path.is_dir() else [])
     schema = SCHEMA.with_metadata(make_metadata(**merged_metadata(trace)))
-    with scratch_dir(out) as spill, atomic_output(out) as (_, fh), open_run(trace, spill_dir=spill) as session:
+    with scratch_dir(out) as spill, atomic_output(out) as (_, fh), open_run(trace, spill_dir=spill,
+                                                                                  memory_limit=memory_limit) as session:
         reader = session.engine.batches("merge_events", BATCH_ROWS)  # a failed spill is one line (OSError)
         with pq.ParquetWriter(fh, schema, compression="zstd") as writer:
             for batch in reader:
@@ -59,10 +64,11 @@ def register(app: typer.Typer) -> None:
         trace_dir: Path = typer.Argument(..., help="Trace directory (or file) to merge."),
         out: Path = typer.Option(..., "-o", "--out", metavar="FILE", help="Output Parquet file."),
         force: bool = typer.Option(False, "--force", help="Overwrite OUT if it exists."),
+        memory_limit: str | None = memory_limit_option("the merge's sort"),
     ) -> None:
         """Merge a trace directory into one Parquet file, sorted by PE and time."""
         import pyarrow.parquet as pq
 
-        written = merge_trace(trace_dir, out, force=force)
+        written = merge_trace(trace_dir, out, force=force, memory_limit=budget(memory_limit))
         rows = pq.ParquetFile(written).metadata.num_rows
         typer.echo(f"wrote {written}: {rows:,} rows")

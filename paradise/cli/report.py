@@ -8,11 +8,15 @@ replay under --hints and the comparison with --compare, then writes the page ato
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
+from paradise.cli.memory_option import budget, memory_limit_option
 from paradise.errors import InvalidOption
+
+if TYPE_CHECKING:
+    from paradise.store import TraceHandle
 
 MAX_WINDOW_NS = 1 << 60
 """Trace times lie within ±2^62 ns (paradise.store.validate); the timeline's queries subtract times
@@ -34,21 +38,22 @@ def parse_window(text: str | None) -> tuple[int, int] | None:
     return a, b
 
 
-def build_report(trace_path: Path, *, hints: Path | None = None, compare: Path | None = None,
-                 window: tuple[int, int] | None = None, engine: str = "duckdb",
-                 memory_limit: int | None = None) -> str:
-    """The report page's text for a trace (for the command, tests and benchmarks)."""
+def build_report(trace_path: Path | TraceHandle, *, hints: Path | None = None,
+                 compare: Path | TraceHandle | None = None, window: tuple[int, int] | None = None,
+                 engine: str = "duckdb", memory_limit: int | None = None) -> str:
+    """The report page's text for a trace (for the command, tests and benchmarks); the traces are
+    paths or handles already open (the command opens each once)."""
     from plotly.offline import get_plotlyjs
 
     from paradise.analyses import ANALYSES
     from paradise.analyses.runner import trace_summary
     from paradise.report.html import gather, page
     from paradise.run import analyze_run, open_run
-    from paradise.store import open_trace
+    from paradise.store import TraceHandle, open_trace
 
-    trace = open_trace(trace_path, memory_limit)
-    if compare is not None:
-        open_trace(compare, memory_limit)  # a bad --compare trace or --hints folder fails before the analyses run
+    trace = trace_path if isinstance(trace_path, TraceHandle) else open_trace(trace_path, memory_limit)
+    if compare is not None and not isinstance(compare, TraceHandle):
+        compare = open_trace(compare, memory_limit)  # a bad --compare trace or --hints folder fails before the analyses run
     if hints is not None and not Path(hints).is_dir():
         from paradise.errors import HintMismatch
 
@@ -74,7 +79,7 @@ def build_report(trace_path: Path, *, hints: Path | None = None, compare: Path |
             from paradise.compare.perf import compare_traces
 
             bar.stage("comparison")
-            cmp = compare_traces(trace_path, compare, engine=engine).to_dict()
+            cmp = compare_traces(trace, compare, engine=engine, memory_limit=memory_limit).to_dict()
         bar.advance(1)
     return page.build(trace_summary(trace), dicts, drawn, whatif=whatif, compare=cmp, errors=errors,
                       plotly_js=get_plotlyjs())
@@ -90,22 +95,21 @@ def register(app: typer.Typer) -> None:
         window: str | None = typer.Option(None, "--window", metavar="START_NS:END_NS",
                                           help="Timeline window (default: the longest step)."),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing report."),
-        memory_limit: str | None = typer.Option(
-            None, "--memory-limit", metavar="SIZE", help="Memory the report may use, e.g. 4GiB (default: half "
-            "of physical memory, or of the address-space limit when lower); DuckDB spills beyond its share."),
+        memory_limit: str | None = memory_limit_option("the report"),
     ) -> None:
         """Write one self-contained HTML report that works offline.
 
         It shows utilization, timeline, communication, training, hints, and every characteristic with its evidence."""
-        from paradise.memory import parse_size
         from paradise.store import open_trace
         from paradise.store.output import atomic_output, check_output
 
-        budget = parse_size(memory_limit) if memory_limit is not None else None
+        limit = budget(memory_limit)
         span = parse_window(window)
-        inputs = [f for t in (trace, compare) if t is not None for f in open_trace(t).files]
+        handle = open_trace(trace, limit)
+        other = open_trace(compare, limit) if compare is not None else None
+        inputs = [f for t in (handle, other) if t is not None for f in t.files]
         out = check_output(out, force=force, inputs=inputs)  # beside the trace's files is fine: only *.parquet is read
-        text = build_report(trace, hints=hints, compare=compare, window=span, memory_limit=budget)
+        text = build_report(handle, hints=hints, compare=other, window=span, memory_limit=limit)
         with atomic_output(out) as (_, fh):
             fh.write(text.encode("utf-8"))
         typer.echo(f"report written: {out}")

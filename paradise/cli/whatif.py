@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+from paradise.cli.memory_option import budget, memory_limit_option
+
 
 def register(app: typer.Typer) -> None:
     @app.command("whatif", help="Replay a trace under proposed hints and predict the next run.")
@@ -14,12 +16,13 @@ def register(app: typer.Typer) -> None:
         trace: Path = typer.Argument(..., help="Trace file or directory."),
         hints: Path = typer.Option(..., "--hints", metavar="DIR", help="Directory with mapping.json, schedule.json and/or comm.json (judged as the next run judges them)."),
         as_json: bool = typer.Option(False, "--json", help="Print the prediction as JSON."),
+        memory_limit: str | None = memory_limit_option("the replay"),
     ) -> None:
         """Predicted makespan and per-PE load under the hints, beside the baseline replay."""
         from paradise.run import open_run
         from paradise.whatif import predict_from_hints
 
-        with open_run(trace) as session:
+        with open_run(trace, memory_limit=budget(memory_limit)) as session:
             result = predict_from_hints(session, hints)
         result["trace"] = str(session.trace.path)
         if as_json:

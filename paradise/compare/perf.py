@@ -284,22 +284,25 @@ def step_diff(nb: pd.DataFrame, nc: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def _run_tables(trace: str | Path | TraceHandle, engine: str) -> tuple[TraceHandle, Tables]:
+def _run_tables(trace: str | Path | TraceHandle, engine: str,
+                memory_limit: int | None) -> tuple[TraceHandle, Tables]:
     from paradise.run import open_run
 
-    with open_run(trace, engine=engine) as session:
+    with open_run(trace, engine=engine, memory_limit=memory_limit) as session:
         return session.trace, _tables(session.engine)
 
 
 def compare_traces(base: str | Path | TraceHandle, candidate: str | Path | TraceHandle, *, engine: str = "duckdb",
                    base_repeats: Sequence[str | Path] = (),
-                   candidate_repeats: Sequence[str | Path] = ()) -> TraceComparison:
+                   candidate_repeats: Sequence[str | Path] = (),
+                   memory_limit: int | None = None) -> TraceComparison:
     """Diff of two traces of the same program; repeats are further runs of each side, which give
-    run-level figures (makespan, totals, volume) a distribution."""
-    tb_h, tb = _run_tables(base, engine)
-    tc_h, tc = _run_tables(candidate, engine)
-    rb = [tb] + [_run_tables(p, engine)[1] for p in base_repeats]
-    rc = [tc] + [_run_tables(p, engine)[1] for p in candidate_repeats]
+    run-level figures (makespan, totals, volume) a distribution. Each trace is read in turn within
+    `memory_limit` (bytes; the engines' default when None)."""
+    tb_h, tb = _run_tables(base, engine, memory_limit)
+    tc_h, tc = _run_tables(candidate, engine, memory_limit)
+    rb = [tb] + [_run_tables(p, engine, memory_limit)[1] for p in base_repeats]
+    rc = [tc] + [_run_tables(p, engine, memory_limit)[1] for p in candidate_repeats]
     return TraceComparison(
         base=str(tb_h.path),
         candidate=str(tc_h.path),

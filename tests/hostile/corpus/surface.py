@@ -230,6 +230,18 @@ for label, value in BAD_SIZES:
          setup=make.charm_trace, mention="--memory-limit", item="23.9")
 case("opt-report-memory-limit-ok", "report", "t", "-o", "r.html", "--memory-limit", "512MiB", setup=make.charm_trace,
      rc=(0,), outputs=("r.html",), item="23.9")
+MEMORY_LIMITED = {"merge": ("merge", "t", "-o", "m.parquet"), "chrome": ("export", "chrome", "t", "-o", "c.json"),
+                  "projections": ("export", "projections", "t", "-o", "pj"), "whatif": ("whatif", "t", "--hints", "t"),
+                  "compare": ("compare", "t", "t"), "info": ("info", "t")}
+"""Every other command that reads a trace takes --memory-limit, parsed as analyze parses it."""
+for command, words in MEMORY_LIMITED.items():
+    for label, value in BAD_SIZES[::3]:
+        case(f"opt-{command}-memory-limit-{label}", *words, "--memory-limit", value, setup=make.charm_trace,
+             mention="--memory-limit", item="23.9")
+case("opt-merge-memory-limit-ok", "merge", "t", "-o", "m.parquet", "--memory-limit", "512MiB", setup=make.charm_trace,
+     rc=(0,), outputs=("m.parquet",), item="23.9")
+case("opt-chrome-memory-limit-ok", "export", "chrome", "t", "-o", "c.json", "--memory-limit", "512MiB",
+     setup=make.charm_trace, rc=(0,), outputs=("c.json",), item="23.9")
 for label, value in (("int64-range", "-9223372036854775808:9223372036854775807"), ("past-int64", f"0:{2**64}"),
                      ("400-digits", "1:" + "9" * 400), ("5000-digits", "1:" + "9" * 5000), ("nan", "nan:inf"),
                      ("reversed", "10:5"), ("text", "a:b"), ("one-number", "5"), ("three", "1:2:3"),
