@@ -6,10 +6,12 @@ Traces tests/charm_programs/pingpong.py HOPS hops on 2 PEs under charmrun with P
 directly: no launcher converts them). Then, in one process, side by side and --rounds times, each
 on a fresh copy of the spools:
   * convert: paradise.format.compact.convert_all, the conversion alone (what compaction did before),
+  * refine:  paradise.store.compaction.refinement_of_spools alone, what compaction adds to the
+             conversion (the spools' metadata and message rows read, the refinement measured),
   * compact: paradise.store.compaction.compact, the conversion plus the refinement measured from
-             the spools' message rows and stored in each file.
+             the spools' message rows and stored in the files.
 Prints wall and CPU seconds (getrusage, every thread) per design, the rows and the stored outcome,
-and the ratio compact / convert.
+and the ratios compact / convert and refine / convert.
 
 Run: flock /tmp/paradise-bench.lock nice -n 5 .venv/bin/python bench/clock_compaction.py --work DIR [--hops 1000000]
 """
@@ -33,7 +35,7 @@ import pyarrow.parquet as pq  # noqa: E402
 
 from paradise.format import META_KEY  # noqa: E402
 from paradise.format.compact import convert_all  # noqa: E402
-from paradise.store.compaction import compact  # noqa: E402
+from paradise.store.compaction import compact, refinement_of_spools  # noqa: E402
 from tracers.charm.launch import charm_command  # noqa: E402
 
 
@@ -65,7 +67,8 @@ def main() -> None:
     spools = _spools(args.work, args.hops)
     size = sum(p.stat().st_size for p in spools.glob("pe-*.rows"))
     print(f"spools {spools}: {size / 2**20:.1f} MiB; load {os.getloadavg()[0]:.1f}")
-    designs = {"convert": convert_all, "compact": compact}
+    designs = {"convert": convert_all, "refine": lambda d: (0, 0) if refinement_of_spools(d) else (0, -1),
+               "compact": compact}
     best: dict[str, tuple[float, float]] = {}
     for r in range(args.rounds):
         for name, fn in designs.items():
@@ -75,16 +78,20 @@ def main() -> None:
             w, c = time.perf_counter(), _cpu()
             _, rows = fn(copy)
             wall, cpu = time.perf_counter() - w, _cpu() - c
-            clock = json.loads(pq.read_schema(copy / "pe-00001.parquet").metadata[META_KEY])["clock"]
-            ref = clock.get("refinement")
-            what = "no refinement stored" if ref is None else \
-                f"stored {ref['status']}, {ref['messages']:,} messages, {ref['backward_before']:,} backward before"
-            print(f"round {r + 1} {name:8s} wall {wall:7.3f} s  cpu {cpu:7.3f} s  {rows:,} rows, {what}")
+            if name == "refine":
+                what = "refinement measured, spools left" if rows == 0 else "nothing to refine"
+            else:
+                clock = json.loads(pq.read_schema(copy / "pe-00001.parquet").metadata[META_KEY])["clock"]
+                ref = clock.get("refinement")
+                what = f"{rows:,} rows, " + ("no refinement stored" if ref is None else f"stored {ref['status']}, "
+                                              f"{ref['messages']:,} messages, {ref['backward_before']:,} backward before")
+            print(f"round {r + 1} {name:8s} wall {wall:7.3f} s  cpu {cpu:7.3f} s  {what}")
             if name not in best or wall < best[name][0]:
                 best[name] = (wall, cpu)
             shutil.rmtree(copy)
-    print(f"compact / convert (best of {args.rounds}): wall {best['compact'][0] / best['convert'][0]:.2f}x, "
-          f"cpu {best['compact'][1] / max(best['convert'][1], 1e-9):.2f}x")
+    for name in ("compact", "refine"):
+        print(f"{name} / convert (best of {args.rounds}): wall {best[name][0] / best['convert'][0]:.2f}x, "
+              f"cpu {best[name][1] / max(best['convert'][1], 1e-9):.2f}x")
     print(f"load after {os.getloadavg()[0]:.1f}")
 
 

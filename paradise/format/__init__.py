@@ -93,7 +93,8 @@ METADATA_FIELDS: dict[str, str] = {
     "hosts": "host name per PE when known",
     "clock": "{method, residual_ns[, offsets: {pe: {t_start, start_ns, t_end, end_ns, error_ns}}]}: how per-PE "
              "clocks were aligned; offsets are added by the reader (paradise.store.clock), refined by the messages "
-             "(paradise.store.clockrefine: `refinement`, stored in each per-PE file at compaction, and "
+             "(paradise.store.clockrefine: `refinement`, the trace-wide outcome and the file's own PE's entry in "
+             "each per-PE file, written at compaction (paradise.store.clockstore), and "
              "`final_method` in the read trace's clock)",
     "origin_ns": "Unix time (ns) of t0 == 0",
     "complete": "true when the writer closed cleanly (the run reached its end)",

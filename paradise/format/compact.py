@@ -95,11 +95,13 @@ def packed_table(data: bytes | memoryview, columns: list[str], fill: dict[str, i
     return pa.Table.from_arrays(cols, schema=SCHEMA)
 
 
-def _records(path: Path, fh) -> Iterator[tuple[bytes, memoryview]]:
-    """(tag, payload) of each whole record; a torn trailing record (a killed writer) is dropped."""
+def _records(path: Path, fh, skip: tuple[bytes, ...] = ()) -> Iterator[tuple[bytes, memoryview | None]]:
+    """(tag, payload) of each whole record; a torn trailing record (a killed writer) is dropped.
+    Records whose tag is in `skip` are stepped over unread (payload None)."""
     size = os.fstat(fh.fileno()).st_size
     pos = 0
     while pos + RECORD.size <= size:
+        fh.seek(pos)
         tag, reserved, length = RECORD.unpack(fh.read(RECORD.size))
         if tag not in TAGS or reserved != 0:
             if not any(fh.read(min(size - pos - RECORD.size, 1 << 20)) + tag):  # zeros a crash left: torn
@@ -109,9 +111,8 @@ def _records(path: Path, fh) -> Iterator[tuple[bytes, memoryview]]:
             return  # torn: the writer was killed mid-write
         if tag != ROWS and length > MAX_JSON_BYTES:
             raise SpoolError(f"{path}: damaged spool ({tag.decode()} record of {length:,} bytes at byte {pos})")
-        payload = fh.read(length)
         pos += RECORD.size + length
-        yield tag, memoryview(payload)
+        yield tag, None if tag in skip else memoryview(fh.read(length))
 
 
 def _json(path: Path, tag: bytes, payload: memoryview, want: type) -> Any:
@@ -144,14 +145,15 @@ class _Reader:
     """The rows of one spool in written order, and its string table and metadata as they stand
     after the last record read."""
 
-    def __init__(self, path: Path, fh) -> None:
+    def __init__(self, path: Path, fh, skip: tuple[bytes, ...] = ()) -> None:
+        """`skip`: record tags stepped over unread (their rows or strings are not wanted)."""
         self.path, self.fh = path, fh
         self.metadata: dict[str, Any] = {}
         self.texts: list[str] = []
         self.rows = 0
-        self._records = _records(path, fh)
+        self._records = _records(path, fh, skip)
         first = next(self._records, None)
-        if first is None or first[0] != HEAD:
+        if first is None or first[0] != HEAD or first[1] is None:
             raise SpoolError(f"{path}: not a paradise spool (no header record)")
         self.columns, self.fill, self.null, meta = _head(path, first[1])
         self.metadata = dict(meta)
@@ -170,6 +172,8 @@ class _Reader:
         columns, null, texts = self.columns, self.null, self.texts
         width = 8 * len(columns)
         for tag, payload in self._records:
+            if payload is None:
+                continue  # skipped unread
             if tag == STRS:
                 new = _json(self.path, tag, payload, list)
                 if not all(isinstance(t, str) for t in new):
@@ -309,13 +313,13 @@ def spools(directory: str | os.PathLike) -> list[Path]:
     return sorted(p for p in Path(directory).glob(f"pe-*{SUFFIX}") if not p.name.startswith("."))
 
 
-def convert_all(directory: str | os.PathLike, *, wait_s: float = LOCK_WAIT_S, clock: dict[str, Any] | None = None
-                ) -> tuple[int, int]:
-    """(spools converted, rows) of a trace directory (`clock`: as convert's)."""
+def convert_all(directory: str | os.PathLike, *, wait_s: float = LOCK_WAIT_S,
+                clocks: dict[str, dict[str, Any]] | None = None) -> tuple[int, int]:
+    """(spools converted, rows) of a trace directory (`clocks`: spool name -> convert's `clock`)."""
     done = rows = 0
     for spool in spools(directory):
         try:
-            _, n = convert(spool, wait_s=wait_s, clock=clock)
+            _, n = convert(spool, wait_s=wait_s, clock=(clocks or {}).get(spool.name))
         except FileNotFoundError:  # converted and removed by another process meanwhile
             continue
         done += 1

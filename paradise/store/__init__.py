@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 from paradise.errors import NotAParadiseTrace, SchemaVersionError, TraceNotFound, TruncatedTrace
 from paradise.format import OUTPUTS_FILE, REQUIRED_COLUMNS, SUPPORTED_MAJORS
 from paradise.format.spool import SUFFIX as SPOOL_SUFFIX
-from paradise.store import clockrefine
+from paradise.store import clockrefine, clockstore
 from paradise.store.clock import clock_summary, file_corrections, refinable
 from paradise.store.validate import check_columns, check_metadata, check_values, parse_metadata
 
@@ -225,7 +225,7 @@ def open_trace(path: str | Path, memory_limit: int | None = None) -> TraceHandle
     _check_pes_backed(p, merged.get("pes"), rows)
     clock = clock_summary(files, metas)
     corrections = file_corrections(files, metas)
-    stored = clockrefine.stored(files, metas)  # every file's stored refinement checked
+    stored = clockstore.stored(files, metas)  # every file's stored part checked, the table rebuilt
     if clock is not None and clock["offsets"]:  # per-PE offsets live in each PE's own file
         if refinable(clock):
             names, pes = [str(f) for f in files], [m.get("pe") for m in metas]

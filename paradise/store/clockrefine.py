@@ -5,9 +5,9 @@ interval all those bounds leave it (as Jezequel's and Projections' tachyon corre
 constant shift per PE on top of the ping's linear correction); where no offsets satisfy them all,
 the trace says so and keeps the ping offsets (never a silent shift).
 
-Measured once where the trace is written (paradise.store.compaction stores the outcome in every
-per-PE file's `clock.refinement`) and applied by open_trace from there; only a trace with offsets
-and no stored outcome (written before) is measured at read time. One aggregate per PE pair over
+Measured once where the trace is written (paradise.store.compaction; stored in the per-PE files'
+`clock.refinement` as paradise.store.clockstore says) and applied by open_trace from there; only a
+trace with offsets and no stored outcome (written before) is measured at read time. One aggregate per PE pair over
 the send -> exec join (paradise/sql/clock_message_bounds.sql), then shortest paths over the pairs'
 difference constraints (numpy Bellman-Ford, one pass per PE at most).
 """
@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from paradise.errors import NotAParadiseTrace, OutOfMemory, TruncatedTrace
+from paradise.errors import OutOfMemory, TruncatedTrace
 from paradise.memory import DUCKDB_SHARE, default_memory_limit
-from paradise.store.clock import MAX_OFFSET_NS, Correction, corrected_sql
+from paradise.store.clock import Correction, corrected_sql
 
 METHOD = "message_bounds"
 """`clock.refinement.method`: offsets moved to the middle of what the messages and the pings allow."""
@@ -151,54 +151,3 @@ def apply(refinement: dict[str, Any], files: list[str], file_pes: list[Any], cor
         t_start, offset, drift = corrections.get(f) or (int(clock["offsets"].get(str(pe), {}).get("t_start") or 0), 0, 0.0)
         moved[f] = (t_start, offset + entry["shift_ns"], drift)
     return moved, {**clock, "refinement": refinement, "final_method": f"{clock.get('method')}+{METHOD}"}
-
-
-STATUSES = ("refined", "no_messages", "inconsistent")
-PE_FIELDS = ("shift_ns", "lo_ns", "hi_ns", "error_ns")
-
-
-def checked(f: Path, value: Any) -> dict[str, Any]:
-    """A file's stored `clock.refinement`, checked: one line naming the file where it is damaged."""
-    def bad(what: str) -> NotAParadiseTrace:
-        return NotAParadiseTrace(f"{f}: metadata clock.refinement {what}")
-
-    def count(v: Any) -> bool:
-        return type(v) is int and 0 <= v <= MAX_OFFSET_NS
-
-    def ns(v: Any) -> bool:
-        return type(v) is int and abs(v) <= MAX_OFFSET_NS
-
-    if not isinstance(value, dict) or value.get("method") != METHOD or value.get("status") not in STATUSES:
-        raise bad(f"is not a {METHOD} outcome (an object with a status of {', '.join(STATUSES)})")
-    if not all(count(value.get(k)) for k in ("messages", "backward_before", "min_latency_ns")):
-        raise bad("counts (messages, backward_before, min_latency_ns) are not whole numbers")
-    if not isinstance(value.get("detail", ""), str):
-        raise bad("detail is not text")
-    if value["status"] != "refined":
-        return value
-    pes = value.get("pes")
-    if not isinstance(pes, dict) or not pes or not count(value.get("residual_ns")):
-        raise bad("says refined without per-PE shifts (pes) and residual_ns")
-    for pe, entry in pes.items():
-        if not (isinstance(pe, str) and pe.isdigit() and isinstance(entry, dict)
-                and all(ns(entry.get(k)) for k in PE_FIELDS)
-                and entry["lo_ns"] <= entry["shift_ns"] <= entry["hi_ns"] and entry["error_ns"] >= 0):
-            raise bad(f"pes[{str(pe)[:20]}] is not {{shift_ns, lo_ns, hi_ns, error_ns}} in ns with lo <= shift <= hi")
-    return value
-
-
-def stored(files: list[Path], metas: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The refinement the trace's writer stored (paradise.store.compaction), every file's checked:
-    the same `clock.refinement` in every per-PE file with offsets; None where one lacks it or they
-    differ (an older trace, a PE's file converted alone): then it is measured at read time."""
-    found: list[dict[str, Any] | None] = []
-    for f, meta in zip(files, metas):
-        clock = meta.get("clock")
-        if not isinstance(clock, dict):
-            continue
-        value = checked(f, clock["refinement"]) if "refinement" in clock else None
-        if meta.get("pe") is not None and clock.get("offsets"):
-            found.append(value)
-    if not found or found[0] is None or any(r != found[0] for r in found[1:]):
-        return None
-    return found[0]

@@ -106,15 +106,20 @@ def test_refined_offsets_within_20us_of_the_injected_skew(skewed):
 
 
 def test_compaction_stored_the_refinement_the_reader_measures(skewed):
-    """The launcher's compaction measured the refinement once and stored it in both PEs' files:
-    what the reader would measure over the Parquet files, and what open_trace applies."""
+    """The launcher's compaction measured the refinement once and stored it in both PEs' files (the
+    trace-wide outcome in each, PE 1's shift in PE 1's alone): what the reader would measure over
+    the Parquet files, and what open_trace rebuilds and applies."""
     skewed, _ = skewed
     trace = open_trace(skewed)
-    stored = [m["clock"].get("refinement") for m in trace.file_metadata]
-    assert stored[0] is not None and stored == [stored[0]] * 2
+    stored = {m["pe"]: m["clock"].get("refinement") for m in trace.file_metadata}
     clock = clock_summary(trace.files, trace.file_metadata)
     measured = measure(trace.sql_files(), file_corrections(trace.files, trace.file_metadata), clock)
-    assert measured == stored[0] == trace.metadata["clock"]["refinement"]
+    assert measured == trace.metadata["clock"]["refinement"]
+    shared = {k: v for k, v in measured.items() if k != "pes"}
+    if measured["status"] == "refined":
+        assert stored == {0: {**shared, "pes": {}}, 1: {**shared, "pes": {"1": measured["pes"]["1"]}}}
+    else:
+        assert stored == {0: shared, 1: shared}
 
 
 # Every message sent on one PE and executed on the other: its execution cannot start before its send.

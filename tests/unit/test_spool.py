@@ -111,3 +111,25 @@ def test_null_marker_reads_as_null(tmp_path):
     final, _ = convert(sp.path)
     assert pq.read_table(final, columns=["t0", "t1", "name", "msg", "tid"]).to_pylist() == [
         {"t0": 7, "t1": None, "name": None, "msg": None, "tid": None}]
+
+
+def test_final_metadata_is_what_conversion_writes(tmp_path):
+    """paradise.format.spool_scan.final_metadata (the compaction's look at a spool's metadata before
+    converting it) steps over rows and strings on compact._Reader's walk: the metadata of the
+    header updated by every metadata record, as the converted file holds it; a torn record ends it."""
+    from paradise.format import read_metadata
+    from paradise.format.spool_scan import final_metadata
+
+    sp = Spool(tmp_path, "pe-00000", COLUMNS, {"tid": 0}, META)
+    sp.write(_rows([5, 1], 0), ["exec"], [["mark", 0, 3, None]])
+    sp.meta({"clock": {"method": "ping_min_rtt", "residual_ns": 7}})
+    sp.write(_rows([9], 0), [], [])
+    sp.meta({"clock": {"method": "ping_min_rtt", "residual_ns": 4}, "program": "q"})
+    sp.close(True)
+    with open(sp.path, "ab") as fh:  # a killed writer's torn record after the close
+        fh.write(RECORD.pack(b"META", 0, 1000) + b"{")
+    meta = final_metadata(sp.path)
+    assert meta == {**META, "program": "q", "clock": {"method": "ping_min_rtt", "residual_ns": 4}, "complete": True}
+    final, _ = convert(sp.path)
+    stored = read_metadata(pq.read_schema(final).metadata)
+    assert {k: v for k, v in stored.items() if k != "format_version"} == meta

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import copy
+import itertools
 
 import pytest
 
@@ -141,3 +142,55 @@ def test_the_tracer_says_which_recorder_runs(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "tracers.torch._hooks", None)  # as if pip could not build it
     tr = made("1")
     assert type(tr) is Tracer and tr.recorder_kind == "python (native hooks not built)"
+
+
+def _buffered_rec():
+    """A Rec holding 18 buffered records of three plain steps (loss, two bucket launches, backward,
+    optimizer, step end each), driven through the compiled hooks without torch; its lists."""
+    import types
+
+    from tracers.torch import _hooks
+
+    class Owner:  # the tracer's methods a Rec may call
+        def flush(self) -> None: ...
+        def phases_overflow(self) -> None: ...
+
+    times = itertools.count(10**12, 1_000)  # past the small-int cache: every value is a new object
+    rec, lists = _hooks.Rec(), ([], [], [])
+    rec.bind(Owner(), times.__next__, 0, *lists, [], 10**9, 10**9, 10**9)
+    rec.dcp_installed = True
+    bucket = _hooks.bucket(rec, types.SimpleNamespace(require_backward_grad_sync=True),
+                           rec.add_bucket((None, 3, 4096, "float32", "default", 1)))
+    backward = _hooks.backward(rec, lambda: (bucket(), bucket()))
+    post = _hooks.optimizer_post(rec, lambda tr: None)
+    for _ in range(3):
+        rec.fwd_end = next(times)
+        backward()
+        post(Owner)
+    return rec, lists
+
+
+def test_a_memory_error_while_draining_loses_no_record():
+    """Every allocation of a drain made to fail in turn (CPython's _testcapi.set_nomemory): the
+    drain raises MemoryError and the next one hands over every record, none lost or doubled."""
+    testcapi = pytest.importorskip("_testcapi")
+    rec, expected = _buffered_rec()
+    rec.drain()
+    assert [len(x) for x in expected] == [3 * 3 * 3, 3 * 2 * 7, 3 * 5]  # 3 steps: 3 phases, 2 buckets, a step end
+    failures = 0
+    for k in itertools.count():
+        rec, lists = _buffered_rec()
+        testcapi.set_nomemory(k, k + 1)
+        try:
+            rec.drain()
+            failed = False
+        except MemoryError:
+            failed = True
+        finally:
+            testcapi.remove_mem_hooks()
+        if not failed:
+            break
+        failures += 1
+        rec.drain()
+        assert lists == expected, f"allocation {k} failed"
+    assert failures >= 18  # at least one failure for each record

@@ -90,31 +90,51 @@ static int list_add_ll(PyObject *list, long long v) {
     return rc;
 }
 
+/* a list back to its first n items (never allocates, so it cannot fail) */
+static void list_truncate(PyObject *list, Py_ssize_t n) {
+    while (PyList_GET_SIZE(list) > n) {
+        Py_ssize_t last = PyList_GET_SIZE(list) - 1;
+        PyObject *item = PyList_GET_ITEM(list, last);
+        Py_SET_SIZE(list, last);
+        Py_DECREF(item);
+    }
+}
+
+/* one record into the tracer's lists; on an error (MemoryError) none of its values stay in them */
+static int hand_over(Rec *r, long long *e) {
+    Py_ssize_t np = PyList_GET_SIZE(r->phases), nb = PyList_GET_SIZE(r->buckets), nc = PyList_GET_SIZE(r->chunks);
+    int rc;
+    if (e[0] == R_PHASE) {
+        rc = PyList_Append(r->phases, S_phase_names[e[1]]) < 0 || list_add_ll(r->phases, e[2]) < 0 ||
+             list_add_ll(r->phases, e[3]) < 0;
+    } else if (e[0] == R_BUCKET) {
+        PyObject *rest = PyList_GET_ITEM(r->rests, e[1]);
+        rc = list_add_ll(r->buckets, e[2]) < 0 || list_add_ll(r->buckets, e[3]) < 0;
+        for (Py_ssize_t k = 1; rc == 0 && k < PyTuple_GET_SIZE(rest); k++)
+            rc = PyList_Append(r->buckets, PyTuple_GET_ITEM(rest, k)) < 0;
+    } else {
+        rc = list_add_ll(r->chunks, np) < 0 || list_add_ll(r->chunks, nb) < 0 || list_add_ll(r->chunks, e[1]) < 0 ||
+             list_add_ll(r->chunks, e[2]) < 0 || list_add_ll(r->chunks, e[3]) < 0;
+    }
+    if (rc) {
+        list_truncate(r->phases, np);
+        list_truncate(r->buckets, nb);
+        list_truncate(r->chunks, nc);
+    }
+    return rc ? -1 : 0;
+}
+
+/* The buffered records into the tracer's lists, in order. On an error the record that failed and
+   those after it stay in the buffer, whole and in order (its values half handed over are taken
+   back), so a later drain hands them over: a MemoryError loses no record. */
 static int drain(Rec *r) {
     if (r->phases == NULL) { r->nev = 0; return 0; }
     Py_ssize_t i = 0;
-    int rc = 0;
-    for (; i < r->nev && rc == 0; i++) {
-        long long *e = r->ev + i * REC_WIDTH;
-        if (e[0] == R_PHASE) {
-            rc = PyList_Append(r->phases, S_phase_names[e[1]]) < 0 || list_add_ll(r->phases, e[2]) < 0 ||
-                 list_add_ll(r->phases, e[3]) < 0;
-        } else if (e[0] == R_BUCKET) {
-            PyObject *rest = PyList_GET_ITEM(r->rests, e[1]);
-            rc = list_add_ll(r->buckets, e[2]) < 0 || list_add_ll(r->buckets, e[3]) < 0;
-            for (Py_ssize_t k = 1; rc == 0 && k < PyTuple_GET_SIZE(rest); k++)
-                rc = PyList_Append(r->buckets, PyTuple_GET_ITEM(rest, k)) < 0;
-        } else {
-            rc = list_add_ll(r->chunks, PyList_GET_SIZE(r->phases)) < 0 ||
-                 list_add_ll(r->chunks, PyList_GET_SIZE(r->buckets)) < 0 || list_add_ll(r->chunks, e[1]) < 0 ||
-                 list_add_ll(r->chunks, e[2]) < 0 || list_add_ll(r->chunks, e[3]) < 0;
-        }
-    }
-    /* on an error the records not handed over stay (in order) */
-    Py_ssize_t left = rc ? r->nev - i : 0;
+    while (i < r->nev && hand_over(r, r->ev + i * REC_WIDTH) == 0) i++;
+    Py_ssize_t left = r->nev - i;
     if (left) memmove(r->ev, r->ev + i * REC_WIDTH, left * REC_WIDTH * sizeof(long long));
     r->nev = left;
-    return rc ? -1 : 0;
+    return left ? -1 : 0;
 }
 
 static int call_method0(PyObject *obj, PyObject *name) {

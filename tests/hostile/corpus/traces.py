@@ -112,10 +112,18 @@ _REFINED = {"method": "message_bounds", "min_latency_ns": 1, "messages": 3, "bac
             "residual_ns": 10, "pes": {"1": _SHIFT}}
 
 
-def _refined(refinement) -> dict:
+def _refined(refinement, pe: int = 0, error_ns: int = 0) -> dict:
     """A per-PE file's `clock` with offsets and a stored refinement (paradise.store.compaction)."""
-    entry = {"t_start": 0, "start_ns": 0, "t_end": 1000, "end_ns": 0, "error_ns": 0}
-    return {"method": "ping_min_rtt", "residual_ns": 0, "offsets": {"0": entry}, "refinement": refinement}
+    entry = {"t_start": 0, "start_ns": 0, "t_end": 1000, "end_ns": 0, "error_ns": error_ns}
+    return {"method": "ping_min_rtt", "residual_ns": error_ns, "offsets": {str(pe): entry}, "refinement": refinement}
+
+
+def _refinements_disagree(d: Path) -> None:
+    """Two PEs' files whose trace-wide outcomes differ (one's message count damaged)."""
+    folder = d / "t"
+    for pe, messages in ((0, 3), (1, 4)):
+        make.raw_trace(folder, make.basic_rows(pe), name=f"pe-0000{pe}.parquet", pes=2, pe=pe,
+                       clock=_refined({**_REFINED, "messages": messages, "pes": {"1": _SHIFT} if pe else {}}, pe, pe * 10))
 
 BAD_TRACES = {
     # metadata (JSON text under the 'paradise' key)
@@ -176,6 +184,9 @@ BAD_TRACES = {
     "clock-refinement-pe-name": _fields(clock=_refined({**_REFINED, "pes": {"one": _SHIFT}})),
     "clock-refinement-no-pes": _fields(clock=_refined({**_REFINED, "pes": {}})),
     "clock-refinement-detail-list": _fields(clock=_refined({**_REFINED, "status": "inconsistent", "detail": [1]})),
+    "clock-refinement-own-entry-missing": _fields(clock=_refined(_REFINED, error_ns=10)),  # PE 0's error: shifted
+    "clock-refinement-error-above-residual": _fields(clock=_refined({**_REFINED, "residual_ns": 5})),
+    "clock-refinement-pes-not-refined": _fields(clock=_refined({**_REFINED, "status": "no_messages"})),
     "dir-named-parquet": _dir_named_parquet,
     "truncated": _truncated,
     "empty-file": lambda d: (d / R).write_bytes(b""),
@@ -194,6 +205,7 @@ BAD_DIRS = {
     "dir-pe-rows-mismatch": _mismatched_pe_rows,
     "dir-empty": lambda d: (d / "t").mkdir(),
     "dir-only-outputs": lambda d: make.outputs(d, "t") and None,
+    "dir-clock-refinement-disagree": _refinements_disagree,
     "dir-fifo-member": lambda d: (make.charm_trace(d, "t"), make.fifo(d / "t" / "pe-00009.parquet")) and None,
 }
 
