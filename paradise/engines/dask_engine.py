@@ -83,14 +83,14 @@ def step_cpu() -> dict[str, list[float]]:
 def run_group(files: list[str], text: str, params: dict[str, Any],
               corrections: dict[str, tuple[int, int, float]] | None = None, label: str = "query") -> pa.Table:
     """One task: a stage-1 query over one group of files, in a fresh DuckDB connection."""
-    from paradise.engines.duckdb_engine import connect, events_view_sql
+    from paradise.engines.duckdb_engine import connect, create_views, events_view_sql
 
     with _charged(label):
         con = connect()
         try:
             con.execute("SET threads = 1")  # one core per task: the cluster provides the parallelism
             _task_memory(con)
-            con.execute(events_view_sql(files, corrections))
+            create_views(con, events_view_sql(files, corrections))
             return con.sql(text, params=params or None).to_arrow_table()
         finally:
             con.close()
@@ -100,7 +100,7 @@ def run_step(item: tuple[dict[str, Any], list[str]], step: Any,
              corrections: dict[str, tuple[int, int, float]] | None = None) -> Any:
     """One task: a step of the event layer (paradise.events.partitions), step(connection, **kwargs),
     in a fresh DuckDB connection whose `events` view spans the item's files (none: no view)."""
-    from paradise.engines.duckdb_engine import connect, events_view_sql
+    from paradise.engines.duckdb_engine import connect, create_views, events_view_sql
 
     kwargs, files = item
     with _charged(task_label(step, kwargs)):
@@ -109,7 +109,7 @@ def run_step(item: tuple[dict[str, Any], list[str]], step: Any,
             con.execute("SET threads = 1")
             _task_memory(con)
             if files:
-                con.execute(events_view_sql(files, corrections))
+                create_views(con, events_view_sql(files, corrections))
             return step(con, **kwargs)
         finally:
             con.close()

@@ -19,6 +19,7 @@ from paradise.analyses.runner import run_analyses, write_hints
 from paradise.analyses.session import Session
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.errors import OutputExists
+from paradise.format import MAX_PES
 from paradise.store import open_trace
 from tests.accounting import union_length
 
@@ -237,6 +238,29 @@ def test_sections_equal_one_query_per_section(events):
         keys = list(want[section][0]) if want[section] else []
         assert _rows(got[section], keys) == _rows(want[section], keys), section
     assert len(got["top_entries"]) == len(want["top_entries"])
+
+
+def test_send_rows_keep_their_peer_and_size_bucket(tmp_path):
+    # overview_pe groups a send's (peer_pe, size_log2) as one packed key: every peer the format
+    # allows (unknown, -1, 0 .. MAX_PES - 1) and every size bucket (no bytes, 0, 1, ..., 2**50) comes
+    # back as it went in, counted per (pe, peer_pe, size_log2) as computed here from the rows.
+    b = TraceBuilder(2)
+    peers = [None, -1, 0, 1, MAX_PES - 1]
+    sizes = [None, 0, 1, 3, 1024, 1025, 2**50 + 5]
+    want: dict[tuple, int] = {}
+    t = 0
+    for pe in (0, 1):
+        for peer in peers:
+            for nbytes in sizes:
+                for _ in range(1 + pe):
+                    b.send(pe, t, peer, nbytes, name="halo")
+                    t += 1
+                    key = (pe, peer, max(nbytes or 0, 1).bit_length() - 1)
+                    want[key] = want.get(key, 0) + 1
+    with DuckDBEngine(open_trace(b.write(tmp_path / "t"))) as eng:
+        rows = [r for r in eng.query("overview_pe").to_pylist() if r["kind"] == "send"]
+    assert {(r["pe"], r["peer_pe"], r["size_log2"]): r["rows"] for r in rows} == want
+    assert len(rows) == len(want)
 
 
 # -- characteristics and sections -----------------------------------------------------------------
