@@ -57,7 +57,7 @@ BUCKET_MAX_EXECS = 2_000_000
 NATIVE_MAX_EXECS = BUCKET_MAX_EXECS
 """Up to this many execs (and a budget that holds them) the graph is one bucket kept in the embedded
 engine's tables (execgraph.materialize `native`); above, capped buckets through files. At 5*10^6
-execs the files took 18-20 CPU s and 1.3 GiB against the one native bucket's 20-21 s and 4.2 GiB; at
+execs three file buckets took 17.9-18.5 CPU s and 1.3 GiB against one native bucket's 19.7-21.2 s and 4.2 GiB; at
 2*10^6 and 5*10^5 execs the two were within noise (docs/benchmarks.md, run 28)."""
 
 
