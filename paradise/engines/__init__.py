@@ -30,10 +30,12 @@ class Engine(Protocol):
         arrays of their own and should not hold the whole table as well."""
         ...
 
-    def run_steps(self, fn: Any, items: list[dict[str, Any]], files: list[list[str]] | None = None) -> list[Any]:
+    def run_steps(self, fn: Any, items: list[dict[str, Any]], files: list[list[str]] | None = None,
+                  step_bytes: int | None = None) -> list[Any]:
         """fn(duckdb connection, **item) for every item (the event layer's range and bucket steps,
-        paradise.events.partitions): in the engine's own connection one after another (DuckDB), or
-        as tasks each in a connection over its `files` (Dask); results in order."""
+        paradise.events.partitions): in the engine's own connection one after another, or, for
+        independent steps of `step_bytes` each, as many at once as the budget holds (DuckDB); or as
+        tasks each in a connection over its `files` (Dask); results in order."""
         ...
 
     def scratch_dir(self, prefix: str) -> str:

@@ -319,9 +319,11 @@ class DaskEngine:
             self._scratch = tempfile.mkdtemp(prefix=SPILL_PREFIX)
         return tempfile.mkdtemp(prefix=prefix, dir=self._scratch)
 
-    def run_steps(self, fn: Any, items: list[dict[str, Any]], files: list[list[str]] | None = None) -> list[Any]:
+    def run_steps(self, fn: Any, items: list[dict[str, Any]], files: list[list[str]] | None = None,
+                  step_bytes: int | None = None) -> list[Any]:
         """fn(connection, **item) for every item as cluster tasks (run_step), each over its own files
-        (None: all the trace's), results in order."""
+        (None: all the trace's), results in order; the cluster runs as many at once as its workers
+        hold (`step_bytes` is for the embedded engine)."""
         every = [str(f) for f in self.trace.files]
         return self.run_tasks(run_step, [(item, files[i] if files is not None else every) for i, item in enumerate(items)],
                               step=fn, corrections=self.trace.corrections)

@@ -7,11 +7,13 @@ removed on close; a query that cannot finish even so raises OutOfMemory with wha
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -281,13 +283,46 @@ class DuckDBEngine:
         self._scratch.append(path)
         return path
 
-    def run_steps(self, fn: Any, items: list[dict[str, Any]], files: list[list[str]] | None = None) -> list[Any]:
-        """fn(connection, **item) for every item, one after another in this engine's connection (each
-        step uses every thread); `files` (the rows each step needs, for engines that open one
-        connection per step) is not needed here, where `events` spans the trace."""
-        with self._guard():
-            con = self._con()
-            return [fn(con, **item) for item in items]
+    def run_steps(self, fn: Any, items: list[dict[str, Any]], files: list[list[str]] | None = None,
+                  step_bytes: int | None = None) -> list[Any]:
+        """fn(connection, **item) for every item, results in order; `files` (the rows each step needs,
+        for engines that open one connection per step) is not needed here, where `events` spans the
+        trace. Steps that do not depend on one another and each need `step_bytes` (given) run
+        steps_at_once(step_bytes) at a time, each on its own cursor; else one after another in this
+        engine's connection (each step uses every thread)."""
+        k = min(self.steps_at_once(step_bytes), len(items)) if step_bytes else 1
+        if k <= 1:
+            with self._guard():
+                con = self._con()
+                return [fn(con, **item) for item in items]
+        with self._threads(max(1, (os.cpu_count() or 1) // k)), \
+                ThreadPoolExecutor(k, thread_name_prefix="paradise-step") as pool:
+            return list(pool.map(lambda item: self._step(fn, item), items))
+
+    @contextmanager
+    def _threads(self, n: int) -> Iterator[None]:
+        """DuckDB's threads set to `n` meanwhile (the steps at once share the CPUs), then restored."""
+        con = self._con()
+        before = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
+        con.execute(f"SET threads = {int(n)}")
+        try:
+            yield
+        finally:
+            con.execute(f"SET threads = {int(before)}")
+
+    def steps_at_once(self, step_bytes: int) -> int:
+        """How many steps of `step_bytes` each run together: as many as DuckDB's share of the budget
+        holds, at most one per CPU (a step's numpy and Arrow work runs on one thread)."""
+        return max(1, min(self.step_memory() // max(int(step_bytes), 1), os.cpu_count() or 1))
+
+    def _step(self, fn: Any, item: dict[str, Any]) -> Any:
+        """One step of run_steps' pool on a cursor of its own, closed after (the pool's threads end)."""
+        cur = self.con.cursor()
+        try:
+            with self._guard():
+                return fn(cur, **item)
+        finally:
+            cur.close()
 
     def batches(self, name: str, batch_rows: int = 1 << 20, **params: Any) -> pa.RecordBatchReader:
         """A stage-1 query's result streamed in record batches of up to `batch_rows` rows, for

@@ -145,6 +145,22 @@ def test_partition_sizes_follow_the_budget():
     assert sizes(0, 1 << 30)[1] == 1
 
 
+@pytest.mark.parametrize(("chunk_execs", "buckets"), [(1, 5), (3, 2)])
+def test_steps_run_at_once_give_the_oracle_graph(tmp_path, chunk_execs, buckets):
+    """Range and bucket steps run several at a time (the budget holds them, DuckDBEngine.run_steps)
+    give the oracle's graph; a budget that holds one step runs them one after another."""
+    import os
+
+    trace = awkward_trace(tmp_path)
+    with DuckDBEngine(trace, memory_limit=8 << 30) as eng:
+        assert eng.steps_at_once(1 << 20) == min(os.cpu_count() or 1, 4096)
+        assert eng.steps_at_once(eng.step_memory()) == 1
+        order = eng.run_steps(lambda con, i: con.execute("SELECT $i::INT", {"i": i}).fetchone()[0],
+                              [{"i": i} for i in range(7)], step_bytes=1)
+        assert order == list(range(7))
+    assert _same_as_oracle(trace, chunk_execs, buckets) == 11
+
+
 def test_pe_ranges_cover_every_pe_once():
     rng = np.random.default_rng(3)
     for _ in range(50):
