@@ -131,7 +131,8 @@ def materialize(engine: Any, chunk_execs: int | None = None, buckets: int | None
     (`native_steps`: DuckDB) skips the files: `exec_graph` is then a table, at in-memory speed."""
     pes = _pe_table(engine)
     pe_execs = list(zip(pes.column("pe").to_pylist(), pes.column("execs").to_pylist()))
-    chunk, n_buckets = partitions.sizes(sum(n for _, n in pe_execs), engine.step_memory())
+    chunk, n_buckets = partitions.sizes(sum(n for _, n in pe_execs), engine.step_memory(),
+                                        capped=getattr(engine, "capped_partitions", True))
     chunk, n_buckets = chunk_execs or chunk, buckets or n_buckets
     ranges = pe_ranges(pe_execs, chunk)
     run_t0 = int(pc.min(pes.column("pe_t0")).as_py() or 0) if len(pes) else 0

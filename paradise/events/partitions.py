@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from paradise.engines import load_sql
@@ -46,11 +47,32 @@ the same CPU to write and read as no compression, so that the spill directory st
 the trace."""
 
 
-def sizes(execs: int, step_memory: int) -> tuple[int, int]:
+RANGE_MAX_EXECS = 2_000_000
+"""The most execs in one range step, whatever the budget: a step costs more per row the larger its
+partition (cache misses, the allocator, DuckDB spilling its copy). 10^8 rows (5*10^7 execs) at the
+default budget: 211 CPU s in ranges and buckets of 2*10^6 execs, 254-260 s at 10^6 or 4*10^6 and
+292 s at 10^7 (docs/benchmarks.md, runs 27-28)."""
+BUCKET_MAX_EXECS = 2_000_000
+"""The most execs in one bucket step, whatever the budget (as RANGE_MAX_EXECS)."""
+NATIVE_MAX_EXECS = BUCKET_MAX_EXECS
+"""Up to this many execs (and a budget that holds them) the graph is one bucket kept in the embedded
+engine's tables (execgraph.materialize `native`); above, capped buckets through files. At 5*10^6
+execs three file buckets took 17.9-18.5 CPU s and 1.3 GiB against one native bucket's 19.7-21.2 s and 4.2 GiB; at
+2*10^6 and 5*10^5 execs the two were within noise (docs/benchmarks.md, run 28)."""
+
+
+def sizes(execs: int, step_memory: int, capped: bool = True) -> tuple[int, int]:
     """(execs per range, bucket count) for a graph of `execs` executions when one step may use
-    `step_memory` bytes: a large budget gives few large partitions, a small one many."""
-    chunk = max(1, int(step_memory) // RANGE_EXEC_BYTES)
-    buckets = max(1, math.ceil(execs * BUCKET_EXEC_BYTES / max(int(step_memory), 1)))
+    `step_memory` bytes: a small budget gives many small partitions, a large one partitions of at most
+    RANGE_MAX_EXECS / BUCKET_MAX_EXECS execs (one bucket up to NATIVE_MAX_EXECS). Without `capped`,
+    partitions as large as the budget allows (the Dask engine's sizing)."""
+    memory = max(int(step_memory), 1)
+    chunk = max(1, memory // RANGE_EXEC_BYTES)
+    buckets = max(1, math.ceil(execs * BUCKET_EXEC_BYTES / memory))
+    if capped:
+        chunk = min(chunk, RANGE_MAX_EXECS)
+        if buckets > 1 or execs > NATIVE_MAX_EXECS:
+            buckets = max(buckets, math.ceil(execs / BUCKET_MAX_EXECS))
     return chunk, buckets
 
 
@@ -116,9 +138,20 @@ def range_step(con: Any, root: str, i: int, lo: int, hi: int, buckets: int, nati
                 con.unregister("range_rows")
         return
     ids = to_numpy(one_array(execs.column("id")), np.int64)
-    for part, rows, bucket in ((EXECS, execs, rangerows.buckets_of(execs.column("msg"), ids, buckets)),
-                               (SENDS, sends, rangerows.buckets_of(sends.column("msg"), None, buckets))):
-        write_buckets(root, part, i, rows, bucket, buckets)
+    b_execs = rangerows.buckets_of(execs.column("msg"), ids, buckets)
+    b_sends = rangerows.buckets_of(sends.column("msg"), None, buckets)
+    execs, sends = coded(execs), coded(sends)  # the strings freed before the writes' copies
+    write_buckets(root, EXECS, i, execs, b_execs, buckets)
+    del execs
+    write_buckets(root, SENDS, i, sends, b_sends, buckets)
+
+
+def coded(rows: pa.Table) -> pa.Table:
+    """`rows` with each string column dictionary-encoded: the writes' takes then move 4-byte codes and
+    the Parquet writer stores the dictionary as it is instead of hashing every string (the bucket
+    steps read these columns as dictionaries either way, _read)."""
+    return pa.table([pc.dictionary_encode(one_array(rows.column(f.name))) if pa.types.is_string(f.type)
+                     else rows.column(f.name) for f in rows.schema], names=rows.column_names)
 
 
 def write_buckets(root: str, part: str, i: int, rows: pa.Table, bucket: np.ndarray, buckets: int) -> None:
@@ -128,7 +161,7 @@ def write_buckets(root: str, part: str, i: int, rows: pa.Table, bucket: np.ndarr
     groups: the work per row grows neither with the bucket count nor with the range's size, no copy
     of the whole range is made, and each file keeps the range's row order."""
     writers: dict[int, pq.ParquetWriter] = {}
-    options = _writer(rows.schema)
+    options = _writer(rows.schema, statistics=False)
     try:
         for start in range(0, len(rows), WRITE_CHUNK_ROWS):
             piece, codes = rows.slice(start, WRITE_CHUNK_ROWS), bucket[start:start + WRITE_CHUNK_ROWS]
@@ -148,13 +181,15 @@ def write_buckets(root: str, part: str, i: int, rows: pa.Table, bucket: np.ndarr
         pq.write_table(rows.schema.empty_table(), os.path.join(root, part + ".parquet"), **options)
 
 
-def _writer(schema: pa.Schema) -> dict[str, Any]:
+def _writer(schema: pa.Schema, statistics: bool = True) -> dict[str, Any]:
     """How the range and bucket steps' files are written: integers delta-encoded, strings (and the
-    dictionaries the bucket steps read them as) by dictionary, then zstd at its fastest level (small files for
-    little CPU: docs/benchmarks.md, scale run 18)."""
+    dictionaries the bucket steps read them as) by dictionary, then lz4: about a quarter less CPU to
+    write and a third less to read than zstd at its fastest level, for files a quarter larger, which
+    the spill directory has room for (docs/benchmarks.md, run 29). Without `statistics` (files only
+    ever read whole: the range steps' bucket files) no page's min and max are computed."""
     strings = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
                or pa.types.is_dictionary(f.type)]
-    return {"compression": "zstd", "compression_level": 1, "use_dictionary": strings,
+    return {"compression": "lz4", "use_dictionary": strings, "write_statistics": statistics,
             "column_encoding": {f.name: "DELTA_BINARY_PACKED" for f in schema if pa.types.is_integer(f.type)}}
 
 

@@ -63,7 +63,16 @@ def exec_rows(con: Any, lo: int, hi: int, pes: pa.Table) -> tuple[pa.Table, pa.T
     equal starts written longest first) are put in it by one stable sort of the range. Second: the
     execs without an end but with a message (no node of the graph; message edges count them), with
     those columns null."""
-    t = con.sql(load_sql("events_exec_rows"), params={"lo": int(lo), "hi": int(hi)}).to_arrow_table().combine_chunks()
+    return numbered(range_rows(con, "events_exec_rows", lo, hi), pes)
+
+
+def range_rows(con: Any, query: str, lo: int, hi: int) -> pa.Table:
+    """The rows of SQL file `query` (events_exec_rows or events_exec_sends) for PEs lo..hi, one chunk a column."""
+    return con.sql(load_sql(query), params={"lo": int(lo), "hi": int(hi)}).to_arrow_table().combine_chunks()
+
+
+def numbered(t: pa.Table, pes: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """exec_rows over the range's rows `t` (events_exec_rows)."""
     unended = t.slice(0, 0)
     if t.column("t1").null_count:
         ended = pc.is_valid(t.column("t1"))
@@ -155,7 +164,11 @@ def _valid(t: pa.Table, name: str) -> np.ndarray:
 def send_rows(con: Any, lo: int, hi: int, x: pa.Table) -> pa.Table:
     """The send rows of PEs lo..hi with src_id and send_offset_ns appended, from the range's execs
     `x` (exec_rows)."""
-    s = con.sql(load_sql("events_exec_sends"), params={"lo": int(lo), "hi": int(hi)}).to_arrow_table().combine_chunks()
+    return with_senders(range_rows(con, "events_exec_sends", lo, hi), x)
+
+
+def with_senders(s: pa.Table, x: pa.Table) -> pa.Table:
+    """send_rows over the range's send rows `s` (events_exec_sends)."""
     s_pe, s_t0 = _values(s, "src_pe", np.int32), _values(s, "send_t0", np.int64)
     n = len(s_pe)
     if not len(x):

@@ -122,10 +122,26 @@ def test_range_rows_written_a_few_at_a_time_give_the_same_graph(tmp_path, monkey
 
 
 def test_partition_sizes_follow_the_budget():
-    from paradise.events.partitions import sizes
+    """A small budget gives more, smaller partitions; a large one partitions of at most the caps
+    (one bucket while the graph is at most NATIVE_MAX_EXECS); uncapped (Dask), as large as it allows."""
+    from paradise.events.partitions import (
+        BUCKET_EXEC_BYTES,
+        BUCKET_MAX_EXECS,
+        NATIVE_MAX_EXECS,
+        RANGE_EXEC_BYTES,
+        RANGE_MAX_EXECS,
+        sizes,
+    )
 
-    small, big = sizes(50_000_000, 1 << 30), sizes(50_000_000, 12 << 30)
-    assert small[1] > big[1] >= 1 and small[0] < big[0]
+    execs = 50_000_000
+    tiny, small, big = sizes(execs, 256 << 20), sizes(execs, 1 << 30), sizes(execs, 12 << 30)
+    assert tiny[0] < small[0] <= big[0] and tiny[1] > small[1] >= big[1] >= 1
+    assert tiny == ((256 << 20) // RANGE_EXEC_BYTES, -(-execs * BUCKET_EXEC_BYTES // (256 << 20)))
+    assert big == (RANGE_MAX_EXECS, -(-execs // BUCKET_MAX_EXECS))
+    assert sizes(execs, 12 << 30, capped=False) == ((12 << 30) // RANGE_EXEC_BYTES,
+                                                    -(-execs * BUCKET_EXEC_BYTES // (12 << 30)))
+    assert sizes(NATIVE_MAX_EXECS, 12 << 30)[1] == 1 and sizes(NATIVE_MAX_EXECS + 1, 12 << 30)[1] > 1
+    assert sizes(NATIVE_MAX_EXECS, 64 << 20)[1] > 1  # one bucket only where the budget holds it
     assert sizes(0, 1 << 30)[1] == 1
 
 
