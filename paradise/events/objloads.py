@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from paradise.engines import load_sql
 from paradise.events import objbuckets
 from paradise.events.steploads import MatrixLoads, fill, per_object
 
@@ -75,17 +74,17 @@ class ObjectSteps:
 
 
 def object_steps(engine: Any) -> ObjectSteps:
-    """Rolls the run's execs up per object and step (events_object_step_parts, then the object ids
-    of events_object_steps), then reads the step matrix (streamed: a batch of rows at a time) and
+    """Rolls the run's execs up per object and step (events_object_step_parts, kept as a table, then
+    the object ids of events_object_steps), then reads the step matrix (streamed: a batch of rows at a time) and
     the per-object summary. The embedded engine (native_steps) does it all in its database; on an
     engine whose steps run apart (Dask) the same queries run per object-hash bucket as its tasks
     (paradise.events.objbuckets) and the client merges their small results."""
     if getattr(engine, "native_steps", False):
-        engine.execute(f"CREATE OR REPLACE VIEW {PARTS} AS {load_sql(PARTS_QUERY)}")
+        engine.materialize(PARTS, PARTS_QUERY)  # a table: a view is inlined, and aggregated, by each of its two readers
         try:
             engine.materialize(TABLE, "events_object_steps")
         finally:
-            engine.execute(f"DROP VIEW IF EXISTS {PARTS}")
+            engine.execute(f"DROP TABLE IF EXISTS {PARTS}")
         return _read(engine)
     return _from_buckets(engine)
 
