@@ -124,12 +124,6 @@ def _range_files(trace: Any, lo: int, hi: int) -> list[str]:
             if meta.get("pe") is None or lo <= int(meta["pe"]) <= hi]
 
 
-def _apart(native: bool, step_bytes: int) -> dict[str, int]:
-    """run_steps' `step_bytes` for steps that may run at once: file steps (each its own files), not
-    the native build's (each appends to the one engine table)."""
-    return {} if native else {"step_bytes": max(int(step_bytes), 1)}
-
-
 def materialize(engine: Any, chunk_execs: int | None = None, buckets: int | None = None) -> ExecGraphInfo:
     """Builds the graph in partitions (paradise.events.partitions: range steps, then bucket steps,
     sized from the engine's memory per step unless given), makes `exec_graph` the view of its bucket
@@ -151,19 +145,19 @@ def materialize(engine: Any, chunk_execs: int | None = None, buckets: int | None
             if hasattr(engine, "scratch_unwritable") and disk_full(exc):
                 raise engine.scratch_unwritable(exc) from None
             raise
-    largest = max((n for _, n in pe_execs), default=0)  # a range holds one PE larger than `chunk`
+    largest = max((n for _, n in pe_execs), default=1)  # a range holds one PE larger than `chunk`
     engine.run_steps(partitions.range_step, [{"root": root, "i": i, "lo": lo, "hi": hi, "buckets": n_buckets,
                                               "native": native, "pes": pes if native else None}
                                              for i, (lo, hi) in enumerate(ranges)],
                      files=[_range_files(engine.trace, lo, hi) for lo, hi in ranges],
-                     **_apart(native, max(chunk, largest) * partitions.RANGE_EXEC_BYTES))
+                     step_bytes=None if native else max(chunk, largest) * partitions.RANGE_EXEC_BYTES)
     if native:
         edges = engine.run_steps(partitions.native_graph, [{"table": TABLE, "run_t0": run_t0}], files=[[]])
     else:
-        per_bucket = math.ceil(sum(n for _, n in pe_execs) / n_buckets)
+        per_bucket = max(1, math.ceil(sum(n for _, n in pe_execs) / n_buckets))
         edges = engine.run_steps(partitions.bucket_step, [{"root": root, "b": b, "run_t0": run_t0}
                                                           for b in range(n_buckets)], files=[[] for _ in range(n_buckets)],
-                                 **_apart(False, per_bucket * partitions.BUCKET_EXEC_BYTES))
+                                 step_bytes=per_bucket * partitions.BUCKET_EXEC_BYTES)
         engine.execute(partitions.graph_view_sql(TABLE, [partitions.graph_file(root, b) for b in range(n_buckets)]))
     parts = () if native else tuple(partitions.graph_file(root, b) for b in range(n_buckets))
     row = graphread.merged(engine, parts, "events_exec_summary").to_pylist()[0]
