@@ -4,7 +4,9 @@ round trips, the `clock` metadata it goes into, and the skew tests inject.
 A PE p > 0 sends PING_ROUNDS pings to PE 0, which answers each with its times of receipt and
 reply (NTP's four timestamps t1..t4); the median offset of the BEST_ROUNDS rounds with the
 shortest round trips (less PE 0's time between receipt and reply) is the offset, half the
-slowest of those round trips its error bound. The tracers record their own clock and write the
+slowest of those round trips its error bound. Where PE 0 can also ping the PE (the torch tracer),
+both directions are measured and averaged (two_way): the side that answers stamps its receipt only
+after it woke up, which biases a one-way estimate by microseconds of the same sign every time. The tracers record their own clock and write the
 offsets measured at the start and at the end into the metadata; the reader corrects the times
 (paradise/store/clock.py).
 
@@ -82,6 +84,16 @@ def best_offset(rounds: list[tuple[int, int, int]]) -> tuple[int, int, int]:
     fastest = sorted(rounds)[:BEST_ROUNDS]
     median = sorted(fastest, key=lambda r: r[1])[len(fastest) // 2]
     return median[1], (fastest[-1][0] + 1) // 2, median[2]
+
+
+def two_way(forward: tuple[int, int, int], reverse: tuple[int, int, int]) -> tuple[int, int, int]:
+    """(offset, error bound, when) on this PE's clock from `forward` (this PE pinged PE 0: its
+    best_offset) and `reverse` (PE 0 pinged this PE right after: best_offset of PE 0's clock to this
+    PE's, on PE 0's clock). The mean of the two cancels the bias that comes with a side (see above);
+    each is within its bound, so the mean is within the mean bound. A drifting clock's mean offset
+    belongs to the mean of the two moments, the reverse one read on this PE's clock."""
+    when_reverse = reverse[2] + reverse[0]  # PE 0's time t is t + reverse offset on this PE's clock
+    return (forward[0] - reverse[0]) // 2, (forward[1] + reverse[1] + 1) // 2, (forward[2] + when_reverse) // 2
 
 
 def enough(rounds: list[tuple[int, int, int]], elapsed_ns: int) -> bool:

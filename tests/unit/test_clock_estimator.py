@@ -3,7 +3,7 @@ offsets and delays."""
 
 from __future__ import annotations
 
-from tracers.clock import BEST_ROUNDS, MORE_ROUNDS_S, PING_ROUNDS, SLOW_RTT_NS, best_offset, enough, sample
+from tracers.clock import BEST_ROUNDS, MORE_ROUNDS_S, PING_ROUNDS, SLOW_RTT_NS, best_offset, enough, sample, two_way
 
 OFFSET = 5_000  # PE 0's clock reads 5 us ahead of this PE's
 
@@ -40,3 +40,32 @@ def test_enough_waits_for_fast_round_trips_up_to_a_time_limit():
     fast = [(SLOW_RTT_NS // 50, OFFSET, k) for k in range(BEST_ROUNDS)]
     assert enough(slow + fast, 1_000_000_000)
     assert not enough(slow + fast[:-1], 1_000_000_000)
+
+
+def test_two_way_cancels_the_bias_of_the_side_that_pings_on_a_drifting_clock():
+    """This PE's clock drifts (400 ppm); whichever side pings sees its answer's receipt stamped late
+    (the answering side wakes up first): each direction alone is off by the same `late`/2."""
+    drift, late, hold = 400e-6, 12_000, 1_000
+
+    def true_offset(t: int) -> float:  # add to this PE's time t to read PE 0's
+        return OFFSET + drift * t
+
+    def rounds(start: int, this_pings: bool) -> list[tuple[int, int, int]]:
+        out = []
+        for k in range(PING_ROUNDS):
+            t1 = start + 200_000 * k  # the pinger's clock
+            if this_pings:
+                t2 = round(t1 + true_offset(t1)) + 30_000 + late
+                out.append(sample(t1, t2, t2 + hold, t2 + hold - round(true_offset(t1)) + 30_000))
+            else:  # PE 0 pings: its times t read t - offset on this PE
+                here = t1 - round(true_offset(t1))
+                t2 = here + 30_000 + late
+                out.append(sample(t1, t2, t2 + hold, t2 + hold + round(true_offset(here)) + 30_000))
+        return out
+
+    forward = best_offset(rounds(1_000_000_000, True))
+    reverse = best_offset(rounds(1_050_000_000, False))
+    assert abs(forward[0] - true_offset(forward[2])) >= late // 2 - 100  # one way alone is biased
+    offset, error, when = two_way(forward, reverse)
+    assert abs(offset - true_offset(when)) <= 100, (offset, true_offset(when))
+    assert error == (forward[1] + reverse[1] + 1) // 2 and abs(offset - true_offset(when)) <= error

@@ -19,6 +19,7 @@ from tracers.clock import (
     fake_skew,
     sample,
     skewed,
+    two_way,
 )
 
 __all__ = ["END_TIMEOUT_S", "ENV_FAKE_SKEW", "METHOD", "exchange", "fake_skew", "reader", "wall_clock"]
@@ -48,34 +49,59 @@ def exchange(now: Callable[[], int], rank: int, world: int, group: Any, send: An
     """(offset_ns, error_ns, when) of this rank's `now` to rank 0's, measured at its time `when`
     (0, 0, now on rank 0); None when it failed.
 
-    Every rank of `group` must call it. `send`/`recv` are torch.distributed's isend/irecv."""
+    Every rank of `group` must call it. Rank 0 takes the ranks in turn: rank p pings rank 0, then
+    rank 0 pings rank p and sends p its estimate; p averages the two directions (tracers.clock.two_way).
+    `send`/`recv` are torch.distributed's isend/irecv."""
     import datetime
 
     import torch
 
     wait = {} if timeout_s is None else {"timeout": datetime.timedelta(seconds=timeout_s)}
-    ping = torch.zeros(2, dtype=torch.int64)
-    pong = torch.zeros(2, dtype=torch.int64)
-    stamps = pong.numpy()  # written through numpy: a torch setitem (us) would sit inside one leg only
     try:
         if rank == 0:
             for peer in range(1, world):
-                for _ in range(PING_ROUNDS + 1):
-                    recv(ping, src=peer, group=group).wait(**wait)
-                    stamps[0] = now()  # received
-                    stamps[1] = now()  # replying
-                    send(pong, dst=peer, group=group).wait(**wait)
+                _answer(now, peer, group, send, recv, wait)
+                reverse = torch.tensor(best_offset(_ping(now, peer, group, send, recv, wait)), dtype=torch.int64)
+                send(reverse, dst=peer, group=group).wait(**wait)
             return 0, 0, now()
-        rounds: list[tuple[int, int, int]] = []  # (round trip, offset, when)
-        for k in range(PING_ROUNDS + 1):
-            answer = recv(pong, src=0, group=group)  # posted first: the reply never waits for it
-            t1 = now()
-            send(ping, dst=0, group=group).wait(**wait)
-            answer.wait(**wait)
-            t4 = now()
-            if k:  # round 0 also opens the connection: not counted
-                rounds.append(sample(t1, int(stamps[0]), int(stamps[1]), t4))
+        forward = best_offset(_ping(now, 0, group, send, recv, wait))
+        _answer(now, 0, group, send, recv, wait)
+        reverse = torch.zeros(3, dtype=torch.int64)
+        recv(reverse, src=0, group=group).wait(**wait)
     except Exception:  # noqa: BLE001 - a peer gone at the end: no measurement, the run goes on
         return None
-    return best_offset(rounds)
+    return two_way(forward, tuple(int(v) for v in reverse.tolist()))  # type: ignore[arg-type]
 
+
+def _ping(now: Callable[[], int], peer: int, group: Any, send: Any, recv: Any,
+          wait: dict[str, Any]) -> list[tuple[int, int, int]]:
+    """PING_ROUNDS counted round trips to `peer` (which runs _answer): (round trip, offset, when)."""
+    import torch
+
+    ping = torch.zeros(2, dtype=torch.int64)
+    pong = torch.zeros(2, dtype=torch.int64)
+    stamps = pong.numpy()
+    rounds: list[tuple[int, int, int]] = []
+    for k in range(PING_ROUNDS + 1):
+        answer = recv(pong, src=peer, group=group)  # posted first: the reply never waits for it
+        t1 = now()
+        send(ping, dst=peer, group=group).wait(**wait)
+        answer.wait(**wait)
+        t4 = now()
+        if k:  # round 0 also opens the connection: not counted
+            rounds.append(sample(t1, int(stamps[0]), int(stamps[1]), t4))
+    return rounds
+
+
+def _answer(now: Callable[[], int], peer: int, group: Any, send: Any, recv: Any, wait: dict[str, Any]) -> None:
+    """Answers `peer`'s PING_ROUNDS + 1 pings with this rank's times of receipt and reply."""
+    import torch
+
+    ping = torch.zeros(2, dtype=torch.int64)
+    pong = torch.zeros(2, dtype=torch.int64)
+    stamps = pong.numpy()  # written through numpy: a torch setitem (us) would sit inside one leg only
+    for _ in range(PING_ROUNDS + 1):
+        recv(ping, src=peer, group=group).wait(**wait)
+        stamps[0] = now()  # received
+        stamps[1] = now()  # replying
+        send(pong, dst=peer, group=group).wait(**wait)
