@@ -79,6 +79,9 @@ def check_analyze_options(*, top: int, mtbf_hours: float | None, gpus: int | Non
         raise InvalidOption(f"--gpus: {gpus} is out of range (1..{MAX_GPUS})")
     if scheduler is not None and scheduler != "local" and not _SCHEDULER_RE.match(scheduler):
         raise InvalidOption(f"--scheduler {scheduler!r}: not a scheduler address (tcp://host:8786, or local)")
+    if scheduler is not None and scheduler != "local" and not 1 <= int(scheduler.rsplit(":", 1)[1]) <= 65535:
+        raise InvalidOption(f"--scheduler {scheduler!r}: port {int(scheduler.rsplit(':', 1)[1])} is out of range "
+                            "(1..65535)")
     if workers is not None and not 1 <= workers <= MAX_LOCAL_WORKERS:
         raise InvalidOption(f"--workers: {workers} is out of range (1..{MAX_LOCAL_WORKERS})")
 
