@@ -5,10 +5,10 @@ A PE p > 0 sends PING_ROUNDS pings to PE 0, which answers each with its times of
 reply (NTP's four timestamps t1..t4); the median offset of the BEST_ROUNDS rounds with the
 shortest round trips (less PE 0's time between receipt and reply) is the offset, half the
 slowest of those round trips its error bound. Where PE 0 can also ping the PE (the torch tracer),
-both directions are measured and averaged (two_way): the side that answers stamps its receipt only
-after it woke up, which biases a one-way estimate by microseconds of the same sign every time. The tracers record their own clock and write the
-offsets measured at the start and at the end into the metadata; the reader corrects the times
-(paradise/store/clock.py).
+both directions are measured and averaged (two_way): one direction alone carries a bias that
+depends on which side pings (its sign the same run after run). The tracers record their own clock
+and write the offsets measured at the start and at the end into the metadata; the reader corrects
+the times (paradise/store/clock.py).
 
 PARADISE_FAKE_CLOCK_SKEW="pe:offset_ns:drift_ppm" (comma-separated for several) makes one PE's
 (rank's) tracer clock run off by an offset plus a drift: the alignment's tests on one host.
