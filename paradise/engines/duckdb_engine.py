@@ -7,7 +7,6 @@ removed on close; a query that cannot finish even so raises OutOfMemory with wha
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import tempfile
@@ -295,25 +294,28 @@ class DuckDBEngine:
             with self._guard():
                 con = self._con()
                 return [fn(con, **item) for item in items]
-        with self._threads(max(1, (os.cpu_count() or 1) // k)), \
-                ThreadPoolExecutor(k, thread_name_prefix="paradise-step") as pool:
+        with self._threads_shared(k), ThreadPoolExecutor(k, thread_name_prefix="paradise-step") as pool:
             return list(pool.map(lambda item: self._step(fn, item), items))
 
+    def threads(self) -> int:
+        """DuckDB's threads: the engine's `threads`, else DuckDB's count of the CPUs it may use."""
+        return int(self._con().execute("SELECT current_setting('threads')").fetchall()[0][0])
+
     @contextmanager
-    def _threads(self, n: int) -> Iterator[None]:
-        """DuckDB's threads set to `n` meanwhile (the steps at once share the CPUs), then restored."""
+    def _threads_shared(self, k: int) -> Iterator[None]:
+        """DuckDB's threads divided between `k` steps at once meanwhile, then restored."""
         con = self._con()
-        before = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
-        con.execute(f"SET threads = {int(n)}")
+        before = self.threads()
+        con.execute(f"SET threads = {max(1, before // k)}")
         try:
             yield
         finally:
-            con.execute(f"SET threads = {int(before)}")
+            con.execute(f"SET threads = {before}")
 
     def steps_at_once(self, step_bytes: int) -> int:
         """How many steps of `step_bytes` each run together: as many as DuckDB's share of the budget
-        holds, at most one per CPU (a step's numpy and Arrow work runs on one thread)."""
-        return max(1, min(self.step_memory() // max(int(step_bytes), 1), os.cpu_count() or 1))
+        holds, at most one per DuckDB thread (a step's numpy and Arrow work runs on one thread)."""
+        return max(1, min(self.step_memory() // max(int(step_bytes), 1), self.threads()))
 
     def _step(self, fn: Any, item: dict[str, Any]) -> Any:
         """One step of run_steps' pool on a cursor of its own, closed after (the pool's threads end)."""

@@ -3,7 +3,16 @@ offsets and delays."""
 
 from __future__ import annotations
 
-from tracers.clock import BEST_ROUNDS, MORE_ROUNDS_S, PING_ROUNDS, SLOW_RTT_NS, best_offset, enough, sample, two_way
+from tracers.clock import (
+    BEST_ROUNDS,
+    MORE_ROUNDS_S,
+    PING_ROUNDS,
+    SLOW_RTT_NS,
+    best_offset,
+    enough,
+    sample,
+    two_way,
+)
 
 OFFSET = 5_000  # PE 0's clock reads 5 us ahead of this PE's
 
