@@ -7,7 +7,8 @@ Run: flock /tmp/paradise-bench.lock nice -n 5 .venv/bin/python bench/analyze_pro
      [--memory-limit 2GiB] [--only overview]
 `--only overview` profiles the first report (`analyze --only overview`): the stages before the
 analyses (open_trace: footers and metadata; the engine) are charged too.
-The run is sequential (no prefetch, one analysis at a time) so that the charges do not overlap;
+The run is sequential (no prefetch, one analysis at a time, the exec graph's steps one after another
+whatever the budget) so that the charges do not overlap;
 its total is therefore more than a concurrent run's wall time, and about its CPU time.
 """
 
@@ -69,8 +70,8 @@ def patch() -> None:
     eng.sql = lambda self, text, **p: charged("query " + sql_name(text), lambda: sql(self, text, **p))
     eng.materialize = lambda self, table, name, **p: charged("table " + name,
                                                              lambda: materialize(self, table, name, **p))
-    eng.run_steps = lambda self, fn, items, files=None: charged(
-        "run_steps", lambda: run_steps(self, fn, items, files))
+    eng.run_steps = lambda self, fn, items, files=None, step_bytes=None: charged(
+        "run_steps", lambda: run_steps(self, fn, items, files))  # one step at a time: charges do not overlap
 
     def streamed(self: Any, name: str, **p: Any) -> Iterator[Any]:
         reader = batches(self, name, **p)
