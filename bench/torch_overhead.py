@@ -170,7 +170,7 @@ def pair_order(pairs: int, seed: int = 25) -> list[tuple[str, bool]]:
 
 
 def ab_child(pairs: int, block: int, cprofile_blocks: int, flush_s: float, train_args: list[str],
-             raw: str = "") -> None:
+             raw: str = "", settle: int = 0) -> None:
     """One rank of the interleaved measurement; rank 0 prints `RESULT <json>`."""
     import torch
     import torch.distributed as dist
@@ -271,6 +271,8 @@ def ab_child(pairs: int, block: int, cprofile_blocks: int, flush_s: float, train
         a = run_block(mode if first else "untraced")
         b = run_block("untraced" if first else mode)
         results.append([mode, first, a, b] if first else [mode, first, b, a])
+        for _ in range(settle):  # thrown away: what a block leaves behind does not reach the next pair
+            run_block("untraced")
     flush_stats = dict(flushes, steps=sum(r[0] == "paradise" for r in results) * block)
     every_rank = [None] * world if rank == 0 else None  # each rank's own pairs and flushes
     dist.gather_object((results, flush_stats), every_rank, dst=0)
@@ -334,13 +336,15 @@ def step_value(st: list[int], measure: str, drop_flush: bool = False) -> float:
     return {"main-thread CPU": st[2] - flush, "process CPU": st[1] - flush, "wall": st[0]}[measure]
 
 
-def pair_diffs(ranks: list[list], mode: str, measure: str, stat: str, drop_flush: bool = False) -> list[float]:
+def pair_diffs(ranks: list[list], mode: str, measure: str, stat: str, drop_flush: bool = False,
+               first: bool | None = None) -> list[float]:
     """µs per step of each `mode` pair: the compared block's value minus its untraced partner's, on
-    each rank, the mean over the ranks (their noise, drawn apart, shrinks by up to sqrt(ranks))."""
+    each rank, the mean over the ranks (their noise, drawn apart, shrinks by up to sqrt(ranks));
+    `first` (True or False) keeps only the pairs whose compared block ran first (second)."""
     f = BLOCK_STATS[stat]
     out = []
     for i, pair in enumerate(ranks[0]):
-        if pair[0] != mode:
+        if pair[0] != mode or (first is not None and pair[1] != first):
             continue
         d = [f([step_value(st, measure, drop_flush) for st in r[i][2]]) - f([step_value(st, measure) for st in r[i][3]])
              for r in ranks]
@@ -389,6 +393,20 @@ def _figure(ranks: list[list], measure: str, stat: str, flush_us: float) -> tupl
     return med + add, lo + add, hi + add, text
 
 
+def order_lines(ranks: list[list]) -> list[str]:
+    """Each mode's median pair difference (main-thread CPU, block medians, flushes out) with its compared
+    block first and second: apart by more than the noise, what one block leaves behind reaches the next."""
+    lines = ["  by the compared block's place in its pair (main-thread CPU, block medians, flushes out):"]
+    for mode in COMPARED:
+        parts = []
+        for first in (True, False):
+            d = pair_diffs(ranks, mode, "main-thread CPU", FIGURE_STAT, drop_flush=True, first=first)
+            lo, hi = bootstrap(d)
+            parts.append(f"{'first' if first else 'second'} {statistics.median(d):+8.1f} us [{lo:+8.1f}, {hi:+8.1f}]")
+        lines.append(f"    {mode:9s} " + "   ".join(parts))
+    return lines
+
+
 def verdict(ranks: list[list], flushes: dict[str, int]) -> list[str]:
     """The tracer's added CPU per step (FIGURE_STAT first): main-thread CPU, where every hook and
     flush of the tracer runs in this program, beside the other threads' change (the tracer runs
@@ -414,7 +432,8 @@ def verdict(ranks: list[list], flushes: dict[str, int]) -> list[str]:
 def interleaved(nproc: int, args: argparse.Namespace) -> None:
     target = [__file__, "--ab-child", "--pairs", str(args.pairs), "--block", str(args.block),
               "--cprofile", str(args.cprofile), "--flush-s", str(args.flush_s),
-              "--raw", f"{args.raw}.{nproc}" if args.raw else "", "--", *args.train_args]  # fmt: skip
+              "--raw", f"{args.raw}.{nproc}" if args.raw else "", "--settle", str(args.settle),
+              "--", *args.train_args]  # fmt: skip
     proc = _torchrun(nproc, target, _clean_env())
     m = re.search(r"^RESULT (.*)$", proc.stdout, re.M)
     if proc.returncode != 0 or not m:
@@ -424,7 +443,8 @@ def interleaved(nproc: int, args: argparse.Namespace) -> None:
     result = json.loads(m.group(1))
     print(
         f"\n{nproc} rank(s), gloo, ddp_train.py {' '.join(args.train_args)}: one model, {args.pairs} adjacent "
-        f"block pairs (untraced + one of {', '.join(COMPARED)} in turn) x {args.block} steps, a part every "
+        f"block pairs (untraced + one of {', '.join(COMPARED)} in turn) x {args.block} steps"
+        f"{f', {args.settle} untraced block(s) thrown away after each pair' if args.settle else ''}, a part every "
         f"{args.flush_s:g} s, {'rank 0' if nproc == 1 else f'mean of the {nproc} ranks'}, per step:"
     )
     print("\n".join(summarize(result["ranks"])))
@@ -437,6 +457,7 @@ def interleaved(nproc: int, args: argparse.Namespace) -> None:
     if "compact_s" in f:
         print(f"  after the run (outside the steps): the spool's conversion to Parquet, {f['compact_rows']:,} rows "
               f"in {f['compact_s']:.3f} s")
+    print("\n".join(order_lines(result["ranks"])))
     print("\n".join(verdict(result["ranks"], f)))
     if result["cprofile"]:
         print(result["cprofile"])
@@ -502,17 +523,21 @@ def main() -> None:
                    help="the tracer's part interval (its default 2 s is the crash window: the trade-off)")
     p.add_argument("--cprofile", type=int, default=0, help="traced blocks profiled with cProfile after part 1")
     p.add_argument("--raw", default="", help="also write every rank's per-step times to RAW.<ranks> (JSON)")
+    p.add_argument("--settle", type=int, default=0,
+                   help="untraced blocks run and thrown away after each pair, so that what a profiler or traced "
+                        "block leaves behind (freed memory, the allocator's state) does not reach the next pair")
     p.add_argument("--from-raw", default="", help="print the verdicts of a --raw dump again (no measurement)")
     p.add_argument("--ab-child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("train_args", nargs="*", help="extra ddp_train.py arguments (after --)")
     args = p.parse_args()
     if args.ab_child:
-        ab_child(args.pairs, args.block, args.cprofile, args.flush_s, args.train_args, args.raw)
+        ab_child(args.pairs, args.block, args.cprofile, args.flush_s, args.train_args, args.raw, args.settle)
         return
     if args.from_raw:
         dump = json.loads(Path(args.from_raw).read_text())
         every_rank = dump["every_rank"]
         print(f"{args.from_raw}: {dump['world']} rank(s), {len(every_rank[0][0])} pairs x {dump['block']} steps")
+        print("\n".join(order_lines([pairs for pairs, _f in every_rank])))
         print("\n".join(verdict([pairs for pairs, _f in every_rank], flush_mean(every_rank))))
         return
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
