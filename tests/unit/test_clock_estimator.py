@@ -52,8 +52,8 @@ def test_enough_waits_for_fast_round_trips_up_to_a_time_limit():
 
 
 def test_two_way_cancels_the_bias_of_the_side_that_pings_on_a_drifting_clock():
-    """This PE's clock drifts (400 ppm); whichever side pings sees its answer's receipt stamped late
-    (the answering side wakes up first): each direction alone is off by the same `late`/2."""
+    """This PE's clock drifts (400 ppm); the answering side stamps each receipt `late` after the ping
+    arrived, whichever side it is: each direction alone is off by `late`/2, of opposite signs."""
     drift, late, hold = 400e-6, 12_000, 1_000
 
     def true_offset(t: int) -> float:  # add to this PE's time t to read PE 0's
