@@ -24,11 +24,12 @@ browser:
 
 # JOBS=N runs the suite on N pytest-xdist workers; tests/conftest.py groups each file (and the
 # hostile corpus, and the timing-sensitive tests) onto one worker, which needs --dist loadgroup.
+# --durations=20 lists the slowest tests near the end of the log, where CI's record shows it.
 JOBS ?= 0
 XDIST := $(if $(filter-out 0,$(JOBS)),-n $(JOBS) --dist loadgroup,)
 
 test: setup browser
-	$(BIN)/python -m pytest -q -p no:cacheprovider $(XDIST) tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=20 $(XDIST) tests
 
 lint: setup
 	$(BIN)/ruff check .
