@@ -77,11 +77,12 @@ def check_analyze_options(*, top: int, mtbf_hours: float | None, gpus: int | Non
         raise InvalidOption(f"--mtbf-hours: {units.number(mtbf_hours, 6)} is out of range (> 0, at most {units.number(MAX_MTBF_HOURS, 6)})")
     if gpus is not None and not 1 <= gpus <= MAX_GPUS:
         raise InvalidOption(f"--gpus: {gpus} is out of range (1..{MAX_GPUS})")
-    if scheduler is not None and scheduler != "local" and not _SCHEDULER_RE.match(scheduler):
-        raise InvalidOption(f"--scheduler {scheduler!r}: not a scheduler address (tcp://host:8786, or local)")
-    if scheduler is not None and scheduler != "local" and not 1 <= int(scheduler.rsplit(":", 1)[1]) <= 65535:
-        raise InvalidOption(f"--scheduler {scheduler!r}: port {int(scheduler.rsplit(':', 1)[1])} is out of range "
-                            "(1..65535)")
+    if scheduler is not None and scheduler != "local":
+        if not _SCHEDULER_RE.match(scheduler):
+            raise InvalidOption(f"--scheduler {scheduler!r}: not a scheduler address (tcp://host:8786, or local)")
+        port = int(scheduler.rsplit(":", 1)[1])
+        if not 1 <= port <= 65535:
+            raise InvalidOption(f"--scheduler {scheduler!r}: port {port} is out of range (1..65535)")
     if workers is not None and not 1 <= workers <= MAX_LOCAL_WORKERS:
         raise InvalidOption(f"--workers: {workers} is out of range (1..{MAX_LOCAL_WORKERS})")
 

@@ -131,8 +131,8 @@ def materialize(engine: Any, chunk_execs: int | None = None, buckets: int | None
     (`native_steps`: DuckDB) skips the files: `exec_graph` is then a table, at in-memory speed."""
     pes = _pe_table(engine)
     pe_execs = list(zip(pes.column("pe").to_pylist(), pes.column("execs").to_pylist()))
-    chunk, n_buckets = partitions.sizes(sum(n for _, n in pe_execs), engine.step_memory(),
-                                        capped=getattr(engine, "capped_partitions", True))
+    execs = sum(n for _, n in pe_execs)
+    chunk, n_buckets = partitions.sizes(execs, engine.step_memory(), capped=getattr(engine, "capped_partitions", True))
     chunk, n_buckets = chunk_execs or chunk, buckets or n_buckets
     ranges = pe_ranges(pe_execs, chunk)
     run_t0 = int(pc.min(pes.column("pe_t0")).as_py() or 0) if len(pes) else 0
@@ -154,7 +154,7 @@ def materialize(engine: Any, chunk_execs: int | None = None, buckets: int | None
     if native:
         edges = engine.run_steps(partitions.native_graph, [{"table": TABLE, "run_t0": run_t0}], files=[[]])
     else:
-        per_bucket = max(1, math.ceil(sum(n for _, n in pe_execs) / n_buckets))
+        per_bucket = max(1, math.ceil(execs / n_buckets))
         edges = engine.run_steps(partitions.bucket_step, [{"root": root, "b": b, "run_t0": run_t0}
                                                           for b in range(n_buckets)], files=[[] for _ in range(n_buckets)],
                                  step_bytes=per_bucket * partitions.BUCKET_EXEC_BYTES)

@@ -143,7 +143,8 @@ def test_failure_leaves_incomplete_trace(tmp_path):
 
 def test_killed_run_keeps_flushed_parts(tmp_path):
     out = tmp_path / "trace"
-    # charm4py starts in about 2 s here; the 1 s tick then flushes both steps long before the kill
+    # a whole traced example run takes 2.5-3.5 s here (pytest --durations); the 1 s tick flushes both
+    # steps long before the kill
     proc = trace_charm(out, PROGRAMS / "hang.py", timeout=8)
     assert proc.returncode == 124 and "timed out" in proc.stderr
     trace = open_trace(out)  # part files flushed by the 1 s tick while the PEs were idle
