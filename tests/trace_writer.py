@@ -25,7 +25,7 @@ from typing import Any, BinaryIO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from paradise.format import LOW_CARDINALITY_STRINGS, SCHEMA, make_metadata, row_tuple
+from paradise.format import SCHEMA, WRITE_OPTIONS, make_metadata, row_tuple
 from paradise.format.schema import tuple_rows_table
 
 FLUSH_ROWS = 50_000
@@ -38,8 +38,8 @@ PART_WRITE = {"compression": "none", "write_statistics": False}
 them), so they are written uncompressed and without column statistics: zstd and statistics were
 about half of a part's fixed Parquet cost (~1.3 of ~2.5 ms CPU for a 2,000-row part of 24 columns)."""
 
-FINAL_WRITE = {"compression": "zstd", "use_dictionary": LOW_CARDINALITY_STRINGS}
-"""How a tracer's final (compacted) per-PE file is written."""
+FINAL_WRITE = WRITE_OPTIONS
+"""How a tracer's final (compacted) per-PE file is written: the format's layout."""
 
 PART_RE = re.compile(r"^(?P<stem>.+?)\.part-(?P<seq>\d+)\.parquet$")
 

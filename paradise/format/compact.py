@@ -26,14 +26,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from paradise.format import COLUMN_NAMES, LOW_CARDINALITY_STRINGS, REQUIRED_COLUMNS, make_metadata
+from paradise.format import COLUMN_NAMES, REQUIRED_COLUMNS, WRITE_OPTIONS, make_metadata
 from paradise.format.arrays import bitmap, from_numpy, nulls, strings
 from paradise.format.order import time_ordered
 from paradise.format.schema import SCHEMA, tuple_rows_table
 from paradise.format.spool import HEAD, META, RECORD, ROWS, SPOOL_VERSION, STRS, SUFFIX, TAGS, TUPL
 
-FINAL_WRITE = {"compression": "zstd", "use_dictionary": LOW_CARDINALITY_STRINGS}
-"""How a tracer's per-PE Parquet file is written."""
 LOCK_WAIT_S = 10.0
 """How long conversion waits for a spool's writer to let go (a PE still closing after a kill)."""
 IN_MEMORY_BYTES = 64 << 20
@@ -261,7 +259,7 @@ def convert(spool: str | os.PathLike, *, wait_s: float = LOCK_WAIT_S, clock: dic
                 # the first table comes once every record was read: the metadata (the last META
                 # record, a clean close's) is final by then; a spool without rows gives an empty file
                 first = next(tables, SCHEMA.empty_table())
-                with pq.ParquetWriter(out_fh, SCHEMA.with_metadata(_metadata(spool, reader, clock)), **FINAL_WRITE) as out:
+                with pq.ParquetWriter(out_fh, SCHEMA.with_metadata(_metadata(spool, reader, clock)), **WRITE_OPTIONS) as out:
                     for table in itertools.chain([first], tables):
                         out.write_table(table)
             os.replace(tmp, final)

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from paradise.errors import ImportFormatError, OutputUnwritable
-from paradise.format import LOW_CARDINALITY_STRINGS, MAX_RANK, SCHEMA, conform, make_metadata
+from paradise.format import MAX_RANK, SCHEMA, WRITE_OPTIONS, conform, make_metadata
 from paradise.format.order import time_ordered
 from paradise.importers import ProgressCallback, Sources, rank_files
 from paradise.importers.kineto_arrow import from_numpy, to_numpy, validity
@@ -505,7 +505,7 @@ def _write_output(infos: list[_FileInfo], origin: int, meta: Any, schema: pa.Sch
                   out: Path) -> None:
     """Pass 2 into the temporary file, renamed onto OUT when complete."""
     try:
-        with pq.ParquetWriter(final_tmp, schema, compression="zstd", use_dictionary=LOW_CARDINALITY_STRINGS) as writer:
+        with pq.ParquetWriter(final_tmp, schema, **WRITE_OPTIONS) as writer:
             pending: list[pa.Table] = []
             rows = 0
             for info in infos:

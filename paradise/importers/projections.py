@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from paradise.errors import ImportFormatError, TraceNotFound
-from paradise.format import SCHEMA, conform, index_text, make_metadata, pack_index
+from paradise.format import SCHEMA, WRITE_OPTIONS, conform, index_text, make_metadata, pack_index
 from paradise.importers import ProgressCallback, Sources, regular_file, source_paths
 from paradise.importers import _projections_parse as P
 from paradise.importers._projections_marks import marks_for_pe
@@ -430,4 +430,4 @@ def _metadata(sts: P.Sts, shifts: dict[int, int], summary, pes: list[int], missi
 
 def _write(table: pa.Table, out: Path, meta: dict[bytes, bytes]) -> None:
     with atomic_output(out) as (_, fh):
-        pq.write_table(table.replace_schema_metadata(meta), fh, compression="zstd", row_group_size=1 << 20)
+        pq.write_table(table.replace_schema_metadata(meta), fh, row_group_size=1 << 20, **WRITE_OPTIONS)

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from paradise.format import SCHEMA, make_metadata
+from paradise.format import SCHEMA, WRITE_OPTIONS, make_metadata
 
 ROW_GROUP_ROWS = 122_880
 """Parquet row group size: DuckDB reads row groups in parallel (its own default vector multiple)."""
@@ -42,7 +42,7 @@ class PeFile:
         self.path = out / f"pe-{pe:05d}.parquet"
         self.tmp = out / f".pe-{pe:05d}.parquet.tmp"
         schema = SCHEMA.with_metadata(make_metadata(pe=pe, complete=True, **meta))
-        self.writer = pq.ParquetWriter(self.tmp, schema, compression="zstd")
+        self.writer = pq.ParquetWriter(self.tmp, schema, **WRITE_OPTIONS)
         self.rows = 0
 
     def write(self, t: pa.Table) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from paradise.format import SCHEMA, conform
+from paradise.format import SCHEMA, WRITE_OPTIONS, conform
 
 _RECEIVERS = """
     SELECT msg, min(pe) AS rpe, count(DISTINCT pe) AS npe, min(coll) AS rcoll
@@ -46,7 +46,7 @@ def resolve_peers(trace_dir: str | os.PathLike) -> int:
         table = con.sql(_FILL.format(receivers=_RECEIVERS), params={"file": f, "files": files}).to_arrow_table()
         table = conform(table.select([n for n in SCHEMA.names])).replace_schema_metadata(meta)
         tmp = Path(f).with_name("." + Path(f).name + ".tmp")
-        pq.write_table(table, tmp, compression="zstd")
+        pq.write_table(table, tmp, **WRITE_OPTIONS)
         os.replace(tmp, f)
         filled += table.num_rows
     con.close()
