@@ -7,8 +7,10 @@
 --   host ranks with compute phases (paradise torch tracer): C = phase rows forward, loss,
 --     backward, optimizer; M = collective rows (the tracer's own when present, else all);
 --   other host ranks (Kineto CPU traces): C = exec rows, M = collective rows.
--- Parts: overlap = |C ∩ M|, compute = |C| - overlap, comm = |M| - overlap,
---        idle = |W| - |C ∪ M|; so compute + comm + overlap + idle = step exactly.
+-- Parts: overlap = |C ∩ M| = |C| + |M| - |C ∪ M|, compute = |C| - overlap, comm = |M| - overlap,
+--        idle = |W| - |C ∪ M|; so compute + comm + overlap + idle = step exactly. Each union's
+--        length is one sweep in t0 order (the part of each interval past the latest end before it),
+--        the three sweeps in one window (as paradise.engines.busy sweeps a PE's busy time).
 -- grain: one row per (pe, step).
 -- columns:
 --   pe            int32        global rank
@@ -89,44 +91,29 @@ clipped AS (
     FROM pairs p JOIN wk ON p.pe = wk.pe AND p.k = wk.k
     WHERE p.t0 < wk.w1 AND p.t1 > wk.w0
 ),
-marked AS (
+swept AS (  -- each interval with the latest end of the earlier ones in its step (t0 order): of all, of C, of M
     SELECT part, pe, step, t0, t1,
-           max(t1) OVER (PARTITION BY part, pe, step ORDER BY t0, t1
-                         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
+           max(t1) OVER w AS any_end,
+           max(CASE WHEN part = 'C' THEN t1 END) OVER w AS c_end,
+           max(CASE WHEN part = 'M' THEN t1 END) OVER w AS m_end
     FROM clipped
+    WINDOW w AS (PARTITION BY pe, step ORDER BY t0 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
 ),
-islands AS (
-    SELECT part, pe, step, t0, t1,
-           sum(CASE WHEN prev_end IS NULL OR t0 > prev_end THEN 1 ELSE 0 END)
-               OVER (PARTITION BY part, pe, step ORDER BY t0, t1 ROWS UNBOUNDED PRECEDING) AS island
-    FROM marked
-),
-u AS (
-    SELECT part, pe, step, min(t0) AS t0, max(t1) AS t1
-    FROM islands GROUP BY part, pe, step, island
-),
-lens AS (
+lens AS (  -- |C|, |M| and |C ∪ M|: each interval adds its part past the earlier ones' latest end
     SELECT pe, step,
-           sum(CASE WHEN part = 'C' THEN t1 - t0 ELSE 0 END) AS c_ns,
-           sum(CASE WHEN part = 'M' THEN t1 - t0 ELSE 0 END) AS m_ns
-    FROM u GROUP BY pe, step
-),
-ov AS (
-    SELECT c.pe, c.step, sum(least(c.t1, m.t1) - greatest(c.t0, m.t0)) AS o_ns
-    FROM u c JOIN u m
-      ON c.part = 'C' AND m.part = 'M' AND c.pe = m.pe AND c.step = m.step
-     AND c.t0 < m.t1 AND m.t0 < c.t1
-    GROUP BY c.pe, c.step
+           sum(CASE WHEN part = 'C' THEN greatest(t1 - greatest(t0, coalesce(c_end, t0)), 0) ELSE 0 END) AS c_ns,
+           sum(CASE WHEN part = 'M' THEN greatest(t1 - greatest(t0, coalesce(m_end, t0)), 0) ELSE 0 END) AS m_ns,
+           sum(greatest(t1 - greatest(t0, coalesce(any_end, t0)), 0)) AS cm_ns
+    FROM swept GROUP BY pe, step
 )
 SELECT w.pe, w.step, w.w0 AS t0, w.w1 AS t1,
        (w.w1 - w.w0)::BIGINT AS step_ns,
-       (coalesce(l.c_ns, 0) - coalesce(ov.o_ns, 0))::BIGINT AS compute_ns,
-       (coalesce(l.m_ns, 0) - coalesce(ov.o_ns, 0))::BIGINT AS comm_ns,
-       coalesce(ov.o_ns, 0)::BIGINT AS overlap_ns,
-       ((w.w1 - w.w0) - coalesce(l.c_ns, 0) - coalesce(l.m_ns, 0) + coalesce(ov.o_ns, 0))::BIGINT AS idle_ns,
+       (coalesce(l.cm_ns, 0) - coalesce(l.m_ns, 0))::BIGINT AS compute_ns,
+       (coalesce(l.cm_ns, 0) - coalesce(l.c_ns, 0))::BIGINT AS comm_ns,
+       (coalesce(l.c_ns, 0) + coalesce(l.m_ns, 0) - coalesce(l.cm_ns, 0))::BIGINT AS overlap_ns,
+       ((w.w1 - w.w0) - coalesce(l.cm_ns, 0))::BIGINT AS idle_ns,
        coalesce(l.c_ns, 0)::BIGINT AS compute_all_ns,
        coalesce(l.m_ns, 0)::BIGINT AS comm_all_ns
 FROM w
 LEFT JOIN lens l ON l.pe = w.pe AND l.step = w.step
-LEFT JOIN ov ON ov.pe = w.pe AND ov.step = w.step
 ORDER BY w.pe, w.step

@@ -76,6 +76,61 @@ def test_breakdown_parts_are_interval_unions(tmp_path):
     assert row["compute_ns"] + row["comm_ns"] + row["overlap_ns"] + row["idle_ns"] == row["step_ns"]
 
 
+def _union(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The disjoint union of intervals, merged after a sort: the plain definition."""
+    out: list[list[int]] = []
+    for a, b in sorted(intervals):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [(a, b) for a, b in out]
+
+
+def _length(intervals: list[tuple[int, int]]) -> int:
+    return sum(b - a for a, b in intervals)
+
+
+def test_breakdown_matches_plain_unions_on_random_overlaps(tmp_path):
+    """Random compute phases and bucket all-reduces on 2 ranks x 6 steps (nested, overlapping,
+    touching, equal starts, crossing step boundaries): every step's parts equal the ones computed here
+    from the raw intervals by merging them (C, M, their intersection)."""
+    import random
+
+    rng = random.Random(26)
+    b = TraceBuilder(2, source="torch")
+    want = {}
+    names = ("forward", "loss", "backward", "optimizer")
+    for pe in range(2):
+        raw_c, raw_m, windows = [], [], []
+        for step in range(6):
+            w0 = step * 1_000 + rng.randrange(0, 50)
+            w1 = w0 + rng.randrange(600, 950)
+            b.step(pe, step, w0, w1)
+            windows.append((step, w0, w1))
+            for _ in range(rng.randrange(0, 9)):
+                t0 = rng.choice([w0, w0 + 100, rng.randrange(w0 - 100, w1)])
+                t1 = t0 + rng.choice([1, 50, rng.randrange(1, 400)])
+                b.add(pe, "phase", t0, t1, name=rng.choice(names))
+                raw_c.append((t0, t1))
+            for _ in range(rng.randrange(0, 6)):
+                t0 = rng.randrange(w0 - 50, w1 + 50)
+                t1 = t0 + rng.randrange(1, 300)
+                b.add(pe, "collective", t0, t1, name="allreduce", cat="ddp_bucket")
+                raw_m.append((t0, t1))
+        for step, w0, w1 in windows:
+            c, m = (_union([(max(a, w0), min(b_, w1)) for a, b_ in raw if a < w1 and b_ > w0]) for raw in (raw_c, raw_m))
+            both = _length([(max(a, x), min(b_, y)) for a, b_ in c for x, y in m if max(a, x) < min(b_, y)])
+            want[(pe, step)] = {"step_ns": w1 - w0, "compute_ns": _length(c) - both, "comm_ns": _length(m) - both,
+                                "overlap_ns": both, "idle_ns": w1 - w0 - _length(_union(c + m)),
+                                "compute_all_ns": _length(c), "comm_all_ns": _length(m)}
+    with DuckDBEngine(open_trace(b.write(tmp_path / "t"))) as eng:
+        rows = eng.query("training_breakdown").to_pylist()
+    got = {(r["pe"], r["step"]): {k: r[k] for k in want[(0, 0)]} for r in rows}
+    assert got == want
+    assert any(v["overlap_ns"] for v in want.values()) and any(v["idle_ns"] for v in want.values())
+
+
 def test_repeated_step_after_restart_counts_once(tmp_path):
     b = TraceBuilder(1, source="torch")
     b.step(0, 3, 0, 100)
