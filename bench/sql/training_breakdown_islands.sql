@@ -1,6 +1,6 @@
 -- training_breakdown_islands: paradise/sql/training_breakdown.sql as it was before 2026-12-07 (the
 -- unions as islands: two windows, a grouping per island and a self-join of C and M islands for the
--- overlap), kept for bench/training_breakdown.py. Same rows as training_breakdown.
+-- overlap), kept for bench/training_sql.py. Same rows as training_breakdown.
 -- training_breakdown: where each rank's step time went, as unions of intervals inside the step.
 -- Window W = [t0, t1] of the rank's `step` row (when a step number repeats on a rank, e.g. after
 -- a restart resumed from a checkpoint, the latest row wins: the step that counted).

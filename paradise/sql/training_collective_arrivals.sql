@@ -18,17 +18,17 @@ WITH calls AS (
     FROM training_rows
     WHERE kind = 'collective' AND t0 IS NOT NULL
 ),
-met AS (
-    SELECT name, grp, k, count(*) AS ranks, max(t0) AS t_last, min(t0) AS t_first,
-           arg_max(pe, t0) AS last_pe, count(*) FILTER (WHERE t0 = max_t0) AS at_last
-    FROM (SELECT *, max(t0) OVER (PARTITION BY name, grp, k) AS max_t0 FROM calls)
+met AS (  -- the call's two latest starts (max(t0, 2)): one rank arrived last when they differ
+    SELECT name, grp, k, max(t0) AS t_last, min(t0) AS t_first, arg_max(pe, t0) AS last_pe,
+           (max(t0, 2))[2] < max(t0) AS one_last
+    FROM calls
     GROUP BY name, grp, k
     HAVING count(*) >= 2
 )
 SELECT c.name, c.pe,
        count(*) AS calls,
-       count(*) FILTER (WHERE m.at_last = 1 AND m.last_pe = c.pe AND m.t_last > m.t_first) AS last,
-       CAST(coalesce(sum(m.t_last - m.t_first) FILTER (WHERE m.at_last = 1 AND m.last_pe = c.pe), 0) AS BIGINT)
+       count(*) FILTER (WHERE m.one_last AND m.last_pe = c.pe AND m.t_last > m.t_first) AS last,
+       CAST(coalesce(sum(m.t_last - m.t_first) FILTER (WHERE m.one_last AND m.last_pe = c.pe), 0) AS BIGINT)
            AS wait_ns
 FROM calls c JOIN met m ON c.name = m.name AND c.grp = m.grp AND c.k = m.k
 GROUP BY c.name, c.pe

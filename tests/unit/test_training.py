@@ -131,6 +131,27 @@ def test_breakdown_matches_plain_unions_on_random_overlaps(tmp_path):
     assert any(v["overlap_ns"] for v in want.values()) and any(v["idle_ns"] for v in want.values())
 
 
+def test_collective_arrivals_count_a_unique_last_start_only(tmp_path):
+    """The k-th call of a collective on each of 3 ranks: a rank arrived last only when its start is
+    the one latest; ties at the latest start (or every rank at once) name no rank. Expected values
+    computed here from the starts."""
+    starts = [(10, 20, 20), (30, 35, 40), (50, 50, 50), (70, 80, 75), (90, 91, 99)]
+    b = TraceBuilder(3, source="torch")
+    for call in starts:
+        for pe, t0 in enumerate(call):
+            b.add(pe, "collective", t0, max(call) + 5, name="allreduce", cat="ddp_bucket")
+    want = {pe: {"calls": len(starts), "last": 0, "wait_ns": 0} for pe in range(3)}
+    for call in starts:
+        top = max(call)
+        if call.count(top) == 1:
+            want[call.index(top)]["last"] += 1
+            want[call.index(top)]["wait_ns"] += top - min(call)
+    with DuckDBEngine(open_trace(b.write(tmp_path / "t"))) as eng:
+        rows = eng.query("training_collective_arrivals").to_pylist()
+    assert {r["pe"]: {k: r[k] for k in ("calls", "last", "wait_ns")} for r in rows} == want
+    assert [want[pe]["last"] for pe in range(3)] == [0, 1, 2]
+
+
 def test_repeated_step_after_restart_counts_once(tmp_path):
     b = TraceBuilder(1, source="torch")
     b.step(0, 3, 0, 100)
