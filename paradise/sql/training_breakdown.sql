@@ -68,25 +68,34 @@ comm_src AS (
             AND (cat IN ('ddp_bucket', 'c10d') OR pe NOT IN (SELECT pe FROM own_comm)))
     )
 ),
--- Interval -> windows without a per-rank cross product: windows numbered k in time order; two
--- ASOF joins find the first window ending after t0 (k_a) and the last starting before t1 (k_b).
-wk AS (SELECT pe, step, w0, w1, row_number() OVER (PARTITION BY pe ORDER BY w0, w1) AS k FROM w),
+-- Interval -> windows without a per-rank cross product: windows numbered k in time order; an ASOF
+-- join finds the first window ending after t0 (k_a). An interval inside it and clear of the windows
+-- before and after it (nearly all) is clipped to nothing more; for the others a second ASOF join
+-- finds the last window starting before t1 (k_b), and the interval is clipped to each of k_a..k_b.
+wk AS (
+    SELECT *, lag(w1) OVER (PARTITION BY pe ORDER BY k) AS prev_w1, lead(w0) OVER (PARTITION BY pe ORDER BY k) AS next_w0
+    FROM (SELECT pe, step, w0, w1, row_number() OVER (PARTITION BY pe ORDER BY w0, w1) AS k FROM w)
+),
 src AS (
     SELECT 'C' AS part, pe, t0, t1 FROM comp_src
     UNION ALL
     SELECT 'M' AS part, pe, t0, t1 FROM comm_src
 ),
-first_w AS (
-    SELECT s.part, s.pe, s.t0, s.t1, a.k AS k_a FROM src s ASOF JOIN wk a ON s.pe = a.pe AND s.t0 < a.w1
+first_w AS (  -- in_one: inside window k_a and clear of the windows before and after it (the common case)
+    SELECT s.part, s.pe, s.t0, s.t1, a.k AS k_a, a.step,
+           a.w0 <= s.t0 AND s.t1 <= a.w1 AND coalesce(a.prev_w1 <= s.t0, true) AND coalesce(s.t1 <= a.next_w0, true) AS in_one
+    FROM src s ASOF JOIN wk a ON s.pe = a.pe AND s.t0 < a.w1
 ),
 span AS (
     SELECT f.part, f.pe, f.t0, f.t1, f.k_a, b.k AS k_b
-    FROM first_w f ASOF JOIN wk b ON f.pe = b.pe AND f.t1 > b.w0
+    FROM (SELECT * FROM first_w WHERE NOT in_one) f ASOF JOIN wk b ON f.pe = b.pe AND f.t1 > b.w0
 ),
 pairs AS (
     SELECT part, pe, t0, t1, unnest(range(k_a, k_b + 1)) AS k FROM span WHERE k_a <= k_b
 ),
 clipped AS (
+    SELECT part, pe, step, t0, t1 FROM first_w WHERE in_one
+    UNION ALL
     SELECT p.part, p.pe, wk.step, greatest(p.t0, wk.w0) AS t0, least(p.t1, wk.w1) AS t1
     FROM pairs p JOIN wk ON p.pe = wk.pe AND p.k = wk.k
     WHERE p.t0 < wk.w1 AND p.t1 > wk.w0
