@@ -126,13 +126,16 @@ def _range_files(trace: Any, lo: int, hi: int) -> list[str]:
 
 def materialize(engine: Any, chunk_execs: int | None = None, buckets: int | None = None) -> ExecGraphInfo:
     """Builds the graph in partitions (paradise.events.partitions: range steps, then bucket steps,
-    sized from the engine's memory per step unless given), makes `exec_graph` the view of its bucket
+    sized from the engine's memory per step, shared by the steps its threads run side by side
+    (partition_memory), unless given), makes `exec_graph` the view of its bucket
     files, and returns its summary. One bucket on an engine that keeps tables in memory
     (`native_steps`: DuckDB) skips the files: `exec_graph` is then a table, at in-memory speed."""
     pes = _pe_table(engine)
     pe_execs = list(zip(pes.column("pe").to_pylist(), pes.column("execs").to_pylist()))
     execs = sum(n for _, n in pe_execs)
-    chunk, n_buckets = partitions.sizes(execs, engine.step_memory(), capped=getattr(engine, "capped_partitions", True))
+    capped = getattr(engine, "capped_partitions", True)
+    memory = partitions.partition_memory(engine.step_memory(), engine.threads()) if capped else engine.step_memory()
+    chunk, n_buckets = partitions.sizes(execs, memory, capped=capped)
     chunk, n_buckets = chunk_execs or chunk, buckets or n_buckets
     ranges = pe_ranges(pe_execs, chunk)
     run_t0 = int(pc.min(pes.column("pe_t0")).as_py() or 0) if len(pes) else 0

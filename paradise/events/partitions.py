@@ -61,6 +61,21 @@ execs three file buckets took 17.9-18.5 CPU s and 1.3 GiB against one native buc
 2*10^6 and 5*10^5 execs the two were within noise (docs/benchmarks.md, run 28)."""
 
 
+SHARED_MIN_EXECS = 1_000_000
+"""The smallest partition the embedded engine makes to run several steps at once (partition_memory). 10^8
+rows (5*10^7 execs) under --memory-limit 2GiB on 2 CPUs: two steps of 10^6 execs at once took 105.9 s
+wall, 189 CPU s and 1,475 MiB against 146.8 s, 182 CPU s and 1,679 MiB for one step of 2*10^6 at a
+time (docs/benchmarks.md, "Steps side by side under a small budget")."""
+
+
+def partition_memory(step_memory: int, threads: int) -> int:
+    """Bytes one partition is sized for when the engine's `threads` may run steps side by side: the step
+    memory shared by as many steps as there are threads, but no partition below SHARED_MIN_EXECS execs
+    (fewer steps side by side then). A large budget keeps partitions at the caps (sizes) either way."""
+    side_by_side = max(1, min(int(threads), int(step_memory) // (SHARED_MIN_EXECS * RANGE_EXEC_BYTES)))
+    return int(step_memory) // side_by_side
+
+
 def sizes(execs: int, step_memory: int, capped: bool = True) -> tuple[int, int]:
     """(execs per range, bucket count) for a graph of `execs` executions when one step may use
     `step_memory` bytes: a small budget gives many small partitions, a large one partitions of at most

@@ -145,6 +145,27 @@ def test_partition_sizes_follow_the_budget():
     assert sizes(0, 1 << 30)[1] == 1
 
 
+def test_partitions_share_a_small_budget_between_the_threads():
+    """Under a small budget the step memory is shared by one step per thread, down to partitions of
+    SHARED_MIN_EXECS execs; a large budget's partitions stay at the caps; one thread keeps it whole."""
+    from paradise.events.partitions import (
+        RANGE_EXEC_BYTES,
+        RANGE_MAX_EXECS,
+        SHARED_MIN_EXECS,
+        partition_memory,
+        sizes,
+    )
+
+    floor = SHARED_MIN_EXECS * RANGE_EXEC_BYTES
+    assert partition_memory(2 * floor, 2) == floor  # --memory-limit 2GiB on 2 CPUs: two steps of 10^6 execs
+    assert partition_memory(2 * floor, 16) == floor  # more threads than the floor allows: two
+    assert partition_memory(2 * floor, 1) == 2 * floor
+    assert partition_memory(floor // 2, 8) == floor // 2  # below the floor: one step with all of it
+    assert partition_memory(6 << 30, 2) == 3 << 30
+    assert sizes(50_000_000, partition_memory(6 << 30, 2))[0] == RANGE_MAX_EXECS  # default budget: the caps
+    assert sizes(50_000_000, partition_memory(2 * floor, 2))[0] == SHARED_MIN_EXECS
+
+
 @pytest.mark.parametrize(("chunk_execs", "buckets"), [(1, 5), (3, 2)])
 def test_steps_run_at_once_give_the_oracle_graph(tmp_path, chunk_execs, buckets):
     """Range and bucket steps run several at a time (the budget holds them, DuckDBEngine.run_steps)
