@@ -63,9 +63,9 @@ execs three file buckets took 17.9-18.5 CPU s and 1.3 GiB against one native buc
 
 SHARED_MIN_EXECS = 1_000_000
 """The smallest partition the embedded engine makes to run several steps at once (partition_memory). 10^8
-rows (5*10^7 execs) under --memory-limit 2GiB on 2 CPUs: two steps of 10^6 execs at once took 105.9 s
-wall, 189 CPU s and 1,475 MiB against 146.8 s, 182 CPU s and 1,679 MiB for one step of 2*10^6 at a
-time (docs/benchmarks.md, "Steps side by side under a small budget")."""
+rows (5*10^7 execs) under --memory-limit 2GiB on 2 CPUs, steps of 10^6 execs two at a time against one
+of 2*10^6 at a time: 109-121 s wall against 137-148 s, for 193-210 CPU s against 174-186 s and a lower
+peak (docs/benchmarks.md, "Steps side by side under a small budget")."""
 
 
 def partition_memory(step_memory: int, threads: int) -> int:
