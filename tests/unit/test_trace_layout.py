@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from paradise.cli.merge import merge_trace
@@ -92,3 +93,20 @@ def test_importers_write_the_format_layout(tmp_path, cli, real_data):
         code, _, err = cli("import", kind, source, "-o", out)
         assert code == 0, err
         _assert_format_layout(out)
+
+
+def test_delta_columns_keep_int64_extremes_and_nulls(tmp_path):
+    """Deltas between int64 extremes overflow; the layout must still give every value back, to pyarrow
+    and to DuckDB (the engines' reader)."""
+    import duckdb
+
+    from paradise.format import WRITE_OPTIONS
+
+    values = [-(2**63), 2**63 - 1, 0, -(2**63), 2**63 - 1, -1, 1, None, 2**62, -(2**62)] * 300
+    table = pa.table({name: pa.array(values if i % 2 else values[::-1], pa.int64()) for i, name in enumerate(DELTA_COLUMNS)})
+    path = tmp_path / "extremes.parquet"
+    pq.write_table(table, path, **WRITE_OPTIONS)
+    assert all("DELTA_BINARY_PACKED" in enc for enc, _ in _layout(path).values())
+    assert pq.read_table(path).equals(table)
+    rows = duckdb.sql(f"SELECT {', '.join(DELTA_COLUMNS)} FROM read_parquet('{path}')").fetchall()
+    assert [list(r) for r in zip(*rows)] == [table.column(c).to_pylist() for c in DELTA_COLUMNS]
