@@ -7,6 +7,7 @@ import json
 import time
 
 import pytest
+from accounting import union_length
 from builders import TraceBuilder, charm_like
 
 from hints.generators import ddp as ddp_gen
@@ -76,8 +77,9 @@ def test_breakdown_parts_are_interval_unions(tmp_path):
     assert row["compute_ns"] + row["comm_ns"] + row["overlap_ns"] + row["idle_ns"] == row["step_ns"]
 
 
-def _union(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The disjoint union of intervals, merged after a sort: the plain definition."""
+def _merged(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The disjoint intervals of a union, merged after a sort (the intersection of two unions is the
+    overlap of their merged intervals)."""
     out: list[list[int]] = []
     for a, b in sorted(intervals):
         if out and a <= out[-1][1]:
@@ -85,10 +87,6 @@ def _union(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
         else:
             out.append([a, b])
     return [(a, b) for a, b in out]
-
-
-def _length(intervals: list[tuple[int, int]]) -> int:
-    return sum(b - a for a, b in intervals)
 
 
 def test_breakdown_matches_plain_unions_on_random_overlaps(tmp_path):
@@ -119,11 +117,12 @@ def test_breakdown_matches_plain_unions_on_random_overlaps(tmp_path):
                 b.add(pe, "collective", t0, t1, name="allreduce", cat="ddp_bucket")
                 raw_m.append((t0, t1))
         for step, w0, w1 in windows:
-            c, m = (_union([(max(a, w0), min(b_, w1)) for a, b_ in raw if a < w1 and b_ > w0]) for raw in (raw_c, raw_m))
-            both = _length([(max(a, x), min(b_, y)) for a, b_ in c for x, y in m if max(a, x) < min(b_, y)])
-            want[(pe, step)] = {"step_ns": w1 - w0, "compute_ns": _length(c) - both, "comm_ns": _length(m) - both,
-                                "overlap_ns": both, "idle_ns": w1 - w0 - _length(_union(c + m)),
-                                "compute_all_ns": _length(c), "comm_all_ns": _length(m)}
+            c, m = ([(max(a, w0), min(b_, w1)) for a, b_ in raw if a < w1 and b_ > w0] for raw in (raw_c, raw_m))
+            both = sum(min(b_, y) - max(a, x) for a, b_ in _merged(c) for x, y in _merged(m) if max(a, x) < min(b_, y))
+            c_ns, m_ns = union_length(c), union_length(m)
+            want[(pe, step)] = {"step_ns": w1 - w0, "compute_ns": c_ns - both, "comm_ns": m_ns - both,
+                                "overlap_ns": both, "idle_ns": w1 - w0 - union_length(c + m),
+                                "compute_all_ns": c_ns, "comm_all_ns": m_ns}
     with DuckDBEngine(open_trace(b.write(tmp_path / "t"))) as eng:
         rows = eng.query("training_breakdown").to_pylist()
     got = {(r["pe"], r["step"]): {k: r[k] for k in want[(0, 0)]} for r in rows}
