@@ -19,6 +19,7 @@ import typer
 
 from paradise.cli.compaction import compact
 from paradise.cli.run_options import check_run_options
+from paradise.cli.torchrun_logs import root_cause
 from paradise.errors import InvalidOption, OutputExists, ParadiseError, TraceNotFound
 
 TRACER_MODULE = "paradise.boot.torch"
@@ -186,7 +187,7 @@ def run_traced(
         finally:
             compacted = compact(out)  # whatever the end: the ranks' spools into Parquet files
     if rc != 0:
-        what = failure_summary(out) or "no failure recorded in the trace"
+        what = failure_summary(out) or root_cause(logs) or "no failure recorded in the trace"
         raise TracedRunFailed(f"{script}: exit status {rc}; {what} (trace: {out}, logs: {logs})")
     extra = _import_profiles(out, force, script.stem) if profiler else ""
     return (f"paradise: traced {nproc} rank(s) of {script} into {out}{extra}"

@@ -241,6 +241,60 @@ def test_hinted_bucket_size_gives_more_buckets_without_editing_the_script(tmp_pa
     assert plain.stdout.splitlines()[-1] == hinted.stdout.splitlines()[-1]  # same training result
 
 
+RELEASED = """
+import atexit
+import weakref
+import torch
+import torch.distributed as dist
+dist.init_process_group("gloo")
+m = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 4))
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+for _ in range(3):  # from the second step on DDP has rebuilt its buckets and the tracer hooks them
+    opt.zero_grad(); m(torch.ones(2, 4)).sum().backward(); opt.step()
+del opt
+alive = weakref.ref(m)
+del m
+atexit.register(lambda: print("DDP module alive at exit:", alive() is not None, flush=True))
+dist.destroy_process_group()
+"""
+
+
+def test_traced_rank_frees_its_ddp_modules_before_the_interpreter_ends(tmp_path):
+    """The tracer's hooks tie a DDP module into a reference cycle; the rank unhooks and collects it
+    once the script is done, while the interpreter is whole (a gloo worker releasing its last work
+    during finalization aborts the process: SIGABRT, 'terminate called without an active exception')."""
+    script = tmp_path / "released.py"
+    script.write_text(RELEASED)
+    proc = _paradise("trace", "torch", "--nproc", "1", "-o", tmp_path / "trace", script)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "DDP module alive at exit: False" in proc.stdout
+    assert [r["n"] for r in _rows(tmp_path / "trace", "SELECT count(*) AS n FROM events "
+                                  "WHERE kind = 'collective' AND cat = 'ddp_bucket'")] == [1]
+
+
+ABORTS = """
+import os
+import sys
+import torch.distributed as dist
+dist.init_process_group("gloo")
+dist.barrier()
+if dist.get_rank() == 1:
+    print("rank 1 gives up here", file=sys.stderr, flush=True)
+    os.abort()
+dist.barrier()
+"""
+
+
+def test_a_rank_killed_by_a_signal_is_named_with_its_last_stderr_line(tmp_path):
+    """No failure row (os.abort raises nothing): the one line names torchrun's root cause instead."""
+    script = tmp_path / "aborts.py"
+    script.write_text(ABORTS)
+    proc = _paradise("trace", "torch", "--nproc", "2", "-o", tmp_path / "trace", script)
+    assert proc.returncode == 2
+    (line,) = proc.stderr.strip().splitlines()
+    assert "exit status 1; rank 1 ended by SIGABRT (its last stderr line: rank 1 gives up here)" in line, line
+
+
 HEAVY = """
 import sys
 import torch

@@ -162,6 +162,21 @@ def run(script: str, args: list[str]) -> None:
             except Exception:  # noqa: BLE001 - the profile is an extra; never lose the trace for it
                 pass
         tr.close(complete=ok)
+        release_modules()
+
+
+def release_modules() -> None:
+    """Unhooks the DDP modules and frees what the script left in reference cycles while the
+    interpreter is whole: a DDP module freed during its finalization lets a gloo worker thread
+    release its last work there, and that thread, unable to take the GIL, aborts the process
+    (SIGABRT, "terminate called without an active exception"; the tracer's hooks tie each DDP
+    module into a cycle, so it would otherwise live until then)."""
+    import gc
+
+    from tracers.torch import hooks
+
+    hooks.uninstall()
+    gc.collect()
 
 
 def main() -> None:
