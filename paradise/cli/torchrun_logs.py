@@ -29,8 +29,8 @@ def _last_line(path: Path) -> str:
     return lines[-1] if lines else ""
 
 
-def root_cause(logs: Path) -> str | None:
-    """`rank R ended by SIGABRT (its last stderr line: ...)` from torchrun's logs, or None."""
+def root_cause(logs: Path) -> tuple[int, str] | None:
+    """(R, `rank R ended by SIGABRT (its last stderr line: ...)`) from torchrun's logs, or None."""
     try:
         text = (logs / "torchrun.stderr").read_text(errors="replace")
     except OSError:
@@ -40,7 +40,8 @@ def root_cause(logs: Path) -> str | None:
         return None
     rank, local_rank, code, signal = found[-1].groups()  # the last attempt's
     how = f"ended by {signal}" if signal else f"exited with status {code}"
-    attempts = sorted(logs.glob(f"*/attempt_*/{local_rank}/stderr.log"),
+    attempts = sorted((p for p in logs.glob(f"*/attempt_*/{local_rank}/stderr.log")
+                       if p.parent.parent.name.removeprefix("attempt_").isdigit()),
                       key=lambda p: int(p.parent.parent.name.removeprefix("attempt_")))
     last = _last_line(attempts[-1]) if attempts else ""
-    return f"rank {rank} {how}" + (f" (its last stderr line: {last})" if last else "")
+    return int(rank), f"rank {rank} {how}" + (f" (its last stderr line: {last})" if last else "")

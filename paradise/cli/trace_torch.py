@@ -102,8 +102,9 @@ def trace_env(out: Path, hints: Path | None, profiler: bool, program: str) -> di
     return env
 
 
-def failure_summary(out: Path) -> str | None:
-    """`rank R before its first step: Exc: message` from the first failure row, if any."""
+def failure_summary(out: Path, rank: int | None = None) -> str | None:
+    """`rank R before its first step: Exc: message` from the first failure row (of rank `rank`
+    when given), if any."""
     import json
 
     from paradise.errors import ParadiseError
@@ -114,7 +115,7 @@ def failure_summary(out: Path) -> str | None:
         return None
     try:
         with open_run(out) as session:
-            rows = session.engine.query("torch_first_failure").to_pylist()
+            rows = session.engine.query("torch_first_failure", pe=rank).to_pylist()
             row = rows[0] if rows else None
             steps = session.engine.query("torch_rank_steps", pe=row["pe"] if row else 0).to_pylist()[0]["steps"]
     except ParadiseError:  # files the failed run left unreadable: the exit status says enough
@@ -125,6 +126,17 @@ def failure_summary(out: Path) -> str | None:
     message = error_line(str(json.loads(args).get("message", ""))) if args else ""
     where = "before its first step" if not steps else f"in step {step}"
     return f"rank {pe} failed {where}: {name}" + (f": {message}" if message else "")
+
+
+def failed_how(out: Path, logs: Path) -> str:
+    """What the one line says of a failed run: the failure row of the rank torchrun names as the
+    root cause; that rank's end (a signal, an abort: no failure row) when it has none, since the
+    other ranks' rows are then consequences (a peer's closed connection); else the first failure
+    row of any rank."""
+    cause = root_cause(logs)
+    if cause is not None:
+        return failure_summary(out, cause[0]) or cause[1]
+    return failure_summary(out) or "no failure recorded in the trace"
 
 
 def _import_profiles(out: Path, force: bool, program: str) -> str:
@@ -187,8 +199,7 @@ def run_traced(
         finally:
             compacted = compact(out)  # whatever the end: the ranks' spools into Parquet files
     if rc != 0:
-        what = failure_summary(out) or root_cause(logs) or "no failure recorded in the trace"
-        raise TracedRunFailed(f"{script}: exit status {rc}; {what} (trace: {out}, logs: {logs})")
+        raise TracedRunFailed(f"{script}: exit status {rc}; {failed_how(out, logs)} (trace: {out}, logs: {logs})")
     extra = _import_profiles(out, force, script.stem) if profiler else ""
     return (f"paradise: traced {nproc} rank(s) of {script} into {out}{extra}"
             + (f" ({compacted} after the run)" if compacted else ""))
