@@ -1,9 +1,11 @@
-"""The root cause torchrun names in its logs when a rank died without a failure row in the trace
-(a signal, a C++ abort, os._exit): which rank, how it ended, and the last line it wrote to stderr.
+"""The root cause torchrun names in its logs for a failed run: which rank ended first, how (a
+signal, an abort, an exit status: what a rank that left no failure row in the trace tells), and
+the last line it wrote to stderr.
 
 torchrun (`--log-dir OUT/logs --redirects 2`) ends its stderr with a "Root Cause (first observed
 failure)" block (rank, exitcode with the signal's name) and keeps each rank's stderr under
-OUT/logs/<run id>/attempt_<n>/<local rank>/stderr.log.
+OUT/logs/<run id>/attempt_<n>/<local rank>/stderr.log (one node: `paradise trace torch` runs
+torchrun --standalone, so the local rank finds the rank's log).
 """
 
 from __future__ import annotations
