@@ -268,8 +268,8 @@ def test_traced_rank_frees_its_ddp_modules_before_the_interpreter_ends(tmp_path)
     proc = _paradise("trace", "torch", "--nproc", "1", "-o", tmp_path / "trace", script)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "DDP module alive at exit: False" in proc.stdout
-    assert [r["n"] for r in _rows(tmp_path / "trace", "SELECT count(*) AS n FROM events "
-                                  "WHERE kind = 'collective' AND cat = 'ddp_bucket'")] == [1]
+    (row,) = _rows(tmp_path / "trace", "SELECT count(*) AS n FROM events WHERE kind = 'collective' AND cat = 'ddp_bucket'")
+    assert row["n"] >= 1  # the bucket hooks were on: the module was in the tracer's cycle
 
 
 ABORTS = """
