@@ -34,6 +34,18 @@ def union_length(intervals: list[tuple[int, int]]) -> int:
     return total
 
 
+def merged_intervals(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The disjoint intervals of a union, merged after a sort (the intersection of two unions is the
+    overlap of their merged intervals)."""
+    out: list[list[int]] = []
+    for a, b in sorted(intervals):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [(a, b) for a, b in out]
+
+
 def trace_rows(path: Path) -> list[dict[str, Any]]:
     """Every row of a trace (file or directory) as dicts, through the store's file selection."""
     cols = ["kind", "pe", "t0", "t1", "active", "exec_t0", "name", "coll", "obj", "msg"]

@@ -7,7 +7,8 @@
 -- grain: one row per events row of those kinds.
 -- columns: as in the events table: kind, pe, t0, t1, name, cat, coll, group, bytes, step, stream,
 --   args (the columns those queries read: a column more is written into the kept table for every
---   row of it; without dtype and group_size 0.86x the CPU of creating it, 10^7 torch rows)
+--   row of it; without dtype and group_size 0.87x the CPU of creating it at 10^7 torch rows, 0.90x
+--   at 10^8; bench/training_sql.py, docs/benchmarks.md)
 -- merge: client (a view of `events`, read by queries whose own rules merge)
 SELECT kind, pe, t0, t1, name, cat, coll, "group", bytes, step, stream, args
 FROM events

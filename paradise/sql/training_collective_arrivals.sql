@@ -27,7 +27,7 @@ met AS (  -- the call's two latest starts (max(t0, 2)): one rank arrived last wh
 )
 SELECT c.name, c.pe,
        count(*) AS calls,
-       count(*) FILTER (WHERE m.one_last AND m.last_pe = c.pe AND m.t_last > m.t_first) AS last,
+       count(*) FILTER (WHERE m.one_last AND m.last_pe = c.pe) AS last,
        CAST(coalesce(sum(m.t_last - m.t_first) FILTER (WHERE m.one_last AND m.last_pe = c.pe), 0) AS BIGINT)
            AS wait_ns
 FROM calls c JOIN met m ON c.name = m.name AND c.grp = m.grp AND c.k = m.k

@@ -7,7 +7,7 @@ import json
 import time
 
 import pytest
-from accounting import union_length
+from accounting import merged_intervals, union_length
 from builders import TraceBuilder, charm_like
 
 from hints.generators import ddp as ddp_gen
@@ -77,18 +77,6 @@ def test_breakdown_parts_are_interval_unions(tmp_path):
     assert row["compute_ns"] + row["comm_ns"] + row["overlap_ns"] + row["idle_ns"] == row["step_ns"]
 
 
-def _merged(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The disjoint intervals of a union, merged after a sort (the intersection of two unions is the
-    overlap of their merged intervals)."""
-    out: list[list[int]] = []
-    for a, b in sorted(intervals):
-        if out and a <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], b)
-        else:
-            out.append([a, b])
-    return [(a, b) for a, b in out]
-
-
 def test_breakdown_matches_plain_unions_on_random_overlaps(tmp_path):
     """Random compute phases and bucket all-reduces on 2 ranks x 6 steps (nested, overlapping,
     touching, equal starts, crossing step boundaries): every step's parts equal the ones computed here
@@ -118,7 +106,7 @@ def test_breakdown_matches_plain_unions_on_random_overlaps(tmp_path):
                 raw_m.append((t0, t1))
         for step, w0, w1 in windows:
             c, m = ([(max(a, w0), min(b_, w1)) for a, b_ in raw if a < w1 and b_ > w0] for raw in (raw_c, raw_m))
-            both = sum(min(b_, y) - max(a, x) for a, b_ in _merged(c) for x, y in _merged(m) if max(a, x) < min(b_, y))
+            both = sum(min(b_, y) - max(a, x) for a, b_ in merged_intervals(c) for x, y in merged_intervals(m) if max(a, x) < min(b_, y))
             c_ns, m_ns = union_length(c), union_length(m)
             want[(pe, step)] = {"step_ns": w1 - w0, "compute_ns": c_ns - both, "comm_ns": m_ns - both,
                                 "overlap_ns": both, "idle_ns": w1 - w0 - union_length(c + m),
