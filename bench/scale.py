@@ -105,11 +105,11 @@ class Run:
 
 SPILL_LOG: list[Any] = []
 """--spill-log: the open file each second's spill sizes per subfolder are written to."""
-RANDOM_SUFFIX = re.compile(r"(paradise-spill-|execgraph-|objsteps-|tmp)[A-Za-z0-9_]{6,}|duckdb_temp.*")
+RANDOM_SUFFIX = re.compile(r"(paradise-spill-)[A-Za-z0-9_.-]{6,}|(execgraph-|objsteps-|tmp)[A-Za-z0-9_]{6,}|duckdb_temp.*")
 
 
 def _unsuffixed(m: re.Match[str]) -> str:
-    return "duckdb temp" if m.group(0).startswith("duckdb_temp") else m.group(1) + "*"
+    return "duckdb temp" if m.group(0).startswith("duckdb_temp") else (m.group(1) or m.group(2)) + "*"
 
 
 def spill_usage(root: str) -> dict[str, int]:

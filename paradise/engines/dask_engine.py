@@ -313,10 +313,10 @@ class DaskEngine:
         path), removed on close."""
         import tempfile
 
-        from paradise.engines.duckdb_engine import SPILL_PREFIX
+        from paradise.scratch import make_spill_dir
 
         if self._scratch is None:
-            self._scratch = tempfile.mkdtemp(prefix=SPILL_PREFIX)
+            self._scratch = make_spill_dir()
         return tempfile.mkdtemp(prefix=prefix, dir=self._scratch)
 
     def run_steps(self, fn: Any, items: list[dict[str, Any]], files: list[list[str]] | None = None,

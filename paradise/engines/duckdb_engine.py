@@ -24,12 +24,11 @@ from paradise.engines import load_sql
 from paradise.errors import OutOfMemory, TruncatedTrace, disk_full
 from paradise.format import ADDED_COLUMNS, SCHEMA
 from paradise.memory import DUCKDB_SHARE, default_memory_limit
+from paradise.scratch import make_spill_dir
 from paradise.store import TraceHandle
 from paradise.store.clock import corrected_sql
 from paradise.units import binary_size
 
-SPILL_PREFIX = "paradise-spill-"
-"""Name prefix of the spill directory, created under the system temporary directory ($TMPDIR)."""
 SPILL_FULL_MARK = "max_temp_directory_size"
 """Named in DuckDB's out-of-memory text when it could not write a block to its spill directory (the
 setting defaults to the free space of that directory's disk): the disk is full, not the memory."""
@@ -193,7 +192,7 @@ class DuckDBEngine:
         in the working directory: nothing outside the chosen output is written)."""
         with self._lock:
             if self._own_spill and self.spill_dir is None:
-                self.spill_dir = tempfile.mkdtemp(prefix=SPILL_PREFIX)
+                self.spill_dir = make_spill_dir()
                 self.con.execute("SET temp_directory = $d", {"d": self.spill_dir})
             elif not self._own_spill and not self._spill_set:
                 self.con.execute("SET temp_directory = $d", {"d": self.spill_dir})

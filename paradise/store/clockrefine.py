@@ -14,7 +14,7 @@ difference constraints (numpy Bellman-Ford, one pass per PE at most).
 
 from __future__ import annotations
 
-import tempfile
+import shutil
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ import numpy as np
 
 from paradise.errors import OutOfMemory, TruncatedTrace
 from paradise.memory import DUCKDB_SHARE, default_memory_limit
+from paradise.scratch import make_spill_dir
 from paradise.store.clock import Correction, corrected_sql
 
 METHOD = "message_bounds"
@@ -44,11 +45,11 @@ def message_bounds(files: list[str], corrections: dict[str, Correction], memory_
 
     sql = resources.files("paradise.sql").joinpath(f"{BOUNDS_SQL}.sql").read_text()
     con = duckdb.connect(":memory:")
-    spill = tempfile.TemporaryDirectory(prefix="paradise-spill-")
+    spill = make_spill_dir()
     try:
         con.execute("SET enable_progress_bar = false")
         con.execute("SET memory_limit = $m", {"m": f"{int((memory_limit or default_memory_limit()) * DUCKDB_SHARE)}B"})
-        con.execute("SET temp_directory = $d", {"d": spill.name})
+        con.execute("SET temp_directory = $d", {"d": spill})
         rows = ("SELECT r.kind, r.pe, r.msg, " + corrected_sql(files, corrections, ("t0",))
                 + " FROM (SELECT kind, pe, msg, t0, file_index::BIGINT AS _file FROM read_parquet($files, "
                 "union_by_name = true) WHERE kind IN ('send', 'exec') AND msg IS NOT NULL) r")
@@ -64,7 +65,7 @@ def message_bounds(files: list[str], corrections: dict[str, Correction], memory_
                              f"({str(exc).splitlines()[0][:120]})") from None
     finally:
         con.close()
-        spill.cleanup()
+        shutil.rmtree(spill, ignore_errors=True)
 
 
 def _shortest(n: int, u: np.ndarray, v: np.ndarray, w: np.ndarray) -> np.ndarray | None:

@@ -122,8 +122,9 @@ def test_the_cli_holds_no_sql() -> None:
 
 def test_the_bottom_imports_nothing_above_it() -> None:
     """The trace format imports no other paradise package; the store only the format and the
-    bottom modules (errors, units, the memory budget): engines, the event layer and everything
+    bottom modules (errors, units, the memory budget, the spill directories): engines, the event layer and everything
     above read traces through the store, never the other way round."""
     assert _offending("paradise/format", ("paradise",), ("paradise.format",)) == []
     assert _offending("paradise/store", ("paradise",), ("paradise.format", "paradise.store", "paradise.errors",
-                                                       "paradise.units", "paradise.memory")) == []
+                                                       "paradise.units", "paradise.memory",
+                                                       "paradise.scratch")) == []
