@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -109,25 +110,31 @@ class ProgramRunner:
             env["PARADISE_HINTS"] = str(hints.resolve())
         return env
 
-    def command(self, hints: Path | None, trace: Path | None) -> list[str]:
+    def command(self, hints: Path | None, trace: Path | None, scratch: Path | None = None) -> list[str]:
+        """The launch of one run (traced into `trace` when given); `scratch`: a directory the run
+        may leave files in, removed after it (None: the command as recorded, for a person)."""
         raise NotImplementedError
 
     def run(self, key: str, hints: Path | None, trace: Path | None, timeout_s: float | None = None) -> Outcome:
+        """Runs the program once, with a scratch directory of the run's own for what its launcher
+        would leave in the user's temporary directory (torchrun's log directory), removed after it."""
         from tracers import job
 
-        cmd = self.command(hints, trace)
-        t0 = time.monotonic()
-        proc = job.start(cmd, env=self.env(hints if trace is None else None), stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-        with job.owned(proc):
-            try:
-                out, err = proc.communicate(timeout=min(self.timeout_s, timeout_s or self.timeout_s))
-                timed_out = False
-            except subprocess.TimeoutExpired:
-                job.stop(proc, grace_s=0)
-                out, err = proc.communicate()
-                timed_out = True
-        return self.measure.outcome(proc.returncode, timed_out, time.monotonic() - t0, out or "", err or "")
+        with tempfile.TemporaryDirectory(prefix="paradise-run-") as scratch:
+            cmd = self.command(hints, trace, Path(scratch))
+            t0 = time.monotonic()
+            proc = job.start(cmd, env=self.env(hints if trace is None else None), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+            with job.owned(proc):
+                try:
+                    out, err = proc.communicate(timeout=min(self.timeout_s, timeout_s or self.timeout_s))
+                    timed_out = False
+                except subprocess.TimeoutExpired:
+                    job.stop(proc, grace_s=0)
+                    out, err = proc.communicate()
+                    timed_out = True
+            wall_s = time.monotonic() - t0
+        return self.measure.outcome(proc.returncode, timed_out, wall_s, out or "", err or "")
 
 
 @dataclass
@@ -136,7 +143,7 @@ class CharmRunner(ProgramRunner):
 
     runtime: str = "charm"
 
-    def command(self, hints: Path | None, trace: Path | None) -> list[str]:
+    def command(self, hints: Path | None, trace: Path | None, scratch: Path | None = None) -> list[str]:
         if trace is not None:
             return self._traced("--pes", hints, trace)
         from tracers.charm.launch import charm_command
@@ -150,11 +157,14 @@ class TorchRunner(ProgramRunner):
 
     runtime: str = "torch"
 
-    def command(self, hints: Path | None, trace: Path | None) -> list[str]:
+    def command(self, hints: Path | None, trace: Path | None, scratch: Path | None = None) -> list[str]:
+        """An untraced run's torchrun writes its log directory into `scratch` (without --log-dir it
+        makes `torchelastic_*` in $TMPDIR and leaves it); a traced one's goes into the trace."""
         if trace is not None:
             return self._traced("--nproc", hints, trace)
+        logs = ["--log-dir", str(scratch / "torchrun-logs")] if scratch is not None else []
         return [sys.executable, "-P", "-m", "torch.distributed.run", "--standalone",
-                "--nproc-per-node", str(self.procs), "--no-python", sys.executable, "-P", "-u", "-m",
+                "--nproc-per-node", str(self.procs), *logs, "--no-python", sys.executable, "-P", "-u", "-m",
                 "paradise.boot.torch", str(self.program), *self.args]
 
     def env(self, hints: Path | None) -> dict[str, str]:

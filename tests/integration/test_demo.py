@@ -8,6 +8,7 @@ the machine; that the decision follows the stated test does not."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 import pytest
@@ -26,12 +27,14 @@ ARGS = "--grid 4 4 --block 128 --iters 30 --heavy 0:2,0:2 --heavy-factor 16 --ch
 def demo(tmp_path_factory):
     """The demo run from a working folder of decoy modules named like paradise's (tests/decoys.py)."""
     base = tmp_path_factory.mktemp("demo")
-    out, work = base / "d", base / "work"
+    out, work, tmp = base / "d", base / "work", base / "tmp"
     marker = plant(work)
+    tmp.mkdir()
     proc = subprocess.run([bin_path("paradise"), "demo", "-o", str(out), "--args", ARGS, "--json"],
-                          capture_output=True, text=True, timeout=600, cwd=work)
+                          capture_output=True, text=True, timeout=600, cwd=work, env={**os.environ, "TMPDIR": str(tmp)})
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert not marker.exists(), marker.read_text()  # every step ran paradise's code, none of the folder's
+    assert not list(tmp.iterdir())  # nothing left outside the chosen output
     return out, json.loads(proc.stdout), proc.stderr, work
 
 

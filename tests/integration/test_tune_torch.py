@@ -5,6 +5,7 @@ and records its verdict. Few, short runs: each torchrun start costs 5-10 s here.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -26,12 +27,17 @@ ARGS = ["--steps", "10", "--hidden", "1536", "--layers", "4", "--backend", "gloo
 
 
 def test_bucket_size_hint_is_tried_and_its_verdict_recorded(tmp_path):
-    out = tmp_path / "t"
+    out, tmp = tmp_path / "t", tmp_path / "tmp"
+    tmp.mkdir()
     proc = subprocess.run([bin_path("paradise"), "tune", "torch", "--nproc", "2", "-o", str(out), "--rounds", "2",
                            "--confidence", "0.8", "--iterations", "1", "--check", r"param_sha256=\w+",
                            "--time-regex", r"train_loop_ns=(\d+)", "--time-unit", "ns", "--json", str(TRAIN), *ARGS],
-                          capture_output=True, text=True, timeout=580)
+                          capture_output=True, text=True, timeout=580, env={**os.environ, "TMPDIR": str(tmp)})
     assert proc.returncode == 0, proc.stderr[-3000:]
+    # nothing of paradise's or its torchrun's left outside -o (torchrun makes torchelastic_* without --log-dir);
+    # torch's own cache (torchinductor_USER) is the program's, as in a plain torchrun of it
+    left = sorted(p.name for p in tmp.iterdir() if not p.name.startswith("torchinductor_"))
+    assert left == []
     data = json.loads(proc.stdout)
     proposed = data["iterations"][0]["proposed"]
     assert "ddp" in proposed["candidates"] and "checkpoint" in proposed["information"]
