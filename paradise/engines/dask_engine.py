@@ -221,6 +221,8 @@ class DaskEngine:
         """Bytes the client may use. The event tables' DuckDB runs on a worker, under its memory limit."""
         self.scheduler = scheduler or LOCAL
         self._cluster = None
+        self._local_dir: str | None = None
+        """The local cluster's workers' directory (paradise.scratch), removed on close."""
         self._own_client = client is None
         self._events: Any = None
         self._pending: list[str] = []
@@ -241,10 +243,17 @@ class DaskEngine:
         if scheduler in (None, LOCAL):
             import logging
 
-            with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}):
+            from paradise.scratch import make_spill_dir
+
+            # the workers' directories (and DuckDB's spill in them) under one of paradise's own,
+            # removed on close, not dask's default $TMPDIR/dask-scratch-space, which stays
+            self._local_dir = make_spill_dir()
+            with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
+                                  "temporary-directory": self._local_dir}):
                 self._cluster = LocalCluster(
                     n_workers=max(1, workers), threads_per_worker=1, processes=True, dashboard_address=None,
                     memory_limit=worker_memory if worker_memory else "auto", silence_logs=logging.ERROR,
+                    local_directory=self._local_dir,
                 )
             return Client(self._cluster)
         return _client_within(Client, scheduler)
@@ -403,6 +412,11 @@ class DaskEngine:
             if self._cluster is not None:
                 self._cluster.close()
                 self._cluster = None
+            if self._local_dir is not None:
+                import shutil
+
+                shutil.rmtree(self._local_dir, ignore_errors=True)
+                self._local_dir = None
 
     def __enter__(self) -> DaskEngine:
         return self

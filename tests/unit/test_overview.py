@@ -420,11 +420,15 @@ def test_analyze_hints_out_never_overwrites_without_force(tmp_path, cli):
         assert rc == 0, err
 
 
-def test_analyze_engine_dask_matches_duckdb(tmp_path, cli):
+def test_analyze_engine_dask_matches_duckdb(tmp_path, cli, monkeypatch):
     # Every analysis through Dask tasks (LocalCluster) must agree with the embedded engine.
     path = torch_like(ranks=2, steps=2).write(tmp_path / "t", parts_per_pe=2)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
     rc_duck, out_duck, err_duck = cli("analyze", "--json", path)
     rc_dask, out_dask, err_dask = cli("analyze", "--json", "--engine", "dask", path)
+    assert list(tmp.iterdir()) == []  # no dask-scratch-space, no spill directory left behind
     duck, dask = json.loads(out_duck), json.loads(out_dask)
     assert dask["errors"] == {}, f"analyses failing only under --engine dask: {dask['errors']}"
     assert rc_duck == rc_dask == 0, err_dask
