@@ -7,6 +7,8 @@ engine's settings), best CPU seconds (every thread, getrusage) of `--rounds` run
   * t0, t1:          the two time columns alone (most of the trace's bytes),
   * group keys:      overview_pe's grouping alone (count per kind, pe, name, coll, cat),
   * overview_pe:     the shipped hash aggregate (paradise/sql/overview_pe.sql), first read,
+  * its aggregates by pe alone: overview_pe's aggregate expressions grouped by the PE only (no
+                     string keys: what grouping on kind, name, coll and cat adds to the aggregates),
   * interval stream: the busy sweep's rows (paradise/sql/overview_pe_time.sql) streamed to Arrow, dropped,
   * stream + sweep:  the same rows swept (paradise.engines.busy), second read,
   * one read (windows): overview_pe's aggregate and the busy union in ONE query, the sweep as DuckDB
@@ -41,6 +43,10 @@ from paradise.store import open_trace  # noqa: E402
 BARE = """SELECT count(kind), sum(pe), count(name), count(coll), count(cat), sum(peer_pe), sum(bytes),
     sum(t0), sum(t1), sum(active) FROM events"""
 KEYS = "SELECT kind, pe, name, coll, cat, count(*) FROM events GROUP BY ALL"
+DUR = "CASE WHEN kind = 'exec' THEN coalesce(active, t1 - t0) ELSE coalesce(t1, t0) - t0 END"
+AGGS_BY_PE = f"""SELECT pe, count(*) AS rows, min(t0) AS t_first, max(coalesce(t1, t0)) AS t_last,
+    sum({DUR})::BIGINT AS dur_ns, max({DUR}) AS max_ns, sum(bytes)::BIGINT AS bytes, min(bytes) AS min_bytes,
+    max(bytes) AS max_bytes FROM events GROUP BY pe"""
 WINDOWS = """
 WITH a AS (SELECT kind, pe, name, coll, cat, peer_pe, bytes, t0, t1, active, {k0} AS k0,
              CASE WHEN t1 IS NOT NULL AND kind IN ('exec', 'piece', 'phase') THEN {k1} END AS kb,
@@ -109,6 +115,7 @@ def main() -> None:
             ("t0, t1 alone", lambda: eng.sql("SELECT sum(t0), sum(t1) FROM events")),
             ("group keys alone", lambda: eng.sql(KEYS)),
             ("overview_pe", lambda: eng.query("overview_pe")),
+            ("its aggregates by pe alone", lambda: eng.sql(AGGS_BY_PE)),
             ("interval stream", lambda: streamed(eng)),
             ("stream + sweep", lambda: busy._swept(eng, "intervals")),
         ]
