@@ -33,7 +33,7 @@ def _where() -> str:
     return f"{host}.{ns}"
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     """Whether a process `pid` exists here (one we may not signal counts as alive)."""
     try:
         os.kill(pid, 0)
@@ -57,7 +57,7 @@ def stale_spill_dirs(root: str | Path | None = None) -> list[Path]:
         if not entry.name.startswith(SPILL_PREFIX):
             continue
         m = _OWNED.match(entry.name[len(SPILL_PREFIX):])
-        if m is None or m["where"] != where or _alive(int(m["pid"])):
+        if m is None or m["where"] != where or process_alive(int(m["pid"])):
             continue
         try:
             st = entry.stat(follow_symlinks=False)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from paradise.errors import OutputExists, OutputUnwritable
+from paradise.scratch import process_alive
 
 TMP_TAG = "paradise-tmp"
 """Temporaries are named `.<output name>.paradise-tmp-<pid>-<random>`: the pid tells stale ones."""
@@ -84,22 +85,12 @@ def remove_stale(out: Path) -> None:
             pid = int(e.name[len(prefix):].split("-", 1)[0])
         except ValueError:
             continue
-        if pid == os.getpid() or _alive(pid):
+        if pid == os.getpid() or process_alive(pid):
             continue
         if e.is_dir() and not e.is_symlink():
             shutil.rmtree(e, ignore_errors=True)
         else:
             e.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 _FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EROFS, errno.EDQUOT})
