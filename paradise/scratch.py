@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import socket
+import stat
 import tempfile
 from pathlib import Path
 
@@ -63,7 +64,7 @@ def stale_spill_dirs(root: str | Path | None = None) -> list[Path]:
             st = entry.stat(follow_symlinks=False)
         except OSError:
             continue
-        if entry.is_dir(follow_symlinks=False) and st.st_uid == uid:
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == uid:  # a link is not followed, nor removed
             found.append(Path(entry.path))
     return found
 

@@ -245,15 +245,14 @@ class DaskEngine:
 
             from paradise.scratch import make_spill_dir
 
-            # the workers' directories (and DuckDB's spill in them) under one of paradise's own,
-            # removed on close, not dask's default $TMPDIR/dask-scratch-space, which stays
+            # dask's temporary directory (the workers' directories, DuckDB's spill in them) is one of
+            # paradise's own, removed on close, not its default $TMPDIR/dask-scratch-space, which stays
             self._local_dir = make_spill_dir()
             with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
                                   "temporary-directory": self._local_dir}):
                 self._cluster = LocalCluster(
                     n_workers=max(1, workers), threads_per_worker=1, processes=True, dashboard_address=None,
                     memory_limit=worker_memory if worker_memory else "auto", silence_logs=logging.ERROR,
-                    local_directory=self._local_dir,
                 )
             return Client(self._cluster)
         return _client_within(Client, scheduler)
