@@ -28,6 +28,10 @@ def trace_info(path: Path, memory_limit: int | None = None) -> dict:
         "events_by_kind": kinds,
         "span_ns": (t_max - t_min) if t_min is not None and t_max is not None else 0,
         "clock": meta.get("clock"),
+        "summaries": {
+            "files": sum(trace.summary(f) is not None for f in trace.sql_files()),
+            "used": trace.summaries(trace.sql_files()) is not None,
+        },
         "steps": {
             "min": min(r["step_min"] for r in steps),
             "max": max(r["step_max"] for r in steps),
@@ -46,7 +50,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Show what a trace holds: source, PEs/ranks, events by kind, time span, steps, clock alignment.
 
-        The clock alignment: per-PE offsets to PE 0 at start and end, and their error."""
+        The clock alignment: per-PE offsets to PE 0 at start and end, and their error. Summaries: how
+        many files carry the overview's rows in their footer, and whether the overview reads those
+        instead of the rows (every file has a valid one and no clock correction)."""
         info = trace_info(trace, budget(memory_limit))
         if as_json:
             typer.echo(json.dumps(info, indent=2, sort_keys=True))

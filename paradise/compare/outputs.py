@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from paradise.engines import load_sql
-from paradise.engines.duckdb_engine import connect
+from paradise.engines.connection import connect
 from paradise.errors import NotAParadiseTrace, TraceNotFound, TruncatedTrace
 from paradise.format import OUTPUTS_FILE
 

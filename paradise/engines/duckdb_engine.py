@@ -21,6 +21,9 @@ import duckdb
 import pyarrow as pa
 
 from paradise.engines import load_sql
+from paradise.engines.connection import connect
+from paradise.engines.summary import QUERY as SUMMARY_QUERY
+from paradise.engines.summary import summarized
 from paradise.errors import OutOfMemory, TruncatedTrace, disk_full
 from paradise.format import ADDED_COLUMNS, SCHEMA
 from paradise.memory import DUCKDB_SHARE, default_memory_limit
@@ -133,16 +136,6 @@ small part of the trace that several queries read (each would scan the files aga
 
 
 
-def connect() -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection with paradise's settings: no progress bar, and every ASOF
-    join planned as one (DuckDB turns an ASOF join whose left side it estimates under
-    `asof_loop_join_threshold` rows into a nested loop, and its estimates after window functions
-    are 1 row: report_bins' innermost-interval join became a quadratic loop)."""
-    con = duckdb.connect(":memory:")
-    con.execute("SET enable_progress_bar = false")
-    con.execute("SET asof_loop_join_threshold = 0")
-    return con
-
 class DuckDBEngine:
     """One in-memory DuckDB connection with an `events` view over the trace files. Queries from
     other threads than the creator's run on their own cursor (a DuckDB connection serves one
@@ -165,6 +158,7 @@ class DuckDBEngine:
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
         files = files if files is not None else trace.sql_files()
+        self.files = files
         pieces = trace.may_hold_pieces if files == trace.sql_files() else None
         create_views(self.con, events_view_sql(files, trace.corrections, pieces))
         self._owner = threading.get_ident()
@@ -252,6 +246,10 @@ class DuckDBEngine:
             return self._con().sql(text, params=params or None).to_arrow_table()
 
     def query(self, name: str, **params: Any) -> pa.Table:
+        if name == SUMMARY_QUERY and not params:  # the files' footers, when each holds its summary
+            rows = summarized(self.trace, self.files)
+            if rows is not None:
+                return rows
         return self.sql(load_sql(name), **params)
 
     def materialize(self, table: str, name: str, *, append: bool = False, **params: Any) -> None:

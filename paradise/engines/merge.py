@@ -22,7 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from paradise.engines.duckdb_engine import connect
+from paradise.engines.connection import connect
 
 MERGE_FUNCS = ("sum", "min", "max", "any")
 CLIENT_WORDS = ("none", "client")

@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow as pa
 
 from paradise.engines import load_sql
-from paradise.engines.duckdb_engine import connect
+from paradise.engines.connection import connect
 
 
 class Rollups:

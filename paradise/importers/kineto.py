@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from paradise.engines.summary import SummaryBuilder
 from paradise.errors import ImportFormatError, OutputUnwritable
 from paradise.format import MAX_RANK, SCHEMA, WRITE_OPTIONS, conform, make_metadata
 from paradise.format.order import time_ordered
@@ -501,10 +502,16 @@ def _import_into(paths: list[Path], out: Path, tmpdir: Path, *, rank: int | None
         raise OutputUnwritable(f"{out}: cannot write ({exc.strerror or exc}); nothing written") from None
 
 
+def _write_group(writer: pq.ParquetWriter, summary: SummaryBuilder, rows: pa.Table) -> None:
+    summary.add(rows)
+    writer.write_table(rows)
+
+
 def _write_output(infos: list[_FileInfo], origin: int, meta: Any, schema: pa.Schema, final_tmp: Path,
                   out: Path) -> None:
     """Pass 2 into the temporary file, renamed onto OUT when complete."""
     try:
+        summary = SummaryBuilder()
         with pq.ParquetWriter(final_tmp, schema, **WRITE_OPTIONS) as writer:
             pending: list[pa.Table] = []
             rows = 0
@@ -517,10 +524,11 @@ def _write_output(infos: list[_FileInfo], origin: int, meta: Any, schema: pa.Sch
                     pending.append(table)
                     rows += table.num_rows
                     if rows >= OUT_ROW_GROUP:
-                        writer.write_table(pa.concat_tables(pending).replace_schema_metadata(meta))
+                        _write_group(writer, summary, pa.concat_tables(pending).replace_schema_metadata(meta))
                         pending, rows = [], 0
             if pending:
-                writer.write_table(pa.concat_tables(pending).replace_schema_metadata(meta))
+                _write_group(writer, summary, pa.concat_tables(pending).replace_schema_metadata(meta))
+            writer.add_key_value_metadata(summary.metadata())
         os.replace(final_tmp, out)
     except OSError as exc:  # the output side only: full disk, read-only file system
         raise OutputUnwritable(f"{out}: cannot write ({exc.strerror or exc}); nothing written") from None

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from paradise.engines.summary import SummaryBuilder
 from paradise.errors import ImportFormatError, OutputUnwritable
 from paradise.format import MAX_RANK, SCHEMA, make_metadata
 from paradise.format.arrays import nulls
@@ -407,10 +408,13 @@ def _write(files: list[_File], shift: dict[Path, int], step_re: re.Pattern, meta
 
 class _GroupWriter:
     """Writes row groups on one background thread, one group at a time and in the order given:
-    at most one group is being written while the next is built (memory stays bounded)."""
+    at most one group is being written while the next is built (memory stays bounded); the file's
+    summary (paradise.format.summary) is built from the groups on the same thread and added to its
+    footer at the end."""
 
     def __init__(self, writer: pq.ParquetWriter, meta: dict[bytes, bytes]) -> None:
         self._writer, self._meta = writer, meta
+        self._summary = SummaryBuilder()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="paradise-nsys-write")
         self._inflight: Future | None = None
 
@@ -419,7 +423,9 @@ class _GroupWriter:
         self._inflight = self._pool.submit(self._write_group, tables)
 
     def _write_group(self, tables: list[pa.Table]) -> None:
-        self._writer.write_table(pa.concat_tables(tables).replace_schema_metadata(self._meta))
+        rows = pa.concat_tables(tables).replace_schema_metadata(self._meta)
+        self._summary.add(rows)
+        self._writer.write_table(rows)
 
     def _wait(self) -> None:
         if self._inflight is not None:
@@ -433,5 +439,6 @@ class _GroupWriter:
         try:
             if exc_type is None:
                 self._wait()
+                self._writer.add_key_value_metadata(self._summary.metadata())
         finally:
             self._pool.shutdown(wait=True)  # an error elsewhere: the write in flight ends before the file closes

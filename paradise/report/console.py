@@ -58,6 +58,10 @@ def print_info(info: dict[str, Any]) -> None:
     for k, n in info["events_by_kind"].items():
         t.add_row(shown(k), f"{n:,}")
     c.print(t)
+    summaries = info.get("summaries")
+    if isinstance(summaries, dict):
+        c.print(f"summaries: {summaries['files']} of {info['files']} files carry one; the overview reads "
+                + ("the footers" if summaries["used"] else "the rows"))
     print_clock(info.get("clock"))
 
 

@@ -9,11 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from paradise.errors import NotAParadiseTrace, SchemaVersionError, TraceNotFound, TruncatedTrace
 from paradise.format import OUTPUTS_FILE, REQUIRED_COLUMNS, SUPPORTED_MAJORS
 from paradise.format.spool import SUFFIX as SPOOL_SUFFIX
+from paradise.format.summary import read_summary
 from paradise.store import clockrefine, clockstore
 from paradise.store.clock import clock_summary, file_corrections, refinable
 from paradise.store.validate import check_columns, check_metadata, check_values, parse_metadata
@@ -33,6 +35,8 @@ class TraceHandle:
     num_rows: int = 0
     corrections: dict[str, tuple[int, int, float]] = field(default_factory=dict, repr=False)
     """Clock correction per file path (paradise.store.clock): applied once, by the engines' `events` view."""
+    _summaries: dict[str, pa.Table | None] = field(default_factory=dict, repr=False, compare=False)
+    """Each file's summary once read (summary())."""
 
     @property
     def source(self) -> str:
@@ -64,6 +68,29 @@ class TraceHandle:
 
     def sql_files(self) -> list[str]:
         return [str(f) for f in self.files]
+
+    def summary(self, file: str) -> pa.Table | None:
+        """The file's summary rows (paradise.format.summary: overview_pe over the file, from its
+        footer) when it carries one that agrees with the file, read on first use; else None."""
+        if file not in self._summaries:
+            try:
+                self._summaries[file] = read_summary(pq.ParquetFile(file))
+            except (OSError, pa.ArrowException):  # gone or damaged since opened: the rows' reader says so
+                self._summaries[file] = None
+        return self._summaries[file]
+
+    def summaries(self, files: list[str]) -> list[pa.Table] | None:
+        """Each of `files`' summary rows, or None unless every one has a summary and no clock
+        correction (a summary holds the rows' times as written)."""
+        if any(f in self.corrections for f in files):
+            return None
+        out = []
+        for f in files:
+            s = self.summary(f)
+            if s is None:
+                return None
+            out.append(s)
+        return out
 
     @property
     def may_hold_pieces(self) -> bool:
