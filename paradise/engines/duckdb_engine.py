@@ -135,7 +135,6 @@ KEPT_VIEWS = {"training_rows": "events_training"}
 small part of the trace that several queries read (each would scan the files again)."""
 
 
-
 class DuckDBEngine:
     """One in-memory DuckDB connection with an `events` view over the trace files. Queries from
     other threads than the creator's run on their own cursor (a DuckDB connection serves one
