@@ -93,6 +93,7 @@ class Run:
     killed: bool = False
     out: bytes = b""
     err: str = ""
+    stderr: bytes = b""  # the last 64 KiB the command wrote there
     notes: list[str] = field(default_factory=list)
 
     def cell(self) -> str:
@@ -194,6 +195,8 @@ def run(cmd: list[str], cap_bytes: int, label: str = "") -> Run:
         code = os.waitstatus_to_exitcode(status)
         out.seek(0)
         r.out = out.read()
+        err.seek(max(0, err.seek(0, os.SEEK_END) - (64 << 10)))
+        r.stderr = err.read()
         if code != 0 and not r.killed:
             err.seek(0)
             lines = err.read().decode(errors="replace").strip().splitlines()

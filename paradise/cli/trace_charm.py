@@ -88,7 +88,7 @@ def register(app: typer.Typer) -> None:
             compact(out)
             print(f"paradise: {program.name} stopped ({exc} to paradise); {_written(out)}", file=sys.stderr)
             raise typer.Exit(128 + exc.signum) from None
-        compacted = compact(out)
+        compacted = compact(out, summaries=False)  # resolve_peers rewrites the files of a clean run
         finals = sorted(out.glob("pe-?????.parquet"))
         written = _written(out)
         if res.timed_out:
@@ -103,6 +103,8 @@ def register(app: typer.Typer) -> None:
                   f"(a trace write failed: full disk?); {written}", file=sys.stderr)
             raise typer.Exit(1)
         if len(finals) == pes:
-            resolve_peers(out)
+            from paradise.engines.summary import SummaryBuilder
+
+            resolve_peers(out, summary=SummaryBuilder)
         typer.echo(f"paradise: traced {program.name} on {pes} PE(s) in {res.wall_s:.1f} s -> {out}"
                    + (f" ({compacted} after the run)" if compacted else ""))

@@ -8,7 +8,7 @@ import pyarrow as pa
 
 from paradise.engines import load_sql
 from paradise.engines.connection import connect
-from paradise.engines.merge import merge_partials, parse_merge_rule
+from paradise.engines.merge import MergeRule, merge_partials, parse_merge_rule
 from paradise.format.summary import SUMMARY_SCHEMA, encode_summary
 from paradise.store import TraceHandle
 
@@ -18,7 +18,7 @@ MERGE_EVERY = 64
 """Partials a builder keeps before merging them into one (a file's distinct keys, not its rows)."""
 
 
-def _rule():  # type: ignore[no-untyped-def]
+def _rule() -> MergeRule:
     return parse_merge_rule(load_sql(QUERY), QUERY)
 
 
@@ -43,6 +43,7 @@ class SummaryBuilder:
 
     def __init__(self) -> None:
         self._con = connect()
+        self._con.execute("SET threads = 1")  # a chunk at a time, beside the writer's own work
         self._text = load_sql(QUERY)
         self._parts: list[pa.Table] = []
 

@@ -31,6 +31,7 @@ from paradise.format.arrays import bitmap, from_numpy, nulls, strings
 from paradise.format.order import time_ordered
 from paradise.format.schema import SCHEMA, tuple_rows_table
 from paradise.format.spool import HEAD, META, RECORD, ROWS, SPOOL_VERSION, STRS, SUFFIX, TAGS, TUPL
+from paradise.format.summary import SummaryFactory, has_offsets
 
 LOCK_WAIT_S = 10.0
 """How long conversion waits for a spool's writer to let go (a PE still closing after a kill)."""
@@ -237,11 +238,13 @@ def _lock(path: Path, fh, wait_s: float) -> None:
             time.sleep(0.05)
 
 
-def convert(spool: str | os.PathLike, *, wait_s: float = LOCK_WAIT_S, clock: dict[str, Any] | None = None
-            ) -> tuple[Path, int]:
+def convert(spool: str | os.PathLike, *, wait_s: float = LOCK_WAIT_S, clock: dict[str, Any] | None = None,
+            summary: SummaryFactory | None = None) -> tuple[Path, int]:
     """(the Parquet file, its rows) of one spool, which is removed; a spool converted meanwhile by
     another process is left to it. `clock`: fields added to the metadata's `clock` where it holds
-    offsets (the trace's clock refinement, paradise.store.compaction)."""
+    offsets (the trace's clock refinement, paradise.store.compaction). `summary`: makes the file's
+    summary (paradise.format.summary) from its rows, for a file whose PE measured no clock offsets
+    (the reader corrects such a file's times, so a summary of them as written would not be used)."""
     spool = Path(spool)
     final = final_path(spool)
     with open(spool, "rb") as fh:
@@ -259,9 +262,14 @@ def convert(spool: str | os.PathLike, *, wait_s: float = LOCK_WAIT_S, clock: dic
                 # the first table comes once every record was read: the metadata (the last META
                 # record, a clean close's) is final by then; a spool without rows gives an empty file
                 first = next(tables, SCHEMA.empty_table())
+                rows_summary = summary() if summary is not None and not has_offsets(reader.metadata) else None
                 with pq.ParquetWriter(out_fh, SCHEMA.with_metadata(_metadata(spool, reader, clock)), **WRITE_OPTIONS) as out:
                     for table in itertools.chain([first], tables):
+                        if rows_summary is not None:
+                            rows_summary.add(table)
                         out.write_table(table)
+                    if rows_summary is not None:
+                        out.add_key_value_metadata(rows_summary.metadata())
             os.replace(tmp, final)
             tmp = None
         finally:
@@ -312,12 +320,14 @@ def spools(directory: str | os.PathLike) -> list[Path]:
 
 
 def convert_all(directory: str | os.PathLike, *, wait_s: float = LOCK_WAIT_S,
-                clocks: dict[str, dict[str, Any]] | None = None) -> tuple[int, int]:
-    """(spools converted, rows) of a trace directory (`clocks`: spool name -> convert's `clock`)."""
+                clocks: dict[str, dict[str, Any]] | None = None, summary: SummaryFactory | None = None
+                ) -> tuple[int, int]:
+    """(spools converted, rows) of a trace directory (`clocks`: spool name -> convert's `clock`;
+    `summary`: convert's)."""
     done = rows = 0
     for spool in spools(directory):
         try:
-            _, n = convert(spool, wait_s=wait_s, clock=(clocks or {}).get(spool.name))
+            _, n = convert(spool, wait_s=wait_s, clock=(clocks or {}).get(spool.name), summary=summary)
         except FileNotFoundError:  # converted and removed by another process meanwhile
             continue
         done += 1

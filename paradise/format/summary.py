@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 KEY = b"paradise.summary.overview_pe.v1"
@@ -29,8 +30,32 @@ SUMMARY_SCHEMA = pa.schema([
 """overview_pe's output columns (a test checks them against the engines' result)."""
 MAX_ENCODED = 64 << 20
 """A summary larger than this (base64 bytes) is not read: a damaged or hostile footer."""
+MIN_ROWS = 1_000_000
+"""The Kineto and Nsight Systems importers write summaries only for an output of at least this many
+rows: below it the first report reads the rows in hundredths of a second, and making a summary
+would load DuckDB (a tenth of a second) into an import whose start-up is kept small."""
 CHECKED_STRINGS = ("kind", "name", "coll", "cat")
 """String columns whose footer statistics a summary's values must agree with."""
+
+
+class SummaryWriter(Protocol):
+    """What a writer feeds its rows to while writing a file, and asks for the footer entry at the end
+    (paradise.engines.summary.SummaryBuilder: the format's writers take it as a factory, since the
+    query that makes it lives above the format)."""
+
+    def add(self, rows: pa.Table) -> None: ...
+
+    def metadata(self) -> dict[bytes, bytes]: ...
+
+
+SummaryFactory = Callable[[], SummaryWriter]
+
+
+def has_offsets(meta: dict[str, Any] | None) -> bool:
+    """Whether a file's paradise metadata holds clock offsets: the reader corrects its times, so a
+    summary of them as written would never be used (writers skip it)."""
+    clock = (meta or {}).get("clock")
+    return isinstance(clock, dict) and bool(clock.get("offsets"))
 
 
 def encode_summary(rows: pa.Table) -> dict[bytes, bytes]:
@@ -69,6 +94,8 @@ def _stats_range(meta: pq.FileMetaData, col: int) -> tuple[object, object] | Non
 
 
 def _agrees(table: pa.Table, pf: pq.ParquetFile) -> bool:
+    import pyarrow.compute as pc  # only where a summary is read (importers load none of it)
+
     meta = pf.metadata
     counts = pc.min_max(table["rows"]).as_py()
     if (pc.sum(table["rows"]).as_py() or 0) != meta.num_rows or (counts["min"] is not None and counts["min"] < 1):

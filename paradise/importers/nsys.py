@@ -22,11 +22,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from paradise.engines.summary import SummaryBuilder
 from paradise.errors import ImportFormatError, OutputUnwritable
 from paradise.format import MAX_RANK, SCHEMA, make_metadata
+from paradise.format import summary as file_summary
 from paradise.format.arrays import nulls
 from paradise.format.order import NotInTimeOrder, merge_time_ordered, time_ordered
+from paradise.format.summary import SummaryWriter
 from paradise.importers import ProgressCallback, Sources, rank_files
 from paradise.importers.nsys_sqlite import (
     REPORT_SUFFIXES,
@@ -384,7 +385,7 @@ def _write(files: list[_File], shift: dict[Path, int], step_re: re.Pattern, meta
                           compression={c: "zstd" if c in ZSTD_COLUMNS else "none" for c in schema.names},
                           column_encoding=dict.fromkeys(DELTA_COLUMNS, "DELTA_BINARY_PACKED"),
                           write_statistics=[c for c in schema.names if c not in NO_STATISTICS]) as writer, \
-            _GroupWriter(writer, meta) as groups:
+            _GroupWriter(writer, meta, total) as groups:
         pending: list[pa.Table] = []
         rows = 0
         for i, f in enumerate(files):
@@ -408,13 +409,17 @@ def _write(files: list[_File], shift: dict[Path, int], step_re: re.Pattern, meta
 
 class _GroupWriter:
     """Writes row groups on one background thread, one group at a time and in the order given:
-    at most one group is being written while the next is built (memory stays bounded); the file's
-    summary (paradise.format.summary) is built from the groups on the same thread and added to its
-    footer at the end."""
+    at most one group is being written while the next is built (memory stays bounded). An output of
+    paradise.format.summary.MIN_ROWS rows or more gets its summary, built from the groups on the same
+    thread and added to its footer at the end."""
 
-    def __init__(self, writer: pq.ParquetWriter, meta: dict[bytes, bytes]) -> None:
+    def __init__(self, writer: pq.ParquetWriter, meta: dict[bytes, bytes], rows: int) -> None:
         self._writer, self._meta = writer, meta
-        self._summary = SummaryBuilder()
+        self._summary: SummaryWriter | None = None
+        if rows >= file_summary.MIN_ROWS:  # `rows`: the output's; a small one gets none
+            from paradise.engines.summary import SummaryBuilder
+
+            self._summary = SummaryBuilder()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="paradise-nsys-write")
         self._inflight: Future | None = None
 
@@ -424,7 +429,8 @@ class _GroupWriter:
 
     def _write_group(self, tables: list[pa.Table]) -> None:
         rows = pa.concat_tables(tables).replace_schema_metadata(self._meta)
-        self._summary.add(rows)
+        if self._summary is not None:
+            self._summary.add(rows)
         self._writer.write_table(rows)
 
     def _wait(self) -> None:
@@ -439,6 +445,7 @@ class _GroupWriter:
         try:
             if exc_type is None:
                 self._wait()
-                self._writer.add_key_value_metadata(self._summary.metadata())
+                if self._summary is not None:
+                    self._writer.add_key_value_metadata(self._summary.metadata())
         finally:
             self._pool.shutdown(wait=True)  # an error elsewhere: the write in flight ends before the file closes

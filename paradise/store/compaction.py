@@ -21,19 +21,22 @@ from paradise.errors import ParadiseError
 from paradise.format import OUTPUTS_FILE
 from paradise.format.compact import LOCK_WAIT_S, SpoolError, convert_all, spools
 from paradise.format.spool_scan import final_metadata, write_messages
+from paradise.format.summary import SummaryFactory
 from paradise.store.clock import clock_summary, file_corrections, refinable
 from paradise.store.clockrefine import measure
 from paradise.store.clockstore import for_file
 
 
-def compact(directory: str | os.PathLike, *, wait_s: float = LOCK_WAIT_S) -> tuple[int, int]:
+def compact(directory: str | os.PathLike, *, wait_s: float = LOCK_WAIT_S, summary: SummaryFactory | None = None
+            ) -> tuple[int, int]:
     """(spools converted, rows) of a trace directory, each file with its part of the trace's clock
-    refinement where its PEs measured offsets."""
+    refinement where its PEs measured offsets, and its summary where `summary` makes one
+    (paradise.format.compact.convert)."""
     try:
         clocks = refinement_of_spools(Path(directory), wait_s=wait_s)
     except (ParadiseError, SpoolError, OSError):  # damaged metadata, a full disk, too little memory:
         clocks = None  # converted as before, and the reader refuses the damage or measures
-    return convert_all(directory, wait_s=wait_s, clocks=clocks)
+    return convert_all(directory, wait_s=wait_s, clocks=clocks, summary=summary)
 
 
 def refinement_of_spools(directory: Path, *, wait_s: float = LOCK_WAIT_S) -> dict[str, dict[str, Any]] | None:

@@ -58,6 +58,15 @@ def skewed(request, tmp_path_factory):
     return out, delay
 
 
+def test_a_skewed_trace_is_read_not_summarized(skewed):
+    """Files with clock offsets carry no summary (paradise.format.summary): the overview reads the rows,
+    with their times corrected."""
+    trace = open_trace(skewed[0])
+    assert trace.corrections
+    assert trace.summaries(trace.sql_files()) is None
+    assert all(trace.summary(f) is None for f in trace.sql_files())
+
+
 def _injected_offset(t_ns: int) -> float:
     """What must be added to PE 1's trace time t to read PE 0's clock. The skew is SKEW_NS +
     drift * w at true time w since the origin, and t = w + skew: w = (t - SKEW_NS) / (1 + drift)."""

@@ -19,6 +19,7 @@ from paradise.engines import load_sql
 from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.engines.summary import SummaryBuilder
 from paradise.format import SCHEMA, WRITE_OPTIONS, conform, make_metadata
+from paradise.format import summary as file_summary
 from paradise.format.summary import KEY, SUMMARY_SCHEMA, encode_summary
 from paradise.importers.kineto import import_trace
 from paradise.store import open_trace
@@ -75,8 +76,11 @@ def test_a_merged_trace_carries_its_summary(tmp_path):
     assert got.equals(_from_rows(trace))
 
 
-def test_an_imported_kineto_trace_carries_its_summary(real_data, tmp_path):
+def test_an_imported_kineto_trace_carries_its_summary(real_data, tmp_path, monkeypatch):
     src = real_data / "hta" / "tests" / "data" / "nccl_parser_config" / "nccl_data.json.gz"
+    small = import_trace([src], tmp_path / "small.parquet")
+    assert not _answered(small)[1]  # under MIN_ROWS rows: none (the import does not load DuckDB)
+    monkeypatch.setattr(file_summary, "MIN_ROWS", pq.ParquetFile(small).metadata.num_rows)
     out = import_trace([src], tmp_path / "k.parquet")
     got, used = _answered(out)
     assert used
@@ -89,6 +93,19 @@ def test_an_imported_projections_trace_carries_its_summary(real_data, tmp_path):
     from paradise.importers.projections import import_trace as import_projections
 
     out = import_projections(real_data / "pipit/pipit/tests/data/ping-pong-projections", tmp_path / "p.parquet")
+    got, used = _answered(out)
+    assert used
+    want = _from_rows(out)
+    assert want.num_rows > 0
+    assert got.equals(want)
+
+
+def test_an_imported_nsys_trace_carries_its_summary(real_data, tmp_path, monkeypatch):
+    from paradise.importers.nsys import import_trace as import_nsys
+
+    monkeypatch.setattr(file_summary, "MIN_ROWS", 0)
+    src = real_data / "pipit/pipit/tests/data/cloverleaf-nsys/perlmutter-cloverleaf-cuda.sqlite"
+    out = import_nsys([src], tmp_path / "n.parquet")
     got, used = _answered(out)
     assert used
     want = _from_rows(out)

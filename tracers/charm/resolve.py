@@ -2,7 +2,8 @@
 
 A sender does not know where the location manager will deliver an array message, so
 `send.peer_pe` (and `peer_coll` for arrays a PE never hosted) is filled after the run by
-matching `msg` ids with exec rows. One DuckDB join per file; row order and metadata kept.
+matching `msg` ids with exec rows. One DuckDB join per file; row order and metadata kept, and the
+file's summary (paradise.format.summary) made from the rows as rewritten when a factory is given.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from paradise.format import SCHEMA, WRITE_OPTIONS, conform
+from paradise.format import SCHEMA, WRITE_OPTIONS, conform, read_metadata
+from paradise.format.summary import SummaryFactory, has_offsets
 
 _RECEIVERS = """
     SELECT msg, min(pe) AS rpe, count(DISTINCT pe) AS npe, min(coll) AS rcoll
@@ -32,8 +34,9 @@ _FILL = """
 """
 
 
-def resolve_peers(trace_dir: str | os.PathLike) -> int:
-    """Fills receiver PE/collection of point-to-point sends in every final per-PE file."""
+def resolve_peers(trace_dir: str | os.PathLike, summary: SummaryFactory | None = None) -> int:
+    """Fills receiver PE/collection of point-to-point sends in every final per-PE file (`summary`:
+    makes each file's summary, for a file whose PE measured no clock offsets)."""
     import duckdb
 
     files = sorted(str(p) for p in Path(trace_dir).glob("pe-*.parquet") if ".part-" not in p.name)
@@ -46,7 +49,12 @@ def resolve_peers(trace_dir: str | os.PathLike) -> int:
         table = con.sql(_FILL.format(receivers=_RECEIVERS), params={"file": f, "files": files}).to_arrow_table()
         table = conform(table.select([n for n in SCHEMA.names])).replace_schema_metadata(meta)
         tmp = Path(f).with_name("." + Path(f).name + ".tmp")
-        pq.write_table(table, tmp, **WRITE_OPTIONS)
+        rows_summary = summary() if summary is not None and not has_offsets(read_metadata(meta)) else None
+        with pq.ParquetWriter(tmp, table.schema, **WRITE_OPTIONS) as writer:
+            writer.write_table(table)
+            if rows_summary is not None:
+                rows_summary.add(table)
+                writer.add_key_value_metadata(rows_summary.metadata())
         os.replace(tmp, f)
         filled += table.num_rows
     con.close()
