@@ -67,6 +67,15 @@ def _info(trace: Path) -> dict:
     return json.loads(done.stdout)
 
 
+def _assert_summarized(out: Path) -> None:
+    """The engine answered overview_pe from `out`'s summaries, and they equal the query over its rows."""
+    got, used = _answered(out)
+    assert used
+    want = _from_rows(out)
+    assert want.num_rows > 0
+    assert got.equals(want)
+
+
 def test_a_merged_trace_carries_its_summary(tmp_path):
     trace = _synth(tmp_path, "charm")
     merged = merge_trace(trace, tmp_path / "merged.parquet")
@@ -82,22 +91,14 @@ def test_an_imported_kineto_trace_carries_its_summary(real_data, tmp_path, monke
     assert not _answered(small)[1]  # under MIN_ROWS rows: none (the import does not load DuckDB)
     monkeypatch.setattr(file_summary, "MIN_ROWS", pq.ParquetFile(small).metadata.num_rows)
     out = import_trace([src], tmp_path / "k.parquet")
-    got, used = _answered(out)
-    assert used
-    want = _from_rows(out)
-    assert want.num_rows > 0
-    assert got.equals(want)
+    _assert_summarized(out)
 
 
 def test_an_imported_projections_trace_carries_its_summary(real_data, tmp_path):
     from paradise.importers.projections import import_trace as import_projections
 
     out = import_projections(real_data / "pipit/pipit/tests/data/ping-pong-projections", tmp_path / "p.parquet")
-    got, used = _answered(out)
-    assert used
-    want = _from_rows(out)
-    assert want.num_rows > 0
-    assert got.equals(want)
+    _assert_summarized(out)
 
 
 def test_an_imported_nsys_trace_carries_its_summary(real_data, tmp_path, monkeypatch):
@@ -106,11 +107,7 @@ def test_an_imported_nsys_trace_carries_its_summary(real_data, tmp_path, monkeyp
     monkeypatch.setattr(file_summary, "MIN_ROWS", 0)
     src = real_data / "pipit/pipit/tests/data/cloverleaf-nsys/perlmutter-cloverleaf-cuda.sqlite"
     out = import_nsys([src], tmp_path / "n.parquet")
-    got, used = _answered(out)
-    assert used
-    want = _from_rows(out)
-    assert want.num_rows > 0
-    assert got.equals(want)
+    _assert_summarized(out)
 
 
 def test_the_dask_engine_answers_from_the_summaries_as_the_rows_would(tmp_path):
