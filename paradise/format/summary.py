@@ -4,8 +4,8 @@ file's footer instead of its rows (as Projections reads its runtime-written .sum
 
 The summary is a cache of the rows, never a second source of truth: a reader uses it only when it
 decodes, has the query's columns and agrees with the footer (its row count equals the file's, its
-earliest t0 and its smallest and largest kind, name, coll and cat equal the row groups' statistics
-where they have them: a file rewritten after filtering, shifting or renaming rows, with the old
+earliest t0 and its smallest and largest pe, kind, name, coll and cat equal the row groups'
+statistics where they have them: a file rewritten after filtering, shifting or renaming rows, with the old
 key-value metadata carried over, fails these), and otherwise reads the rows. docs/trace-format.md
 says the key and its encoding."""
 
@@ -101,7 +101,7 @@ def _agrees(table: pa.Table, pf: pq.ParquetFile) -> bool:
     if (pc.sum(table["rows"]).as_py() or 0) != meta.num_rows or (counts["min"] is not None and counts["min"] < 1):
         return False
     names = pf.schema_arrow.names
-    checks = [("t0", table["t_first"], True)] + [(c, table[c], False) for c in CHECKED_STRINGS]
+    checks = [("t0", table["t_first"], True), ("pe", table["pe"], False)] + [(c, table[c], False) for c in CHECKED_STRINGS]
     for column, values, low_only in checks:
         if column not in names:
             return False

@@ -153,6 +153,20 @@ def test_a_summary_that_disagrees_with_its_file_is_not_used(tmp_path, change):
     assert got.equals(_from_rows(trace))
 
 
+def test_a_merged_files_summary_with_other_pes_is_not_used(tmp_path):
+    """A merged file holds every PE's rows (its metadata names none): PEs renumbered so that the
+    smallest changes fail the summary's check against the footer's pe statistics."""
+    merged = merge_trace(_synth(tmp_path, "charm"), tmp_path / "merged.parquet")
+    summary = pq.ParquetFile(merged).metadata.metadata[KEY]
+    edited = tmp_path / "edited.parquet"
+    _rewrite(merged, edited, lambda t: t.set_column(t.schema.get_field_index("pe"), "pe",  # PE 0's rows as PE 1's
+                                                    pc.max_element_wise(t["pe"], pa.scalar(1, pa.int32()))), summary)
+    edited.replace(merged)
+    got, used = _answered(merged)
+    assert not used
+    assert got.equals(_from_rows(merged))
+
+
 def _ipc(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as w:
