@@ -51,8 +51,13 @@ def test_offsets_measured_within_20us_of_the_injected_skew(skewed):
     rank1 = files[1]["clock"]["offsets"]["1"]
     assert files[1]["clock"]["method"] == "ping_min_rtt"
     assert rank1["t_end"] > rank1["t_start"]
-    assert abs(rank1["start_ns"] - _injected_offset(rank1["t_start"])) <= TOLERANCE_NS, rank1
-    assert abs(rank1["end_ns"] - _injected_offset(rank1["t_end"])) <= TOLERANCE_NS, rank1
+    # within 20 us, or within the error the trace states where a busy machine kept every ping slow
+    # (each round trip bounds its offset's error by half its length: a bound that must hold), as the
+    # charm test does
+    within = max(TOLERANCE_NS, rank1["error_ns"])
+    assert rank1["error_ns"] < abs(SKEW_NS) / 10, rank1  # the skew is measured, not drowned in the error
+    assert abs(rank1["start_ns"] - _injected_offset(rank1["t_start"])) <= within, rank1
+    assert abs(rank1["end_ns"] - _injected_offset(rank1["t_end"])) <= within, rank1
     assert rank1["error_ns"] > 0
     assert files[0]["clock"]["offsets"]["0"]["start_ns"] == 0
 
