@@ -28,7 +28,6 @@ import pyarrow as pa
 from paradise.engines import load_sql
 from paradise.engines.dask_events import no_worker_error
 from paradise.engines.merge import merge_partials, parse_merge_rule
-from paradise.engines.summary import QUERY as SUMMARY_QUERY
 from paradise.engines.summary import summarized
 from paradise.errors import EngineUnavailable
 from paradise.store import TraceHandle
@@ -349,10 +348,9 @@ class DaskEngine:
 
     def query(self, name: str, **params: Any) -> pa.Table:
         """Runs the stage-1 query <name> per group of files and merges by its `-- merge:` rule."""
-        if name == SUMMARY_QUERY and not params:  # the files' footers, when each holds its summary
-            rows = summarized(self.trace, self.trace.sql_files())
-            if rows is not None:
-                return rows
+        rows = summarized(self.trace, self.trace.sql_files(), name, params)  # the files' footers, where they answer it
+        if rows is not None:
+            return rows
         text = load_sql(name)
         rule = parse_merge_rule(text, name)
         if rule.client:

@@ -22,7 +22,6 @@ import pyarrow as pa
 
 from paradise.engines import load_sql
 from paradise.engines.connection import connect
-from paradise.engines.summary import QUERY as SUMMARY_QUERY
 from paradise.engines.summary import summarized
 from paradise.errors import OutOfMemory, TruncatedTrace, disk_full
 from paradise.format import ADDED_COLUMNS, SCHEMA
@@ -245,11 +244,8 @@ class DuckDBEngine:
             return self._con().sql(text, params=params or None).to_arrow_table()
 
     def query(self, name: str, **params: Any) -> pa.Table:
-        if name == SUMMARY_QUERY and not params:  # the files' footers, when each holds its summary
-            rows = summarized(self.trace, self.files)
-            if rows is not None:
-                return rows
-        return self.sql(load_sql(name), **params)
+        rows = summarized(self.trace, self.files, name, params)  # the files' footers, where they answer it
+        return rows if rows is not None else self.sql(load_sql(name), **params)
 
     def materialize(self, table: str, name: str, *, append: bool = False, **params: Any) -> None:
         """CREATE TABLE `table` AS the query (INSERT INTO it with `append`), in this engine's

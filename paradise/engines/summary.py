@@ -4,6 +4,8 @@ so the footer holds what the engines would compute from the file."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 
 from paradise.engines import load_sql
@@ -29,9 +31,12 @@ def merged(parts: list[pa.Table]) -> pa.Table:
     return merge_partials(parts, _rule(), QUERY).cast(SUMMARY_SCHEMA)
 
 
-def summarized(trace: TraceHandle, files: list[str]) -> pa.Table | None:
-    """overview_pe over `files` from their summaries, or None when one of them has none (or a clock
-    correction): the engine then reads the rows."""
+def summarized(trace: TraceHandle, files: list[str], name: str = QUERY, params: dict[str, Any] | None = None
+               ) -> pa.Table | None:
+    """Query `name` over `files` from their summaries when it is overview_pe without parameters and
+    every file has one (and no clock correction); else None: the engine reads the rows."""
+    if name != QUERY or params:
+        return None
     parts = trace.summaries(files)
     if not parts:
         return None
