@@ -39,10 +39,10 @@ def merge_trace(src: str | os.PathLike, out: str | os.PathLike, *, force: bool =
     """Writes every event of the trace at SRC into OUT, sorted by (pe, t0), within `memory_limit`
     (bytes; the engines' default when None): the sort spills beyond it."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     from paradise.engines.summary import SummaryBuilder
     from paradise.format import SCHEMA, WRITE_OPTIONS, conform, make_metadata
+    from paradise.format.summary import SummarizingWriter
     from paradise.run import open_run
     from paradise.store import open_trace
     from paradise.store.output import atomic_output, check_output, scratch_dir
@@ -53,13 +53,9 @@ def merge_trace(src: str | os.PathLike, out: str | os.PathLike, *, force: bool =
     with scratch_dir(out) as spill, atomic_output(out) as (_, fh), open_run(trace, spill_dir=spill,
                                                                                   memory_limit=memory_limit) as session:
         reader = session.engine.batches("merge_events", BATCH_ROWS)  # a failed spill is one line (OSError)
-        summary = SummaryBuilder()
-        with pq.ParquetWriter(fh, schema, **WRITE_OPTIONS) as writer:
+        with SummarizingWriter(fh, schema, SummaryBuilder(), **WRITE_OPTIONS) as writer:
             for batch in reader:
-                rows = conform(pa.Table.from_batches([batch])).replace_schema_metadata(schema.metadata)
-                summary.add(rows)
-                writer.write_table(rows)
-            writer.add_key_value_metadata(summary.metadata())
+                writer.write_table(conform(pa.Table.from_batches([batch])).replace_schema_metadata(schema.metadata))
     return out
 
 

@@ -24,14 +24,13 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from paradise.format import COLUMN_NAMES, REQUIRED_COLUMNS, WRITE_OPTIONS, make_metadata
 from paradise.format.arrays import bitmap, from_numpy, nulls, strings
 from paradise.format.order import time_ordered
 from paradise.format.schema import SCHEMA, tuple_rows_table
 from paradise.format.spool import HEAD, META, RECORD, ROWS, SPOOL_VERSION, STRS, SUFFIX, TAGS, TUPL
-from paradise.format.summary import SummaryFactory, has_offsets
+from paradise.format.summary import SummarizingWriter, SummaryFactory, summary_for
 
 LOCK_WAIT_S = 10.0
 """How long conversion waits for a spool's writer to let go (a PE still closing after a kill)."""
@@ -262,14 +261,10 @@ def convert(spool: str | os.PathLike, *, wait_s: float = LOCK_WAIT_S, clock: dic
                 # the first table comes once every record was read: the metadata (the last META
                 # record, a clean close's) is final by then; a spool without rows gives an empty file
                 first = next(tables, SCHEMA.empty_table())
-                rows_summary = summary() if summary is not None and not has_offsets(reader.metadata) else None
-                with pq.ParquetWriter(out_fh, SCHEMA.with_metadata(_metadata(spool, reader, clock)), **WRITE_OPTIONS) as out:
+                with SummarizingWriter(out_fh, SCHEMA.with_metadata(_metadata(spool, reader, clock)),
+                                       summary_for(summary, reader.metadata), **WRITE_OPTIONS) as out:
                     for table in itertools.chain([first], tables):
-                        if rows_summary is not None:
-                            rows_summary.add(table)
                         out.write_table(table)
-                    if rows_summary is not None:
-                        out.add_key_value_metadata(rows_summary.metadata())
             os.replace(tmp, final)
             tmp = None
         finally:

@@ -51,11 +51,44 @@ class SummaryWriter(Protocol):
 SummaryFactory = Callable[[], SummaryWriter]
 
 
+class SummarizingWriter(pq.ParquetWriter):
+    """A Parquet writer whose file carries its summary: every table it writes is added to `summary`
+    (None: the file gets none), whose footer entry goes in when the writer closes. A writer left by
+    an exception (its `with` block) closes without one, so a summary never describes rows that were
+    not all written."""
+
+    def __init__(self, where: Any, schema: pa.Schema, summary: SummaryWriter | None = None, **options: Any) -> None:
+        super().__init__(where, schema, **options)
+        self._summary = summary
+
+    def write_table(self, table: pa.Table, row_group_size: int | None = None) -> None:
+        if self._summary is not None:
+            self._summary.add(table)
+        super().write_table(table, row_group_size)
+
+    def close(self) -> None:
+        summary, self._summary = self._summary, None
+        if summary is not None and self.is_open:
+            self.add_key_value_metadata(summary.metadata())
+        super().close()
+
+    def __exit__(self, exc_type: type[BaseException] | None, *args: Any) -> bool:
+        if exc_type is not None:
+            self._summary = None
+        return super().__exit__(exc_type, *args)
+
+
 def has_offsets(meta: dict[str, Any] | None) -> bool:
     """Whether a file's paradise metadata holds clock offsets: the reader corrects its times, so a
     summary of them as written would never be used (writers skip it)."""
     clock = (meta or {}).get("clock")
     return isinstance(clock, dict) and bool(clock.get("offsets"))
+
+
+def summary_for(factory: SummaryFactory | None, meta: dict[str, Any] | None) -> SummaryWriter | None:
+    """The summary to build for a file with paradise metadata `meta`: none without a factory, nor for
+    a file whose PEs measured clock offsets (has_offsets)."""
+    return factory() if factory is not None and not has_offsets(meta) else None
 
 
 def encode_summary(rows: pa.Table) -> dict[bytes, bytes]:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from paradise.errors import ImportFormatError, TraceNotFound
 
@@ -21,6 +21,21 @@ ProgressCallback = Callable[[int, int], None]
 """on_progress(done, total): units of work done so far and in all (bytes or files)."""
 
 Sources = Sequence[str | os.PathLike] | str | os.PathLike
+
+if TYPE_CHECKING:
+    from paradise.format.summary import SummaryWriter
+
+
+def output_summary(rows: int) -> SummaryWriter | None:
+    """The summary builder (paradise.format.summary) for an import's output of `rows` rows: none
+    below MIN_ROWS, where building it would load DuckDB into an import kept light at start-up."""
+    from paradise.format.summary import MIN_ROWS
+
+    if rows < MIN_ROWS:
+        return None
+    from paradise.engines.summary import SummaryBuilder
+
+    return SummaryBuilder()
 
 
 @dataclass(frozen=True)

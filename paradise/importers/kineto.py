@@ -26,14 +26,12 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from paradise.errors import ImportFormatError, OutputUnwritable
 from paradise.format import MAX_RANK, SCHEMA, WRITE_OPTIONS, conform, make_metadata
-from paradise.format import summary as file_summary
 from paradise.format.order import time_ordered
-from paradise.format.summary import SummaryWriter
-from paradise.importers import ProgressCallback, Sources, rank_files
+from paradise.format.summary import SummarizingWriter
+from paradise.importers import ProgressCallback, Sources, output_summary, rank_files
 from paradise.importers.kineto_arrow import from_numpy, to_numpy, validity
 from paradise.importers.kineto_events import (
     CC_ANNOTATION,
@@ -503,27 +501,11 @@ def _import_into(paths: list[Path], out: Path, tmpdir: Path, *, rank: int | None
         raise OutputUnwritable(f"{out}: cannot write ({exc.strerror or exc}); nothing written") from None
 
 
-def _write_group(writer: pq.ParquetWriter, summary: SummaryWriter | None, rows: pa.Table) -> None:
-    if summary is not None:
-        summary.add(rows)
-    writer.write_table(rows)
-
-
-def _summary(rows: int) -> SummaryWriter | None:
-    """The output's summary builder (paradise.format.summary) when it holds MIN_ROWS rows or more."""
-    if rows < file_summary.MIN_ROWS:
-        return None
-    from paradise.engines.summary import SummaryBuilder
-
-    return SummaryBuilder()
-
-
 def _write_output(infos: list[_FileInfo], origin: int, meta: Any, schema: pa.Schema, final_tmp: Path,
                   out: Path) -> None:
     """Pass 2 into the temporary file, renamed onto OUT when complete."""
     try:
-        summary = _summary(sum(info.rows for info in infos))
-        with pq.ParquetWriter(final_tmp, schema, **WRITE_OPTIONS) as writer:
+        with SummarizingWriter(final_tmp, schema, output_summary(sum(info.rows for info in infos)), **WRITE_OPTIONS) as writer:
             pending: list[pa.Table] = []
             rows = 0
             for info in infos:
@@ -535,12 +517,10 @@ def _write_output(infos: list[_FileInfo], origin: int, meta: Any, schema: pa.Sch
                     pending.append(table)
                     rows += table.num_rows
                     if rows >= OUT_ROW_GROUP:
-                        _write_group(writer, summary, pa.concat_tables(pending).replace_schema_metadata(meta))
+                        writer.write_table(pa.concat_tables(pending).replace_schema_metadata(meta))
                         pending, rows = [], 0
             if pending:
-                _write_group(writer, summary, pa.concat_tables(pending).replace_schema_metadata(meta))
-            if summary is not None:
-                writer.add_key_value_metadata(summary.metadata())
+                writer.write_table(pa.concat_tables(pending).replace_schema_metadata(meta))
         os.replace(final_tmp, out)
     except OSError as exc:  # the output side only: full disk, read-only file system
         raise OutputUnwritable(f"{out}: cannot write ({exc.strerror or exc}); nothing written") from None

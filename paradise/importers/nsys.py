@@ -24,11 +24,10 @@ import pyarrow.parquet as pq
 
 from paradise.errors import ImportFormatError, OutputUnwritable
 from paradise.format import MAX_RANK, SCHEMA, make_metadata
-from paradise.format import summary as file_summary
 from paradise.format.arrays import nulls
 from paradise.format.order import NotInTimeOrder, merge_time_ordered, time_ordered
-from paradise.format.summary import SummaryWriter
-from paradise.importers import ProgressCallback, Sources, rank_files
+from paradise.format.summary import SummarizingWriter
+from paradise.importers import ProgressCallback, Sources, output_summary, rank_files
 from paradise.importers.nsys_sqlite import (
     REPORT_SUFFIXES,
     Export,
@@ -381,11 +380,11 @@ def _write(files: list[_File], shift: dict[Path, int], step_re: re.Pattern, meta
     written on a second thread while the next is read (both release the GIL for most of their work)."""
     schema = SCHEMA.with_metadata(meta)
     done = 0
-    with pq.ParquetWriter(final_tmp, schema, use_dictionary=DICT_COLUMNS,
+    with SummarizingWriter(final_tmp, schema, output_summary(total), use_dictionary=DICT_COLUMNS,
                           compression={c: "zstd" if c in ZSTD_COLUMNS else "none" for c in schema.names},
                           column_encoding=dict.fromkeys(DELTA_COLUMNS, "DELTA_BINARY_PACKED"),
                           write_statistics=[c for c in schema.names if c not in NO_STATISTICS]) as writer, \
-            _GroupWriter(writer, meta, total) as groups:
+            _GroupWriter(writer, meta) as groups:
         pending: list[pa.Table] = []
         rows = 0
         for i, f in enumerate(files):
@@ -409,17 +408,10 @@ def _write(files: list[_File], shift: dict[Path, int], step_re: re.Pattern, meta
 
 class _GroupWriter:
     """Writes row groups on one background thread, one group at a time and in the order given:
-    at most one group is being written while the next is built (memory stays bounded). An output of
-    paradise.format.summary.MIN_ROWS rows or more gets its summary, built from the groups on the same
-    thread and added to its footer at the end."""
+    at most one group is being written while the next is built (memory stays bounded)."""
 
-    def __init__(self, writer: pq.ParquetWriter, meta: dict[bytes, bytes], rows: int) -> None:
+    def __init__(self, writer: pq.ParquetWriter, meta: dict[bytes, bytes]) -> None:
         self._writer, self._meta = writer, meta
-        self._summary: SummaryWriter | None = None
-        if rows >= file_summary.MIN_ROWS:  # `rows`: the output's; a small one gets none
-            from paradise.engines.summary import SummaryBuilder
-
-            self._summary = SummaryBuilder()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="paradise-nsys-write")
         self._inflight: Future | None = None
 
@@ -428,10 +420,7 @@ class _GroupWriter:
         self._inflight = self._pool.submit(self._write_group, tables)
 
     def _write_group(self, tables: list[pa.Table]) -> None:
-        rows = pa.concat_tables(tables).replace_schema_metadata(self._meta)
-        if self._summary is not None:
-            self._summary.add(rows)
-        self._writer.write_table(rows)
+        self._writer.write_table(pa.concat_tables(tables).replace_schema_metadata(self._meta))
 
     def _wait(self) -> None:
         if self._inflight is not None:
@@ -445,7 +434,5 @@ class _GroupWriter:
         try:
             if exc_type is None:
                 self._wait()
-                if self._summary is not None:
-                    self._writer.add_key_value_metadata(self._summary.metadata())
         finally:
             self._pool.shutdown(wait=True)  # an error elsewhere: the write in flight ends before the file closes

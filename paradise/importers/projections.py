@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from paradise.engines.summary import SummaryBuilder
 from paradise.errors import ImportFormatError, TraceNotFound
 from paradise.format import SCHEMA, WRITE_OPTIONS, conform, index_text, make_metadata, pack_index
+from paradise.format.summary import SummarizingWriter
 from paradise.importers import ProgressCallback, Sources, regular_file, source_paths
 from paradise.importers import _projections_parse as P
 from paradise.importers._projections_marks import marks_for_pe
@@ -431,8 +431,5 @@ def _metadata(sts: P.Sts, shifts: dict[int, int], summary, pes: list[int], missi
 
 def _write(table: pa.Table, out: Path, meta: dict[bytes, bytes]) -> None:
     with atomic_output(out) as (_, fh):
-        summary = SummaryBuilder()
-        summary.add(table)
-        with pq.ParquetWriter(fh, table.schema.with_metadata(meta), **WRITE_OPTIONS) as writer:
+        with SummarizingWriter(fh, table.schema.with_metadata(meta), SummaryBuilder(), **WRITE_OPTIONS) as writer:
             writer.write_table(table.replace_schema_metadata(meta), row_group_size=1 << 20)
-            writer.add_key_value_metadata(summary.metadata())

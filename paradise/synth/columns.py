@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from paradise.engines.summary import SummaryBuilder
 from paradise.format import SCHEMA, WRITE_OPTIONS, make_metadata
+from paradise.format.summary import SummarizingWriter
 
 ROW_GROUP_ROWS = 122_880
 """Parquet row group size: DuckDB reads row groups in parallel (its own default vector multiple)."""
@@ -43,17 +43,14 @@ class PeFile:
         self.path = out / f"pe-{pe:05d}.parquet"
         self.tmp = out / f".pe-{pe:05d}.parquet.tmp"
         schema = SCHEMA.with_metadata(make_metadata(pe=pe, complete=True, **meta))
-        self.writer = pq.ParquetWriter(self.tmp, schema, **WRITE_OPTIONS)
-        self.summary = SummaryBuilder()
+        self.writer = SummarizingWriter(self.tmp, schema, SummaryBuilder(), **WRITE_OPTIONS)
         self.rows = 0
 
     def write(self, t: pa.Table) -> None:
-        self.summary.add(t)
         self.writer.write_table(t, row_group_size=ROW_GROUP_ROWS)
         self.rows += t.num_rows
 
     def close(self) -> int:
-        self.writer.add_key_value_metadata(self.summary.metadata())
         self.writer.close()
         self.tmp.replace(self.path)
         return self.rows

@@ -20,7 +20,7 @@ from paradise.engines.duckdb_engine import DuckDBEngine
 from paradise.engines.summary import SummaryBuilder
 from paradise.format import SCHEMA, WRITE_OPTIONS, conform, make_metadata
 from paradise.format import summary as file_summary
-from paradise.format.summary import KEY, SUMMARY_SCHEMA, encode_summary
+from paradise.format.summary import KEY, SUMMARY_SCHEMA, SummarizingWriter, encode_summary
 from paradise.importers.kineto import import_trace
 from paradise.store import open_trace
 from tests.conftest import bin_path
@@ -202,11 +202,9 @@ def _clocked_file(path: Path, pe: int, entry: dict) -> None:
                               "t1": pa.array([t + 500_000 for t in T0], pa.int64()), "name": ["work"] * 3}))
     clock = {"method": "ping_min_rtt", "residual_ns": 0, "offsets": {str(pe): entry}}
     meta = make_metadata(source="synthetic", pe=pe, pes=2, complete=True, clock=clock)
-    builder = SummaryBuilder()
-    builder.add(table)
-    with pq.ParquetWriter(path / f"pe-{pe:05d}.parquet", SCHEMA.with_metadata(meta), **WRITE_OPTIONS) as w:
+    with SummarizingWriter(path / f"pe-{pe:05d}.parquet", SCHEMA.with_metadata(meta), SummaryBuilder(),
+                           **WRITE_OPTIONS) as w:
         w.write_table(table.replace_schema_metadata(meta))
-        w.add_key_value_metadata(builder.metadata())
 
 
 def test_a_file_with_a_clock_correction_is_read_not_summarized(tmp_path):
@@ -226,10 +224,40 @@ def test_a_file_with_a_clock_correction_is_read_not_summarized(tmp_path):
 
 def test_an_empty_file_has_an_empty_summary(tmp_path):
     meta = make_metadata(source="synthetic", pe=0, pes=1, complete=True)
-    with pq.ParquetWriter(tmp_path / "pe-00000.parquet", SCHEMA.with_metadata(meta), **WRITE_OPTIONS) as w:
-        w.add_key_value_metadata(SummaryBuilder().metadata())
+    with SummarizingWriter(tmp_path / "pe-00000.parquet", SCHEMA.with_metadata(meta), SummaryBuilder(), **WRITE_OPTIONS):
+        pass
     got, used = _answered(tmp_path)
     assert used
     assert got.num_rows == 0
     assert encode_summary(SUMMARY_SCHEMA.empty_table()) == {KEY: pq.ParquetFile(
         tmp_path / "pe-00000.parquet").metadata.metadata[KEY]}
+
+
+def test_a_writer_left_by_an_error_closes_without_a_summary(tmp_path):
+    """SummarizingWriter: the footer entry goes in at a clean close only, and covers every table
+    written (two here); none when the writer was given no summary."""
+    meta = make_metadata(source="synthetic", pe=0, pes=1, complete=True)
+    first = conform(pa.table({"kind": ["exec"] * 2, "pe": pa.array([0, 0], pa.int32()), "t0": [1, 5],
+                              "t1": pa.array([3, 9], pa.int64()), "name": ["a", "b"]}))
+    second = conform(pa.table({"kind": ["send"], "pe": pa.array([0], pa.int32()), "t0": [7], "name": ["b"],
+                               "bytes": pa.array([64], pa.int64())}))
+    schema = SCHEMA.with_metadata(meta)
+    with SummarizingWriter(tmp_path / "pe-00000.parquet", schema, SummaryBuilder(), **WRITE_OPTIONS) as w:
+        w.write_table(first.replace_schema_metadata(meta))
+        w.write(second.replace_schema_metadata(meta).to_batches()[0])  # a batch: through write_table too
+    got, used = _answered(tmp_path)
+    assert used
+    assert got.equals(_from_rows(tmp_path))
+    assert sum(got.column("rows").to_pylist()) == 3
+    failed = tmp_path / "failed"
+    failed.mkdir()
+    with pytest.raises(RuntimeError):
+        with SummarizingWriter(failed / "pe-00000.parquet", schema, SummaryBuilder(), **WRITE_OPTIONS) as w:
+            w.write_table(first.replace_schema_metadata(meta))
+            raise RuntimeError("the writer's caller failed")
+    assert KEY not in (pq.ParquetFile(failed / "pe-00000.parquet").metadata.metadata or {})
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with SummarizingWriter(plain / "pe-00000.parquet", schema, None, **WRITE_OPTIONS) as w:
+        w.write_table(first.replace_schema_metadata(meta))
+    assert KEY not in (pq.ParquetFile(plain / "pe-00000.parquet").metadata.metadata or {})

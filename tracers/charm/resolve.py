@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from paradise.format import SCHEMA, WRITE_OPTIONS, conform, read_metadata
-from paradise.format.summary import SummaryFactory, has_offsets
+from paradise.format.summary import SummarizingWriter, SummaryFactory, summary_for
 
 _RECEIVERS = """
     SELECT msg, min(pe) AS rpe, count(DISTINCT pe) AS npe, min(coll) AS rcoll
@@ -49,12 +49,8 @@ def resolve_peers(trace_dir: str | os.PathLike, summary: SummaryFactory | None =
         table = con.sql(_FILL.format(receivers=_RECEIVERS), params={"file": f, "files": files}).to_arrow_table()
         table = conform(table.select([n for n in SCHEMA.names])).replace_schema_metadata(meta)
         tmp = Path(f).with_name("." + Path(f).name + ".tmp")
-        rows_summary = summary() if summary is not None and not has_offsets(read_metadata(meta)) else None
-        with pq.ParquetWriter(tmp, table.schema, **WRITE_OPTIONS) as writer:
+        with SummarizingWriter(tmp, table.schema, summary_for(summary, read_metadata(meta)), **WRITE_OPTIONS) as writer:
             writer.write_table(table)
-            if rows_summary is not None:
-                rows_summary.add(table)
-                writer.add_key_value_metadata(rows_summary.metadata())
         os.replace(tmp, f)
         filled += table.num_rows
     con.close()
