@@ -3,15 +3,21 @@ processes, alternating without and with PARADISE_TUNING=<knob>, and the medians 
 time, peak RSS and minor page faults (the child's own, from wait4) are printed with their ratios.
 
     flock /tmp/paradise-bench.lock python bench/tuning.py [--reps 5] [--events 2e6]
+        [--charm-events 1e7,1e8] [--parts analyze,import,charm] [--dir DIR]
 
-* malloc: `paradise analyze --json` of a synthetic charm trace (paradise synth, cached in .bench/);
-* arrow-pool: `paradise import kineto` of HTA's ns_resolution_trace rank-0 file (../shared/data/real)
-  or, without it, of the small sampled_rank-0 trace.
+* analyze: malloc, `paradise analyze --json` of a synthetic charm trace (paradise synth, 8 PEs,
+  cached in .bench/);
+* import: arrow-pool, `paradise import kineto` of HTA's ns_resolution_trace rank-0 file
+  (../shared/data/real) or, without it, of the small sampled_rank-0 trace;
+* charm: malloc and arrow-pool together, `paradise analyze --json` (default budget) of bench/scale.py's
+  traces (synth charm, a 2-D grid on 64 PEs, imbalance 1.5), one per --charm-events size, made under
+  --dir (kept there for the next run).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import statistics
 import subprocess
@@ -19,6 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".bench" / "tuning"
@@ -26,18 +33,22 @@ PARADISE = str(Path(sys.executable).with_name("paradise"))
 REAL = ROOT.parent / "shared" / "data" / "real" / "hta" / "tests" / "data"
 
 
-def run(cmd: list[str], env: dict[str, str]) -> dict[str, float]:
-    """One fresh process: wall s, CPU s (user + system), peak RSS MiB, minor page faults."""
+def run(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
+    """One fresh process: wall s, CPU s (user + system, and each), peak RSS MiB, minor page faults, and
+    the sha256 of its standard output."""
     t = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, ru = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t
-    err = proc.stderr.read().decode(errors="replace")
-    proc.stderr.close()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as errf:
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=errf)
+        _, status, ru = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t
+        out.seek(0)
+        digest = hashlib.sha256(out.read()).hexdigest()
+        errf.seek(0)
+        err = errf.read().decode(errors="replace")
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"{' '.join(cmd)} failed:\n{err[-2000:]}")
-    return {"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "rss_mib": ru.ru_maxrss / 1024,
-            "minflt_k": ru.ru_minflt / 1000}
+    return {"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "user_s": ru.ru_utime, "sys_s": ru.ru_stime,
+            "rss_mib": ru.ru_maxrss / 1024, "minflt_k": ru.ru_minflt / 1000, "stdout": digest}
 
 
 def compare(label: str, cmd: list[str], knob: str, reps: int) -> None:
@@ -50,31 +61,50 @@ def compare(label: str, cmd: list[str], knob: str, reps: int) -> None:
             runs[side].append(run(cmd, envs[side]))
     print(f"{label}: PARADISE_TUNING={knob}, medians of {reps} interleaved runs")
     print(f"  {'':10} {'off':>10} {'on':>10} {'on/off':>8}")
-    for key in ("wall_s", "cpu_s", "rss_mib", "minflt_k"):
+    for key in ("wall_s", "cpu_s", "user_s", "sys_s", "rss_mib", "minflt_k"):
         off = statistics.median(r[key] for r in runs["off"])
         on = statistics.median(r[key] for r in runs["on"])
         print(f"  {key:10} {off:10.2f} {on:10.2f} {on / off if off else float('nan'):8.3f}")
+    outputs = {r["stdout"] for side in runs.values() for r in side}
+    print(f"  standard output: {'the same in every run' if len(outputs) == 1 else f'{len(outputs)} different'}")
+
+
+def synth(out: Path, events: str, *opts: str) -> Path:
+    """A synth trace at `out`, made once (reused while its ground truth file is there)."""
+    if not (out / "synth-truth.json").exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run([PARADISE, "synth", "-o", str(out), "--events", events, *opts, "--force"], check=True,
+                       stdout=subprocess.DEVNULL)
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--events", default="2e6")
+    ap.add_argument("--charm-events", default="1e7", help="sizes of the charm part's traces, comma-separated")
+    ap.add_argument("--parts", default="analyze,import,charm")
+    ap.add_argument("--dir", type=Path, default=CACHE, help="where the charm part's traces are made")
     args = ap.parse_args()
-    trace = CACHE / f"synth-{args.events}"
-    if not trace.exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        subprocess.run([PARADISE, "synth", "-o", str(trace), "--events", args.events, "--pes", "8"], check=True,
-                       stdout=subprocess.DEVNULL)
+    parts = set(args.parts.split(","))
     print(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
-    compare(f"paradise analyze --json ({args.events} events, 8 PEs)", [PARADISE, "analyze", str(trace), "--json"],
-            "malloc", args.reps)
-    big = sorted((REAL / "ns_resolution_trace").glob("rank-0*.json.gz"))
-    src = big[0] if big else REAL / "trace_filter" / "sampled_rank-0.json.gz"
-    with tempfile.TemporaryDirectory() as tmp:
-        compare(f"paradise import kineto ({src.name}, {src.stat().st_size / 1e6:.1f} MB gz)",
-                [PARADISE, "import", "kineto", str(src), "-o", str(Path(tmp) / "k.parquet"), "--force"],
-                "arrow-pool", args.reps)
+    if "analyze" in parts:
+        trace = synth(CACHE / f"synth-{args.events}", args.events, "--pes", "8")
+        compare(f"paradise analyze --json ({args.events} events, 8 PEs)", [PARADISE, "analyze", str(trace), "--json"],
+                "malloc", args.reps)
+    if "import" in parts:
+        big = sorted((REAL / "ns_resolution_trace").glob("rank-0*.json.gz"))
+        src = big[0] if big else REAL / "trace_filter" / "sampled_rank-0.json.gz"
+        with tempfile.TemporaryDirectory() as tmp:
+            compare(f"paradise import kineto ({src.name}, {src.stat().st_size / 1e6:.1f} MB gz)",
+                    [PARADISE, "import", "kineto", str(src), "-o", str(Path(tmp) / "k.parquet"), "--force"],
+                    "arrow-pool", args.reps)
+    if "charm" in parts:
+        for events in args.charm_events.split(","):
+            trace = synth(args.dir / f"charm-grid-{events}", events, "--kind", "charm", "--pes", "64",
+                          "--imbalance", "1.5", "--seed", "7")
+            compare(f"paradise analyze --json (synth charm, {float(events):.0e} rows, 64 PEs, default budget)",
+                    [PARADISE, "analyze", str(trace), "--json"], "malloc,arrow-pool", args.reps)
 
 
 if __name__ == "__main__":

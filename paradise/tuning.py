@@ -7,14 +7,17 @@ Switched on with PARADISE_TUNING, a comma-separated list of knob names or `all`:
   host fault; `paradise analyze` frees and reallocates arrays of tens of MB many times. Costs the
   memory it keeps until the process ends. No effect where the C library is not glibc.
 * `arrow-pool`: Arrow allocates from the system allocator instead of its default mimalloc pool, which
-  adds 30-40 MB of arenas to the peak of a small `paradise import`. Read when pyarrow first
-  allocates; an ARROW_DEFAULT_MEMORY_POOL already set wins.
-Commands call `apply(name)` where the knob matters; without PARADISE_TUNING nothing changes.
+  adds 30-40 MB of arenas to the peak of a small `paradise import` and hands freed memory back to the
+  system within milliseconds (with `malloc`, `paradise analyze`'s Arrow buffers are kept and reused
+  too). An ARROW_DEFAULT_MEMORY_POOL already set wins.
+Commands call `apply(name)` where the knob matters (`apply_for_analysis()`: analyze and report); without
+PARADISE_TUNING nothing changes.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 
 ENV = "PARADISE_TUNING"
@@ -37,7 +40,11 @@ def _glibc_keep_freed_memory() -> None:
 
 
 def _system_arrow_pool() -> None:
-    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")  # read when pyarrow first allocates
+    if os.environ["ARROW_DEFAULT_MEMORY_POOL"] == "system" and "pyarrow" in sys.modules:
+        import pyarrow as pa  # loaded already: the pool is switched for what it allocates from now on
+
+        pa.set_memory_pool(pa.system_memory_pool())
 
 
 KNOBS: dict[str, Callable[[], None]] = {
@@ -60,3 +67,10 @@ def apply(name: str) -> bool:
         return False
     KNOBS[name]()
     return True
+
+
+def apply_for_analysis() -> None:
+    """The knobs of a command that runs the analyses and ends (analyze, report): glibc's malloc and
+    Arrow's pool keep the memory the event layer frees and reallocates, when switched on."""
+    apply("malloc")
+    apply("arrow-pool")

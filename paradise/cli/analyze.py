@@ -154,7 +154,7 @@ def register(app: typer.Typer) -> None:
         config = AnalysisConfig(mtbf_hours=mtbf_hours, gpus=gpus, options={"top": top})
         from paradise import tuning
 
-        tuning.apply("malloc")  # opt-in (PARADISE_TUNING): this process ends after the report
+        tuning.apply_for_analysis()  # opt-in (PARADISE_TUNING): this process ends after the report
         from paradise.run import analyze_run, open_run
 
         with open_run(trace, engine=engine.value, scheduler=scheduler, **options) as session:

@@ -100,9 +100,11 @@ def register(app: typer.Typer) -> None:
         """Write one self-contained HTML report that works offline.
 
         It shows utilization, timeline, communication, training, hints, and every characteristic with its evidence."""
+        from paradise import tuning
         from paradise.store import open_trace
         from paradise.store.output import atomic_output, check_output
 
+        tuning.apply_for_analysis()  # opt-in (PARADISE_TUNING): this process ends after the page is written
         limit = budget(memory_limit)
         span = parse_window(window)
         handle = open_trace(trace, limit)

@@ -68,9 +68,11 @@ class SummarizingWriter(pq.ParquetWriter):
 
     def close(self) -> None:
         summary, self._summary = self._summary, None
-        if summary is not None and self.is_open:
-            self.add_key_value_metadata(summary.metadata())
-        super().close()
+        try:
+            if summary is not None and self.is_open:
+                self.add_key_value_metadata(summary.metadata())
+        finally:
+            super().close()  # the file is closed whatever the summary raised
 
     def __exit__(self, exc_type: type[BaseException] | None, *args: Any) -> bool:
         if exc_type is not None:

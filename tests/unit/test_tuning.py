@@ -49,8 +49,23 @@ def test_arrow_pool_knob_reaches_pyarrow(tmp_path):
     assert on.stdout.strip() == "system" and off.stdout.strip() != "system"
 
 
+@pytest.mark.parametrize(("user_pool", "want"), [(None, "system"), ("jemalloc", "jemalloc")])
+def test_arrow_pool_knob_switches_a_loaded_pyarrow(user_pool, want):
+    """Applied after pyarrow is loaded (paradise analyze may load it first), the knob still switches
+    the pool for later allocations, unless the user chose one."""
+    env = {k: v for k, v in os.environ.items() if k not in (tuning.ENV, "ARROW_DEFAULT_MEMORY_POOL")}
+    env[tuning.ENV] = "arrow-pool"
+    if user_pool:
+        env["ARROW_DEFAULT_MEMORY_POOL"] = user_pool
+    code = ("import pyarrow as pa; pa.array(range(10**5)); from paradise import tuning; "
+            "tuning.apply('arrow-pool'); print(pa.default_memory_pool().backend_name, "
+            "pa.array(range(10**5)).buffers()[1].size)")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [want, str(8 * 10**5)]
+
+
 def test_no_other_library_module_tunes_the_machine():
-    banned = ("mallopt", "ARROW_DEFAULT_MEMORY_POOL", "from_address(id(")
+    banned = ("mallopt", "ARROW_DEFAULT_MEMORY_POOL", "set_memory_pool", "from_address(id(")
     hits = [f"{p.relative_to(ROOT)}: {b}" for pkg in ("paradise", "hints", "tracers") for p in (ROOT / pkg).rglob("*.py")
             if p != ROOT / "paradise" / "tuning.py" for b in banned if b in p.read_text()]
     assert hits == []
