@@ -381,9 +381,9 @@ def _write(files: list[_File], shift: dict[Path, int], step_re: re.Pattern, meta
     schema = SCHEMA.with_metadata(meta)
     done = 0
     with SummarizingWriter(final_tmp, schema, output_summary(total), use_dictionary=DICT_COLUMNS,
-                          compression={c: "zstd" if c in ZSTD_COLUMNS else "none" for c in schema.names},
-                          column_encoding=dict.fromkeys(DELTA_COLUMNS, "DELTA_BINARY_PACKED"),
-                          write_statistics=[c for c in schema.names if c not in NO_STATISTICS]) as writer, \
+                           compression={c: "zstd" if c in ZSTD_COLUMNS else "none" for c in schema.names},
+                           column_encoding=dict.fromkeys(DELTA_COLUMNS, "DELTA_BINARY_PACKED"),
+                           write_statistics=[c for c in schema.names if c not in NO_STATISTICS]) as writer, \
             _GroupWriter(writer, meta) as groups:
         pending: list[pa.Table] = []
         rows = 0
