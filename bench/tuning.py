@@ -3,14 +3,14 @@ processes, alternating without and with PARADISE_TUNING=<knob>, and the medians 
 time, peak RSS and minor page faults (the child's own, from wait4) are printed with their ratios.
 
     flock /tmp/paradise-bench.lock python bench/tuning.py [--reps 5] [--events 2e6]
-        [--charm-events 1e7,1e8] [--parts analyze,import,charm] [--dir DIR]
+        [--charm-events 1e7,1e8] [--memory-limit 2GiB] [--parts analyze,import,charm] [--dir DIR]
 
 * analyze: malloc, `paradise analyze --json` of a synthetic charm trace (paradise synth, 8 PEs,
   cached in .bench/);
 * import: arrow-pool, `paradise import kineto` of HTA's ns_resolution_trace rank-0 file
   (../shared/data/real) or, without it, of the small sampled_rank-0 trace;
-* charm: malloc and arrow-pool together, `paradise analyze --json` (default budget) of bench/scale.py's
-  traces (synth charm, a 2-D grid on 64 PEs, imbalance 1.5), one per --charm-events size, made under
+* charm: malloc and arrow-pool together, `paradise analyze --json` (the default budget, or
+  --memory-limit) of bench/scale.py's traces (synth charm, a 2-D grid on 64 PEs, imbalance 1.5), one per --charm-events size, made under
   --dir (kept there for the next run).
 """
 
@@ -83,6 +83,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--events", default="2e6")
     ap.add_argument("--charm-events", default="1e7", help="sizes of the charm part's traces, comma-separated")
+    ap.add_argument("--memory-limit", default=None, help="the charm part's analyze --memory-limit (default: none given)")
     ap.add_argument("--parts", default="analyze,import,charm")
     ap.add_argument("--dir", type=Path, default=CACHE, help="where the charm part's traces are made")
     args = ap.parse_args()
@@ -103,8 +104,10 @@ def main() -> None:
         for events in args.charm_events.split(","):
             trace = synth(args.dir / f"charm-grid-{events}", events, "--kind", "charm", "--pes", "64",
                           "--imbalance", "1.5", "--seed", "7")
-            compare(f"paradise analyze --json (synth charm, {float(events):.0e} rows, 64 PEs, default budget)",
-                    [PARADISE, "analyze", str(trace), "--json"], "malloc,arrow-pool", args.reps)
+            budget = ["--memory-limit", args.memory_limit] if args.memory_limit else []
+            compare(f"paradise analyze --json{''.join(' ' + b for b in budget)} (synth charm, {float(events):.0e} rows, "
+                    f"64 PEs{'' if budget else ', default budget'})",
+                    [PARADISE, "analyze", str(trace), "--json", *budget], "malloc,arrow-pool", args.reps)
 
 
 if __name__ == "__main__":
