@@ -2,8 +2,9 @@
 machines and not others (docs/benchmarks.md, "Process tuning", measures them with bench/tuning.py).
 
 Switched on with PARADISE_TUNING, a comma-separated list of knob names or `all`:
-* `malloc`: glibc's malloc keeps freed memory for reuse (one arena, no mmap for large blocks, no
-  trimming). On virtual machines that return freed guest pages to the host every fresh page costs a
+* `malloc`: glibc's malloc keeps freed memory for reuse (no mmap for large blocks, no trimming; its
+  arenas as usual: one arena for all threads made the event layer's steps side by side contend, 1.10x
+  the user CPU at 10^8 charm rows under 2 GiB, docs/benchmarks.md). On virtual machines that return freed guest pages to the host every fresh page costs a
   host fault; `paradise analyze` frees and reallocates arrays of tens of MB many times. Costs the
   memory it keeps until the process ends. No effect where the C library is not glibc.
 * `arrow-pool`: Arrow allocates from the system allocator instead of its default mimalloc pool, which
@@ -34,8 +35,8 @@ def _glibc_keep_freed_memory() -> None:
     except (OSError, AttributeError):
         return
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    m_trim_threshold, m_top_pad, m_mmap_max, m_arena_max = -1, -2, -4, -8  # <malloc.h>
-    for option, value in ((m_arena_max, 1), (m_mmap_max, 0), (m_trim_threshold, -1), (m_top_pad, 1 << 27)):
+    m_trim_threshold, m_top_pad, m_mmap_max = -1, -2, -4  # <malloc.h>
+    for option, value in ((m_mmap_max, 0), (m_trim_threshold, -1), (m_top_pad, 1 << 27)):
         mallopt(option, value)  # trim threshold -1: never trim
 
 
