@@ -22,7 +22,6 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,13 +36,9 @@ KEYS = ("wall_s", "cpu_s", "user_s", "sys_s", "rss_mib", "minflt_k")
 
 
 def verdicts(tree: Path, trace: Path, extra: list[str], truth: dict | None) -> tuple[dict, str]:
-    """One run of `tree` and its verdicts against `truth` (the output is read from a file: run()
-    keeps only its digest)."""
-    with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        cmd = ["sh", "-c", 'exec "$@" > "$0"', out.name, *command(tree, "analyze", str(trace), "--json", *extra)]
-        r = run(cmd, dict(os.environ))
-        doc = json.loads(Path(out.name).read_text())
-    return r, check(doc, truth) if truth else "no ground truth"
+    """One run of `tree` and its verdicts against `truth`."""
+    r = run(command(tree, "analyze", str(trace), "--json", *extra), dict(os.environ), keep_output=True)
+    return r, check(json.loads(r.pop("output")), truth) if truth else "no ground truth"
 
 
 def main() -> None:

@@ -10,8 +10,8 @@ time, peak RSS and minor page faults (the child's own, from wait4) are printed w
 * import: arrow-pool, `paradise import kineto` of HTA's ns_resolution_trace rank-0 file
   (../shared/data/real) or, without it, of the small sampled_rank-0 trace;
 * charm: malloc and arrow-pool together, `paradise analyze --json` (the default budget, or
-  --memory-limit) of bench/scale.py's traces (synth charm, a 2-D grid on 64 PEs, imbalance 1.5), one per --charm-events size, made under
-  --dir (kept there for the next run).
+  --memory-limit) of bench/scale.py's charm traces (its `generate`), one per --charm-events size,
+  made under --dir and reused from there.
 """
 
 from __future__ import annotations
@@ -33,22 +33,23 @@ PARADISE = str(Path(sys.executable).with_name("paradise"))
 REAL = ROOT.parent / "shared" / "data" / "real" / "hta" / "tests" / "data"
 
 
-def run(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
+def run(cmd: list[str], env: dict[str, str], keep_output: bool = False) -> dict[str, Any]:
     """One fresh process: wall s, CPU s (user + system, and each), peak RSS MiB, minor page faults, and
-    the sha256 of its standard output."""
+    the sha256 of its standard output (with `keep_output`, the output too)."""
     t = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as errf:
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=errf)
         _, status, ru = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t
         out.seek(0)
-        digest = hashlib.sha256(out.read()).hexdigest()
+        output = out.read()
         errf.seek(0)
         err = errf.read().decode(errors="replace")
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"{' '.join(cmd)} failed:\n{err[-2000:]}")
     return {"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "user_s": ru.ru_utime, "sys_s": ru.ru_stime,
-            "rss_mib": ru.ru_maxrss / 1024, "minflt_k": ru.ru_minflt / 1000, "stdout": digest}
+            "rss_mib": ru.ru_maxrss / 1024, "minflt_k": ru.ru_minflt / 1000,
+            "stdout": hashlib.sha256(output).hexdigest(), **({"output": output} if keep_output else {})}
 
 
 def compare(label: str, cmd: list[str], knob: str, reps: int) -> None:
@@ -69,15 +70,6 @@ def compare(label: str, cmd: list[str], knob: str, reps: int) -> None:
     print(f"  standard output: {'the same in every run' if len(outputs) == 1 else f'{len(outputs)} different'}")
 
 
-def synth(out: Path, events: str, *opts: str) -> Path:
-    """A synth trace at `out`, made once (reused while its ground truth file is there)."""
-    if not (out / "synth-truth.json").exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run([PARADISE, "synth", "-o", str(out), "--events", events, *opts, "--force"], check=True,
-                       stdout=subprocess.DEVNULL)
-    return out
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=5)
@@ -90,7 +82,11 @@ def main() -> None:
     parts = set(args.parts.split(","))
     print(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     if "analyze" in parts:
-        trace = synth(CACHE / f"synth-{args.events}", args.events, "--pes", "8")
+        trace = CACHE / f"synth-{args.events}"
+        if not trace.exists():
+            CACHE.mkdir(parents=True, exist_ok=True)
+            subprocess.run([PARADISE, "synth", "-o", str(trace), "--events", args.events, "--pes", "8"], check=True,
+                           stdout=subprocess.DEVNULL)
         compare(f"paradise analyze --json ({args.events} events, 8 PEs)", [PARADISE, "analyze", str(trace), "--json"],
                 "malloc", args.reps)
     if "import" in parts:
@@ -101,9 +97,13 @@ def main() -> None:
                     [PARADISE, "import", "kineto", str(src), "-o", str(Path(tmp) / "k.parquet"), "--force"],
                     "arrow-pool", args.reps)
     if "charm" in parts:
+        sys.path.insert(0, str(ROOT / "bench"))
+        import scale  # the same traces as bench/scale.py's (a 2-D grid on 64 PEs, imbalance 1.5)
+
+        scale.REUSE = True
+        args.dir.mkdir(parents=True, exist_ok=True)
         for events in args.charm_events.split(","):
-            trace = synth(args.dir / f"charm-grid-{events}", events, "--kind", "charm", "--pes", "64",
-                          "--imbalance", "1.5", "--seed", "7")
+            trace = scale.generate("charm", int(float(events)), 64, args.dir)
             budget = ["--memory-limit", args.memory_limit] if args.memory_limit else []
             compare(f"paradise analyze --json{''.join(' ' + b for b in budget)} (synth charm, {float(events):.0e} rows, "
                     f"64 PEs{'' if budget else ', default budget'})",

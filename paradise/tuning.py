@@ -3,10 +3,10 @@ machines and not others (docs/benchmarks.md, "Process tuning", measures them wit
 
 Switched on with PARADISE_TUNING, a comma-separated list of knob names or `all`:
 * `malloc`: glibc's malloc keeps freed memory for reuse (no mmap for large blocks, no trimming; its
-  arenas as usual: one arena for all threads made the event layer's steps side by side contend, 1.10x
-  the user CPU at 10^8 charm rows under 2 GiB, docs/benchmarks.md). On virtual machines that return freed guest pages to the host every fresh page costs a
-  host fault; `paradise analyze` frees and reallocates arrays of tens of MB many times. Costs the
-  memory it keeps until the process ends. No effect where the C library is not glibc.
+  arenas left as glibc makes them, since the event layer's steps allocate from threads side by side).
+  On virtual machines that return freed guest pages to the host every fresh page costs a host fault;
+  `paradise analyze` frees and reallocates arrays of tens of MB many times. Costs the memory it keeps
+  until the process ends. No effect where the C library is not glibc.
 * `arrow-pool`: Arrow allocates from the system allocator instead of its default mimalloc pool, which
   adds 30-40 MB of arenas to the peak of a small `paradise import` and hands freed memory back to the
   system within milliseconds (with `malloc`, `paradise analyze`'s Arrow buffers are kept and reused
