@@ -53,11 +53,12 @@ def build_report(trace_path: Path | TraceHandle, *, hints: Path | None = None,
 
     trace = trace_path if isinstance(trace_path, TraceHandle) else open_trace(trace_path, memory_limit)
     if compare is not None and not isinstance(compare, TraceHandle):
-        compare = open_trace(compare, memory_limit)  # a bad --compare trace or --hints folder fails before the analyses run
-    if hints is not None and not Path(hints).is_dir():
-        from paradise.errors import HintMismatch
+        compare = open_trace(compare, memory_limit)  # a bad --compare trace fails before the analyses run
+    loaded = None
+    if hints is not None:
+        from paradise.whatif import load_hints
 
-        raise HintMismatch(f"{hints}: no such hints directory")
+        loaded = load_hints(trace, hints)  # judged before the analyses: a bad file costs none
     from paradise.report.progress import progress_bar
 
     whatif: dict[str, Any] | None = None
@@ -68,11 +69,11 @@ def build_report(trace_path: Path | TraceHandle, *, hints: Path | None = None,
             bar.stage("figures")
             drawn = gather.gather(session, dicts, window)
             bar.advance(1)
-            if hints is not None:
-                from paradise.whatif import predict_from_hints
+            if loaded is not None:
+                from paradise.whatif import predict
 
                 bar.stage("what-if under the hints")
-                whatif = predict_from_hints(session, hints)  # the analyses' replayer, not a second one
+                whatif = predict(session, loaded)  # the analyses' replayer, not a second one
             bar.advance(1)
         cmp = None
         if compare is not None:

@@ -20,10 +20,14 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Predicted makespan and per-PE load under the hints, beside the baseline replay."""
         from paradise.run import open_run
-        from paradise.whatif import predict_from_hints
+        from paradise.store import open_trace
+        from paradise.whatif import load_hints, predict
 
-        with open_run(trace, memory_limit=budget(memory_limit)) as session:
-            result = predict_from_hints(session, hints)
+        limit = budget(memory_limit)
+        handle = open_trace(trace, limit)
+        loaded = load_hints(handle, hints)  # judged before the engine starts
+        with open_run(handle, memory_limit=limit) as session:
+            result = predict(session, loaded)
         result["trace"] = str(session.trace.path)
         if as_json:
             typer.echo(json.dumps(result, indent=1, sort_keys=True))

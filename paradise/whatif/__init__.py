@@ -18,7 +18,7 @@ from paradise.events.execgraph import LatencyModel
 from paradise.whatif.model import ExecGraph, exec_graph, pe_under, robust_cost
 from paradise.whatif.sim import SimResult, simulate
 
-__all__ = ["Replayer", "ExecGraph", "LatencyModel", "SimResult", "predict_from_hints", "replay_graph"]
+__all__ = ["Replayer", "ExecGraph", "LatencyModel", "SimResult", "load_hints", "predict", "predict_from_hints", "replay_graph"]
 
 
 @dataclass
@@ -190,13 +190,14 @@ def _load(d: Path, kind: Any, trace: Any, pes: int) -> Any:
     return payload
 
 
-def predict_from_hints(session: Any, hints_dir: str | Path) -> dict[str, Any]:
-    """Replays the run's trace under the mapping.json / schedule.json / comm.json found in
-    `hints_dir`, on the session's replayer (the one the analyses used, when they built one)."""
+def load_hints(trace: Any, hints_dir: str | Path) -> dict[str, Any]:
+    """The validated payloads of the replayable hint files in `hints_dir` (kind name -> payload),
+    judged against the open trace as the next run judges them; a missing folder, one without any
+    of the files, or a bad or foreign file is refused (HintMismatch). Cheap: commands call it
+    before they analyze, so that a bad file costs no analysis."""
     from hints.kinds import KINDS
     from paradise.errors import HintMismatch
 
-    trace = session.trace
     d = Path(hints_dir)
     if not d.is_dir():
         raise HintMismatch(f"{d}: no such hints directory")
@@ -205,11 +206,24 @@ def predict_from_hints(session: Any, hints_dir: str | Path) -> dict[str, Any]:
     found = {name: p for name, k in replayed.items() if (p := _load(d, k, trace, pes)) is not None}
     if not found:
         raise HintMismatch(f"{d}: holds none of {', '.join(k.file for k in replayed.values())}")
+    return found
+
+
+def predict(session: Any, hints: dict[str, Any]) -> dict[str, Any]:
+    """Replays the run's trace under the loaded `hints` (load_hints), on the session's replayer
+    (the one the analyses used, when they built one)."""
+    from hints.kinds import KINDS
+
     kwargs: dict[str, Any] = {}
-    for name, payload in found.items():
-        kwargs.update(replayed[name].whatif(payload))
+    for name, payload in hints.items():
+        kwargs.update(KINDS[name].whatif(payload))
     rp = session.get("replayer") or Replayer.from_session(session)  # asked for: replayed whatever its size
     out = rp.replay(**kwargs)
-    out["hints"] = list(found)
+    out["hints"] = list(hints)
     out["pes"] = rp.pes
     return out
+
+
+def predict_from_hints(session: Any, hints_dir: str | Path) -> dict[str, Any]:
+    """predict() under the hint files of `hints_dir` (load_hints)."""
+    return predict(session, load_hints(session.trace, hints_dir))

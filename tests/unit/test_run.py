@@ -76,3 +76,20 @@ def test_the_sparkline_is_binned_on_the_runs_engine(trace):
     assert len(bins) == SPARK_BINS and all(0.0 <= b <= 1.0 for b in bins) and max(bins) > 0
     with pytest.raises(duckdb.ConnectionException):  # no engine of its own: the run's, now closed
         _utilization_bins(session, results)
+
+
+@pytest.mark.parametrize("command", ["report", "whatif"])
+def test_a_bad_hint_file_is_refused_before_any_analysis(trace, tmp_path, cli, command):
+    """The hint files are judged before the run opens its engine: with a trace whose data pages do
+    not decode (any analysis would stop there), the one line names the hint file, not the trace's."""
+    _damage(trace / "pe-00001.parquet")
+    hints = tmp_path / "h"
+    hints.mkdir()
+    (hints / "mapping.json").write_text('{"format": "paradise-hints/1", "kind": "mapping"')
+    out = ["-o", tmp_path / "r.html"] if command == "report" else []
+    rc, _, err = cli(command, trace, "--hints", hints, *out)
+    lines = err.strip().splitlines()
+    assert rc == 2 and len(lines) == 1 and "mapping.json" in lines[0] and "pe-00001" not in lines[0], err
+    assert not (tmp_path / "r.html").exists()
+    rc, _, err = cli("analyze", trace)  # the damage stops an analysis: what the hint check came before
+    assert rc == 2 and "pe-00001.parquet: damaged Parquet data" in err, err
