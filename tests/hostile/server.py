@@ -300,7 +300,9 @@ def preload() -> None:
     import pyarrow  # noqa: F401
     import pyarrow.parquet  # noqa: F401
     import rich.console  # noqa: F401
+    import typer._adapters  # noqa: F401 - typer converts every command's options with pydantic, imported at the first (0.1 s)
 
+    import hints.kinds  # noqa: F401
     import paradise
     import paradise.cli.main  # noqa: F401
 
