@@ -40,6 +40,11 @@ object-step aggregate): a task gets at most step_memory() / TASK_ROW_BYTES rows 
 its work per row stays the same as the trace grows instead of spilling."""
 CONNECT_TIMEOUT_S = 5
 """How long to wait for a scheduler before calling it unreachable."""
+FIRST_TRY_S = 1
+"""A first connect this short; when it fails, one TCP connect tells a refused port (answered at once:
+no scheduler there) from a slow one (tried again for the rest of CONNECT_TIMEOUT_S). A scheduler that
+answers within it never sees that probe, which its log would list as a connection closed before
+the handshake."""
 HANDSHAKE_TIMEOUT_S = 2 * CONNECT_TIMEOUT_S
 """How long to wait for a Client in all (connect, handshake, identity): a port that accepts but
 never answers is given up on after this."""
@@ -173,9 +178,31 @@ def _why(exc: Exception) -> str:
     first = lines[0] if lines else type(exc).__name__
     if isinstance(exc, ValueError):
         return f"not a scheduler address ({first})"
+    if isinstance(exc, ConnectionRefusedError):
+        return f"unreachable: connection refused ({first})"
     if isinstance(exc, (OSError, TimeoutError)):
         return f"unreachable within {CONNECT_TIMEOUT_S} s ({first})"
     return f"cannot connect ({type(exc).__name__}: {first})"
+
+
+def _refused(scheduler: str) -> ConnectionRefusedError | None:
+    """The refusal of a plain TCP connect to a tcp:// or tls:// scheduler address, if it is refused
+    (nothing listens there); None when it connects, times out or is no such address."""
+    import socket
+
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        scheme, loc = parse_address(scheduler)
+        if scheme not in ("tcp", "tls"):
+            return None
+        host, port = parse_host_port(loc)
+        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S - FIRST_TRY_S).close()
+    except ConnectionRefusedError as exc:
+        return exc
+    except (OSError, ValueError, TypeError):
+        return None
+    return None
 
 
 def _client_within(client_cls: Any, scheduler: str) -> Any:
@@ -187,7 +214,13 @@ def _client_within(client_cls: Any, scheduler: str) -> Any:
 
     def connect() -> None:
         try:
-            box["client"] = client_cls(scheduler, timeout=f"{CONNECT_TIMEOUT_S}s")
+            try:
+                box["client"] = client_cls(scheduler, timeout=f"{FIRST_TRY_S}s")
+            except (OSError, TimeoutError):
+                refused = _refused(scheduler)
+                if refused is not None:
+                    raise refused from None
+                box["client"] = client_cls(scheduler, timeout=f"{CONNECT_TIMEOUT_S - FIRST_TRY_S}s")
         except Exception as exc:  # distributed raises many kinds, with long multi-line texts
             box["error"] = exc
 

@@ -385,7 +385,7 @@ def test_analyze_text_report(tmp_path, cli):
         (["{tmp}/missing"], "paradise: error: {tmp}/missing: no such file or directory"),
         (["{tmp}/junk.parquet"], "paradise: error: {tmp}/junk.parquet: not a Parquet file"),
         (["--engine", "dask", "--scheduler", "tcp://127.0.0.1:9", "{trace}"],
-         "paradise: error: dask scheduler tcp://127.0.0.1:9: unreachable within 5 s"),
+         "paradise: error: dask scheduler tcp://127.0.0.1:9: unreachable: connection refused"),
         (["--only", "overview,bogus", "{trace}"],
          "paradise: error: --only 'overview,bogus': unknown analysis 'bogus' (choose from overview, placement"),
         (["--only", ",", "{trace}"], "paradise: error: --only ',': no analysis named"),
