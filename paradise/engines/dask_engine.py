@@ -178,6 +178,8 @@ def _why(exc: Exception) -> str:
     first = lines[0] if lines else type(exc).__name__
     if isinstance(exc, ValueError):
         return f"not a scheduler address ({first})"
+    if isinstance(exc, MemoryError):  # distributed read a frame length from a peer's non-Dask answer
+        return f"the peer answered, but not in the Dask protocol ({first})"
     if isinstance(exc, ConnectionRefusedError):
         return f"unreachable: connection refused ({first})"
     if isinstance(exc, (OSError, TimeoutError)):

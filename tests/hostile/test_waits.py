@@ -1,5 +1,6 @@
 """Network waits are bounded and named: a --scheduler port that accepts TCP but never speaks
-(a listener of this test that accepts and stays silent) ends in one line naming the wait."""
+(a listener of this test that accepts and stays silent) ends in one line naming the wait, and one
+that answers in another protocol (an HTTP server's first line) in one line saying so."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from tests.hostile import make
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _silent_listener() -> tuple[socket.socket, list[socket.socket]]:
+def _silent_listener(answer: bytes = b"") -> tuple[socket.socket, list[socket.socket]]:
+    """A listener that accepts every connection and holds it, first sending `answer`."""
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
     srv.listen(16)
@@ -25,7 +27,10 @@ def _silent_listener() -> tuple[socket.socket, list[socket.socket]]:
     def accept() -> None:
         while True:
             try:
-                held.append(srv.accept()[0])
+                conn = srv.accept()[0]
+                held.append(conn)
+                if answer:
+                    conn.sendall(answer)
             except OSError:
                 return
 
@@ -33,9 +38,9 @@ def _silent_listener() -> tuple[socket.socket, list[socket.socket]]:
     return srv, held
 
 
-def test_scheduler_that_accepts_but_never_speaks(tmp_path):
+def _analyze_against(tmp_path: Path, answer: bytes = b"") -> tuple[subprocess.CompletedProcess, str, list]:
     make.charm_trace(tmp_path)
-    srv, held = _silent_listener()
+    srv, held = _silent_listener(answer)
     addr = f"tcp://127.0.0.1:{srv.getsockname()[1]}"
     env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path), TERM="dumb")
     try:
@@ -45,7 +50,21 @@ def test_scheduler_that_accepts_but_never_speaks(tmp_path):
         srv.close()
         for c in held:
             c.close()
+    return r, addr, held
+
+
+def test_scheduler_that_accepts_but_never_speaks(tmp_path):
+    r, addr, held = _analyze_against(tmp_path)
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert r.returncode == 2 and len(lines) == 1, r.stderr
     assert addr in lines[0] and f"within {HANDSHAKE_TIMEOUT_S} s" in lines[0], lines[0]
+    assert held, "the command never connected to the listener"
+
+
+def test_scheduler_address_of_another_protocol(tmp_path):
+    """An HTTP answer read as a Dask frame header asks for exabytes: one line, not a MemoryError."""
+    r, addr, held = _analyze_against(tmp_path, b"HTTP/1.0 426 Upgrade Required\r\nconnection: close\r\n\r\n")
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(lines) == 1, r.stderr
+    assert addr in lines[0] and "not in the Dask protocol" in lines[0], lines[0]
     assert held, "the command never connected to the listener"
