@@ -90,6 +90,7 @@ def test_bucket_collectives_match_across_ranks(traced):
 def test_metadata_has_placement_and_clock(traced):
     out, _ = traced
     meta = open_trace(out).file_metadata
+    assert len(meta) == 2  # one file per rank, each checked
     for m in meta:
         assert len(m["hosts"]) == 2 and m["extra"]["backend"] == "gloo"
         assert m["extra"]["devices"] == ["cpu", "cpu"]

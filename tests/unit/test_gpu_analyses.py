@@ -63,6 +63,7 @@ def test_idle_gaps_per_stream_sum_to_the_raw_gaps(results, raw):
     per = collections.defaultdict(list)
     for e in dev:
         per[e["args"]["stream"]].append((_ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])))
+    assert {s["stream"] for s in results["gpu_idle"]["streams"]} == set(per)  # every stream, each checked
     for s in results["gpu_idle"]["streams"]:
         iv = sorted(per[s["stream"]])
         assert s["idle_ns"] == sum(max(b[0] - a[1], 0) for a, b in zip(iv, iv[1:]))
@@ -75,6 +76,7 @@ def test_queue_length_from_launches_and_ends(results, raw):
         h = host.get(e["args"].get("correlation"))
         if h is not None:
             edges[e["args"]["stream"]] += [(_ns(h["ts"]), 1), (_ns(e["ts"]) + _ns(e["dur"]), -1)]
+    assert {s["stream"] for s in results["gpu_queue"]["streams"]} == set(edges)  # every stream, each checked
     for s in results["gpu_queue"]["streams"]:
         q, lengths = 0, []
         for _, d in sorted(edges[s["stream"]]):
@@ -112,6 +114,7 @@ def test_per_step_types_follow_the_launching_step(results, raw):
         h = host.get(e["args"].get("correlation"))
         return None if h is None else next((n for a, b, n in windows if a <= _ns(h["ts"]) < b), None)
 
+    assert results["gpu_kernels"]["steps"] and windows  # steps to check
     for row in results["gpu_kernels"]["steps"]:
         comp = [(_ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])) for e in dev
                 if _type(e) == "computation" and step_of(e) == row["step"]]

@@ -56,6 +56,7 @@ def test_busy_plus_idle_is_span_on_every_pe(tmp_path):
 def test_torch_busy_is_union_of_nested_and_concurrent_rows(tmp_path):
     b = torch_like(ranks=2, steps=3)
     result = _analyze(b.write(tmp_path / "t"))
+    assert [row["pe"] for row in result["per_pe"]] == [0, 1]
     for row in result["per_pe"]:
         running = [(r["t0"], r["t1"]) for r in b.rows[row["pe"]] if r["kind"] in ("exec", "phase")]
         execs = [(r["t0"], r["t1"]) for r in b.rows[row["pe"]] if r["kind"] == "exec"]
@@ -76,6 +77,7 @@ def test_accounting_matches_oracle(rows):
         b.add(pe, kind, t0, None if kind == "mark" else t0 + dur, name="op")
     with tempfile.TemporaryDirectory() as d:
         result = _analyze(b.write(Path(d) / "t"))
+    assert {row["pe"] for row in result["per_pe"]} == {pe for pe, *_ in rows}  # every PE with rows, each checked
     for row in result["per_pe"]:
         mine = [(t0, t0 + d, k) for pe, k, t0, d in rows if pe == row["pe"]]
         busy = union_length([(a, z) for a, z, k in mine if k in ("exec", "phase")])

@@ -108,6 +108,7 @@ def test_import_metadata_and_schema(imported, name, program, cli):
 @pytest.mark.parametrize("name,folder", [("pingpong", PINGPONG), ("hello", HELLO)])
 def test_row_counts_follow_the_records(imported, real_data, name, folder):
     recs = raw_records(real_data / folder)
+    assert recs and all(recs.values())  # every PE's log has records to count
     for pe, rs in recs.items():
         kinds = [r[0] for r in rs]
         got = dict(q(imported[name], f"SELECT kind, count(*) FROM events WHERE pe = {pe} GROUP BY kind"))
@@ -123,6 +124,7 @@ def test_busy_and_idle_totals_match_naive_sums(imported, real_data, name, folder
     got = {(k, pe): v for k, pe, v in q(imported[name], f"SELECT 'exec', pe, sum(t1 - t0) FROM ({RUNNING}) GROUP BY ALL "
                                                          "UNION ALL SELECT kind, pe, sum(t1 - t0) FROM events "
                                                          "WHERE kind = 'idle' GROUP BY ALL")}
+    assert busy and {pe for _, pe in got} == set(busy)  # the same PEs, each checked
     for pe in busy:
         assert got[("exec", pe)] == busy[pe]
         assert got[("idle", pe)] == idle[pe]
@@ -360,6 +362,7 @@ def test_pe_span_starts_at_begin_computation(imported, real_data):
     with DuckDBEngine(trace) as eng:
         res = overview.analyze(Session(eng, trace), AnalysisConfig())
     busy, _ = naive_busy_idle(recs)
+    assert sorted(row["pe"] for row in res.sections["per_pe"]) == sorted(recs)  # every PE, each checked
     for row in res.sections["per_pe"]:
         rs = recs[row["pe"]]
         begin, end = (int(next(r[1] for r in rs if r[0] == k)) for k in ("6", "7"))
@@ -369,7 +372,9 @@ def test_pe_span_starts_at_begin_computation(imported, real_data):
 
 
 def test_pack_and_unpack_intervals_kept(imported, real_data):
-    for pe, rs in raw_records(real_data / PINGPONG).items():
+    recs = raw_records(real_data / PINGPONG)
+    assert len(recs) == 2  # ping-pong's two PEs
+    for pe, rs in recs.items():
         kinds = [r[0] for r in rs]
         got = dict(q(imported["pingpong"], f"SELECT cat, count(*) FROM events WHERE kind = 'mark' AND pe = {pe} "
                                            "GROUP BY cat"))
