@@ -17,7 +17,7 @@ from tests.hostile import make
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _silent_listener(answer: bytes = b"") -> tuple[socket.socket, list[socket.socket]]:
+def _listener(answer: bytes = b"") -> tuple[socket.socket, list[socket.socket]]:
     """A listener that accepts every connection and holds it, first sending `answer`."""
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
@@ -40,7 +40,7 @@ def _silent_listener(answer: bytes = b"") -> tuple[socket.socket, list[socket.so
 
 def _analyze_against(tmp_path: Path, answer: bytes = b"") -> tuple[subprocess.CompletedProcess, str, list]:
     make.charm_trace(tmp_path)
-    srv, held = _silent_listener(answer)
+    srv, held = _listener(answer)
     addr = f"tcp://127.0.0.1:{srv.getsockname()[1]}"
     env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path), TERM="dumb")
     try:
