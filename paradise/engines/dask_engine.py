@@ -18,6 +18,7 @@ the run stops with one line; so does a run left without any worker for NO_WORKER
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -182,8 +183,8 @@ def _why(exc: Exception) -> str:
         return f"the peer answered, but not in the Dask protocol ({first})"
     if isinstance(exc, ConnectionRefusedError):
         return f"unreachable: connection refused ({first})"
-    if isinstance(exc, (OSError, TimeoutError)):
-        return f"unreachable within {CONNECT_TIMEOUT_S} s ({first})"
+    if isinstance(exc, (OSError, TimeoutError)):  # distributed names its last try's timeout, not the whole wait
+        return f"unreachable within {CONNECT_TIMEOUT_S} s ({re.sub(r' after [0-9.]+ ?s$', '', first)})"
     return f"cannot connect ({type(exc).__name__}: {first})"
 
 

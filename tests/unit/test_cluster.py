@@ -267,3 +267,11 @@ def test_bad_sizes(text, msg):
     with pytest.raises(InvalidOption) as err:
         parse_size(text)
     assert str(err.value) == msg
+
+
+def test_an_unreachable_scheduler_line_names_the_whole_wait():
+    """The Client tries twice (FIRST_TRY_S, then the rest of CONNECT_TIMEOUT_S); distributed's text
+    names its last try's timeout, which the line leaves out: it says the whole wait."""
+    line = de._why(OSError("Timed out trying to connect to tcp://head:8786 after 4 s"))
+    assert line == f"unreachable within {de.CONNECT_TIMEOUT_S} s (Timed out trying to connect to tcp://head:8786)"
+    assert de._why(ConnectionRefusedError(111, "Connection refused")).startswith("unreachable: connection refused")
