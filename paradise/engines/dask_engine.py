@@ -193,9 +193,9 @@ def _refused(scheduler: str) -> ConnectionRefusedError | None:
     (nothing listens there); None when it connects, times out or is no such address."""
     import socket
 
-    from distributed.comm.addressing import parse_address, parse_host_port
-
     try:
+        from distributed.comm.addressing import parse_address, parse_host_port
+
         scheme, loc = parse_address(scheduler)
         if scheme not in ("tcp", "tls"):
             return None
@@ -203,7 +203,7 @@ def _refused(scheduler: str) -> ConnectionRefusedError | None:
         socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S - FIRST_TRY_S).close()
     except ConnectionRefusedError as exc:
         return exc
-    except (OSError, ValueError, TypeError):
+    except (OSError, ValueError, TypeError, ImportError):
         return None
     return None
 

@@ -293,6 +293,7 @@ def run_cases(base: Path, ids: list[str], emit) -> None:
 
 def preload() -> None:
     """Imports what most commands need, once, so each child starts warm."""
+    import contextlib
     import importlib
     import pkgutil
 
@@ -300,7 +301,8 @@ def preload() -> None:
     import pyarrow  # noqa: F401
     import pyarrow.parquet  # noqa: F401
     import rich.console  # noqa: F401
-    import typer._adapters  # noqa: F401 - typer converts every command's options with pydantic, imported at the first (0.1 s)
+    with contextlib.suppress(ImportError):  # typer 0.29 converts options with pydantic, imported at the first command (0.1 s)
+        import typer._adapters  # noqa: F401
 
     import hints.kinds  # noqa: F401
     import paradise
