@@ -83,10 +83,10 @@ def main() -> None:
     print(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     if "analyze" in parts:
         trace = CACHE / f"synth-{args.events}"
-        if not trace.exists():
+        if not (trace / "synth-truth.json").exists():  # made once; a trace left half-written is made again
             CACHE.mkdir(parents=True, exist_ok=True)
-            subprocess.run([PARADISE, "synth", "-o", str(trace), "--events", args.events, "--pes", "8"], check=True,
-                           stdout=subprocess.DEVNULL)
+            subprocess.run([PARADISE, "synth", "-o", str(trace), "--events", args.events, "--pes", "8", "--force"],
+                           check=True, stdout=subprocess.DEVNULL)
         compare(f"paradise analyze --json ({args.events} events, 8 PEs)", [PARADISE, "analyze", str(trace), "--json"],
                 "malloc", args.reps)
     if "import" in parts:
