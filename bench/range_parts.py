@@ -132,9 +132,9 @@ def one_case(trace_dir: str, memory: str, ks: list[int], bs: list[int], root: st
         edges = partitions.bucket_edges(con, deliveries)
         p.mark("bucket_edges")
         out = tempfile.mkdtemp(prefix="bucket-parts-", dir=os.path.dirname(os.path.abspath(root)))
-        pq.write_table(edges, os.path.join(out, "e.parquet"), **partitions._writer(edges.schema))
+        pq.write_table(edges, os.path.join(out, "e.parquet"), **partitions.file_options(edges.schema))
         p.mark("write edges")
-        pq.write_table(graph, os.path.join(out, "g.parquet"), **partitions._writer(graph.schema))
+        pq.write_table(graph, os.path.join(out, "g.parquet"), **partitions.file_options(graph.schema))
         p.mark("write graph")
         print(f" bucket {b}: {len(x):,} execs, {len(s):,} sends in {len(files_x) - 1} + {len(files_s) - 1} files; "
               f"graph file {_size(out):.0f} MiB")

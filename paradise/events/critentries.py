@@ -85,7 +85,7 @@ def whole_step(con: Any, files: None, params: dict[str, Any]) -> pa.Table:
     return query_tables({ROWS: rows}, load_sql(QUERY), id_lo=ID_MIN, id_hi=ID_MAX, **params)
 
 
-def path_entries(engine: Any, parts: tuple[str, ...], lo: list[int], hi: list[int], cost: dict[str, float]
+def path_entries(engine: Any, parts: tuple[Any, ...], lo: list[int], hi: list[int], cost: dict[str, float]
                  ) -> pa.Table:
     """events_critical_entries over the path (segments [lo, hi]) with the message cost `cost`
     (a_ns, ns_per_byte, local_ns): range steps over the graph's buckets (`parts`; none: the

@@ -13,6 +13,7 @@ time and writes its rows into `msg`-hash buckets; the send -> exec join then run
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from paradise.errors import disk_full
-from paradise.events import graphread, msgedges, partitions
+from paradise.events import graphread, keptparts, msgedges, partitions
 
 LATENCY_FIT_QUANTILE = 0.9
 """Gaps above this quantile are dropped before fitting (queueing noise, clock jitter)."""
@@ -72,9 +73,12 @@ class ExecGraphInfo:
     max_pe: int
     last_id: int | None
     last_t1: int | None
-    parts: tuple[str, ...] = ()
-    """The graph's bucket files, which its readers read one at a time (paradise.events.graphread);
-    none: the engine's one-bucket table TABLE."""
+    parts: tuple[Any, ...] = field(default=(), compare=False)
+    """The graph's buckets, which its readers read one at a time (paradise.events.graphread): each
+    its file, or its rows kept as an Arrow table (paradise.events.keptparts); none: the engine's
+    one-bucket table TABLE."""
+    root: str = field(default="", compare=False)
+    """The partition directory, where view() writes the kept buckets' files."""
     pe_first: dict[int, int] = field(default_factory=dict)
     """Each PE's first exec: its id -> its start (events_exec_pe_stats), where a critical path
     without a cycle begins."""
@@ -124,12 +128,15 @@ def _range_files(trace: Any, lo: int, hi: int) -> list[str]:
             if meta.get("pe") is None or lo <= int(meta["pe"]) <= hi]
 
 
-def materialize(engine: Any, chunk_execs: int | None = None, buckets: int | None = None) -> ExecGraphInfo:
+def materialize(engine: Any, chunk_execs: int | None = None, buckets: int | None = None,
+                kept_bytes: int | None = None) -> ExecGraphInfo:
     """Builds the graph in partitions (paradise.events.partitions: range steps, then bucket steps,
     sized from the engine's memory per step, shared by the steps its threads run side by side
-    (partition_memory), unless given), makes `exec_graph` the view of its bucket
-    files, and returns its summary. One bucket on an engine that keeps tables in memory
-    (`native_steps`: DuckDB) skips the files: `exec_graph` is then a table, at in-memory speed."""
+    (partition_memory), unless given) and returns its summary. One bucket on an engine that keeps
+    tables in memory (`native_steps`: DuckDB) skips the files: `exec_graph` is then a table, at
+    in-memory speed. Otherwise such an engine keeps partitions as Arrow tables up to `kept_bytes`
+    (default: keptparts.allowance of its budget) instead of writing them, and `exec_graph` becomes
+    the view of the bucket files when every bucket has one, else at view()."""
     pes = _pe_table(engine)
     pe_execs = list(zip(pes.column("pe").to_pylist(), pes.column("execs").to_pylist()))
     execs = sum(n for _, n in pe_execs)
@@ -139,7 +146,13 @@ def materialize(engine: Any, chunk_execs: int | None = None, buckets: int | None
     chunk, n_buckets = chunk_execs or chunk, buckets or n_buckets
     ranges = pe_ranges(pe_execs, chunk)
     run_t0 = int(pc.min(pes.column("pe_t0")).as_py() or 0) if len(pes) else 0
-    native = n_buckets == 1 and getattr(engine, "native_steps", False)
+    in_process = getattr(engine, "native_steps", False)
+    native = n_buckets == 1 and in_process
+    kept = None
+    if in_process and not native:
+        room = keptparts.allowance(engine.memory_limit, engine.step_memory()) if kept_bytes is None else kept_bytes
+        kept = keptparts.KeptParts(room) if room > 0 else None
+    with_kept = {"kept": kept} if kept is not None else {}
     root = "" if native else engine.scratch_dir("execgraph-")
     if not native:
         try:
@@ -150,7 +163,7 @@ def materialize(engine: Any, chunk_execs: int | None = None, buckets: int | None
             raise
     largest = max((n for _, n in pe_execs), default=1)  # a range holds one PE larger than `chunk`
     engine.run_steps(partitions.range_step, [{"root": root, "i": i, "lo": lo, "hi": hi, "buckets": n_buckets,
-                                              "native": native, "pes": pes if native else None}
+                                              "native": native, "pes": pes if native else None, **with_kept}
                                              for i, (lo, hi) in enumerate(ranges)],
                      files=[_range_files(engine.trace, lo, hi) for lo, hi in ranges],
                      step_bytes=None if native else max(chunk, largest) * partitions.RANGE_EXEC_BYTES)
@@ -158,18 +171,40 @@ def materialize(engine: Any, chunk_execs: int | None = None, buckets: int | None
         edges = engine.run_steps(partitions.native_graph, [{"table": TABLE, "run_t0": run_t0}], files=[[]])
     else:
         per_bucket = max(1, math.ceil(execs / n_buckets))
-        edges = engine.run_steps(partitions.bucket_step, [{"root": root, "b": b, "run_t0": run_t0}
+        edges = engine.run_steps(partitions.bucket_step, [{"root": root, "b": b, "run_t0": run_t0, **with_kept}
                                                           for b in range(n_buckets)], files=[[] for _ in range(n_buckets)],
                                  step_bytes=per_bucket * partitions.BUCKET_EXEC_BYTES)
-        engine.execute(partitions.graph_view_sql(TABLE, [partitions.graph_file(root, b) for b in range(n_buckets)]))
-    parts = () if native else tuple(partitions.graph_file(root, b) for b in range(n_buckets))
+    held = kept.graphs if kept is not None else {}
+    parts = () if native else tuple(held.get(b, partitions.graph_file(root, b)) for b in range(n_buckets))
+    if not native and not held:
+        engine.execute(partitions.graph_view_sql(TABLE, list(parts)))
     row = graphread.merged(engine, parts, "events_exec_summary").to_pylist()[0]
     n = int(row["execs"] or 0)
     return ExecGraphInfo(execs=n, t_min=int(row["t_min"] or 0), t_max=int(row["t_max"] or 0),
                          max_pe=int(row["max_pe"] or 0), last_id=row["last_id"], last_t1=row["last_t1"],
-                         parts=parts, pe_first=dict(zip(pes.column("off").to_pylist(),
-                                                        pes.column("pe_t0").to_pylist())),
+                         parts=parts, root=root, pe_first=dict(zip(pes.column("off").to_pylist(),
+                                                                   pes.column("pe_t0").to_pylist())),
                          edges=msgedges.merged(edges))
+
+
+def view(engine: Any, info: ExecGraphInfo) -> str:
+    """The engine view TABLE over the whole graph, for queries that read it at once (the report's
+    critical segments, the what-if replay): the kept buckets are written to their files first, once."""
+    if not any(isinstance(p, pa.Table) for p in info.parts):
+        return TABLE
+    files = [partitions.graph_file(info.root, b) for b in range(len(info.parts))]
+    try:
+        for path, part in zip(files, info.parts):
+            if isinstance(part, pa.Table) and not os.path.exists(path):
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                pq.write_table(part, path + ".tmp", **partitions.file_options(part.schema))
+                os.replace(path + ".tmp", path)
+    except OSError as exc:
+        if hasattr(engine, "scratch_unwritable") and disk_full(exc):
+            raise engine.scratch_unwritable(exc) from None
+        raise
+    engine.execute(partitions.graph_view_sql(TABLE, files))
+    return TABLE
 
 
 def latency_samples(engine: Any, info: ExecGraphInfo) -> dict[str, Any]:

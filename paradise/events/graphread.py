@@ -1,7 +1,7 @@
 """Readers of the exec graph a bucket at a time, and their exact merges.
 
 A reader step runs one SQL file over one bucket of the graph (the temp view `graph_part`: a bucket's
-Parquet file, or the engine's table of a one-bucket graph) and returns a small Arrow table; the
+Parquet file or its rows kept in the client's memory, or the engine's table of a one-bucket graph) and returns a small Arrow table; the
 engine runs the steps (DuckDB: one after another; Dask: as tasks over its workers, so that no
 process reads the whole graph), and the client merges them: by the SQL's `-- merge:` rule (sums,
 counts, extremes), as a union of rows, or, for the message cost fit, quantiles from merged counts
@@ -33,31 +33,41 @@ EXACT_VALUES_MAX = 1 << 16
 """...unless a bucket's samples have at most this many distinct values: then they stay exact."""
 
 
-def reader_step(con: Any, name: str, files: list[str] | None, params: dict[str, Any]) -> pa.Table:
-    """Query `name` over one bucket (`files`: its graph file; None: the engine's whole table), in
-    the step's connection."""
-    source = f"read_parquet({partitions._files(files)})" if files else WHOLE
+KEPT = "graph_part_kept"
+"""The name a kept bucket (an Arrow table in the client's memory, paradise.events.keptparts) is
+registered under in a reader step's connection."""
+
+
+def reader_step(con: Any, name: str, files: list[Any] | None, params: dict[str, Any]) -> pa.Table:
+    """Query `name` over one bucket (`files`: its graph file, or its rows kept as an Arrow table;
+    None: the engine's whole table), in the step's connection."""
+    kept = bool(files) and isinstance(files[0], pa.Table)
+    if kept:
+        con.register(KEPT, files[0])
+    source = KEPT if kept else f"read_parquet({partitions._files(files)})" if files else WHOLE
     con.execute(f"CREATE OR REPLACE TEMP VIEW {PART} AS SELECT * FROM {source}")
     try:
         return con.sql(load_sql(name), params=params or None).to_arrow_table()
     finally:
         con.execute(f"DROP VIEW IF EXISTS {PART}")
+        if kept:
+            con.unregister(KEPT)
 
 
-def read(engine: Any, parts: tuple[str, ...], name: str, **params: Any) -> list[pa.Table]:
-    """Query `name`'s result in every bucket of the graph (`parts`: its files; none: the engine's
-    one-bucket table), one engine step each."""
+def read(engine: Any, parts: tuple[Any, ...], name: str, **params: Any) -> list[pa.Table]:
+    """Query `name`'s result in every bucket of the graph (`parts`: its files or kept tables; none:
+    the engine's one-bucket table), one engine step each."""
     items = [{"name": name, "files": [f], "params": params} for f in parts] or [
         {"name": name, "files": None, "params": params}]
     return engine.run_steps(reader_step, items, files=[[] for _ in items])
 
 
-def merged(engine: Any, parts: tuple[str, ...], name: str, **params: Any) -> pa.Table:
+def merged(engine: Any, parts: tuple[Any, ...], name: str, **params: Any) -> pa.Table:
     """Query `name` over the whole graph: the buckets' results merged by its `-- merge:` rule."""
     return merge_partials(read(engine, parts, name, **params), parse_merge_rule(load_sql(name), name), name)
 
 
-def united(engine: Any, parts: tuple[str, ...], name: str, **params: Any) -> pa.Table:
+def united(engine: Any, parts: tuple[Any, ...], name: str, **params: Any) -> pa.Table:
     """Query `name`'s rows over the whole graph: the buckets' rows together (each exec is in one bucket)."""
     return pa.concat_tables(read(engine, parts, name, **params))
 

@@ -3,6 +3,10 @@ function of (a DuckDB connection over the trace's rows, a range or a bucket, the
 directory) that writes Parquet files there. The embedded engine runs them one after another in
 its own connection; Dask runs them as tasks on its workers (paradise.engines.dask_engine).
 
+An engine that runs the steps in its own process may keep partitions as Arrow tables in its memory
+instead of these files, within what the budget leaves over (paradise.events.keptparts): a range's
+rows by bucket, and a bucket's graph rows.
+
 Layout of the partition directory (on a path every worker sees):
   pes.parquet                     each PE's exec count, first id and first start (the client's)
   execs/bucket=B/rI_0.parquet     the execs of range I whose message hashes to bucket B
@@ -19,6 +23,7 @@ from __future__ import annotations
 import glob
 import math
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -28,6 +33,7 @@ import pyarrow.parquet as pq
 
 from paradise.engines import load_sql
 from paradise.events import bucketjoin, rangerows
+from paradise.events.keptparts import KeptParts
 from paradise.format.arrays import from_numpy, one_array, to_numpy
 
 RANGE_EXEC_BYTES = 512
@@ -133,11 +139,12 @@ def pes_file(root: str) -> str:
 
 
 def range_step(con: Any, root: str, i: int, lo: int, hi: int, buckets: int, native: bool = False,
-               pes: Any = None) -> None:
+               pes: Any = None, kept: KeptParts | None = None) -> None:
     """Range step I: numbers the execs of PEs lo..hi and finds each of their send rows' sending exec
-    (paradise.events.rangerows, over the files' row order) and writes both, by bucket, under `root`;
-    `native` (one bucket in the embedded engine's memory): appends them to its tables NATIVE
-    instead. `pes` (each PE's first id, Arrow) is read from pes.parquet when not given in-process."""
+    (paradise.events.rangerows, over the files' row order) and writes both, by bucket, under `root`,
+    or keeps them in `kept` when its allowance holds the range; `native` (one bucket in the embedded
+    engine's memory): appends them to its tables NATIVE instead. `pes` (each PE's first id, Arrow) is
+    read from pes.parquet when not given in-process."""
     pes = pes if pes is not None else pq.read_table(pes_file(root))
     execs, unended = rangerows.exec_rows(con, lo, hi, pes)
     sends = rangerows.send_rows(con, lo, hi, execs)
@@ -156,9 +163,15 @@ def range_step(con: Any, root: str, i: int, lo: int, hi: int, buckets: int, nati
     b_execs = rangerows.buckets_of(execs.column("msg"), ids, buckets)
     b_sends = rangerows.buckets_of(sends.column("msg"), None, buckets)
     execs, sends = coded(execs), coded(sends)  # the strings freed before the writes' copies
-    write_buckets(root, EXECS, i, execs, b_execs, buckets)
-    del execs
-    write_buckets(root, SENDS, i, sends, b_sends, buckets)
+    if i == 0:  # the parts' schemas (no rows): what a bucket without rows reads
+        for part, rows in ((EXECS, execs), (SENDS, sends)):
+            pq.write_table(rows.schema.empty_table(), os.path.join(root, part + ".parquet"),
+                           **file_options(rows.schema, statistics=False))
+    keep = kept is not None and kept.reserve(execs.nbytes + sends.nbytes)
+    store = (lambda *a: keep_buckets(kept, *a)) if keep else (lambda *a: write_buckets(root, *a))
+    store(EXECS, i, execs, b_execs, buckets)
+    del execs  # freed before the sends' copies
+    store(SENDS, i, sends, b_sends, buckets)
 
 
 def coded(rows: pa.Table) -> pa.Table:
@@ -169,34 +182,49 @@ def coded(rows: pa.Table) -> pa.Table:
                      else rows.column(f.name) for f in rows.schema], names=rows.column_names)
 
 
+def by_bucket(rows: pa.Table, bucket: np.ndarray, buckets: int, own: bool = False) -> Iterator[tuple[int, pa.Table]]:
+    """(bucket, its rows) of `rows`, WRITE_CHUNK_ROWS at a time, in row order: each chunk put in bucket
+    order by one take and sliced, or, with `own`, each chunk's rows of one bucket taken into buffers of
+    their own (kept rows, freed when their bucket is done, whichever other buckets are not). The work
+    per row grows neither with the bucket count nor with the range's size, and no copy of the whole
+    range is made."""
+    for start in range(0, len(rows), WRITE_CHUNK_ROWS):
+        piece, codes = rows.slice(start, WRITE_CHUNK_ROWS), bucket[start:start + WRITE_CHUNK_ROWS]
+        order = np.argsort(codes.astype(np.int16) if buckets < 2**15 else codes, kind="stable")  # int16: radix
+        bounds = np.searchsorted(codes[order], np.arange(buckets + 1))
+        order = order.astype(np.int64)
+        if not own:
+            piece = piece.take(from_numpy(order))
+        for b in np.flatnonzero(np.diff(bounds)):
+            lo, hi = int(bounds[b]), int(bounds[b + 1])
+            yield int(b), piece.take(from_numpy(order[lo:hi])) if own else piece.slice(lo, hi - lo)
+
+
 def write_buckets(root: str, part: str, i: int, rows: pa.Table, bucket: np.ndarray, buckets: int) -> None:
     """Range i's rows of `part` into one file per bucket that has any (part/bucket=B/rI_0.parquet),
-    and, from range 0, the part's schema file (no rows). The rows go WRITE_CHUNK_ROWS at a time,
-    each chunk put in bucket order by one take and its buckets' slices appended to their files as row
-    groups: the work per row grows neither with the bucket count nor with the range's size, no copy
-    of the whole range is made, and each file keeps the range's row order."""
+    each chunk's slices (by_bucket) appended to their files as row groups, so that each file keeps
+    the range's row order."""
     writers: dict[int, pq.ParquetWriter] = {}
-    options = _writer(rows.schema, statistics=False)
+    options = file_options(rows.schema, statistics=False)
     try:
-        for start in range(0, len(rows), WRITE_CHUNK_ROWS):
-            piece, codes = rows.slice(start, WRITE_CHUNK_ROWS), bucket[start:start + WRITE_CHUNK_ROWS]
-            order = np.argsort(codes.astype(np.int16) if buckets < 2**15 else codes, kind="stable")  # int16: radix
-            bounds = np.searchsorted(codes[order], np.arange(buckets + 1))
-            piece = piece.take(from_numpy(order.astype(np.int64)))
-            for b in np.flatnonzero(np.diff(bounds)):
-                if b not in writers:
-                    folder = os.path.join(root, part, f"bucket={int(b)}")
-                    os.makedirs(folder, exist_ok=True)
-                    writers[b] = pq.ParquetWriter(os.path.join(folder, f"r{int(i)}_0.parquet"), rows.schema, **options)
-                writers[b].write_table(piece.slice(bounds[b], bounds[b + 1] - bounds[b]))
+        for b, piece in by_bucket(rows, bucket, buckets):
+            if b not in writers:
+                folder = os.path.join(root, part, f"bucket={b}")
+                os.makedirs(folder, exist_ok=True)
+                writers[b] = pq.ParquetWriter(os.path.join(folder, f"r{int(i)}_0.parquet"), rows.schema, **options)
+            writers[b].write_table(piece)
     finally:
         for w in writers.values():
             w.close()
-    if i == 0:
-        pq.write_table(rows.schema.empty_table(), os.path.join(root, part + ".parquet"), **options)
 
 
-def _writer(schema: pa.Schema, statistics: bool = True) -> dict[str, Any]:
+def keep_buckets(kept: KeptParts, part: str, i: int, rows: pa.Table, bucket: np.ndarray, buckets: int) -> None:
+    """Range i's rows of `part` kept by bucket in `kept` (its allowance reserved by the caller)."""
+    for b, piece in by_bucket(rows, bucket, buckets, own=True):
+        kept.put(part, b, i, piece)
+
+
+def file_options(schema: pa.Schema, statistics: bool = True) -> dict[str, Any]:
     """How the range and bucket steps' files are written: integers delta-encoded, strings (and the
     dictionaries the bucket steps read them as) by dictionary, then lz4: about a quarter less CPU to
     write and a third less to read than zstd at its fastest level, for files a quarter larger, which
@@ -255,30 +283,39 @@ def edges_file(root: str, b: int) -> str:
     return os.path.join(root, EDGES, f"b{int(b)}.parquet")
 
 
-def _read(files: list[str]) -> pa.Table:
-    """The rows of partition files, strings as their files' dictionaries (decoding them to strings,
+def _read(files: list[str], held: list[tuple[int, pa.Table]] | None = None) -> pa.Table:
+    """A bucket's rows of one part: its files (bucket_files: the schema file last, read last) and the
+    rows kept for it (`held`: (range, rows)) among them in the order of the ranges' file names, as if
+    every range had written its file; strings as their files' dictionaries (decoding them to strings,
     as DuckDB's reader does, costs more than the rest of the read; the takes of the join then move
-    codes) on one thread (a step runs beside others)."""
+    codes), on one thread (a step runs beside others)."""
     schema = pq.read_schema(files[-1])
     strings = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_dictionary(f.type)]
-    return pa.concat_tables([pq.read_table(f, use_threads=False, read_dictionary=strings) for f in files])
+    sources = sorted([(os.path.basename(f), n, f) for n, f in enumerate(files[:-1])]
+                     + [(f"r{i}_0.parquet", n, t) for n, (i, t) in enumerate(held or [])], key=lambda s: s[:2])
+    return pa.concat_tables([pq.read_table(src, use_threads=False, read_dictionary=strings)
+                             if isinstance(src, str) else src for *_, src in [*sources, ("", 0, files[-1])]])
 
 
-def bucket_step(con: Any, root: str, b: int, run_t0: int) -> pa.Table:
-    """Bucket step B: joins the bucket's execs to their messages' sends (paradise.events.bucketjoin)
-    into graph/bB.parquet and its message edges into edges/bB.parquet (each written whole, then
-    renamed, the edges first), then removes the bucket's input files; returns the edges. A step run
-    again (its worker died) finds the graph file written and returns the edges file's rows."""
+def bucket_step(con: Any, root: str, b: int, run_t0: int, kept: KeptParts | None = None) -> pa.Table:
+    """Bucket step B: joins the bucket's execs to their messages' sends (paradise.events.bucketjoin),
+    read from its files and the rows `kept` holds for it, into graph/bB.parquet (or into `kept`, when
+    its allowance holds the graph rows) and its message edges into edges/bB.parquet (each written
+    whole, then renamed, the edges first), then removes the bucket's input files; returns the edges.
+    A step run again (its worker died) finds the graph file written and returns the edges file's rows."""
     out, edges_out = graph_file(root, b), edges_file(root, b)
     if os.path.exists(out):
         return pq.read_table(edges_out)
     execs, sends = bucket_files(root, EXECS, b), bucket_files(root, SENDS, b)
-    graph, deliveries = bucketjoin.join(_read(execs), _read(sends), run_t0)
+    held = (kept.take(EXECS, b), kept.take(SENDS, b)) if kept is not None else ([], [])
+    graph, deliveries = bucketjoin.join(_read(execs, held[0]), _read(sends, held[1]), run_t0)
+    del held
     edges = bucket_edges(con, deliveries)
     del deliveries
-    for path, rows in ((edges_out, edges), (out, graph)):
+    keep = kept is not None and kept.keep_graph(b, graph)
+    for path, rows in ((edges_out, edges), *(() if keep else ((out, graph),))):
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        pq.write_table(rows, path + ".tmp", **_writer(rows.schema))
+        pq.write_table(rows, path + ".tmp", **file_options(rows.schema))
         os.replace(path + ".tmp", path)
     for f in execs[:-1] + sends[:-1]:
         os.remove(f)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from paradise.events.execgraph import LatencyModel
+from paradise.events.execgraph import LatencyModel, view
 from paradise.whatif.model import ExecGraph, exec_graph, pe_under, robust_cost
 from paradise.whatif.sim import SimResult, simulate
 
@@ -167,7 +167,7 @@ def stated_pes(trace: Any) -> int:
 
 def replay_graph(session: Any) -> ExecGraph:
     """The session's exec graph (built once per run) as the replay's arrays (whatif_replay_graph)."""
-    session.get("exec_graph")
+    view(session.engine, session.get("exec_graph"))  # the query reads the whole graph
     return exec_graph(session.engine.query("whatif_replay_graph"))
 
 

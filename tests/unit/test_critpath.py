@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from paradise.analyses.session import Session
@@ -25,6 +26,7 @@ def test_hop_walk_is_the_full_walk(tmp_path, name, buckets):
     with DuckDBEngine(trace) as eng:
         info = execgraph.materialize(eng, buckets=buckets)
         cp = critical_path(eng, info)
+        execgraph.view(eng, info)  # the whole graph's view (kept buckets written)
         g = exec_graph(eng.query("whatif_replay_graph"))
     want = oracle.critical_path(g)
     got = np.concatenate([np.arange(lo, hi + 1) for lo, hi in zip(cp.lo, cp.hi)])
@@ -45,6 +47,7 @@ def test_latency_fit_in_sql_is_the_numpy_fit(tmp_path, name, buckets):
         info = execgraph.materialize(eng, buckets=buckets)
         assert len(info.parts) == (buckets if buckets else 0)
         got = execgraph.fit_latency(eng, info)
+        execgraph.view(eng, info)  # the whole graph's view (kept buckets written)
         want = oracle.fit_latency(exec_graph(eng.query("whatif_replay_graph")))
     for field in ("a_ns", "ns_per_byte", "local_ns", "overhead_ns", "overhead_mean_ns"):
         assert math.isclose(getattr(got, field), getattr(want, field), rel_tol=1e-9, abs_tol=1e-6), field
@@ -115,6 +118,7 @@ def test_a_path_stopped_by_a_cycle_starts_where_its_first_exec_started(tmp_path)
     with DuckDBEngine(trace) as eng:
         info = execgraph.materialize(eng, buckets=2)
         cp = critical_path(eng, info)
+        execgraph.view(eng, info)  # the whole graph's view (kept buckets written)
         g = exec_graph(eng.query("whatif_replay_graph"))
     got = [i for lo, hi in zip(cp.lo, cp.hi) for i in range(lo, hi + 1)]
     assert got == oracle.critical_path(g).tolist()
@@ -153,3 +157,29 @@ def test_path_entries_summed_in_ranges_equal_one_query_over_the_paths_rows(tmp_p
     assert path.execs > 2 and len(critentries.cuts(path.lo, path.hi, path.execs)) == path.execs - 1
     for t in got.values():
         assert t.schema == want.schema and t.sort_by(key).to_pylist() == want.sort_by(key).to_pylist()
+
+
+def test_whole_graph_readers_see_kept_buckets(tmp_path, monkeypatch):
+    """The report's critical segments and the what-if replay read the whole graph's view: with the
+    graph's buckets kept in memory (paradise.events.keptparts) they get the same rows as with the
+    engine's one-bucket table."""
+    from paradise.events import partitions
+    from paradise.report.html.gather import critical_segments
+    from paradise.whatif import replay_graph
+
+    trace = program_trace(tmp_path, "charm_like_parts")
+
+    def both(buckets: int) -> tuple[list, list, int]:
+        real = partitions.sizes
+        monkeypatch.setattr(partitions, "sizes", lambda execs, mem, capped=True: (real(execs, mem, capped)[0], buckets))
+        with DuckDBEngine(trace) as eng:
+            s = Session(eng, trace)
+            info = s.get("exec_graph")
+            kept = sum(isinstance(p, pa.Table) for p in info.parts)
+            segs = critical_segments(s, -(2**62), 2**62)
+            graph = replay_graph(s)
+        return segs, [graph.pe.tolist(), graph.t0.tolist(), graph.src.tolist()], kept
+
+    one, three = both(1), both(3)
+    assert one[2] == 0 and three[2] == 3  # the engine's table; three kept buckets
+    assert one[0] and three[0] == one[0] and three[1] == one[1]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from builders import TraceBuilder
 
@@ -57,14 +58,37 @@ def awkward_trace(tmp_path: Path):
     return open_trace(b.write(tmp_path / "awkward"))
 
 
-def _same_as_oracle(trace, chunk_execs: int | None, buckets: int | None = None) -> int:
+def _same_as_oracle(trace, chunk_execs: int | None, buckets: int | None = None, kept_bytes: int = 0) -> int:
     """Builds the graph in ranges of `chunk_execs` and `buckets` buckets (None: sized from the
-    budget) and returns its row count, asserting it holds exactly the oracle's rows, that no table
-    is left behind and that the partition directory holds only the graph's files."""
+    budget), keeping up to `kept_bytes` of partitions in memory (paradise.events.keptparts), and
+    returns its row count, asserting it holds exactly the oracle's rows, that no table is left
+    behind and that the partition directory holds only the graph's files (the kept buckets' once
+    the whole graph's view is asked for)."""
     with DuckDBEngine(trace) as eng:
         views_sql = "SELECT view_name FROM duckdb_views() WHERE NOT internal"
         engine_views = set(eng.sql(views_sql).column("view_name").to_pylist())  # events, running, ...
-        info = execgraph.materialize(eng, chunk_execs, buckets)
+        info = execgraph.materialize(eng, chunk_execs, buckets, kept_bytes)
+        tables = eng.sql("SELECT table_name FROM duckdb_tables()").column("table_name").to_pylist()
+        scratch = list(eng._scratch)
+        kept = [b for b, p in enumerate(info.parts) if isinstance(p, pa.Table)]
+        if tables:  # one bucket, kept in the engine (native_steps): no partition file at all
+            assert tables == [execgraph.TABLE] and scratch == [] and info.parts == ()
+            assert (buckets or 1) == 1
+        else:
+            (root,) = scratch
+            n = len(info.parts)
+            assert n == (buckets or n) and (kept == [] or kept_bytes > 0)
+
+            def left() -> list[str]:
+                return sorted(str(p.relative_to(root)) for p in Path(root).rglob("*.parquet"))
+            assert left() == sorted(["execs.parquet", "pes.parquet", "sends.parquet",
+                                     *(f"edges/b{b}.parquet" for b in range(n)),
+                                     *(f"graph/b{b}.parquet" for b in range(n) if b not in kept)])
+            assert execgraph.view(eng, info) == execgraph.TABLE
+            assert left() == sorted(["execs.parquet", "pes.parquet", "sends.parquet",
+                                     *(f"{part}/b{b}.parquet" for b in range(n) for part in ("graph", "edges"))])
+        views = [v for v in eng.sql(views_sql).column("view_name").to_pylist() if v not in engine_views]
+        assert views == ([] if tables else [execgraph.TABLE])
         want = exec_graph_rows(eng.sql(EVENTS_SQL).to_pylist())
         got = eng.sql(GRAPH_SQL).to_pylist()
         got = [tuple(r[c] for c in COLUMNS) for r in got]
@@ -74,19 +98,6 @@ def _same_as_oracle(trace, chunk_execs: int | None, buckets: int | None = None) 
         key = [(c, "ascending") for c in edges.column_names]
         assert info.edges.schema == edges.schema and len(edges) > 0
         assert info.edges.sort_by(key).to_pylist() == edges.sort_by(key).to_pylist()
-        tables = eng.sql("SELECT table_name FROM duckdb_tables()").column("table_name").to_pylist()
-        views = [v for v in eng.sql(views_sql).column("view_name").to_pylist() if v not in engine_views]
-        scratch = list(eng._scratch)
-        if tables:  # one bucket, kept in the engine (native_steps): no partition file at all
-            assert tables == [execgraph.TABLE] and views == [] and scratch == []
-            assert (buckets or 1) == 1
-        else:
-            (root,) = scratch
-            left = sorted(str(p.relative_to(root)) for p in Path(root).rglob("*.parquet"))
-            assert views == [execgraph.TABLE]
-            n = buckets or (len(left) - 3) // 2
-            assert left == sorted(["execs.parquet", "pes.parquet", "sends.parquet",
-                                   *(f"{part}/b{b}.parquet" for b in range(n) for part in ("graph", "edges"))])
         return info.execs
 
 
@@ -95,7 +106,7 @@ def test_awkward_trace_in_any_ranges_and_buckets(tmp_path, chunk_execs, buckets)
     trace = awkward_trace(tmp_path)
     assert _same_as_oracle(trace, chunk_execs, buckets) == 11
     with DuckDBEngine(trace) as eng:
-        execgraph.materialize(eng, chunk_execs, buckets)
+        execgraph.view(eng, execgraph.materialize(eng, chunk_execs, buckets))
         g = {r["name"]: r for r in eng.sql("SELECT g.*, x.name AS src_name FROM exec_graph g "
                                            "LEFT JOIN exec_graph x ON g.src_id = x.id").to_pylist()}
     assert g["B.recv1"]["src_name"] == "A.run"                 # the sender object's exec, not the nested one
@@ -201,7 +212,7 @@ def test_a_step_run_again_gives_the_same_graph(tmp_path):
     whose graph file is written does nothing (its inputs are gone by then)."""
     trace = program_trace(tmp_path, "charm_like_parts")
     with DuckDBEngine(trace) as eng:
-        execgraph.materialize(eng, 1, 3)
+        execgraph.materialize(eng, 1, 3, kept_bytes=0)
         want = eng.sql(GRAPH_SQL).to_pylist()
         (root,) = eng._scratch
         pes = execgraph._pe_table(eng)
@@ -235,7 +246,7 @@ def test_a_disk_that_refuses_the_partition_files_is_one_line(tmp_path):
         f"eng = DuckDBEngine(open_trace({str(trace.path)!r}))\n"
         "resource.setrlimit(resource.RLIMIT_FSIZE, (16, 16))\n"
         "try:\n"
-        "    execgraph.materialize(eng, 1, 3)\n"
+        "    execgraph.materialize(eng, 1, 3, kept_bytes=0)\n"
         "except OutOfMemory as exc:\n"
         "    print('ONE-LINE', exc)\n"
         "finally:\n"
@@ -267,8 +278,32 @@ def test_a_send_outside_its_objects_active_time(tmp_path):
     for chunk, buckets in ((1, 1), (None, 2)):
         assert _same_as_oracle(trace, chunk, buckets) == 4
     with DuckDBEngine(trace) as eng:
-        execgraph.materialize(eng, 1, 2)
+        execgraph.view(eng, execgraph.materialize(eng, 1, 2))
         g = {r["name"]: r for r in eng.sql("SELECT g.*, x.name AS src_name FROM exec_graph g "
                                            "LEFT JOIN exec_graph x ON g.src_id = x.id").to_pylist()}
     assert g["B.recv"]["src_name"] == "C.work" and g["B.recv"]["send_offset_ns"] == 55 - 0
     assert g["A.back"]["src_id"] is None and g["A.back"]["send_offset_ns"] is None
+
+
+@pytest.mark.parametrize(("chunk_execs", "buckets"), [(1, 5), (3, 2), (2, 3)])
+def test_partitions_kept_in_memory_give_the_oracle_graph(tmp_path, monkeypatch, chunk_execs, buckets):
+    """Range rows and graph buckets kept as Arrow tables (paradise.events.keptparts) instead of
+    files, all of them or as many as a small allowance holds (the rest in files, a bucket's rows from
+    both), give the oracle's graph and edges; the readers read the kept buckets."""
+    monkeypatch.setattr(partitions, "WRITE_CHUNK_ROWS", 2)
+    trace = program_trace(tmp_path, "charm_like_parts")
+    where: dict[str, set[int]] = {"kept": set(), "files": set()}
+    for name, to in (("keep_buckets", "kept"), ("write_buckets", "files")):
+        real = getattr(partitions, name)
+
+        def recorded(*a, _real=real, _to=to):
+            where[_to].add(a[2])  # the range
+            return _real(*a)
+        monkeypatch.setattr(partitions, name, recorded)
+    mixed = []
+    for allowance in (1 << 30, 2_000, 6_000, 12_000):
+        where["kept"].clear(), where["files"].clear()
+        assert _same_as_oracle(trace, chunk_execs, buckets, kept_bytes=allowance) > 0
+        assert allowance < 1 << 30 or (where["kept"] and not where["files"])
+        mixed.append(bool(where["kept"] and where["files"]))
+    assert any(mixed)  # some allowance kept some ranges and wrote the others

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from paradise.events import execgraph
 from paradise.importers import training_like
 
 N_BINS = 240
@@ -134,6 +135,7 @@ def critical_segments(session: Any, w0: int, w1: int) -> list[tuple[int, int, in
     path = session.get("critical_path")
     if not path.lo:
         return []
+    execgraph.view(session.engine, session.get("exec_graph"))  # the query reads the whole graph
     rows = session.engine.query("report_critical_segments", lo=list(path.lo), hi=list(path.hi),
                                 w0=w0, w1=w1).to_pydict()
     return list(zip(rows["pe"], rows["t0"], rows["t1"]))
