@@ -13,7 +13,8 @@ def memory_limit_option(subject: str) -> Any:
     return typer.Option(
         None, "--memory-limit", metavar="SIZE",
         help=f"Memory {subject} may use, e.g. 4GiB (default: half of physical memory, or of the address-space "
-        "limit when lower); DuckDB spills to disk beyond its share, under $TMPDIR.")
+        "limit when lower); DuckDB spills to disk beyond its share, under $TMPDIR; a larger budget keeps "
+        "more of the work in memory and runs faster.")
 
 
 def budget(text: str | None) -> int | None:
