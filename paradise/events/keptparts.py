@@ -34,7 +34,7 @@ class KeptParts:
     def __init__(self, allowance: int) -> None:
         self.allowance = int(allowance)
         self.used = 0
-        self._rows: dict[tuple[str, int], list[tuple[int, pa.Table]]] = {}
+        self._rows: dict[tuple[str, int], list[tuple[int, pa.Table, int]]] = {}
         self.graphs: dict[int, pa.Table] = {}
         """The bucket steps' graph rows kept, by bucket."""
         self._lock = threading.Lock()
@@ -47,23 +47,19 @@ class KeptParts:
             self.used += int(nbytes)
             return True
 
-    def release(self, nbytes: int) -> None:
-        """Gives back `nbytes` of the allowance (tables the caller no longer keeps)."""
+    def put(self, part: str, bucket: int, i: int, rows: pa.Table, charge: int) -> None:
+        """Keeps range i's `rows` of `part` in `bucket`, `charge` bytes of what the caller reserved
+        (the pieces of one table share its string dictionaries, which each piece's nbytes counts)."""
         with self._lock:
-            self.used = max(0, self.used - int(nbytes))
-
-    def put(self, part: str, bucket: int, i: int, rows: pa.Table) -> None:
-        """Keeps range i's `rows` of `part` in `bucket` (their bytes reserved by the caller)."""
-        with self._lock:
-            self._rows.setdefault((part, int(bucket)), []).append((int(i), rows))
+            self._rows.setdefault((part, int(bucket)), []).append((int(i), rows, int(charge)))
 
     def take(self, part: str, bucket: int) -> list[tuple[int, pa.Table]]:
         """The kept rows of `part` in `bucket`, as (range, rows) in the order they were kept, no longer
-        kept: their bytes go back to the allowance."""
+        kept: their charges go back to the allowance."""
         with self._lock:
             rows = self._rows.pop((part, int(bucket)), [])
-            self.used = max(0, self.used - sum(t.nbytes for _, t in rows))
-        return rows
+            self.used = max(0, self.used - sum(c for *_, c in rows))
+        return [(i, t) for i, t, _ in rows]
 
     def keep_graph(self, bucket: int, graph: pa.Table) -> bool:
         """Keeps bucket `bucket`'s graph rows if the allowance holds them; whether it did."""

@@ -219,9 +219,11 @@ def write_buckets(root: str, part: str, i: int, rows: pa.Table, bucket: np.ndarr
 
 
 def keep_buckets(kept: KeptParts, part: str, i: int, rows: pa.Table, bucket: np.ndarray, buckets: int) -> None:
-    """Range i's rows of `part` kept by bucket in `kept` (its allowance reserved by the caller)."""
+    """Range i's rows of `part` kept by bucket in `kept` (rows.nbytes of its allowance reserved by the
+    caller, charged to the pieces by their rows)."""
+    per_row = rows.nbytes / max(len(rows), 1)
     for b, piece in by_bucket(rows, bucket, buckets, own=True):
-        kept.put(part, b, i, piece)
+        kept.put(part, b, i, piece, math.ceil(per_row * len(piece)))
 
 
 def file_options(schema: pa.Schema, statistics: bool = True) -> dict[str, Any]:

@@ -307,3 +307,26 @@ def test_partitions_kept_in_memory_give_the_oracle_graph(tmp_path, monkeypatch, 
         assert allowance < 1 << 30 or (where["kept"] and not where["files"])
         mixed.append(bool(where["kept"] and where["files"]))
     assert any(mixed)  # some allowance kept some ranges and wrote the others
+
+
+def test_kept_rows_give_back_the_allowance_they_took():
+    """A range's rows kept by bucket (partitions.keep_buckets) are charged what the range reserved,
+    and a bucket's take gives its share back; the allowance refuses what it cannot hold."""
+    from paradise.events.keptparts import KeptParts
+
+    kept = KeptParts(2_000)
+    rows = pa.table({"a": pa.array(np.arange(100, dtype=np.int64)),
+                     "s": pa.array([f"v{i % 7}" for i in range(100)]).dictionary_encode()})
+    assert kept.reserve(rows.nbytes) and not kept.reserve(2_000 - rows.nbytes + 1)
+    codes = (np.arange(100) % 3).astype(np.int32)
+    partitions.keep_buckets(kept, partitions.EXECS, 0, rows, codes, 3)
+    assert kept.used == rows.nbytes
+    left = 100
+    for b in range(3):
+        pieces = kept.take(partitions.EXECS, b)
+        assert [i for i, _ in pieces] == [0]
+        assert pieces[0][1].column("a").to_pylist() == list(range(b, 100, 3))
+        left -= len(pieces[0][1])
+        # its share of the range's bytes by rows (the dictionary once), each charge rounded up
+        assert abs(kept.used - rows.nbytes * left / 100) <= 3
+    assert kept.take(partitions.EXECS, 0) == []
