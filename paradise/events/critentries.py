@@ -24,7 +24,6 @@ import pyarrow.parquet as pq
 
 from paradise.engines import load_sql
 from paradise.engines.merge import merge_partials, parse_merge_rule, query_tables
-from paradise.errors import disk_full
 from paradise.events import graphread, partitions
 
 QUERY = "events_critical_entries"
@@ -100,12 +99,8 @@ def path_entries(engine: Any, parts: tuple[Any, ...], lo: list[int], hi: list[in
     root = engine.scratch_dir("critrows-")
     items = [{"files": [f], "root": root, "b": b, "lo": lo, "hi": hi, "cuts": at} for b, f in enumerate(parts)] or [
         {"files": None, "root": root, "b": 0, "lo": lo, "hi": hi, "cuts": at}]
-    try:
+    with partitions.scratch_writes(engine):
         written = engine.run_steps(rows_step, items, files=[[] for _ in items])
-    except OSError as exc:
-        if hasattr(engine, "scratch_unwritable") and disk_full(exc):
-            raise engine.scratch_unwritable(exc) from None
-        raise
     used = sorted({r for w, _ in written for r in w})
     if not used:  # no path: the query over no rows
         return query_tables({ROWS: written[0][1]}, load_sql(QUERY), id_lo=ID_MIN, id_hi=ID_MAX, **params)

@@ -22,7 +22,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from paradise.errors import disk_full
 from paradise.events import graphread, keptparts, msgedges, partitions
 
 LATENCY_FIT_QUANTILE = 0.9
@@ -155,12 +154,8 @@ def materialize(engine: Any, chunk_execs: int | None = None, buckets: int | None
     with_kept = {"kept": kept} if kept is not None else {}
     root = "" if native else engine.scratch_dir("execgraph-")
     if not native:
-        try:
+        with partitions.scratch_writes(engine):
             pq.write_table(pes, partitions.pes_file(root))
-        except OSError as exc:
-            if hasattr(engine, "scratch_unwritable") and disk_full(exc):
-                raise engine.scratch_unwritable(exc) from None
-            raise
     largest = max((n for _, n in pe_execs), default=1)  # a range holds one PE larger than `chunk`
     engine.run_steps(partitions.range_step, [{"root": root, "i": i, "lo": lo, "hi": hi, "buckets": n_buckets,
                                               "native": native, "pes": pes if native else None, **with_kept}
@@ -193,16 +188,10 @@ def view(engine: Any, info: ExecGraphInfo) -> str:
     if not any(isinstance(p, pa.Table) for p in info.parts):
         return TABLE
     files = [partitions.graph_file(info.root, b) for b in range(len(info.parts))]
-    try:
+    with partitions.scratch_writes(engine):
         for path, part in zip(files, info.parts):
             if isinstance(part, pa.Table) and not os.path.exists(path):
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                pq.write_table(part, path + ".tmp", **partitions.file_options(part.schema))
-                os.replace(path + ".tmp", path)
-    except OSError as exc:
-        if hasattr(engine, "scratch_unwritable") and disk_full(exc):
-            raise engine.scratch_unwritable(exc) from None
-        raise
+                partitions.write_whole(path, part)
     engine.execute(partitions.graph_view_sql(TABLE, files))
     return TABLE
 

@@ -24,6 +24,7 @@ import glob
 import math
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from paradise.engines import load_sql
+from paradise.errors import disk_full
 from paradise.events import bucketjoin, rangerows
 from paradise.events.keptparts import KeptParts
 from paradise.format.arrays import from_numpy, one_array, to_numpy
@@ -132,6 +134,25 @@ def split_files(engine: Any, step: Any, row_bytes: int, prefix: str) -> tuple[st
     root = engine.scratch_dir(prefix)
     engine.run_steps(step, [{"root": root, "i": i, "buckets": buckets} for i in range(len(groups))], files=groups)
     return root, buckets
+
+
+@contextmanager
+def scratch_writes(engine: Any) -> Iterator[None]:
+    """Partition files written meanwhile: a full or refused spill disk becomes the engine's one-line
+    error (scratch_unwritable) instead of an OSError."""
+    try:
+        yield
+    except OSError as exc:
+        if hasattr(engine, "scratch_unwritable") and disk_full(exc):
+            raise engine.scratch_unwritable(exc) from None
+        raise
+
+
+def write_whole(path: str, rows: pa.Table) -> None:
+    """`rows` as the partition file `path`, written whole, then renamed (a reader never sees half)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    pq.write_table(rows, path + ".tmp", **file_options(rows.schema))
+    os.replace(path + ".tmp", path)
 
 
 def pes_file(root: str) -> str:
@@ -316,9 +337,7 @@ def bucket_step(con: Any, root: str, b: int, run_t0: int, kept: KeptParts | None
     del deliveries
     keep = kept is not None and kept.keep_graph(b, graph)
     for path, rows in ((edges_out, edges), *(() if keep else ((out, graph),))):
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        pq.write_table(rows, path + ".tmp", **file_options(rows.schema))
-        os.replace(path + ".tmp", path)
+        write_whole(path, rows)
     for f in execs[:-1] + sends[:-1]:
         os.remove(f)
     return edges
