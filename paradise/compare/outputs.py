@@ -19,9 +19,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from paradise.engines import load_sql
-from paradise.engines.connection import connect
 from paradise.errors import NotAParadiseTrace, TraceNotFound, TruncatedTrace
 from paradise.format import OUTPUTS_FILE
+from paradise.store.connection import connect
 
 FLIPPED_ITEMS_SHOWN = 20
 """Flipped items listed in the report, smallest baseline margin first (where flips concentrate)."""

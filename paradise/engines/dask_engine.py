@@ -89,11 +89,12 @@ def step_cpu() -> dict[str, list[float]]:
 
 def run_group(files: list[str], text: str, params: dict[str, Any],
               corrections: dict[str, tuple[int, int, float]] | None = None, label: str = "query") -> pa.Table:
-    """One task: a stage-1 query over one group of files, in a fresh DuckDB connection."""
-    from paradise.engines.duckdb_engine import connect, create_views, events_view_sql
+    """One task: a stage-1 query over one group of files, in a connection to its thread's DuckDB."""
+    from paradise.engines.duckdb_engine import create_views, events_view_sql
+    from paradise.store.connection import thread_connection
 
     with _charged(label):
-        con = connect()
+        con = thread_connection()
         try:
             con.execute("SET threads = 1")  # one core per task: the cluster provides the parallelism
             _task_memory(con)
@@ -106,12 +107,14 @@ def run_group(files: list[str], text: str, params: dict[str, Any],
 def run_step(item: tuple[dict[str, Any], list[str]], step: Any,
              corrections: dict[str, tuple[int, int, float]] | None = None) -> Any:
     """One task: a step of the event layer (paradise.events.partitions), step(connection, **kwargs),
-    in a fresh DuckDB connection whose `events` view spans the item's files (none: no view)."""
-    from paradise.engines.duckdb_engine import connect, create_views, events_view_sql
+    in a connection to its thread's DuckDB whose `events` view spans the item's files (none: a step
+    that reads no trace rows)."""
+    from paradise.engines.duckdb_engine import create_views, events_view_sql
+    from paradise.store.connection import thread_connection
 
     kwargs, files = item
     with _charged(task_label(step, kwargs)):
-        con = connect()
+        con = thread_connection()
         try:
             con.execute("SET threads = 1")
             _task_memory(con)

@@ -21,7 +21,6 @@ import duckdb
 import pyarrow as pa
 
 from paradise.engines import load_sql
-from paradise.engines.connection import connect
 from paradise.engines.summary import summarized
 from paradise.errors import OutOfMemory, TruncatedTrace, disk_full
 from paradise.format import ADDED_COLUMNS, SCHEMA
@@ -29,6 +28,7 @@ from paradise.memory import DUCKDB_SHARE, default_memory_limit
 from paradise.scratch import make_spill_dir
 from paradise.store import TraceHandle
 from paradise.store.clock import corrected_sql
+from paradise.store.connection import database
 from paradise.units import binary_size
 
 SPILL_FULL_MARK = "max_temp_directory_size"
@@ -151,7 +151,7 @@ class DuckDBEngine:
         self._own_spill = spill_dir is None
         self._spill_set = False
         self._scratch: list[str] = []
-        self.con = connect()
+        self.con = database()
         self.con.execute("SET memory_limit = $m", {"m": f"{int(self.memory_limit * DUCKDB_SHARE)}B"})
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")

@@ -22,7 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from paradise.engines.connection import connect
+from paradise.store.connection import connect
 
 MERGE_FUNCS = ("sum", "min", "max", "any")
 CLIENT_WORDS = ("none", "client")
@@ -181,7 +181,7 @@ def merge_partials(partials: list[pa.Table], rule: MergeRule, name: str = "<sql>
 
 
 def query_tables(tables: dict[str, pa.Table], text: str, **params: Any) -> pa.Table:
-    """SQL `text` over small Arrow tables (named by `tables`) in a DuckDB of its own: the last
+    """SQL `text` over small Arrow tables (named by `tables`) on a connection of its own: the last
     step of a merge that is more than a rule's sums (the critical path's entries over the rows the
     exec graph's buckets gave)."""
     con = connect()

@@ -7,11 +7,11 @@ import numpy as np
 import pyarrow as pa
 
 from paradise.engines import load_sql
-from paradise.engines.connection import connect
+from paradise.store.connection import connect
 
 
 class Rollups:
-    """Queries over one Arrow table registered under `table`, in an in-memory DuckDB of their own.
+    """Queries over one Arrow table registered under `table`, on a DuckDB connection of their own.
     Results come back as numpy arrays (masked where a column has nulls) from DuckDB's fetchnumpy,
     never through pyarrow's numpy or pandas conversions: those import pandas, a sixth of a second
     that a first report (`paradise analyze --only overview`) would pay for nothing."""

@@ -9,10 +9,10 @@ from typing import Any
 import pyarrow as pa
 
 from paradise.engines import load_sql
-from paradise.engines.connection import connect
 from paradise.engines.merge import MergeRule, merge_partials, parse_merge_rule
 from paradise.format.summary import SUMMARY_SCHEMA, encode_summary
 from paradise.store import TraceHandle
+from paradise.store.connection import connect
 
 QUERY = "overview_pe"
 """The query whose rows a summary holds."""
@@ -47,8 +47,7 @@ class SummaryBuilder:
     """A file's summary built from its rows as the writer writes them, chunk by chunk."""
 
     def __init__(self) -> None:
-        self._con = connect()
-        self._con.execute("SET threads = 1")  # a chunk at a time, beside the writer's own work
+        self._con = connect(threads=1)  # a chunk at a time, beside the writer's own work
         self._text = load_sql(QUERY)
         self._parts: list[pa.Table] = []
 

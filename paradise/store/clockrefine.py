@@ -41,13 +41,13 @@ def message_bounds(files: list[str], corrections: dict[str, Correction], memory_
     of the default budget) and spills into a temporary directory of its own."""
     import duckdb
 
+    from paradise.store.connection import database
     from paradise.units import binary_size
 
     sql = resources.files("paradise.sql").joinpath(f"{BOUNDS_SQL}.sql").read_text()
-    con = duckdb.connect(":memory:")
+    con = database()
     spill = make_spill_dir()
     try:
-        con.execute("SET enable_progress_bar = false")
         con.execute("SET memory_limit = $m", {"m": f"{int((memory_limit or default_memory_limit()) * DUCKDB_SHARE)}B"})
         con.execute("SET temp_directory = $d", {"d": spill})
         rows = ("SELECT r.kind, r.pe, r.msg, " + corrected_sql(files, corrections, ("t0",))

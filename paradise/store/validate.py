@@ -121,11 +121,13 @@ def column_ranges(pf: pq.ParquetFile, names: tuple[str, ...]) -> dict[str, tuple
 
 
 def scan_ranges(f: Path, names: tuple[str, ...]) -> dict[str, tuple[Any, Any, int]]:
-    """The same as column_ranges, by one DuckDB scan (files written without statistics). A DuckDB
-    of its own: the store validates files before any engine exists, and engines sit above it."""
+    """The same as column_ranges, by one DuckDB scan (files written without statistics), on the
+    process's shared DuckDB (the store validates files before any engine exists)."""
     import duckdb
 
-    con = duckdb.connect(":memory:")
+    from paradise.store.connection import connect
+
+    con = connect()
     try:
         have = [r[0] for r in con.execute("SELECT name FROM parquet_schema($f)", {"f": str(f)}).fetchall()]
         cols = [n for n in names if n in have]
