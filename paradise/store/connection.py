@@ -47,13 +47,18 @@ def connect(threads: int | None = None) -> duckdb.DuckDBPyConnection:
     What it registers and its temporary tables are its own; it creates nothing in the database's
     catalog (other threads' connections share it). Close it when done."""
     with _lock:
-        base = _shared.get(threads)
-        if base is None:
-            base = database()
-            if threads:
-                base.execute(f"SET threads = {int(threads)}")
-            _shared[threads] = base
-        return _configured(base.cursor())
+        base = _shared.get(threads) or _open_shared(threads)
+        try:
+            return _configured(base.cursor())
+        except duckdb.Error:  # a fatal error (say, a damaged file's scan) invalidated it: a new one
+            return _configured(_open_shared(threads).cursor())
+
+
+def _open_shared(threads: int | None) -> duckdb.DuckDBPyConnection:
+    base = _shared[threads] = database()
+    if threads:
+        base.execute(f"SET threads = {int(threads)}")
+    return base
 
 
 def thread_connection() -> duckdb.DuckDBPyConnection:
@@ -61,8 +66,12 @@ def thread_connection() -> duckdb.DuckDBPyConnection:
     cluster task, which sets its database's memory limit, threads and views (a worker thread runs one
     task at a time, so the next task replaces them). Close it when done."""
     base = getattr(_thread, "db", None)
-    if base is None:
-        base = _thread.db = database()
+    if base is not None:
+        try:
+            return _configured(base.cursor())
+        except duckdb.Error:  # invalidated by a fatal error in an earlier task: a new one
+            pass
+    base = _thread.db = database()
     return _configured(base.cursor())
 
 

@@ -96,3 +96,16 @@ def test_a_forked_child_queries_a_database_of_its_own():
     p.join(60)
     assert p.exitcode == 0
     assert out.get(timeout=5) == 42
+
+
+def test_a_shared_database_that_stopped_working_is_replaced():
+    """A fatal DuckDB error invalidates a database; a closed one stands in for it here."""
+    from paradise.store import connection
+
+    connect().close()
+    connection._shared[None].close()
+    con = connect()
+    try:
+        assert con.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        con.close()
