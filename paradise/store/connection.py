@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 
 import duckdb
 
@@ -36,8 +37,8 @@ def _configured(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
 
 
 def database() -> duckdb.DuckDBPyConnection:
-    """A new in-memory DuckDB database of its own, with paradise's settings: an engine's, whose memory
-    limit, threads and spill directory are the database's."""
+    """A new in-memory DuckDB database of its own, with paradise's settings: for an engine (or a query
+    beside none) that sets the database's memory limit, threads and spill directory."""
     return _configured(duckdb.connect(":memory:"))
 
 
@@ -47,11 +48,24 @@ def connect(threads: int | None = None) -> duckdb.DuckDBPyConnection:
     What it registers and its temporary tables are its own; it creates nothing in the database's
     catalog (other threads' connections share it). Close it when done."""
     with _lock:
-        base = _shared.get(threads) or _open_shared(threads)
-        try:
-            return _configured(base.cursor())
-        except duckdb.Error:  # a fatal error (say, a damaged file's scan) invalidated it: a new one
-            return _configured(_open_shared(threads).cursor())
+        return _cursor(_shared.get(threads) or _open_shared(threads), lambda: _open_shared(threads))
+
+
+def thread_connection() -> duckdb.DuckDBPyConnection:
+    """A connection to this thread's own in-memory DuckDB, opened at the thread's first call: for a
+    cluster task, which sets its database's memory limit, threads and views (a worker thread runs one
+    task at a time, so the next task replaces them). Close it when done."""
+    return _cursor(getattr(_thread, "db", None) or _open_thread(), _open_thread)
+
+
+def _cursor(base: duckdb.DuckDBPyConnection, reopen: Callable[[], duckdb.DuckDBPyConnection]
+            ) -> duckdb.DuckDBPyConnection:
+    """A configured connection to `base`, or to reopen()'s new database where a fatal error (say, a
+    damaged file's scan) invalidated `base`."""
+    try:
+        return _configured(base.cursor())
+    except duckdb.Error:
+        return _configured(reopen().cursor())
 
 
 def _open_shared(threads: int | None) -> duckdb.DuckDBPyConnection:
@@ -61,18 +75,9 @@ def _open_shared(threads: int | None) -> duckdb.DuckDBPyConnection:
     return base
 
 
-def thread_connection() -> duckdb.DuckDBPyConnection:
-    """A connection to this thread's own in-memory DuckDB, opened at the thread's first call: for a
-    cluster task, which sets its database's memory limit, threads and views (a worker thread runs one
-    task at a time, so the next task replaces them). Close it when done."""
-    base = getattr(_thread, "db", None)
-    if base is not None:
-        try:
-            return _configured(base.cursor())
-        except duckdb.Error:  # invalidated by a fatal error in an earlier task: a new one
-            pass
+def _open_thread() -> duckdb.DuckDBPyConnection:
     base = _thread.db = database()
-    return _configured(base.cursor())
+    return base
 
 
 def _after_fork_in_child() -> None:

@@ -109,3 +109,15 @@ def test_a_shared_database_that_stopped_working_is_replaced():
         assert con.execute("SELECT 1").fetchone() == (1,)
     finally:
         con.close()
+
+
+def test_a_threads_database_that_stopped_working_is_replaced():
+    from paradise.store import connection
+
+    thread_connection().close()
+    connection._thread.db.close()
+    con = thread_connection()
+    try:
+        assert con.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        con.close()
