@@ -1,5 +1,5 @@
 # Set-up and the two jobs the README names. Everything installs into .venv from pyproject.toml;
-# the set-up reruns when the native recorder's source changes (pip builds it with the system compiler).
+# the set-up reruns when a C source changes (the native recorders, the what-if replay: pip builds them with the system compiler).
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: setup browser demo test lint bench clean
 
-$(STAMP): pyproject.toml setup.py tracers/charm/_recorder.c tracers/torch/_hooks.c
+$(STAMP): pyproject.toml setup.py tracers/charm/_recorder.c tracers/torch/_hooks.c paradise/whatif/_replay.c
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[charm,torch,dev]'

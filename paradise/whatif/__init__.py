@@ -53,11 +53,14 @@ class Replayer:
         """Per-exec priority (lower runs first) from {"Coll#k.entry" or "entry": prio}."""
         if not entries:
             return None
-        out = np.zeros(self.graph.n, np.int64)
-        for i, (c, nm) in enumerate(zip(self.graph.coll, self.graph.name)):  # setup lookups
-            key = f"{c}.{nm}" if c else str(nm)
-            out[i] = entries.get(key, entries.get(str(nm), 0))
-        return out
+        import pandas as pd
+
+        ex = pd.DataFrame({"coll": pd.Series(self.graph.coll, dtype=object),
+                           "name": pd.Series(self.graph.name, dtype=object)})
+        pairs = ex.drop_duplicates()  # looked up once per (collection, entry), not per exec
+        pairs["prio"] = [entries.get(f"{c}.{nm}" if c else str(nm), entries.get(str(nm), 0))
+                         for c, nm in zip(pairs["coll"], pairs["name"])]
+        return ex.merge(pairs, on=["coll", "name"], how="left")["prio"].to_numpy(np.int64)
 
     def combined(self, streams: list[dict[str, Any]] | None) -> tuple[np.ndarray | None, dict[str, Any]]:
         """Per-exec scheduler cost when comm.json's streams are combined, and the message counts.
@@ -68,19 +71,23 @@ class Replayer:
         g = self.graph
         if not streams:
             return None, {}
-        batch_of = {(int(s["src_pe"]), int(s["dst_pe"]), str(s["entry"])): int(s["batch"]) for s in streams}
+        import pandas as pd
+
+        listed = pd.DataFrame([(int(s["src_pe"]), int(s["dst_pe"]), str(s["entry"]), int(s["batch"]))
+                               for s in streams], columns=["src_pe", "pe", "name", "batch"])
+        listed = listed.drop_duplicates(["src_pe", "pe", "name"], keep="last")  # a later stream wins
         has = g.src >= 0
-        key = [(int(a), int(b), str(c)) if h else None for a, b, c, h in zip(g.src_pe, g.pe, g.name, has)]
-        batch = np.array([batch_of.get(k, 0) if k is not None else 0 for k in key], np.int64)
+        names = pd.Series(g.name, dtype=object).fillna("None")  # str(None), as a hint names it
+        ex = pd.DataFrame({"src_pe": g.src_pe, "pe": g.pe, "name": names})
+        batch = ex.merge(listed, on=["src_pe", "pe", "name"], how="left")["batch"].fillna(0).to_numpy(np.int64)
+        batch[~has] = 0
         hit = batch > 1
         ovh = np.full(g.n, float(self.model.overhead_ns))
         before = int(has.sum())
         after = before
         if hit.any():
-            import pandas as pd
-
-            df = pd.DataFrame({"src": g.src[hit], "pe": g.pe[hit], "batch": batch[hit]})
-            df["name"] = [g.name[i] for i in np.nonzero(hit)[0]]
+            df = pd.DataFrame({"src": g.src[hit], "pe": g.pe[hit], "batch": batch[hit],
+                               "name": ex["name"].to_numpy()[hit]})
             grp = df.groupby(["src", "pe", "name", "batch"]).size().rename("n").reset_index()
             grp["batches"] = -(-grp["n"] // grp["batch"])
             share = df.merge(grp, on=["src", "pe", "name", "batch"], how="left")

@@ -5,18 +5,19 @@ sender starts, (b) the previous exec of its object (objects keep their order), a
 with no traced cause, the exec (on any PE) whose end came last before it in the run, plus the gap
 seen then (an untraced reduction, future or runtime message most likely came from there). No PE starts before its first exec in the trace (start-up).
 A PE runs one exec at a time, picking the ready exec with the
-best (priority, ready time, original start). O(n log n) in the number of execs: about 1e6 execs
-replay in well under a minute; beyond ~5e6 memory (Python lists) is the limit.
+best (priority, ready time, original start). O(n log n) in the number of execs. The arrays are
+prepared here with numpy; the event loop is compiled (_replay.c; tests/oracles/replay.py is the
+same loop in Python, its oracle).
 """
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 
 import numpy as np
 
 from paradise.events.execgraph import LatencyModel
+from paradise.whatif import _replay
 from paradise.whatif.model import ExecGraph
 
 
@@ -33,15 +34,62 @@ class SimResult:
         return np.bincount(self.pe, weights=cost, minlength=pes).astype(np.int64).tolist()
 
 
-def _children(parent: np.ndarray, n: int) -> tuple[list[int], list[int]]:
+def _children(parent: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """CSR (offsets, children) of a parent array (-1 = none), children in id order."""
-    has = parent >= 0
-    kids = np.nonzero(has)[0]
-    order = np.argsort(parent[kids], kind="stable")
-    kids = kids[order]
+    kids = np.nonzero(parent >= 0)[0]
+    kids = kids[np.argsort(parent[kids], kind="stable")].astype(np.int64)
     counts = np.bincount(parent[kids], minlength=n) if len(kids) else np.zeros(n, np.int64)
-    offsets = np.concatenate([[0], np.cumsum(counts)])
-    return offsets.tolist(), kids.tolist()
+    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), kids
+
+
+@dataclass(frozen=True)
+class ReplayArrays:
+    """The event loop's inputs, one int64 array per field (per exec unless said): execs still
+    waiting for how many causes; the CSR children by message, by object order and by untraced
+    cause; a message's arrival after its sender's start; cost; the gap after an untraced cause;
+    PE; priority; original start; scheduler cost after the exec; and per PE the earliest start."""
+
+    pending: np.ndarray
+    msg_off: np.ndarray
+    msg_kids: np.ndarray
+    obj_off: np.ndarray
+    obj_kids: np.ndarray
+    hold_off: np.ndarray
+    hold_kids: np.ndarray
+    arrive_after: np.ndarray
+    cost: np.ndarray
+    gap: np.ndarray
+    pe: np.ndarray
+    prio: np.ndarray
+    orig: np.ndarray
+    ovh: np.ndarray
+    free_at: np.ndarray
+
+
+def replay_arrays(g: ExecGraph, pe: np.ndarray, model: LatencyModel, prio: np.ndarray | None = None,
+                  pes: int | None = None, overhead_ns: np.ndarray | None = None) -> ReplayArrays:
+    """The loop's inputs for replaying `g` with execs on `pe`, ranked by `prio` (simulate)."""
+    n = g.n
+    npes = int(max(pe.max() + 1, pes or 0))
+    i64 = np.int64
+    pending = ((g.src >= 0).astype(i64) + (g.obj_prev >= 0) + (g.hold >= 0)).astype(i64)
+    msg_off, msg_kids = _children(g.src, n)
+    obj_off, obj_kids = _children(g.obj_prev, n)
+    hold_off, hold_kids = _children(g.hold, n)
+    same = pe[np.where(g.src >= 0, g.src, 0)] == pe
+    lat = np.where(same, model.local_ns, model.a_ns + model.ns_per_byte * g.nbytes)
+    orig = (g.t0 - g.t0.min()).astype(i64)
+    # a PE runs nothing before its first exec in the trace (process start-up is not replayed)
+    first = np.full(npes, np.iinfo(i64).max)
+    np.minimum.at(first, g.pe, orig)
+    return ReplayArrays(
+        pending=pending, msg_off=msg_off, msg_kids=msg_kids, obj_off=obj_off, obj_kids=obj_kids,
+        hold_off=hold_off, hold_kids=hold_kids,
+        arrive_after=(g.offset + lat).astype(i64),  # ns after the sender's start
+        cost=np.asarray(g.cost, i64), gap=np.asarray(g.hold_gap, i64), pe=np.asarray(pe, i64),
+        prio=np.zeros(n, i64) if prio is None else np.asarray(prio, i64), orig=orig,
+        ovh=(np.full(n, int(model.overhead_ns), i64) if overhead_ns is None else overhead_ns.astype(i64)),
+        free_at=np.where(first == np.iinfo(i64).max, 0, first).astype(i64))
 
 
 def simulate(g: ExecGraph, pe: np.ndarray, model: LatencyModel, prio: np.ndarray | None = None,
@@ -50,67 +98,12 @@ def simulate(g: ExecGraph, pe: np.ndarray, model: LatencyModel, prio: np.ndarray
 
     `overhead_ns` (per exec) replaces the model's scheduler cost after each exec, e.g. for
     messages that arrive combined, where one dispatch serves a whole batch."""
-    n = g.n
-    if n == 0:
+    if g.n == 0:
         return SimResult(np.zeros(0, np.int64), np.zeros(0, np.int64), pe, 0)
-    npes = int(max(pe.max() + 1, pes or 0))
-    hold = g.hold
-    pending = ((g.src >= 0).astype(np.int64) + (g.obj_prev >= 0) + (hold >= 0)).tolist()
-    msg_off, msg_kids = _children(g.src, n)
-    obj_off, obj_kids = _children(g.obj_prev, n)
-    hold_off, hold_kids = _children(hold, n)
-    same = pe[np.where(g.src >= 0, g.src, 0)] == pe
-    lat = np.where(same, model.local_ns, model.a_ns + model.ns_per_byte * g.nbytes)
-    arrive_after = (g.offset + lat).astype(np.int64).tolist()  # ns after the sender's start
-    cost, gap, pe_l = g.cost.tolist(), g.hold_gap.tolist(), pe.tolist()
-    prio_l = (prio if prio is not None else np.zeros(n, np.int64)).tolist()
-    orig = (g.t0 - g.t0.min()).tolist()
-    ovh = (overhead_ns.astype(np.int64).tolist() if overhead_ns is not None
-           else [int(model.overhead_ns)] * n)
-    start, finish = [0] * n, [0] * n
-    ready: list[list[tuple[int, int, int, int]]] = [[] for _ in range(npes)]
-    busy = [False] * npes
-    # a PE runs nothing before its first exec in the trace (process start-up is not replayed)
-    first = np.full(npes, np.iinfo(np.int64).max)
-    np.minimum.at(first, g.pe, g.t0 - g.t0.min())
-    free_at = np.where(first == np.iinfo(np.int64).max, 0, first).tolist()
-    events: list[tuple[int, int, int]] = []  # (time, kind 0=release 1=finish, exec)
-    for i in np.nonzero(np.asarray(pending) == 0)[0].tolist():
-        events.append((orig[i], 0, i))
-    heapq.heapify(events)
-    push, pop = heapq.heappush, heapq.heappop
-
-    def begin(i: int, t: int) -> None:
-        p = pe_l[i]
-        busy[p] = True
-        start[i] = t
-        finish[i] = t + cost[i]
-        push(events, (finish[i], 1, i))
-        for k in range(msg_off[i], msg_off[i + 1]):
-            c = msg_kids[k]
-            push(events, (t + arrive_after[c], 0, c))
-
-    while events:
-        t, kind, i = pop(events)
-        if kind == 0:
-            pending[i] -= 1
-            if pending[i] > 0:
-                continue
-            p = pe_l[i]
-            if busy[p]:
-                push(ready[p], (prio_l[i], t, orig[i], i))
-            else:
-                begin(i, max(t, free_at[p]))
-            continue
-        p = pe_l[i]
-        busy[p] = False
-        free_at[p] = t + ovh[i]
-        for k in range(obj_off[i], obj_off[i + 1]):
-            push(events, (t, 0, obj_kids[k]))
-        for k in range(hold_off[i], hold_off[i + 1]):
-            c = hold_kids[k]
-            push(events, (t + gap[c], 0, c))
-        if ready[p]:
-            begin(pop(ready[p])[3], free_at[p])
-    s, f = np.asarray(start, np.int64), np.asarray(finish, np.int64)
-    return SimResult(start=s, finish=f, pe=pe, makespan_ns=int(f.max() - min(s.min(), 0)))
+    a = replay_arrays(g, pe, model, prio, pes, overhead_ns)
+    start, finish = np.zeros(g.n, np.int64), np.zeros(g.n, np.int64)
+    pending, free_at = a.pending.copy(), a.free_at.copy()  # the loop works on these in place
+    _replay.replay(len(free_at), pending, a.msg_off, a.msg_kids, a.obj_off, a.obj_kids, a.hold_off,
+                   a.hold_kids, a.arrive_after, a.cost, a.gap, a.pe, a.prio, a.orig, a.ovh, free_at,
+                   start, finish)
+    return SimResult(start=start, finish=finish, pe=pe, makespan_ns=int(finish.max() - min(start.min(), 0)))

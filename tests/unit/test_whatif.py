@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from hints.format import make_hint, provenance, write_hint
@@ -151,3 +152,49 @@ def test_whatif_reads_the_sessions_graph_fit_and_replayer(tmp_path, grid):
         out = predict_from_hints(session, tmp_path / "h")
         assert rp._baseline is not None  # the shared replayer's baseline served the prediction
         assert out["baseline_replay_makespan_ns"] == rp.baseline.makespan_ns
+
+
+@pytest.mark.parametrize("builder", [lambda: cs.grid2d(4, 4, 2, 4), lambda: cs.master_worker(5, 2, 25),
+                                     lambda: cs.pipeline(5, 2, 5), lambda: cs.histsort(6, 2),
+                                     lambda: cs.ping_filler(8, 10)])
+def test_compiled_loop_agrees_with_the_python_oracle(tmp_path, builder):
+    """The compiled event loop (_replay.c) starts every exec when the heapq loop does, under the run's
+    placement and under a proposal that moves execs, ranks them and charges each its own overhead."""
+    from paradise.whatif.sim import replay_arrays
+    from tests.oracles.replay import replay_python
+
+    prog, pl = builder()
+    rp = replayer(open_trace(prog.write(tmp_path / "t", pl)))
+    g, rng = rp.graph, np.random.default_rng(3)
+    proposals = [(g.pe, None, None),
+                 ((g.pe + 1) % rp.pes, rng.integers(0, 3, g.n), rng.integers(0, 50_000, g.n))]
+    for pe, prio, ovh in proposals:
+        sim = simulate(g, pe, rp.model, prio, pes=rp.pes, overhead_ns=ovh)
+        start, finish = replay_python(replay_arrays(g, pe, rp.model, prio, rp.pes, ovh))
+        assert g.n > 0 and (sim.start == start).all() and (sim.finish == finish).all()
+        assert sim.makespan_ns == int(finish.max() - min(start.min(), 0))
+
+
+def test_compiled_loop_refuses_arrays_that_do_not_fit(grid):
+    """Inputs that would read outside the arrays are a ValueError, not a crash."""
+    from paradise.whatif import _replay
+    from paradise.whatif.sim import replay_arrays
+
+    _, _, trace = grid
+    rp = replayer(trace)
+    a = replay_arrays(rp.graph, rp.graph.pe, rp.model, pes=rp.pes)
+    out = np.zeros(rp.graph.n, np.int64)
+
+    def run(**bad):
+        f = {**vars(a), **bad}
+        _replay.replay(len(f["free_at"]), f["pending"].copy(), f["msg_off"], f["msg_kids"], f["obj_off"],
+                       f["obj_kids"], f["hold_off"], f["hold_kids"], f["arrive_after"], f["cost"], f["gap"],
+                       f["pe"], f["prio"], f["orig"], f["ovh"], f["free_at"].copy(), out, out.copy())
+
+    run()  # the arrays as prepared replay
+    for bad, why in [({"pe": np.full(rp.graph.n, rp.pes, np.int64)}, "PE is outside"),
+                     ({"cost": a.cost[:-1]}, "lengths do not agree"),
+                     ({"msg_kids": np.full(len(a.msg_kids), rp.graph.n, np.int64)}, "child exec is outside"),
+                     ({"obj_off": a.obj_off[::-1].copy()}, "offsets out of range")]:
+        with pytest.raises(ValueError, match=why):
+            run(**bad)
