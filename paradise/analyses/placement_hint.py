@@ -106,11 +106,15 @@ def mapping_hint(session: Any, pes: int, objs: pd.DataFrame, mov: pd.DataFrame,
     current = dict(zip(keys, mov["pe"].astype(int)))
     plans: dict[str, tuple[dict, str]] = {}
     rp = None
+    unjudged = None
     strategies = _strategies(chars)
     if strategies and session is not None:
         from paradise.events.objgraph import object_graph
 
         if session.get("replayer") is None:  # too large to replay: no candidate could be judged
+            from paradise.whatif import not_replayed
+
+            unjudged = not_replayed(session.get("exec_graph").execs, session.engine)
             strategies = []
         else:
             base = fixed_load(objs, set(keys), pes)
@@ -150,20 +154,24 @@ def mapping_hint(session: Any, pes: int, objs: pd.DataFrame, mov: pd.DataFrame,
                      "makespan_ns_after": best_pred["predicted_makespan_ns"],
                      "speedup": best_pred["predicted_speedup"],
                      "max_pe_load_ns_after": max(best_pred["pe_load_ns"])})
-    doc_text = explain(best, gain, chars)
+    doc_text = explain(best, gain, chars, unjudged)
     doc = make_hint("mapping", {"collections": mapping_gen.to_payload(plan), "strategy": best},
                     provenance=provenance_of(trace), justified_by=justifying, predicted_gain=gain)
     return doc, table, doc_text
 
 
-def explain(best: str, gain: dict[str, Any], chars: list[Characteristic]) -> str:
-    """The mapping hint in one sentence a user understands."""
+def explain(best: str, gain: dict[str, Any], chars: list[Characteristic], unjudged: str | None = None) -> str:
+    """The mapping hint in one sentence a user understands; `unjudged`: why no candidate was
+    replayed (whatif.not_replayed), when none was."""
     imb = _char(chars, "load_imbalance")
     ratio = imb.value if imb is not None and imb.value is not None else 1.0
     if best == "keep":
         if ratio <= IMBALANCE_RATIO:
             return (f"mapping.json: keep the current placement; PE loads are balanced "
                     f"(busiest PE {ratio:.2f}x the mean).")
+        if unjudged:
+            return (f"mapping.json: keep the current placement; the busiest PE carries {ratio:.2f}x the mean "
+                    f"load, but {unjudged}: no candidate (refine, greedy, METIS) was judged.")
         return ("mapping.json: keep the current placement; no candidate (refine, greedy, METIS) beat it by "
                 f"{KEEP_MARGIN:.0%} in the what-if replay.")
     what = {"refine": "move a few objects off the busiest PE", "greedy": "re-place objects heaviest first",

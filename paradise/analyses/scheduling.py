@@ -30,6 +30,7 @@ from paradise.events import critpath, graphread
 from paradise.events.critpath import CriticalPath
 from paradise.importers import training_like
 from paradise.units import count
+from paradise.whatif import not_replayed
 
 WAIT_SHARE_NOTABLE = 0.1
 """Idle time waiting for messages above this share of PE time is reported as significant."""
@@ -122,17 +123,20 @@ def waiting_char(engine: Any, info: Any, pes: int, pe_time: Any) -> Characterist
                  + (f", most before {top.index[0]}." if len(top) else ".")))
 
 
-def schedule_hint(trace: Any, rp: Any, entries: pd.DataFrame,
-                  why: Characteristic) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+def schedule_hint(trace: Any, rp: Any, entries: pd.DataFrame, why: Characteristic,
+                  unjudged: str | None = None) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """Priorities for queued critical entries: each alone and all together are replayed, and the
-    best is written when it beats the replay without priorities by PRIO_MIN_GAIN."""
+    best is written when it beats the replay without priorities by PRIO_MIN_GAIN; without a
+    replayer (`unjudged` says why) none is written."""
     from hints.format import make_hint
 
     crit = [{"coll": c, "entry": e, "share": float(s)} for c, e, s in
             zip(entries["coll"], entries["entry"], entries["queue_share"]) if s > 0]
     prios = schedule_gen.priorities(crit)
-    if not prios or rp is None:
+    if not prios:
         return None, {}
+    if rp is None:  # entries to rank, but no replay to judge them: no hint, and the JSON says why
+        return None, {"priorities": prios, "not_replayed": unjudged}
     options = [[p] for p in prios] + ([prios] if len(prios) > 1 else [])
     tried = []
     for opt in options:
@@ -159,7 +163,7 @@ def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisR
     result = AnalysisResult("scheduling")
     if info.n == 0:
         return result
-    rp = session.get("replayer")  # None above REPLAY_MAX_EXECS: no replay, no priority hint
+    rp = session.get("replayer")  # None for a trace too large to replay: no priority hint
     model = session.get("latency_model")
     entries = path_entries(session.engine, info, session.get("critical_path"), model)
     cp = path_char(info, session.get("critical_path"), entries)
@@ -170,7 +174,8 @@ def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisR
         for c, e, n, k, s, q, qs in zip(entries["coll"], entries["entry"], entries["cost_ns"], entries["execs"],
                                         entries["share"], entries["queue_ns"], entries["queue_share"])][:10]
     result.sections["latency_model"] = model.to_dict()
-    doc, hint_info = schedule_hint(session.trace, rp, entries, cp)
+    unjudged = None if rp is not None else not_replayed(info.execs, session.engine)
+    doc, hint_info = schedule_hint(session.trace, rp, entries, cp, unjudged)
     if hint_info:
         result.sections["priority_replay"] = hint_info
     if doc is not None:

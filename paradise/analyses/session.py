@@ -55,10 +55,10 @@ def _latency_fit(s: Session) -> Any:
 
 
 def _replayer(s: Session) -> Any:
-    """The what-if replayer, or None for a trace too large to replay (REPLAY_MAX_EXECS)."""
+    """The what-if replayer, or None for a trace too large to replay (whatif.not_replayed says why)."""
     from paradise import whatif
 
-    if s.get("exec_graph").execs > whatif.REPLAY_MAX_EXECS:  # the replay reads the event layer's table
+    if whatif.not_replayed(s.get("exec_graph").execs, s.engine):  # checked before the graph is read
         return None
     return whatif.Replayer.from_session(s)
 

@@ -18,7 +18,8 @@ from paradise.events.execgraph import LatencyModel, view
 from paradise.whatif.model import ExecGraph, exec_graph, pe_under, robust_cost
 from paradise.whatif.sim import SimResult, simulate
 
-__all__ = ["Replayer", "ExecGraph", "LatencyModel", "SimResult", "load_hints", "predict", "predict_from_hints", "replay_graph"]
+__all__ = ["Replayer", "ExecGraph", "LatencyModel", "SimResult", "load_hints", "not_replayed", "predict",
+           "predict_from_hints", "replay_graph", "replay_limit"]
 
 
 @dataclass
@@ -125,8 +126,39 @@ class Replayer:
 
 
 REPLAY_MAX_EXECS = 2_000_000
-"""Larger traces are not replayed (minutes of simulation): no mapping or schedule candidate is
-judged, and the event layer's lean exec graph replaces the replay graph."""
+"""Larger traces are not replayed: no mapping or schedule candidate is judged, and the event
+layer's lean exec graph replaces the replay graph (the replay's copy of the exec graph in the
+client's memory, about 2 GiB at this count)."""
+REPLAY_BYTES_PER_EXEC = 1024
+"""Client memory the replay holds per exec (its graph's arrays and names, the loop's inputs, a
+proposal's lookups): 800-880 B measured (peak RSS growth at 2*10^5 and 1.8*10^6 execs), rounded up."""
+CLIENT_RESERVE_BYTES = 256 << 20
+"""The part of the client's memory the replay leaves to everything else (libraries, Arrow results)."""
+
+
+def replay_limit(engine: Any) -> int:
+    """The most execs the replay takes on `engine`: REPLAY_MAX_EXECS, or fewer where the memory
+    budget less the engine's share in this process (the embedded engine's) and a reserve holds fewer."""
+    from paradise.memory import default_memory_limit
+
+    budget = getattr(engine, "memory_limit", None) or default_memory_limit()
+    in_process = engine.step_memory() if getattr(engine, "native_steps", False) else 0
+    room = max(0, int(budget) - in_process - CLIENT_RESERVE_BYTES)
+    return int(min(REPLAY_MAX_EXECS, room // REPLAY_BYTES_PER_EXEC))
+
+
+def not_replayed(execs: int, engine: Any) -> str | None:
+    """Why a trace of `execs` executions is not replayed on `engine` (a phrase), None when it is."""
+    from paradise.units import binary_size
+
+    limit = replay_limit(engine)
+    if execs <= limit:
+        return None
+    if limit == REPLAY_MAX_EXECS:
+        return f"the trace is too large to replay ({execs:,} executions, the replay takes up to {limit:,})"
+    budget = getattr(engine, "memory_limit", None)
+    under = f"--memory-limit {binary_size(budget)}" if budget else "the default memory budget"
+    return f"the trace is too large to replay under {under} ({execs:,} executions, it leaves room for {limit:,})"
 
 CALIBRATION_SCALES = (0.0, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 """Multipliers of the fitted cross-PE latency tried so that the baseline replay matches the

@@ -198,3 +198,24 @@ def test_compiled_loop_refuses_arrays_that_do_not_fit(grid):
                      ({"obj_off": a.obj_off[::-1].copy()}, "offsets out of range")]:
         with pytest.raises(ValueError, match=why):
             run(**bad)
+
+
+def test_a_budget_without_room_for_the_replay_says_so_instead_of_judging(grid, cli):
+    """Under a budget whose client part cannot hold the replay, no candidate is replayed and the hint
+    says why (not that none beat the current placement); under a larger one the candidates are judged."""
+    from paradise.whatif import CLIENT_RESERVE_BYTES
+
+    _, _, trace = grid
+    small = 512 << 20  # DuckDB's half and the reserve take it all
+    assert small // 2 + CLIENT_RESERVE_BYTES >= small
+    rc, out, err = cli("analyze", trace.path, "--json", "--memory-limit", "512MiB")
+    assert rc in (0, 1), err
+    placement = json.loads(out)["analyses"]["placement"]
+    assert placement["mapping_candidates"] == []
+    text = " ".join(placement["hint_explanations"])
+    assert "too large to replay under --memory-limit 512.0 MiB" in text and "was judged" in text
+    assert "beat it" not in text
+    rc, out, err = cli("analyze", trace.path, "--json", "--memory-limit", "2GiB")
+    assert rc in (0, 1), err
+    judged = json.loads(out)["analyses"]["placement"]["mapping_candidates"]
+    assert {c["strategy"] for c in judged} >= {"keep", "greedy"}
