@@ -54,14 +54,10 @@ class Replayer:
         """Per-exec priority (lower runs first) from {"Coll#k.entry" or "entry": prio}."""
         if not entries:
             return None
-        import pandas as pd
-
-        ex = pd.DataFrame({"coll": pd.Series(self.graph.coll, dtype=object),
-                           "name": pd.Series(self.graph.name, dtype=object)})
-        pairs = ex.drop_duplicates()  # looked up once per (collection, entry), not per exec
-        pairs["prio"] = [entries.get(f"{c}.{nm}" if c else str(nm), entries.get(str(nm), 0))
-                         for c, nm in zip(pairs["coll"], pairs["name"])]
-        return ex.merge(pairs, on=["coll", "name"], how="left")["prio"].to_numpy(np.int64)
+        pairs = self.graph.entries  # looked up once per (collection, entry), not per exec
+        per_entry = np.array([entries.get(f"{c}.{nm}" if c else str(nm), entries.get(str(nm), 0))
+                              for c, nm in zip(pairs["coll"], pairs["name"])], np.int64)
+        return per_entry[self.graph.entry]
 
     def combined(self, streams: list[dict[str, Any]] | None) -> tuple[np.ndarray | None, dict[str, Any]]:
         """Per-exec scheduler cost when comm.json's streams are combined, and the message counts.
@@ -74,12 +70,15 @@ class Replayer:
             return None, {}
         import pandas as pd
 
-        listed = pd.DataFrame([(int(s["src_pe"]), int(s["dst_pe"]), str(s["entry"]), int(s["batch"]))
-                               for s in streams], columns=["src_pe", "pe", "name", "batch"])
+        # entry names as codes: str(None) names an exec without one, as a hint names it
+        name_code, names = pd.factorize(g.entries["name"].map(lambda v: str(v) if v is not None else "None"))
+        code_of = {str(v): k for k, v in enumerate(names)}
+        listed = pd.DataFrame([(int(s["src_pe"]), int(s["dst_pe"]), code_of[str(s["entry"])], int(s["batch"]))
+                               for s in streams if str(s["entry"]) in code_of],
+                              columns=["src_pe", "pe", "name", "batch"]).astype(np.int64)
         listed = listed.drop_duplicates(["src_pe", "pe", "name"], keep="last")  # a later stream wins
         has = g.src >= 0
-        names = pd.Series(g.name, dtype=object).fillna("None")  # str(None), as a hint names it
-        ex = pd.DataFrame({"src_pe": g.src_pe, "pe": g.pe, "name": names})
+        ex = pd.DataFrame({"src_pe": g.src_pe, "pe": g.pe, "name": np.asarray(name_code, np.int64)[g.entry]})
         batch = ex.merge(listed, on=["src_pe", "pe", "name"], how="left")["batch"].fillna(0).to_numpy(np.int64)
         batch[~has] = 0
         hit = batch > 1
@@ -131,7 +130,7 @@ layer's lean exec graph replaces the replay graph (the replay's copy of the exec
 client's memory, about 2 GiB at this count)."""
 REPLAY_BYTES_PER_EXEC = 1024
 """Client memory the replay holds per exec (its graph's arrays and names, the loop's inputs, a
-proposal's lookups): 800-880 B measured (peak RSS growth at 2*10^5 and 1.8*10^6 execs), rounded up."""
+proposal's lookups): 590-700 B measured (peak RSS growth at 2*10^5 and 1.8*10^6 execs), rounded up."""
 CLIENT_RESERVE_BYTES = 256 << 20
 """The part of the client's memory the replay leaves to everything else (libraries, Arrow results)."""
 

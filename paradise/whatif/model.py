@@ -35,9 +35,14 @@ class ExecGraph:
     hold_gap: np.ndarray  # ns from that exec's end to this exec's start
     crit_pred: np.ndarray
     wait_msg: np.ndarray
-    coll: list = field(default_factory=list)
-    index: list = field(default_factory=list)
-    name: list = field(default_factory=list)
+    obj: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    """Each exec's row of `objects`."""
+    objects: pd.DataFrame = field(default_factory=lambda: pd.DataFrame({"coll": [], "index": []}, dtype=object))
+    """The distinct (coll, index) pairs of the execs (None where the trace has none)."""
+    entry: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    """Each exec's row of `entries`."""
+    entries: pd.DataFrame = field(default_factory=lambda: pd.DataFrame({"coll": [], "name": []}, dtype=object))
+    """The distinct (coll, name) pairs of the execs: entry methods by collection."""
     prio: np.ndarray | None = None
     step: np.ndarray | None = None  # iteration the trace marks for the exec, -1 where none
 
@@ -58,6 +63,24 @@ def int_column(t: pa.Table, col: str, fill: int = -1) -> np.ndarray:
 
 
 _int = int_column
+
+
+def pair_codes(table: pa.Table, a: str, b: str) -> tuple[np.ndarray, pd.DataFrame]:
+    """Each row's code for its (a, b) pair of string columns and the distinct pairs (row = code,
+    None for null), computed on dictionary indices: no Python string per row."""
+    values, inner = [], []
+    for col in (a, b):
+        arr = table.column(col).combine_chunks()
+        if pa.types.is_dictionary(arr.type):
+            arr = arr.cast(arr.type.value_type)
+        enc = pc.dictionary_encode(arr)
+        values.append([None, *enc.dictionary.to_pylist()])  # code 0: null
+        inner.append(np.asarray(pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False), np.int64) + 1)
+    width = len(values[1])
+    uniq, code = np.unique(inner[0] * width + inner[1], return_inverse=True)
+    pairs = pd.DataFrame({a: pd.Series([values[0][k] for k in (uniq // width).tolist()], dtype=object),
+                          b: pd.Series([values[1][k] for k in (uniq % width).tolist()], dtype=object)})
+    return code.astype(np.int64).reshape(-1), pairs
 
 
 def _untraced_causes(t0: np.ndarray, cost: np.ndarray, src: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -95,13 +118,14 @@ def exec_graph(table: pa.Table) -> ExecGraph:
     prev_t1 = _int(table, "pe_prev_t1", 0)
     gap = np.where(pe_prev >= 0, np.maximum(t0 - prev_t1, 0), 0)
     hold, hold_gap = _untraced_causes(t0, cost, src)
+    obj, objects = pair_codes(table, "coll", "index")
+    entry, entries = pair_codes(table, "coll", "name")
     return ExecGraph(
         hold=hold, hold_gap=hold_gap,
         pe=pe, t0=t0, t1=t1, cost=cost, src=src, offset=offset, nbytes=_int(table, "bytes", 0),
         src_pe=_int(table, "src_pe"), send_t0=_int(table, "send_t0"), obj_prev=_int(table, "obj_prev"),
         pe_prev=pe_prev, gap=gap, crit_pred=_int(table, "crit_pred"), wait_msg=_int(table, "wait_msg_ns", 0),
-        coll=table.column("coll").to_pylist(), index=table.column("index").to_pylist(),
-        name=table.column("name").to_pylist(), prio=_int(table, "prio", 0),
+        obj=obj, objects=objects, entry=entry, entries=entries, prio=_int(table, "prio", 0),
         step=_int(table, "step") if "step" in table.column_names else None,
     )
 
@@ -123,16 +147,15 @@ def robust_cost(g: ExecGraph) -> np.ndarray:
     cost = g.cost.astype(np.int64)
     if g.step is None or g.n == 0:
         return cost
-    has = (g.step >= 0) & pd.Series(g.coll, dtype=object).notna().to_numpy()
+    has = (g.step >= 0) & g.objects["coll"].notna().to_numpy()[g.obj]
     if not has.any():
         return cost
     ids = np.nonzero(has)[0]
-    df = pd.DataFrame({"coll": np.asarray(g.coll, object)[ids], "index": np.asarray(g.index, object)[ids],
-                       "step": g.step[ids], "cost": cost[ids], "id": ids})
-    per = df.groupby(["coll", "index", "step"], sort=False, dropna=False)["cost"].sum().rename("load").reset_index()
-    per["cap"] = STEP_LOAD_CLIP * per.groupby(["coll", "index"], sort=False, dropna=False)["load"].transform("median")
+    df = pd.DataFrame({"obj": g.obj[ids], "step": g.step[ids], "cost": cost[ids], "id": ids})
+    per = df.groupby(["obj", "step"], sort=False)["cost"].sum().rename("load").reset_index()
+    per["cap"] = STEP_LOAD_CLIP * per.groupby("obj", sort=False)["load"].transform("median")
     per["scale"] = np.where(per["load"] > per["cap"], per["cap"] / per["load"].clip(lower=1), 1.0)
-    df = df.merge(per[["coll", "index", "step", "scale"]], on=["coll", "index", "step"], how="left")
+    df = df.merge(per[["obj", "step", "scale"]], on=["obj", "step"], how="left")
     clipped = df["cost"].to_numpy() * df["scale"].fillna(1.0).to_numpy()
     # the clipped time is spread back over all stepped execs: preemption takes from whoever
     # runs, so once the load is balanced every PE pays its share of it
@@ -149,6 +172,7 @@ def pe_under(g: ExecGraph, mapping: dict[str, dict[str, int]] | None) -> np.ndar
         return g.pe.copy()
     rows = [(c, i, int(p)) for c, objs in mapping.items() for i, p in objs.items()]
     m = pd.DataFrame(rows, columns=["coll", "index", "new_pe"]).drop_duplicates(["coll", "index"])
-    ex = pd.DataFrame({"coll": g.coll, "index": g.index})
-    new = ex.merge(m, on=["coll", "index"], how="left")["new_pe"].to_numpy()
-    return np.where(pd.isna(new), g.pe, np.nan_to_num(new, nan=-1)).astype(np.int64)
+    m = m.astype({"coll": object, "index": object})
+    per_object = g.objects.merge(m, on=["coll", "index"], how="left")["new_pe"].to_numpy(np.float64)
+    new = per_object[g.obj]
+    return np.where(np.isnan(new), g.pe, np.nan_to_num(new, nan=-1)).astype(np.int64)
