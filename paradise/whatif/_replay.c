@@ -183,8 +183,8 @@ static PyObject *M_replay(PyObject *self, PyObject *args) {
         return NULL;
     }
     Py_ssize_t n = b[PENDING].len / 8;
-    const char *bad = NULL;
-    for (int k = 0; k < NBUF; k++) {
+    const char *bad = npes < 0 ? "npes is negative" : NULL;
+    for (int k = 0; !bad && k < NBUF; k++) {
         Py_ssize_t want = k == MSG_OFF || k == OBJ_OFF || k == HOLD_OFF ? n + 1
                           : k == FREE_AT ? npes
                           : k == MSG_KIDS || k == OBJ_KIDS || k == HOLD_KIDS ? b[k].len / 8 : n;

@@ -185,9 +185,9 @@ def test_compiled_loop_refuses_arrays_that_do_not_fit(grid):
     a = replay_arrays(rp.graph, rp.graph.pe, rp.model, pes=rp.pes)
     out = np.zeros(rp.graph.n, np.int64)
 
-    def run(**bad):
+    def run(npes=None, **bad):
         f = {**vars(a), **bad}
-        _replay.replay(len(f["free_at"]), f["pending"].copy(), f["msg_off"], f["msg_kids"], f["obj_off"],
+        _replay.replay(len(f["free_at"]) if npes is None else npes, f["pending"].copy(), f["msg_off"], f["msg_kids"], f["obj_off"],
                        f["obj_kids"], f["hold_off"], f["hold_kids"], f["arrive_after"], f["cost"], f["gap"],
                        f["pe"], f["prio"], f["orig"], f["ovh"], f["free_at"].copy(), out, out.copy())
 
@@ -198,6 +198,8 @@ def test_compiled_loop_refuses_arrays_that_do_not_fit(grid):
                      ({"obj_off": a.obj_off[::-1].copy()}, "offsets out of range")]:
         with pytest.raises(ValueError, match=why):
             run(**bad)
+    with pytest.raises(ValueError, match="npes is negative"):
+        run(npes=-1)
 
 
 def test_a_budget_without_room_for_the_replay_says_so_instead_of_judging(grid, cli):
