@@ -7,6 +7,7 @@ calibrates the prediction: predicted = measured x replay(proposal) / replay(curr
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,7 @@ from paradise.whatif.model import ExecGraph, exec_graph, pe_under, robust_cost
 from paradise.whatif.sim import SimResult, simulate
 
 __all__ = ["Replayer", "ExecGraph", "LatencyModel", "SimResult", "load_hints", "not_replayed", "predict",
-           "predict_from_hints", "replay_graph", "replay_limit"]
+           "predict_from_hints", "replay_graph", "replay_limit", "replay_room"]
 
 
 @dataclass
@@ -135,29 +136,44 @@ CLIENT_RESERVE_BYTES = 256 << 20
 """The part of the client's memory the replay leaves to everything else (libraries, Arrow results)."""
 
 
-def replay_limit(engine: Any) -> int:
-    """The most execs the replay takes on `engine`: REPLAY_MAX_EXECS, or fewer where the memory
-    budget less the engine's share in this process (the embedded engine's) and a reserve holds fewer."""
+def _budget_parts(engine: Any) -> tuple[int, int]:
+    """The memory budget on `engine` and the engine's share of it in this process (the embedded
+    engine's; a Dask engine's is on its workers)."""
     from paradise.memory import default_memory_limit
 
-    budget = getattr(engine, "memory_limit", None) or default_memory_limit()
-    in_process = engine.step_memory() if getattr(engine, "native_steps", False) else 0
-    room = max(0, int(budget) - in_process - CLIENT_RESERVE_BYTES)
-    return int(min(REPLAY_MAX_EXECS, room // REPLAY_BYTES_PER_EXEC))
+    budget = int(getattr(engine, "memory_limit", None) or default_memory_limit())
+    return budget, int(engine.step_memory()) if getattr(engine, "native_steps", False) else 0
+
+
+def replay_room(engine: Any) -> int:
+    """The most execs whose replay the memory budget holds on `engine`: the budget less the
+    engine's share in this process and a reserve, at REPLAY_BYTES_PER_EXEC."""
+    budget, in_process = _budget_parts(engine)
+    return max(0, budget - in_process - CLIENT_RESERVE_BYTES) // REPLAY_BYTES_PER_EXEC
+
+
+def replay_limit(engine: Any) -> int:
+    """The most execs `analyze` replays on `engine`: REPLAY_MAX_EXECS, or fewer where the memory
+    budget holds fewer (replay_room)."""
+    return int(min(REPLAY_MAX_EXECS, replay_room(engine)))
+
+
+def _budget_text(engine: Any) -> str:
+    from paradise.units import binary_size
+
+    budget = getattr(engine, "memory_limit", None)
+    return f"--memory-limit {binary_size(budget)}" if budget else "the default memory budget"
 
 
 def not_replayed(execs: int, engine: Any) -> str | None:
     """Why a trace of `execs` executions is not replayed on `engine` (a phrase), None when it is."""
-    from paradise.units import binary_size
-
     limit = replay_limit(engine)
     if execs <= limit:
         return None
     if limit == REPLAY_MAX_EXECS:
         return f"the trace is too large to replay ({execs:,} executions, the replay takes up to {limit:,})"
-    budget = getattr(engine, "memory_limit", None)
-    under = f"--memory-limit {binary_size(budget)}" if budget else "the default memory budget"
-    return f"the trace is too large to replay under {under} ({execs:,} executions, it leaves room for {limit:,})"
+    return (f"the trace is too large to replay under {_budget_text(engine)} ({execs:,} executions, "
+            f"it leaves room for {limit:,})")
 
 CALIBRATION_SCALES = (0.0, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 """Multipliers of the fitted cross-PE latency tried so that the baseline replay matches the
@@ -255,11 +271,29 @@ def predict(session: Any, hints: dict[str, Any]) -> dict[str, Any]:
     kwargs: dict[str, Any] = {}
     for name, payload in hints.items():
         kwargs.update(KINDS[name].whatif(payload))
-    rp = session.get("replayer") or Replayer.from_session(session)  # asked for: replayed whatever its size
+    rp = session.get("replayer")  # the analyses' one, when they built one
+    if rp is None:  # asked for by name: replayed above REPLAY_MAX_EXECS too, within the budget
+        _check_room(session)
+        rp = Replayer.from_session(session)
     out = rp.replay(**kwargs)
     out["hints"] = list(hints)
     out["pes"] = rp.pes
     return out
+
+
+def _check_room(session: Any) -> None:
+    """OutOfMemory (one line) when the budget cannot hold the replay of the session's trace."""
+    from paradise.errors import OutOfMemory
+    from paradise.units import binary_size
+
+    execs, room = session.get("exec_graph").execs, replay_room(session.engine)
+    if execs > room:
+        budget, in_process = _budget_parts(session.engine)
+        need = execs * REPLAY_BYTES_PER_EXEC + CLIENT_RESERVE_BYTES
+        at_least = math.ceil(need / (1 - in_process / budget) / (1 << 20)) << 20  # the engine's share grows too
+        raise OutOfMemory(f"{session.trace.path}: the what-if replay of {execs:,} executions needs about "
+                          f"{binary_size(execs * REPLAY_BYTES_PER_EXEC)}; {_budget_text(session.engine)} leaves "
+                          f"room for {room:,}: --memory-limit {binary_size(at_least)} or more holds it")
 
 
 def predict_from_hints(session: Any, hints_dir: str | Path) -> dict[str, Any]:

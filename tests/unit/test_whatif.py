@@ -221,3 +221,19 @@ def test_a_budget_without_room_for_the_replay_says_so_instead_of_judging(grid, c
     assert rc in (0, 1), err
     judged = json.loads(out)["analyses"]["placement"]["mapping_candidates"]
     assert {c["strategy"] for c in judged} >= {"keep", "greedy"}
+
+
+def test_whatif_refuses_a_replay_the_budget_cannot_hold(tmp_path, grid, cli):
+    """`paradise whatif` replays above analyze's exec count, but not beyond its memory budget: one line,
+    exit 2, naming the trace and the budget."""
+    _, _, trace = grid
+    write_hint(tmp_path / "h", _mapping_doc(trace, {f"[{i},{j}]": (i + j) % 2 for i in range(4) for j in range(4)}))
+    rc, out, err = cli("whatif", trace.path, "--hints", tmp_path / "h", "--memory-limit", "512MiB")
+    assert rc == 2 and out == ""
+    (line,) = err.strip().splitlines()
+    assert str(trace.path) in line and "--memory-limit 512.0 MiB leaves room for 0" in line
+    assert "or more holds it" in line
+    assert "Traceback" not in err
+    rc, out, err = cli("whatif", trace.path, "--hints", tmp_path / "h", "--memory-limit", "2GiB", "--json")
+    assert rc == 0, err
+    assert json.loads(out)["execs"] > 0
