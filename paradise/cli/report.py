@@ -70,10 +70,14 @@ def build_report(trace_path: Path | TraceHandle, *, hints: Path | None = None,
             drawn = gather.gather(session, dicts, window)
             bar.advance(1)
             if loaded is not None:
+                from paradise.errors import OutOfMemory
                 from paradise.whatif import predict
 
                 bar.stage("what-if under the hints")
-                whatif = predict(session, loaded)  # the analyses' replayer, not a second one
+                try:
+                    whatif = predict(session, loaded)  # the analyses' replayer, not a second one
+                except OutOfMemory as exc:  # the page says why, beside everything else
+                    whatif = {"not_replayed": str(exc)}
             bar.advance(1)
         cmp = None
         if compare is not None:

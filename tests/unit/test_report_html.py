@@ -151,3 +151,14 @@ def test_window_option_draws_the_chosen_range(traces, charm_page):
     assert "Timeline of step" in charm_page  # the default: the longest step
     html = build_report(traces["charm"], window=(0, 50_000))
     assert "Timeline of chosen" in html
+
+
+def test_report_under_a_budget_without_room_for_the_replay_says_so(traces, tmp_path, monkeypatch, capsys):
+    """The what-if section says why it was not replayed; the rest of the page is drawn as ever."""
+    hints = tmp_path / "hints"
+    code, _, err = run_cli(monkeypatch, capsys, "analyze", traces["charm"], "--hints-out", hints)
+    assert code == 0, err
+    html = build_report(traces["charm"], hints=hints, memory_limit=512 << 20)
+    (section,) = re.findall(r'<section id="whatif">.*?</section>', html, re.S)
+    assert "not replayed:" in section and "or more holds it" in section and "with the hints" not in section
+    assert '<section id="analyses">' in html

@@ -101,6 +101,8 @@ def _training(a: dict[str, Any]) -> tuple[str, str, str] | None:
 def _whatif(w: dict[str, Any] | None) -> tuple[str, str, str] | None:
     if not w:
         return None
+    if "not_replayed" in w:
+        return _section("whatif", "Hints: what-if", f"<p class=note>not replayed: {escape(w['not_replayed'])}</p>")
     pes = [str(i) for i in range(len(w["pe_load_ns"]))]
     fig = F.before_after(pes, [x / 1e6 for x in w["baseline_pe_load_ns"]], [x / 1e6 for x in w["pe_load_ns"]],
                          f"Load per PE now and under {', '.join(w['hints'])} (what-if replay)", ("now", "with the hints"))
