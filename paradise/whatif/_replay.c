@@ -17,7 +17,6 @@
 
 typedef struct { int64_t t, key; } Event; /* key = kind << 56 | exec */
 typedef struct { int64_t prio, t, orig, i; } Ready;
-typedef struct { Ready *v; Py_ssize_t n, cap; } ReadyHeap;
 
 #define KIND_SHIFT 56
 
@@ -32,73 +31,50 @@ static inline int rd_less(const Ready *a, const Ready *b) {
     return a->i < b->i;
 }
 
-typedef struct { Event *v; Py_ssize_t n, cap; } EventHeap;
-
-static int ev_push(EventHeap *h, int64_t t, int64_t kind, int64_t i) {
-    if (h->n == h->cap) {
-        Py_ssize_t cap = h->cap ? h->cap * 2 : 1024;
-        Event *v = realloc(h->v, (size_t)cap * sizeof(Event));
-        if (!v) return -1;
-        h->v = v, h->cap = cap;
+/* A binary min-heap of T ordered by LESS: NAME##Heap, NAME##_push (-1 when out of memory), NAME##_pop. */
+#define HEAP(NAME, T, LESS, FIRST_CAP)                                              \
+    typedef struct { T *v; Py_ssize_t n, cap; } NAME##Heap;                         \
+    static int NAME##_push(NAME##Heap *h, T x) {                                    \
+        if (h->n == h->cap) {                                                       \
+            Py_ssize_t cap = h->cap ? h->cap * 2 : FIRST_CAP;                       \
+            T *v = realloc(h->v, (size_t)cap * sizeof(T));                          \
+            if (!v) return -1;                                                      \
+            h->v = v, h->cap = cap;                                                 \
+        }                                                                           \
+        Py_ssize_t k = h->n++;                                                      \
+        while (k > 0) {                                                             \
+            Py_ssize_t p = (k - 1) >> 1;                                            \
+            if (!LESS(&x, &h->v[p])) break;                                         \
+            h->v[k] = h->v[p];                                                      \
+            k = p;                                                                  \
+        }                                                                           \
+        h->v[k] = x;                                                                \
+        return 0;                                                                   \
+    }                                                                               \
+    static T NAME##_pop(NAME##Heap *h) {                                            \
+        T top = h->v[0], last = h->v[--h->n];                                       \
+        Py_ssize_t k = 0, n = h->n;                                                 \
+        for (;;) {                                                                  \
+            Py_ssize_t c = 2 * k + 1;                                               \
+            if (c >= n) break;                                                      \
+            if (c + 1 < n && LESS(&h->v[c + 1], &h->v[c])) c++;                     \
+            if (!LESS(&h->v[c], &last)) break;                                      \
+            h->v[k] = h->v[c];                                                      \
+            k = c;                                                                  \
+        }                                                                           \
+        if (n) h->v[k] = last;                                                      \
+        return top;                                                                 \
     }
+
+HEAP(ev, Event, ev_less, 1024)
+HEAP(rd, Ready, rd_less, 16)
+typedef evHeap EventHeap;
+typedef rdHeap ReadyHeap;
+
+/* An event (time, kind, exec) on the heap. */
+static inline int ev_add(EventHeap *h, int64_t t, int64_t kind, int64_t i) {
     Event e = {t, (kind << KIND_SHIFT) | i};
-    Py_ssize_t k = h->n++;
-    while (k > 0) {
-        Py_ssize_t p = (k - 1) >> 1;
-        if (!ev_less(&e, &h->v[p])) break;
-        h->v[k] = h->v[p];
-        k = p;
-    }
-    h->v[k] = e;
-    return 0;
-}
-
-static Event ev_pop(EventHeap *h) {
-    Event top = h->v[0], last = h->v[--h->n];
-    Py_ssize_t k = 0, n = h->n;
-    for (;;) {
-        Py_ssize_t c = 2 * k + 1;
-        if (c >= n) break;
-        if (c + 1 < n && ev_less(&h->v[c + 1], &h->v[c])) c++;
-        if (!ev_less(&h->v[c], &last)) break;
-        h->v[k] = h->v[c];
-        k = c;
-    }
-    if (n) h->v[k] = last;
-    return top;
-}
-
-static int rd_push(ReadyHeap *h, Ready r) {
-    if (h->n == h->cap) {
-        Py_ssize_t cap = h->cap ? h->cap * 2 : 16;
-        Ready *v = realloc(h->v, (size_t)cap * sizeof(Ready));
-        if (!v) return -1;
-        h->v = v, h->cap = cap;
-    }
-    Py_ssize_t k = h->n++;
-    while (k > 0) {
-        Py_ssize_t p = (k - 1) >> 1;
-        if (!rd_less(&r, &h->v[p])) break;
-        h->v[k] = h->v[p];
-        k = p;
-    }
-    h->v[k] = r;
-    return 0;
-}
-
-static Ready rd_pop(ReadyHeap *h) {
-    Ready top = h->v[0], last = h->v[--h->n];
-    Py_ssize_t k = 0, n = h->n;
-    for (;;) {
-        Py_ssize_t c = 2 * k + 1;
-        if (c >= n) break;
-        if (c + 1 < n && rd_less(&h->v[c + 1], &h->v[c])) c++;
-        if (!rd_less(&h->v[c], &last)) break;
-        h->v[k] = h->v[c];
-        k = c;
-    }
-    if (n) h->v[k] = last;
-    return top;
+    return ev_push(h, e);
 }
 
 enum { PENDING, MSG_OFF, MSG_KIDS, OBJ_OFF, OBJ_KIDS, HOLD_OFF, HOLD_KIDS, ARRIVE, COST, GAP, PE, PRIO,
@@ -116,10 +92,10 @@ static int begin(Run *r, int64_t i, int64_t t) {
     r->busy[r->pe[i]] = 1;
     r->start[i] = t;
     r->finish[i] = t + r->cost[i];
-    if (ev_push(r->events, r->finish[i], 1, i)) return -1;
+    if (ev_add(r->events, r->finish[i], 1, i)) return -1;
     for (int64_t k = r->msg_off[i]; k < r->msg_off[i + 1]; k++) {
         int64_t c = r->msg_kids[k];
-        if (ev_push(r->events, t + r->arrive[c], 0, c)) return -1;
+        if (ev_add(r->events, t + r->arrive[c], 0, c)) return -1;
     }
     return 0;
 }
@@ -137,7 +113,7 @@ static int run(Py_ssize_t n, Py_ssize_t npes, Py_buffer *b) {
     int rc = -1;
     if (!ready || !busy) goto done;
     for (Py_ssize_t i = 0; i < n; i++)
-        if (pending[i] == 0 && ev_push(&events, orig[i], 0, i)) goto done;
+        if (pending[i] == 0 && ev_add(&events, orig[i], 0, i)) goto done;
     while (events.n) {
         Event e = ev_pop(&events);
         int64_t t = e.t, kind = e.key >> KIND_SHIFT, i = e.key & (((int64_t)1 << KIND_SHIFT) - 1);
@@ -153,10 +129,10 @@ static int run(Py_ssize_t n, Py_ssize_t npes, Py_buffer *b) {
         busy[p] = 0;
         free_at[p] = t + ovh[i];
         for (int64_t k = obj_off[i]; k < obj_off[i + 1]; k++)
-            if (ev_push(&events, t, 0, obj_kids[k])) goto done;
+            if (ev_add(&events, t, 0, obj_kids[k])) goto done;
         for (int64_t k = hold_off[i]; k < hold_off[i + 1]; k++) {
             int64_t c = hold_kids[k];
-            if (ev_push(&events, t + gap[c], 0, c)) goto done;
+            if (ev_add(&events, t + gap[c], 0, c)) goto done;
         }
         if (ready[p].n && begin(&r, rd_pop(&ready[p]).i, free_at[p])) goto done;
     }
