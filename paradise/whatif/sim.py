@@ -103,7 +103,8 @@ def simulate(g: ExecGraph, pe: np.ndarray, model: LatencyModel, prio: np.ndarray
     a = replay_arrays(g, pe, model, prio, pes, overhead_ns)
     start, finish = np.zeros(g.n, np.int64), np.zeros(g.n, np.int64)
     pending, free_at = a.pending.copy(), a.free_at.copy()  # the loop works on these in place
-    _replay.replay(len(free_at), pending, a.msg_off, a.msg_kids, a.obj_off, a.obj_kids, a.hold_off,
-                   a.hold_kids, a.arrive_after, a.cost, a.gap, a.pe, a.prio, a.orig, a.ovh, free_at,
-                   start, finish)
+    inputs = [np.ascontiguousarray(x, np.int64) for x in (  # the loop reads plain int64 buffers
+        a.msg_off, a.msg_kids, a.obj_off, a.obj_kids, a.hold_off, a.hold_kids, a.arrive_after, a.cost, a.gap,
+        a.pe, a.prio, a.orig, a.ovh)]
+    _replay.replay(len(free_at), pending, *inputs, free_at, start, finish)
     return SimResult(start=start, finish=finish, pe=pe, makespan_ns=int(finish.max() - min(start.min(), 0)))
