@@ -39,6 +39,12 @@ def parse_size(text: str, option: str = "--memory-limit") -> int:
     return value
 
 
+def client_room(budget: int, engine_share: int, reserve: int) -> int:
+    """Bytes of a budget the client may fill with one kind of data: the budget less the engine's share
+    in this process and a `reserve` kept for everything else (none when they take it all)."""
+    return max(0, int(budget) - int(engine_share) - int(reserve))
+
+
 def physical_memory() -> int:
     """Bytes of physical memory of this machine."""
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

@@ -241,7 +241,8 @@ def collection_kinds(groups: Any) -> Any:
     return out.select(["coll", "cat", "lifecycle"]).sort_by("coll")
 
 
-NEEDS = frozenset({"overview_groups", "pe_time", "object_steps", "communication_edges", "exec_graph", "replayer"})
+NEEDS = frozenset({"overview_groups", "pe_time", "object_steps", "communication_edges", "exec_graph", "replayer",
+                   "not_replayed"})
 """Shared results placement reads (paradise.analyses.session.SHARED); the replayer only when
 the trace is small enough to replay."""
 

@@ -112,9 +112,7 @@ def mapping_hint(session: Any, pes: int, objs: pd.DataFrame, mov: pd.DataFrame,
         from paradise.events.objgraph import object_graph
 
         if session.get("replayer") is None:  # too large to replay: no candidate could be judged
-            from paradise.whatif import not_replayed
-
-            unjudged = not_replayed(session.get("exec_graph").execs, session.engine)
+            unjudged = session.get("not_replayed")
             strategies = []
         else:
             base = fixed_load(objs, set(keys), pes)

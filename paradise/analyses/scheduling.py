@@ -30,7 +30,6 @@ from paradise.events import critpath, graphread
 from paradise.events.critpath import CriticalPath
 from paradise.importers import training_like
 from paradise.units import count
-from paradise.whatif import not_replayed
 
 WAIT_SHARE_NOTABLE = 0.1
 """Idle time waiting for messages above this share of PE time is reported as significant."""
@@ -42,7 +41,7 @@ def applies(session: Session) -> bool:
     return not training_like(session.trace.source)
 
 
-NEEDS = frozenset({"exec_graph", "critical_path", "latency_model", "replayer", "pe_time"})
+NEEDS = frozenset({"exec_graph", "critical_path", "latency_model", "replayer", "not_replayed", "pe_time"})
 """Shared results scheduling reads (paradise.analyses.session.SHARED); the replayer only when
 the trace is small enough to replay."""
 
@@ -174,8 +173,7 @@ def analyze(session: Session, config: AnalysisConfig | None = None) -> AnalysisR
         for c, e, n, k, s, q, qs in zip(entries["coll"], entries["entry"], entries["cost_ns"], entries["execs"],
                                         entries["share"], entries["queue_ns"], entries["queue_share"])][:10]
     result.sections["latency_model"] = model.to_dict()
-    unjudged = None if rp is not None else not_replayed(info.execs, session.engine)
-    doc, hint_info = schedule_hint(session.trace, rp, entries, cp, unjudged)
+    doc, hint_info = schedule_hint(session.trace, rp, entries, cp, session.get("not_replayed"))
     if hint_info:
         result.sections["priority_replay"] = hint_info
     if doc is not None:

@@ -54,11 +54,18 @@ def _latency_fit(s: Session) -> Any:
     return fit_latency(s.engine, s.get("exec_graph"))
 
 
+def _not_replayed(s: Session) -> str | None:
+    """Why the run is not replayed (too many execs for REPLAY_MAX_EXECS or the budget), None when it is."""
+    from paradise.whatif import not_replayed
+
+    return not_replayed(s.get("exec_graph").execs, s.engine)
+
+
 def _replayer(s: Session) -> Any:
-    """The what-if replayer, or None for a trace too large to replay (whatif.not_replayed says why)."""
+    """The what-if replayer, or None for a trace too large to replay (not_replayed says why)."""
     from paradise import whatif
 
-    if whatif.not_replayed(s.get("exec_graph").execs, s.engine):  # checked before the graph is read
+    if s.get("not_replayed"):  # checked before the graph is read
         return None
     return whatif.Replayer.from_session(s)
 
@@ -82,6 +89,7 @@ SHARED: dict[str, Callable[[Session], Any]] = {
     "object_steps": _object_steps,
     "exec_graph": _exec_graph,
     "latency_fit": _latency_fit,
+    "not_replayed": _not_replayed,
     "replayer": _replayer,
     "latency_model": _latency_model,
     "critical_path": _critical_path,

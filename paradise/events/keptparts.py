@@ -15,6 +15,8 @@ import threading
 
 import pyarrow as pa
 
+from paradise.memory import client_room
+
 RESERVE_BYTES = 1 << 30
 """The part of the budget beside the engine's share that kept partitions leave to the client's other
 work (the steps' arrays beyond the engine's share, Arrow results, Python)."""
@@ -23,7 +25,7 @@ work (the steps' arrays beyond the engine's share, Arrow results, Python)."""
 def allowance(memory_limit: int, engine_share: int) -> int:
     """Bytes of partitions the client may keep under a budget of `memory_limit` bytes of which the
     engine takes `engine_share`: the rest less RESERVE_BYTES (none under a small budget)."""
-    return max(0, int(memory_limit) - int(engine_share) - RESERVE_BYTES)
+    return client_room(memory_limit, engine_share, RESERVE_BYTES)
 
 
 class KeptParts:

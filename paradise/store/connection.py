@@ -76,8 +76,8 @@ def _open_shared(threads: int | None) -> duckdb.DuckDBPyConnection:
 
 
 def _open_thread() -> duckdb.DuckDBPyConnection:
-    base = _thread.db = database()
-    return base
+    _thread.db = database()
+    return _thread.db
 
 
 def _after_fork_in_child() -> None:

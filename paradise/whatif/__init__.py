@@ -131,7 +131,8 @@ layer's lean exec graph replaces the replay graph (the replay's copy of the exec
 client's memory, about 2 GiB at this count)."""
 REPLAY_BYTES_PER_EXEC = 1024
 """Client memory the replay holds per exec (its graph's arrays and names, the loop's inputs, a
-proposal's lookups): 590-700 B measured (peak RSS growth at 2*10^5 and 1.8*10^6 execs), rounded up."""
+proposal's lookups): 470-700 B measured (peak RSS growth at 2*10^5 and 1.8*10^6 execs under budgets
+of 1 and 20 GiB); 1 KiB leaves room."""
 CLIENT_RESERVE_BYTES = 256 << 20
 """The part of the client's memory the replay leaves to everything else (libraries, Arrow results)."""
 
@@ -148,8 +149,9 @@ def _budget_parts(engine: Any) -> tuple[int, int]:
 def replay_room(engine: Any) -> int:
     """The most execs whose replay the memory budget holds on `engine`: the budget less the
     engine's share in this process and a reserve, at REPLAY_BYTES_PER_EXEC."""
-    budget, in_process = _budget_parts(engine)
-    return max(0, budget - in_process - CLIENT_RESERVE_BYTES) // REPLAY_BYTES_PER_EXEC
+    from paradise.memory import client_room
+
+    return client_room(*_budget_parts(engine), CLIENT_RESERVE_BYTES) // REPLAY_BYTES_PER_EXEC
 
 
 def replay_limit(engine: Any) -> int:

@@ -82,14 +82,15 @@ def replay_arrays(g: ExecGraph, pe: np.ndarray, model: LatencyModel, prio: np.nd
     # a PE runs nothing before its first exec in the trace (process start-up is not replayed)
     first = np.full(npes, np.iinfo(i64).max)
     np.minimum.at(first, g.pe, orig)
-    return ReplayArrays(
+    fields = dict(
         pending=pending, msg_off=msg_off, msg_kids=msg_kids, obj_off=obj_off, obj_kids=obj_kids,
         hold_off=hold_off, hold_kids=hold_kids,
-        arrive_after=(g.offset + lat).astype(i64),  # ns after the sender's start
-        cost=np.asarray(g.cost, i64), gap=np.asarray(g.hold_gap, i64), pe=np.asarray(pe, i64),
-        prio=np.zeros(n, i64) if prio is None else np.asarray(prio, i64), orig=orig,
-        ovh=(np.full(n, int(model.overhead_ns), i64) if overhead_ns is None else overhead_ns.astype(i64)),
-        free_at=np.where(first == np.iinfo(i64).max, 0, first).astype(i64))
+        arrive_after=g.offset + lat,  # ns after the sender's start
+        cost=g.cost, gap=g.hold_gap, pe=pe, prio=np.zeros(n, i64) if prio is None else prio, orig=orig,
+        ovh=np.full(n, int(model.overhead_ns), i64) if overhead_ns is None else overhead_ns,
+        free_at=np.where(first == np.iinfo(i64).max, 0, first))
+    # the compiled loop reads plain int64 buffers, whatever the caller passed (a strided pe or prio)
+    return ReplayArrays(**{k: np.ascontiguousarray(v, i64) for k, v in fields.items()})
 
 
 def simulate(g: ExecGraph, pe: np.ndarray, model: LatencyModel, prio: np.ndarray | None = None,
@@ -103,8 +104,6 @@ def simulate(g: ExecGraph, pe: np.ndarray, model: LatencyModel, prio: np.ndarray
     a = replay_arrays(g, pe, model, prio, pes, overhead_ns)
     start, finish = np.zeros(g.n, np.int64), np.zeros(g.n, np.int64)
     pending, free_at = a.pending.copy(), a.free_at.copy()  # the loop works on these in place
-    inputs = [np.ascontiguousarray(x, np.int64) for x in (  # the loop reads plain int64 buffers
-        a.msg_off, a.msg_kids, a.obj_off, a.obj_kids, a.hold_off, a.hold_kids, a.arrive_after, a.cost, a.gap,
-        a.pe, a.prio, a.orig, a.ovh)]
-    _replay.replay(len(free_at), pending, *inputs, free_at, start, finish)
+    _replay.replay(len(free_at), pending, a.msg_off, a.msg_kids, a.obj_off, a.obj_kids, a.hold_off, a.hold_kids,
+                   a.arrive_after, a.cost, a.gap, a.pe, a.prio, a.orig, a.ovh, free_at, start, finish)
     return SimResult(start=start, finish=finish, pe=pe, makespan_ns=int(finish.max() - min(start.min(), 0)))
