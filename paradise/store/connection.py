@@ -42,6 +42,12 @@ def database() -> duckdb.DuckDBPyConnection:
     return _configured(duckdb.connect(":memory:"))
 
 
+def cursor_of(base: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """A new connection to `base`'s database with paradise's settings (a cursor starts from DuckDB's
+    defaults for the connection's own ones, such as asof_loop_join_threshold). Close it when done."""
+    return _configured(base.cursor())
+
+
 def connect(threads: int | None = None) -> duckdb.DuckDBPyConnection:
     """A connection with paradise's settings to this process's shared in-memory DuckDB (with `threads`:
     the shared one that runs that many threads), for queries over registered Arrow tables or files.
