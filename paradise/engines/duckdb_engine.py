@@ -69,14 +69,19 @@ def _added_columns() -> str:
 _SQL_TYPES = {"int64": "BIGINT", "int32": "INTEGER", "string": "VARCHAR"}
 
 
-def _corrected_rows(files: list[str], corrections: dict[str, tuple[int, int, float]]) -> str:
+def _files_rows(files: list[str], same_columns: bool, extra: str = "") -> str:
+    """The files' rows (with `extra` columns): as they are when they have the same columns, the added
+    ones among them; else their schemas united by name, the added columns null where missing."""
+    if same_columns:
+        return f"SELECT *{extra} FROM read_parquet({_file_list(files)})"
+    return f"SELECT *{extra} FROM read_parquet({_file_list(files)}, union_by_name = true)" + _added_columns()
+
+
+def _corrected_rows(files: list[str], corrections: dict[str, tuple[int, int, float]], same_columns: bool) -> str:
     """The files' rows with each file's clock correction (paradise.store.clock.corrected_sql) added to
     its times. No join, so the rows keep the files' order."""
-    return (
-        f"SELECT r.* EXCLUDE (_file) REPLACE ({corrected_sql(files, corrections)}) FROM ("
-        f"SELECT *, file_index::BIGINT AS _file FROM read_parquet({_file_list(files)}, union_by_name = true)"
-        + _added_columns() + ") r"
-    )
+    return (f"SELECT r.* EXCLUDE (_file) REPLACE ({corrected_sql(files, corrections)}) FROM ("
+            + _files_rows(files, same_columns, ", file_index::BIGINT AS _file") + ") r")
 
 
 def _may_hold_pieces(files: list[str]) -> bool:
@@ -87,17 +92,19 @@ def _may_hold_pieces(files: list[str]) -> bool:
     return any(may_hold_pieces(pq.ParquetFile(f)) for f in files)
 
 
-def events_rows_sql(files: list[str], corrections: dict[str, tuple[int, int, float]] | None = None) -> str:
+def events_rows_sql(files: list[str], corrections: dict[str, tuple[int, int, float]] | None = None,
+                    same_columns: bool = False) -> str:
     """The query behind the `events` view over `files` (events_view_sql): their rows, each file's
-    clock correction applied."""
+    clock correction applied; `same_columns`: the files are known to have the same columns
+    (TraceHandle.same_columns), so they are read without uniting their schemas."""
     mine = {f: c for f, c in (corrections or {}).items() if f in set(files)}
     if mine:
-        return _corrected_rows(files, mine)
-    return f"SELECT * FROM read_parquet({_file_list(files)}, union_by_name = true)" + _added_columns()
+        return _corrected_rows(files, mine, same_columns)
+    return _files_rows(files, same_columns)
 
 
 def events_view_sql(files: list[str], corrections: dict[str, tuple[int, int, float]] | None = None,
-                    pieces: bool | None = None) -> str:
+                    pieces: bool | None = None, same_columns: bool = False) -> str:
     """The one place file paths enter SQL text (through events_rows_sql); everything else is bound
     parameters. The views:
     `events` (the trace's rows, per-PE clock corrections applied: the only place they are),
@@ -106,7 +113,7 @@ def events_view_sql(files: list[str], corrections: dict[str, tuple[int, int, flo
     events_running.sql: in the trace's row order when there are no pieces), `running` (its rows
     other than idle), `intervals_by_time` (it in (pe, t0) order) and `training_rows`
     (events_training.sql); and the macro lane(kind, stream, tid) (events_lane.sql)."""
-    rows = events_rows_sql(files, corrections)
+    rows = events_rows_sql(files, corrections, same_columns)
     if pieces is None:
         pieces = _may_hold_pieces(files)
     pieced = load_sql("events_pieced")
@@ -164,7 +171,8 @@ class DuckDBEngine:
         files = files if files is not None else trace.sql_files()
         self.files = files
         pieces = trace.may_hold_pieces if files == trace.sql_files() else None
-        create_views(self.con, events_view_sql(files, trace.corrections, pieces))
+        self._same_columns = trace.same_columns and set(files) <= set(trace.sql_files())
+        create_views(self.con, events_view_sql(files, trace.corrections, pieces, self._same_columns))
         self._owner = threading.get_ident()
         self._cursors: dict[int, duckdb.DuckDBPyConnection] = {}
         self._lock = threading.Lock()
@@ -335,7 +343,8 @@ class DuckDBEngine:
         try:
             with self._guard():
                 if files:
-                    cur.execute("CREATE TEMP VIEW events AS " + events_rows_sql(files, self.trace.corrections))
+                    cur.execute("CREATE TEMP VIEW events AS "
+                                + events_rows_sql(files, self.trace.corrections, self._same_columns))
                 return fn(cur, **item)
         finally:
             cur.close()

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from paradise.errors import NotAParadiseTrace, SchemaVersionError, TraceNotFound, TruncatedTrace
-from paradise.format import OUTPUTS_FILE, REQUIRED_COLUMNS, SUPPORTED_MAJORS
+from paradise.format import ADDED_COLUMNS, OUTPUTS_FILE, REQUIRED_COLUMNS, SUPPORTED_MAJORS
 from paradise.format.spool import SUFFIX as SPOOL_SUFFIX
 from paradise.format.summary import read_summary
 from paradise.store import clockrefine, clockstore
@@ -35,6 +35,10 @@ class TraceHandle:
     num_rows: int = 0
     corrections: dict[str, tuple[int, int, float]] = field(default_factory=dict, repr=False)
     """Clock correction per file path (paradise.store.clock): applied once, by the engines' `events` view."""
+    same_columns: bool = False
+    """Whether every file has the same columns of the same types, the format's added ones
+    (format.ADDED_COLUMNS) among them: the engines' `events` then reads the files as they are, without
+    uniting their schemas by name at each query (which opens every file: 0.3 ms a file)."""
     _summaries: dict[str, pa.Table | None] = field(default_factory=dict, repr=False, compare=False)
     """Each file's summary once read (summary())."""
 
@@ -127,7 +131,7 @@ def _trace_files(path: Path) -> list[Path]:
     return chosen
 
 
-def _check_file(f: Path) -> tuple[dict[str, Any], int]:
+def _check_file(f: Path) -> tuple[dict[str, Any], int, pa.Schema]:
     try:
         st = f.stat()
     except OSError as exc:
@@ -163,7 +167,7 @@ def _check_file(f: Path) -> tuple[dict[str, Any], int]:
     check_values(f, pf, meta)
     meta["_rows"] = pf.metadata.num_rows
     meta["_pieces"] = may_hold_pieces(pf)
-    return meta, pf.metadata.num_rows
+    return meta, pf.metadata.num_rows, schema
 
 
 def _check_pes_unique(files: list[Path], metas: list[dict[str, Any]]) -> None:
@@ -234,10 +238,11 @@ def open_trace(path: str | Path, memory_limit: int | None = None) -> TraceHandle
             raise TraceNotFound(f"{p}: directory holds no paradise trace files (*.parquet)")
     else:
         files = [p]
-    metas, rows = [], 0
+    metas, schemas, rows = [], [], 0
     for f in files:
-        m, n = _check_file(f)
+        m, n, schema = _check_file(f)
         metas.append(m)
+        schemas.append(schema)
         rows += n
     _check_pes_unique(files, metas)
     merged = dict(metas[0])
@@ -260,4 +265,10 @@ def open_trace(path: str | Path, memory_limit: int | None = None) -> TraceHandle
             corrections, clock = clockrefine.apply(refinement, names, pes, corrections, clock)
         merged["clock"] = clock
     return TraceHandle(path=p, files=tuple(files), metadata=merged, file_metadata=tuple(metas), num_rows=rows,
-                       corrections=corrections)
+                       corrections=corrections, same_columns=_same_columns(schemas))
+
+
+def _same_columns(schemas: list[pa.Schema]) -> bool:
+    """Whether the files' schemas are one (metadata aside) that holds every added column."""
+    first = schemas[0]
+    return all(c in first.names for c in ADDED_COLUMNS) and all(s.equals(first) for s in schemas[1:])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 
+import pyarrow.parquet as pq
 import pytest
 
 from paradise.engines.duckdb_engine import DuckDBEngine
@@ -50,3 +51,28 @@ def test_cursors_of_other_threads_carry_the_connection_settings(skewed):  # noqa
     want = {n: s.split("=", 1)[1].strip() for n, s in zip(names, SETTINGS)}
     assert {k: {n: v.lower() for n, v in row.items()} for k, row in seen.items()} == {
         k: want for k in ("owner", "other", "step")}
+
+
+def test_files_of_one_schema_are_read_as_they_are_and_others_united(tmp_path, skewed):  # noqa: F811
+    """A trace whose files agree on their columns (the format's added ones among them) is read without
+    uniting the schemas by name, corrections still applied; a file of an older minor (no exec_t0)
+    makes the engine unite them, its added column null."""
+    trace = open_trace(skewed)
+    assert trace.same_columns
+    with DuckDBEngine(trace) as eng:
+        sql = eng.sql("SELECT sql FROM duckdb_views() WHERE view_name = 'events'").column("sql")[0].as_py()
+        rows = eng.sql(SQL).to_pylist()
+    assert "union_by_name" not in sql and [r["pe"] for r in rows] == [0, 0, 0, 1, 1, 1]
+    assert rows[3]["t0"] != rows[0]["t0"]  # PE 1's clock corrected
+    older = tmp_path / "older"
+    older.mkdir()
+    for pe in (0, 1):
+        table = pq.read_table(skewed / f"pe-{pe:05d}.parquet")
+        if pe == 1:  # as a writer of format 1.0 left it: no exec_t0 column
+            table = table.drop_columns(["exec_t0"]).replace_schema_metadata(table.schema.metadata)
+        pq.write_table(table, older / f"pe-{pe:05d}.parquet")
+    trace = open_trace(older)
+    assert not trace.same_columns
+    with DuckDBEngine(trace) as eng:
+        rows = eng.sql(SQL).to_pylist()
+    assert [r["exec_t0"] is None for r in rows] == [False] * 3 + [True] * 3
