@@ -88,8 +88,10 @@ def step_cpu() -> dict[str, list[float]]:
 
 
 def run_group(files: list[str], text: str, params: dict[str, Any],
-              corrections: dict[str, tuple[int, int, float]] | None = None, label: str = "query") -> pa.Table:
-    """One task: a stage-1 query over one group of files, in a connection to its thread's DuckDB."""
+              corrections: dict[str, tuple[int, int, float]] | None = None, label: str = "query",
+              same_columns: bool = False) -> pa.Table:
+    """One task: a stage-1 query over one group of files, in a connection to its thread's DuckDB
+    (`same_columns`: the trace's files share one schema, TraceHandle.same_columns)."""
     from paradise.engines.duckdb_engine import create_views, events_view_sql
     from paradise.store.connection import thread_connection
 
@@ -98,17 +100,17 @@ def run_group(files: list[str], text: str, params: dict[str, Any],
         try:
             con.execute("SET threads = 1")  # one core per task: the cluster provides the parallelism
             _task_memory(con)
-            create_views(con, events_view_sql(files, corrections))
+            create_views(con, events_view_sql(files, corrections, same_columns=same_columns))
             return con.sql(text, params=params or None).to_arrow_table()
         finally:
             con.close()
 
 
 def run_step(item: tuple[dict[str, Any], list[str]], step: Any,
-             corrections: dict[str, tuple[int, int, float]] | None = None) -> Any:
+             corrections: dict[str, tuple[int, int, float]] | None = None, same_columns: bool = False) -> Any:
     """One task: a step of the event layer (paradise.events.partitions), step(connection, **kwargs),
     in a connection to its thread's DuckDB whose `events` view spans the item's files (none: a step
-    that reads no trace rows)."""
+    that reads no trace rows; `same_columns` as run_group's)."""
     from paradise.engines.duckdb_engine import create_views, events_view_sql
     from paradise.store.connection import thread_connection
 
@@ -119,7 +121,7 @@ def run_step(item: tuple[dict[str, Any], list[str]], step: Any,
             con.execute("SET threads = 1")
             _task_memory(con)
             if files:
-                create_views(con, events_view_sql(files, corrections))
+                create_views(con, events_view_sql(files, corrections, same_columns=same_columns))
             return step(con, **kwargs)
         finally:
             con.close()
@@ -374,7 +376,7 @@ class DaskEngine:
         hold (`step_bytes` is for the embedded engine)."""
         every = [str(f) for f in self.trace.files]
         return self.run_tasks(run_step, [(item, files[i] if files is not None else every) for i, item in enumerate(items)],
-                              step=fn, corrections=self.trace.corrections)
+                              step=fn, corrections=self.trace.corrections, same_columns=self.trace.same_columns)
 
     def execute(self, statement: str) -> None:
         """A statement of the event layer's own (a view over its partition files), for the event
@@ -395,7 +397,8 @@ class DaskEngine:
         if rule.client:
             return self.sql(text, **params)
         partials = self.run_tasks(run_group, self.groups, text=text, params=dict(params),
-                                  corrections=self.trace.corrections, label=name)
+                                  corrections=self.trace.corrections, label=name,
+                                  same_columns=self.trace.same_columns)
         return merge_partials(list(partials), rule, name)
 
     def _event_tables(self) -> Any:
