@@ -97,7 +97,8 @@ def events_rows_sql(files: list[str], corrections: dict[str, tuple[int, int, flo
     """The query behind the `events` view over `files` (events_view_sql): their rows, each file's
     clock correction applied; `same_columns`: the files are known to have the same columns
     (TraceHandle.same_columns), so they are read without uniting their schemas."""
-    mine = {f: c for f, c in (corrections or {}).items() if f in set(files)}
+    named = set(files)  # once: a range step builds this view too, over a trace of up to 10^4 files
+    mine = {f: c for f, c in (corrections or {}).items() if f in named}
     if mine:
         return _corrected_rows(files, mine, same_columns)
     return _files_rows(files, same_columns)
